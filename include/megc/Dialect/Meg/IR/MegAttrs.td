@@ -1,0 +1,202 @@
+//===- MegAttrs.td - meg enums and attributes --------------*- tablegen -*-===//
+//
+// Enumerations and attributes of the meg dialect: parameter init specs,
+// sharding, the FSDP strategy, the precision policy and AdamW settings.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGATTRS_TD
+#define MEGC_DIALECT_MEG_IR_MEGATTRS_TD
+
+include "megc/Dialect/Meg/IR/MegBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Meg_FsdpStrategy : I32EnumAttr<"FsdpStrategy", "FSDP sharding strategy", [
+    I32EnumAttrCase<"no_shard", 0>,
+    I32EnumAttrCase<"optim", 1>,
+    I32EnumAttrCase<"optim_grads", 2>,
+    I32EnumAttrCase<"optim_grads_params", 3>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+def Meg_FsdpStrategyAttr : EnumAttr<Meg_Dialect, Meg_FsdpStrategy, "fsdp_strategy"> {
+  let assemblyFormat = "$value";
+}
+
+def Meg_RopeLayout : I32EnumAttr<"RopeLayout", "tensor layout of a RoPE input", [
+    I32EnumAttrCase<"bshd", 0>,
+    I32EnumAttrCase<"sbhd", 1>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+def Meg_RopeLayoutAttr : EnumAttr<Meg_Dialect, Meg_RopeLayout, "layout"> {
+  let assemblyFormat = "$value";
+}
+
+def Meg_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "approximation used by gelu", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"tanh", 1>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+def Meg_GeluApproximationAttr
+    : EnumAttr<Meg_Dialect, Meg_GeluApproximation, "gelu_approximation"> {
+  let assemblyFormat = "$value";
+}
+
+def Meg_ReduceKind : I32EnumAttr<"ReduceKind", "reduction of a tensor op", [
+    I32EnumAttrCase<"sum", 0>,
+    I32EnumAttrCase<"mean", 1>,
+    I32EnumAttrCase<"max", 2>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+def Meg_ReduceKindAttr : EnumAttr<Meg_Dialect, Meg_ReduceKind, "reduce_kind"> {
+  let assemblyFormat = "$value";
+}
+
+def Meg_CollectiveReduce : I32EnumAttr<"CollectiveReduce",
+    "reduction of a collective", [
+    I32EnumAttrCase<"sum", 0>,
+    I32EnumAttrCase<"avg", 1>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+def Meg_CollectiveReduceAttr
+    : EnumAttr<Meg_Dialect, Meg_CollectiveReduce, "collective_reduce"> {
+  let assemblyFormat = "$value";
+}
+
+def Meg_InitKind : I32EnumAttr<"InitKind", "parameter initialisation", [
+    I32EnumAttrCase<"zeros", 0>,
+    I32EnumAttrCase<"ones", 1>,
+    I32EnumAttrCase<"normal", 2>,
+    I32EnumAttrCase<"uniform", 3>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Meg_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Meg_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+// A double printed in its shortest round-tripping decimal form.
+def Meg_F64Parameter : APFloatParameter<"a 64-bit float"> {
+  let printer = "::mlir::meg::printF64($_printer, $_self.convertToDouble())";
+  let parser = "::mlir::meg::parseF64AsAPFloat($_parser)";
+}
+
+def Meg_InitAttr : Meg_Attr<"Init", "init"> {
+  let summary = "How a parameter is initialised";
+  let description = [{
+    `zeros`, `ones`, `normal(std)` (mean 0) or `uniform(bound)` (in
+    [-bound, bound]). The runtime draws from a seeded generator.
+
+    ```mlir
+    #meg.init<normal(0.02)>
+    #meg.init<ones>
+    ```
+  }];
+  let parameters = (ins "::mlir::meg::InitKind":$kind,
+                        Meg_F64Parameter:$scale);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Meg_ShardingAttr : Meg_Attr<"Sharding", "sharding"> {
+  let summary = "Sharding of a parameter along one dimension over mesh axes";
+  let description = [{
+    The parameter is split into equal contiguous pieces along `dim`, one per
+    device of the group formed by `axes` of `mesh` (padded to a multiple of
+    the group size).
+
+    ```mlir
+    #meg.sharding<mesh = @world, axes = ["dp_shard"], dim = 0>
+    ```
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
+                        "::mlir::ArrayAttr":$axes,
+                        "int64_t":$dim);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Meg_FsdpAttr : Meg_Attr<"Fsdp", "fsdp"> {
+  let summary = "FSDP / HSDP configuration of a module";
+  let description = [{
+    `strategy` says which of model weights, main weights, gradients and
+    optimizer state are sharded over the `shard` axes. With `outer` axes the
+    setup is HSDP: `outer_strategy` is `no_shard` (replicate across the outer
+    group) or `optim` (optimizer state sharded there too; requires
+    `optim_grads_params`). `bucket_mb` sizes the gradient buckets.
+
+    ```mlir
+    #meg.fsdp<strategy = optim_grads_params, mesh = @world,
+              shard = ["dp_shard"], outer = ["dp_outer"],
+              outer_strategy = no_shard, bucket_mb = 40>
+    ```
+  }];
+  let parameters = (ins
+      "::mlir::meg::FsdpStrategy":$strategy,
+      "::mlir::FlatSymbolRefAttr":$mesh,
+      "::mlir::ArrayAttr":$shard,
+      OptionalParameter<"::mlir::ArrayAttr">:$outer,
+      DefaultValuedParameter<"::mlir::meg::FsdpStrategy",
+                             "::mlir::meg::FsdpStrategy::no_shard">:$outer_strategy,
+      DefaultValuedParameter<"int64_t", "40">:$bucket_mb);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Meg_PrecisionAttr : Meg_Attr<"Precision", "precision"> {
+  let summary = "Precision policy of parameters, gradients and optimizer state";
+  let description = [{
+    The dtype of each buffer of the training step, after Megatron's
+    precision-aware optimizer: `param` (model weights, compute dtype),
+    `main_params` (master weights, f32 or f16), `main_grads` (gradients as
+    the optimizer consumes them, f32 or bf16), `grad_reduce` (dtype of the
+    gradient reduction), `exp_avg` and `exp_avg_sq` (stored moments).
+
+    ```mlir
+    #meg.precision<param = bf16, main_params = f32, main_grads = f32,
+                   grad_reduce = f32, exp_avg = f32, exp_avg_sq = f32>
+    ```
+  }];
+  let parameters = (ins "::mlir::Type":$param, "::mlir::Type":$main_params,
+                        "::mlir::Type":$main_grads, "::mlir::Type":$grad_reduce,
+                        "::mlir::Type":$exp_avg, "::mlir::Type":$exp_avg_sq);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Meg_AdamWAttr : Meg_Attr<"AdamW", "adamw"> {
+  let summary = "AdamW hyper-parameters";
+  let description = [{
+    Decoupled weight decay with bias correction:
+    `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+     p = p - lr (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p)`.
+
+    ```mlir
+    #meg.adamw<lr = 3.0e-4, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8,
+               weight_decay = 0.1>
+    ```
+  }];
+  let parameters = (ins Meg_F64Parameter:$lr, Meg_F64Parameter:$beta1,
+                        Meg_F64Parameter:$beta2, Meg_F64Parameter:$eps,
+                        Meg_F64Parameter:$weight_decay);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // MEGC_DIALECT_MEG_IR_MEGATTRS_TD

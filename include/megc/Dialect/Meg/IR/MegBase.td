@@ -1,0 +1,70 @@
+//===- MegBase.td - The meg dialect definition -------------*- tablegen -*-===//
+//
+// The `meg` dialect: transformer training graphs with their parameters,
+// optimizer configuration, precision policy and parallelism meshes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGBASE_TD
+#define MEGC_DIALECT_MEG_IR_MEGBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Meg_Dialect : Dialect {
+  let name = "meg";
+  let cppNamespace = "::mlir::meg";
+  let summary = "Transformer training graphs: ops, parameters, optimizer, "
+                "precision policy and FSDP/HSDP meshes";
+  let description = [{
+    The `meg` dialect describes a whole transformer training setup at the
+    level a framework exports it: named parameters (`meg.param`, with Hugging
+    Face style names), a device mesh with named axes (`meg.mesh`) and the
+    groups of axes that collectives may use (`meg.submesh`), forward ops on
+    statically shaped tensors, their backward counterparts, the AdamW update,
+    collectives and structural regions (fusion and CUDA-graph regions).
+
+    Module-level configuration lives in discardable attributes of the
+    `builtin.module`, checked by the dialect:
+
+    ```mlir
+    module attributes {
+      meg.precision = #meg.precision<param = bf16, main_params = f32,
+                                     main_grads = f32, grad_reduce = f32,
+                                     exp_avg = f32, exp_avg_sq = f32>,
+      meg.optimizer = #meg.adamw<lr = 3.0e-4, beta1 = 0.9, beta2 = 0.95,
+                                 eps = 1.0e-8, weight_decay = 0.1>
+    } { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect"];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Names of the module attributes the dialect understands.
+    static constexpr ::llvm::StringLiteral kPrecisionAttrName = "meg.precision";
+    static constexpr ::llvm::StringLiteral kOptimizerAttrName = "meg.optimizer";
+    static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
+
+  private:
+    void registerAttributes();
+    void registerTypes();
+  public:
+  }];
+}
+
+class Meg_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Meg_Dialect, mnemonic, traits>;
+
+// Tensor constraints used across the dialect.
+def Meg_FloatElement : AnyTypeOf<[F32, BF16, F16]>;
+def Meg_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+def Meg_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Meg_Tensor : RankedTensorOf<[F32, BF16, F16, I32, I64]>;
+def Meg_ScalarF32 : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+def Meg_StepTensor : 0DTensorOf<[I64]>;
+
+#endif // MEGC_DIALECT_MEG_IR_MEGBASE_TD

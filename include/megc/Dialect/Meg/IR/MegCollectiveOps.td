@@ -1,0 +1,171 @@
+//===- MegCollectiveOps.td - collectives over submeshes ----*- tablegen -*-===//
+//
+// all_gather, reduce_scatter and all_reduce over a registered group of mesh
+// axes, in blocking form and as start/wait pairs for overlap.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGCOLLECTIVEOPS_TD
+#define MEGC_DIALECT_MEG_IR_MEGCOLLECTIVEOPS_TD
+
+include "megc/Dialect/Meg/IR/MegAttrs.td"
+include "megc/Dialect/Meg/IR/MegTypes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Collectives are ordered with respect to each other: every rank must issue
+// them in the same order, so they read and write a shared resource.
+def Meg_CommResource : Resource<"::mlir::meg::CommResource">;
+
+class Meg_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Meg_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        MemoryEffects<[MemRead<Meg_CommResource>,
+                       MemWrite<Meg_CommResource>]>])> {
+  code collectiveClassDeclaration = [{
+    /// The tensor type the collective produces (for the async forms, the
+    /// type the future resolves to).
+    ::mlir::RankedTensorType getProducedType();
+  }];
+  let extraClassDeclaration = collectiveClassDeclaration;
+}
+
+class Meg_GatherLikeDoc<string what, string example> {
+  string text = [{
+    }] # what # [{ The group is named by mesh axes, e.g. `@world[dp_shard]`;
+    it must be registered with `meg.submesh`, otherwise the verifier names
+    the group and the registered ones. Along `dim` the result is the input
+    extent times the group size (gather) or divided by it (scatter).
+
+    ```mlir
+    }] # example # [{
+    ```
+  }];
+}
+
+def Meg_AllGatherOp : Meg_CollectiveOp<"all_gather"> {
+  let summary = "Gathers the shards of every rank of a group";
+  let description = Meg_GatherLikeDoc<
+      "Concatenates, along `dim` and in rank order, the input of every rank.",
+      "%full = meg.all_gather %shard over @world[dp_shard] dim 0\n"
+      "        : tensor<256x64xbf16> -> tensor<1024x64xbf16>">.text;
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Meg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh custom<AxisList>($axes) `dim` $dim attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter"> {
+  let summary = "Reduces across a group and keeps this rank's shard";
+  let description = Meg_GatherLikeDoc<
+      "Reduces the inputs of the group elementwise (`sum` or `avg`) and "
+      "returns the rank's contiguous piece along `dim`.",
+      "%g = meg.reduce_scatter %grad over @world[dp_shard] dim 0 avg\n"
+      "        : tensor<1024x64xf32> -> tensor<256x64xf32>">.text;
+  let arguments = (ins Meg_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim,
+                       Meg_CollectiveReduceAttr:$reduce);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh custom<AxisList>($axes) `dim` $dim $reduce attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Reduces across a group; every rank gets the result";
+  let description = [{
+    Elementwise `sum` or `avg` over the ranks of a registered group.
+
+    ```mlir
+    %g = meg.all_reduce %grad over @world[dp_outer] avg : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, Meg_CollectiveReduceAttr:$reduce);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh custom<AxisList>($axes) $reduce attr-dict `:`
+    type($input)
+  }];
+}
+
+def Meg_AllGatherStartOp : Meg_CollectiveOp<"all_gather_start"> {
+  let summary = "Starts an all_gather; meg.wait yields its result";
+  let description = [{
+    The asynchronous form of `meg.all_gather`, used to prefetch the next
+    unit's parameters while the current one computes.
+
+    ```mlir
+    %f = meg.all_gather_start %shard over @world[dp_shard] dim 0
+        : tensor<256x64xbf16> -> !meg.future<tensor<1024x64xbf16>>
+    ```
+  }];
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Meg_FutureType:$future);
+  let assemblyFormat = [{
+    $input `over` $mesh custom<AxisList>($axes) `dim` $dim attr-dict `:`
+    type($input) `->` qualified(type($future))
+  }];
+}
+
+def Meg_ReduceScatterStartOp : Meg_CollectiveOp<"reduce_scatter_start"> {
+  let summary = "Starts a reduce_scatter; meg.wait yields its result";
+  let description = [{
+    The asynchronous form of `meg.reduce_scatter`, used to reduce a gradient
+    bucket while backward continues.
+
+    ```mlir
+    %f = meg.reduce_scatter_start %g over @world[dp_shard] dim 0 sum
+        : tensor<1024x64xf32> -> !meg.future<tensor<256x64xf32>>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim,
+                       Meg_CollectiveReduceAttr:$reduce);
+  let results = (outs Meg_FutureType:$future);
+  let assemblyFormat = [{
+    $input `over` $mesh custom<AxisList>($axes) `dim` $dim $reduce attr-dict
+    `:` type($input) `->` qualified(type($future))
+  }];
+}
+
+def Meg_AllReduceStartOp : Meg_CollectiveOp<"all_reduce_start"> {
+  let summary = "Starts an all_reduce; meg.wait yields its result";
+  let description = [{
+    The asynchronous form of `meg.all_reduce`.
+
+    ```mlir
+    %f = meg.all_reduce_start %g over @world[dp_outer] avg
+        : tensor<256x64xf32> -> !meg.future<tensor<256x64xf32>>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, Meg_CollectiveReduceAttr:$reduce);
+  let results = (outs Meg_FutureType:$future);
+  let assemblyFormat = [{
+    $input `over` $mesh custom<AxisList>($axes) $reduce attr-dict `:`
+    type($input) `->` qualified(type($future))
+  }];
+}
+
+def Meg_WaitOp : Meg_Op<"wait", [InferTypeOpAdaptor,
+    MemoryEffects<[MemRead<Meg_CommResource>, MemWrite<Meg_CommResource>]>]> {
+  let summary = "Waits for an asynchronous collective and yields its tensor";
+  let description = [{
+    ```mlir
+    %full = meg.wait %f : !meg.future<tensor<1024x64xbf16>>
+    ```
+  }];
+  let arguments = (ins Meg_FutureType:$future);
+  let results = (outs Meg_Tensor:$result);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+}
+
+#endif // MEGC_DIALECT_MEG_IR_MEGCOLLECTIVEOPS_TD

@@ -1,0 +1,221 @@
+//===- MegGradOps.td - backward ops ------------------------*- tablegen -*-===//
+//
+// Vector-Jacobian products of the forward ops whose backward is not a
+// composition of other meg ops (or is worth one fused kernel).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGGRADOPS_TD
+#define MEGC_DIALECT_MEG_IR_MEGGRADOPS_TD
+
+include "megc/Dialect/Meg/IR/MegAttrs.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Meg_EmbeddingGradOp : Meg_Op<"embedding_grad", [Pure]> {
+  let summary = "Gradient of an embedding lookup with respect to the table";
+  let description = [{
+    Scatter-adds each row of `grad [..., H]` into row `ids[...]` of a zero
+    table of the result type `[V, H]`.
+
+    ```mlir
+    %dt = meg.embedding_grad %dy, %ids
+        : tensor<2x16x64xf32>, tensor<2x16xi32> -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_IndexTensor:$ids);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $ids attr-dict `:` type($grad) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_RmsNormGradOp : Meg_Op<"rms_norm_grad", [Pure,
+    AllTypesMatch<["grad", "input", "input_grad"]>,
+    AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Gradients of rms_norm";
+  let description = [{
+    Given the output gradient, returns the gradients with respect to the
+    input and the weight (summed over all rows), computed in f32.
+
+    ```mlir
+    %dx, %dw = meg.rms_norm_grad %dy, %x, %w eps 1.0e-05
+        : tensor<2x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$input,
+                       Meg_FloatTensor:$weight, F64Attr:$eps);
+  let results = (outs Meg_FloatTensor:$input_grad,
+                      Meg_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `eps` $eps attr-dict `:` type($input) `,`
+    type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_LayerNormGradOp : Meg_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["grad", "input"]>, InferTypeOpAdaptor]> {
+  let summary = "Gradients of layer_norm";
+  let description = [{
+    Returns the input gradient and, for the affine form (with `weight`), the
+    weight and bias gradients.
+
+    ```mlir
+    %dx = meg.layer_norm_grad %dy, %x eps 1.0e-06 : tensor<2x256x512xf32>
+    %dx2, %dw, %db = meg.layer_norm_grad %dy, %x weight %w eps 1.0e-05
+        : tensor<2x256x512xf32>, tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$input,
+                       Optional<Meg_FloatTensor>:$weight, F64Attr:$eps);
+  let results = (outs Variadic<Meg_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $grad `,` $input (`weight` $weight^)? `eps` $eps attr-dict `:` type($input)
+    (`,` type($weight)^)?
+  }];
+}
+
+def Meg_RopeGradOp : Meg_Op<"rope_grad", [Pure,
+    AllTypesMatch<["grad", "result"]>]> {
+  let summary = "Input gradient of the fused rotary embedding";
+  let description = [{
+    The exact transpose of `meg.rope` for any `cos`/`sin` tables: with
+    half = rotary_dim / 2, half-split computes
+    `dx[i] = dy[i] cos[i] + dy[i+half] sin[i+half]` for i < half and
+    `dx[i] = dy[i] cos[i] - dy[i-half] sin[i-half]` otherwise; tail channels
+    are copied.
+
+    ```mlir
+    %dx = meg.rope_grad %dy, %cos, %sin layout bshd
+        : tensor<2x2048x32x128xbf16>, tensor<2048x128xf32>, tensor<2048x128xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$cos,
+                       Meg_FloatTensor:$sin, Meg_RopeLayoutAttr:$layout,
+                       UnitAttr:$interleaved);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $cos `,` $sin `layout` $layout (`interleaved` $interleaved^)?
+    attr-dict `:` type($grad) `,` type($cos) `,` type($sin)
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_AttentionGradOp : Meg_Op<"attention_grad", [Pure,
+    AllTypesMatch<["grad", "output"]>,
+    AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
+    AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "Gradients of attention with respect to q, k and v";
+  let description = [{
+    Flash-attention style backward: takes the output gradient and the
+    forward output and recomputes the probabilities block by block.
+
+    ```mlir
+    %dq, %dk, %dv = meg.attention_grad %do, %q, %k, %v, %o causal scale 0.125
+        : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>,
+          tensor<2x16x2x32xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$query,
+                       Meg_FloatTensor:$key, Meg_FloatTensor:$value,
+                       Meg_FloatTensor:$output, UnitAttr:$causal,
+                       F64Attr:$scale);
+  let results = (outs Meg_FloatTensor:$query_grad, Meg_FloatTensor:$key_grad,
+                      Meg_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $output (`causal` $causal^)?
+    `scale` $scale attr-dict `:` type($grad) `,` type($query) `,` type($key)
+    `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_SoftmaxGradOp : Meg_Op<"softmax_grad", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "Input gradient of softmax";
+  let description = [{
+    `dx = y * (dy - sum(dy * y, axis))` from the forward output `y`.
+
+    ```mlir
+    %dx = meg.softmax_grad %dy, %y axis 3 : tensor<2x8x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$output,
+                       I64Attr:$axis);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $output `axis` $axis attr-dict `:` type($grad)";
+  let hasVerifier = 1;
+}
+
+def Meg_CrossEntropyGradOp : Meg_Op<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "result"]>]> {
+  let summary = "Logit gradient of cross_entropy";
+  let description = [{
+    `dlogits = (softmax(logits) - onehot(labels)) * dloss` (divided by the
+    token count for `mean`).
+
+    ```mlir
+    %dl = meg.cross_entropy_grad %dloss, %logits, %labels mean
+        : tensor<2x16x128xf32>, tensor<2x16xi32>
+    ```
+  }];
+  let arguments = (ins Meg_ScalarF32:$grad, Meg_FloatTensor:$logits,
+                       Meg_IndexTensor:$labels, Meg_ReduceKindAttr:$reduction);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $labels $reduction attr-dict `:` type($logits) `,`
+    type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_GeluGradOp : Meg_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Input gradient of gelu";
+  let description = [{
+    `dx = dy * gelu'(x)` for the same approximation as the forward op.
+
+    ```mlir
+    %dx = meg.gelu_grad %dy, %x approximate tanh : tensor<2x256x2048xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$input,
+                       Meg_GeluApproximationAttr:$approximate);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `approximate` $approximate attr-dict `:` type($grad)
+  }];
+}
+
+def Meg_SiluGradOp : Meg_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Input gradient of silu";
+  let description = [{
+    `dx = dy * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`.
+
+    ```mlir
+    %dx = meg.silu_grad %dy, %x : tensor<2x16x128xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$input);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
+}
+
+def Meg_SwigluGradOp : Meg_Op<"swiglu_grad", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "Gradients of swiglu with respect to gate and up";
+  let description = [{
+    `dgate = dy * up * silu'(gate)`, `dup = dy * silu(gate)`.
+
+    ```mlir
+    %dg, %du = meg.swiglu_grad %dy, %gate, %up : tensor<2x16x128xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$gate,
+                       Meg_FloatTensor:$up);
+  let results = (outs Meg_FloatTensor:$gate_grad, Meg_FloatTensor:$up_grad);
+  let assemblyFormat = "$grad `,` $gate `,` $up attr-dict `:` type($grad)";
+}
+
+#endif // MEGC_DIALECT_MEG_IR_MEGGRADOPS_TD

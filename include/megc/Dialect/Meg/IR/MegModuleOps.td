@@ -1,0 +1,115 @@
+//===- MegModuleOps.td - parameters and meshes -------------*- tablegen -*-===//
+//
+// Module-level symbols: parameters, meshes and submesh registrations, and
+// the op that reads a parameter inside a function.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGMODULEOPS_TD
+#define MEGC_DIALECT_MEG_IR_MEGMODULEOPS_TD
+
+include "megc/Dialect/Meg/IR/MegAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A named model parameter";
+  let description = [{
+    Declares a parameter of the model with its Hugging Face style name, its
+    type, how it is initialised and, optionally, how it is sharded. A
+    parameter is trainable unless marked `frozen`; frozen parameters get no
+    gradient and no optimizer state.
+
+    ```mlir
+    meg.param @model.layers.0.self_attn.q_proj.weight : tensor<4096x4096xbf16>
+        init #meg.init<normal(0.02)>
+    meg.param frozen @model.norm.weight : tensor<4096xbf16> init #meg.init<ones>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Meg_FloatTensor>:$type,
+                       Meg_InitAttr:$init,
+                       UnitAttr:$frozen,
+                       OptionalAttr<Meg_ShardingAttr>:$sharding);
+  let assemblyFormat = [{
+    (`frozen` $frozen^)? $sym_name `:` $type `init` $init
+    (`sharding` $sharding^)? attr-dict
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+    bool isTrainable() { return !getFrozen(); }
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_ParamRefOp : Meg_Op<"param_ref", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads a parameter by symbol";
+  let description = [{
+    Yields the current value of the `meg.param` named by `name`; the result
+    type must be the parameter's type.
+
+    ```mlir
+    %w = meg.param_ref @model.norm.weight : tensor<4096xbf16>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Meg_MeshOp : Meg_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "A device mesh with named axes";
+  let description = [{
+    Declares the devices of a run as a mesh whose axes have names and sizes;
+    the world size is their product. The order of the axes is the order of
+    the rank layout (the last axis varies fastest).
+
+    ```mlir
+    meg.mesh @world [dp_outer = 2, dp_shard = 4, tp = 1]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
+                       DenseI64ArrayAttr:$axis_sizes);
+  let assemblyFormat = [{
+    $sym_name custom<MeshAxes>($axis_names, $axis_sizes) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// Size of the named axis, or std::nullopt if the mesh has no such axis.
+    std::optional<int64_t> getAxisSize(::llvm::StringRef axis);
+    /// Number of devices in the mesh.
+    int64_t getNumDevices();
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_SubmeshOp : Meg_Op<"submesh", [HasParent<"::mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Registers a group of mesh axes for collectives";
+  let description = [{
+    Registers the group formed by the given axes of a mesh (flattened in the
+    order written). Collectives may only communicate over registered groups,
+    so a missing registration is a compile-time error instead of a failure
+    at run time; the runtime creates one communicator per registration.
+
+    ```mlir
+    meg.submesh @world[dp_outer, dp_shard]
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let assemblyFormat = "$mesh custom<AxisList>($axes) attr-dict";
+  let extraClassDeclaration = [{
+    /// Checks that `axes` of `mesh` form a group registered in the module of
+    /// `user`, reporting on `user` otherwise; returns the group size.
+    static ::mlir::FailureOr<int64_t>
+    verifyGroup(::mlir::Operation *user,
+                ::mlir::SymbolTableCollection &symbolTable,
+                ::mlir::FlatSymbolRefAttr mesh, ::mlir::ArrayAttr axes);
+  }];
+}
+
+#endif // MEGC_DIALECT_MEG_IR_MEGMODULEOPS_TD

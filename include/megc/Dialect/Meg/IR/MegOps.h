@@ -1,0 +1,34 @@
+//===- MegOps.h - meg operations --------------------------------*- C++ -*-===//
+//
+// Declares the operations of the meg dialect (and pulls in its attributes
+// and types, which the op classes use).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGOPS_H
+#define MEGC_DIALECT_MEG_IR_MEGOPS_H
+
+#include "megc/Dialect/Meg/IR/MegAttrs.h"
+#include "megc/Dialect/Meg/IR/MegDialect.h"
+#include "megc/Dialect/Meg/IR/MegTypes.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::meg {
+/// The resource every collective reads and writes, which keeps collectives
+/// in program order (all ranks must issue them in the same order).
+struct CommResource : public SideEffects::Resource::Base<CommResource> {
+  StringRef getName() final { return "<meg.comm>"; }
+};
+} // namespace mlir::meg
+
+#define GET_OP_CLASSES
+#include "megc/Dialect/Meg/IR/MegOps.h.inc"
+
+#endif // MEGC_DIALECT_MEG_IR_MEGOPS_H

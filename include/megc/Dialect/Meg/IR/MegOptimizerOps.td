@@ -1,0 +1,45 @@
+//===- MegOptimizerOps.td - optimizer ops ------------------*- tablegen -*-===//
+//
+// The AdamW update of one parameter with its moments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGOPTIMIZEROPS_TD
+#define MEGC_DIALECT_MEG_IR_MEGOPTIMIZEROPS_TD
+
+include "megc/Dialect/Meg/IR/MegAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Meg_AdamWOp : Meg_Op<"adamw", [Pure,
+    AllTypesMatch<["param", "new_param"]>,
+    AllTypesMatch<["exp_avg", "new_exp_avg"]>,
+    AllTypesMatch<["exp_avg_sq", "new_exp_avg_sq"]>]> {
+  let summary = "One AdamW step of a parameter";
+  let description = [{
+    Updates a (main) parameter and its first and second moments from its
+    gradient; `step` is the 1-based step count used for bias correction.
+    The moments are stored in their own dtypes and computed in f32; all four
+    tensors have the same shape.
+
+    ```mlir
+    %p2, %m2, %v2 = meg.adamw %p, %g, %m, %v, %step
+        #meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8,
+                   weight_decay = 0.01>
+        : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>,
+          tensor<64x64xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$param, Meg_FloatTensor:$grad,
+                       Meg_FloatTensor:$exp_avg, Meg_FloatTensor:$exp_avg_sq,
+                       Meg_StepTensor:$step, Meg_AdamWAttr:$config);
+  let results = (outs Meg_FloatTensor:$new_param,
+                      Meg_FloatTensor:$new_exp_avg,
+                      Meg_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step $config attr-dict
+    `:` type($param) `,` type($grad) `,` type($exp_avg) `,` type($exp_avg_sq) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // MEGC_DIALECT_MEG_IR_MEGOPTIMIZEROPS_TD

@@ -1,0 +1,241 @@
+//===- MegAttrs.cpp - meg enums and attributes -------------------------===//
+//
+// Parsing, printing and verification of the meg attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::meg;
+
+#include "megc/Dialect/Meg/IR/MegEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "megc/Dialect/Meg/IR/MegAttrs.cpp.inc"
+
+void MegDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "megc/Dialect/Meg/IR/MegAttrs.cpp.inc"
+      >();
+}
+
+void mlir::meg::printF64(AsmPrinter &printer, double value) {
+  // Shortest %g form that reads back as the same double, spelled as an MLIR
+  // float literal (which needs a '.' before any exponent).
+  char buffer[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  std::string text(buffer);
+  if (std::isfinite(value) && text.find('.') == std::string::npos) {
+    size_t exponent = text.find('e');
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
+  printer << text;
+}
+
+FailureOr<double> mlir::meg::parseF64(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return value;
+}
+
+FailureOr<llvm::APFloat> mlir::meg::parseF64AsAPFloat(AsmParser &parser) {
+  FailureOr<double> value = parseF64(parser);
+  if (failed(value))
+    return failure();
+  return llvm::APFloat(*value);
+}
+
+//===----------------------------------------------------------------------===//
+// InitAttr
+//===----------------------------------------------------------------------===//
+
+Attribute InitAttr::parse(AsmParser &parser, Type) {
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&keyword))
+    return {};
+  std::optional<InitKind> kind = symbolizeInitKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "unknown init kind '" << keyword
+                          << "'; expected zeros, ones, normal or uniform";
+    return {};
+  }
+  double scale = 0.0;
+  if (*kind == InitKind::normal || *kind == InitKind::uniform) {
+    FailureOr<double> value;
+    if (parser.parseLParen() || failed(value = parseF64(parser)) ||
+        parser.parseRParen())
+      return {};
+    scale = *value;
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<InitAttr>(loc, parser.getContext(), *kind,
+                                    APFloat(scale));
+}
+
+void InitAttr::print(AsmPrinter &printer) const {
+  printer << '<' << stringifyInitKind(getKind());
+  if (getKind() == InitKind::normal || getKind() == InitKind::uniform) {
+    printer << '(';
+    printF64(printer, getScale().convertToDouble());
+    printer << ')';
+  }
+  printer << '>';
+}
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, APFloat scaleValue) {
+  double scale = scaleValue.convertToDouble();
+  bool hasScale = kind == InitKind::normal || kind == InitKind::uniform;
+  if (hasScale && !(std::isfinite(scale) && scale >= 0.0))
+    return emitError() << "expects the " << stringifyInitKind(kind)
+                       << " init scale to be finite and >= 0, got " << scale;
+  if (!hasScale && scale != 0.0)
+    return emitError() << "init kind " << stringifyInitKind(kind)
+                       << " takes no scale";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingAttr, FsdpAttr
+//===----------------------------------------------------------------------===//
+
+/// Checks that `axes` is a non-empty list of distinct, non-empty strings.
+static LogicalResult verifyAxisNames(function_ref<InFlightDiagnostic()> emitError,
+                                     ArrayAttr axes, StringRef what) {
+  if (!axes || axes.empty())
+    return emitError() << "expects at least one " << what << " axis";
+  llvm::StringSet<> seen;
+  for (Attribute axis : axes) {
+    auto name = dyn_cast<StringAttr>(axis);
+    if (!name || name.getValue().empty())
+      return emitError() << "expects " << what
+                         << " axes to be non-empty strings, got " << axis;
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << what << " axis '" << name.getValue()
+                         << "' appears twice";
+  }
+  return success();
+}
+
+LogicalResult
+ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     FlatSymbolRefAttr mesh, ArrayAttr axes, int64_t dim) {
+  if (!mesh)
+    return emitError() << "expects a mesh symbol";
+  if (dim < 0)
+    return emitError() << "expects a non-negative sharded dim, got " << dim;
+  return verifyAxisNames(emitError, axes, "sharding");
+}
+
+LogicalResult FsdpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               FsdpStrategy strategy, FlatSymbolRefAttr mesh,
+                               ArrayAttr shard, ArrayAttr outer,
+                               FsdpStrategy outerStrategy, int64_t bucketMb) {
+  if (!mesh)
+    return emitError() << "expects a mesh symbol";
+  if (failed(verifyAxisNames(emitError, shard, "shard")))
+    return failure();
+  if (outer) {
+    if (failed(verifyAxisNames(emitError, outer, "outer")))
+      return failure();
+    for (Attribute axis : outer)
+      if (llvm::is_contained(shard.getValue(), axis))
+        return emitError() << "axis " << axis
+                           << " is both a shard and an outer axis";
+  }
+  if (outerStrategy != FsdpStrategy::no_shard &&
+      outerStrategy != FsdpStrategy::optim)
+    return emitError() << "expects outer_strategy no_shard or optim, got "
+                       << stringifyFsdpStrategy(outerStrategy);
+  if (outerStrategy == FsdpStrategy::optim) {
+    if (!outer)
+      return emitError() << "outer_strategy optim needs outer axes";
+    if (strategy != FsdpStrategy::optim_grads_params)
+      return emitError() << "outer_strategy optim requires strategy "
+                            "optim_grads_params, got "
+                         << stringifyFsdpStrategy(strategy);
+  }
+  if (bucketMb <= 0)
+    return emitError() << "expects bucket_mb > 0, got " << bucketMb;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PrecisionAttr
+//===----------------------------------------------------------------------===//
+
+/// Checks that `type` is one of the float types `allowed` names.
+static LogicalResult expectDtype(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef field, Type type,
+                                 ArrayRef<StringRef> allowed) {
+  std::string spelled;
+  llvm::raw_string_ostream os(spelled);
+  os << type;
+  if (llvm::is_contained(allowed, spelled))
+    return success();
+  auto diag = emitError() << "expects " << field << " to be one of ";
+  llvm::interleaveComma(allowed, diag);
+  return diag << ", got " << type;
+}
+
+LogicalResult
+PrecisionAttr::verify(function_ref<InFlightDiagnostic()> emitError, Type param,
+                      Type mainParams, Type mainGrads, Type gradReduce,
+                      Type expAvg, Type expAvgSq) {
+  if (failed(expectDtype(emitError, "param", param, {"f32", "bf16", "f16"})) ||
+      failed(expectDtype(emitError, "main_params", mainParams,
+                         {"f32", "f16"})) ||
+      failed(expectDtype(emitError, "main_grads", mainGrads,
+                         {"f32", "bf16"})) ||
+      failed(expectDtype(emitError, "grad_reduce", gradReduce,
+                         {"f32", "bf16"})) ||
+      failed(expectDtype(emitError, "exp_avg", expAvg, {"f32", "bf16", "f16"})) ||
+      failed(expectDtype(emitError, "exp_avg_sq", expAvgSq,
+                         {"f32", "bf16", "f16"})))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AdamWAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                APFloat lrValue, APFloat beta1Value,
+                                APFloat beta2Value, APFloat epsValue,
+                                APFloat weightDecayValue) {
+  double lr = lrValue.convertToDouble();
+  double beta1 = beta1Value.convertToDouble();
+  double beta2 = beta2Value.convertToDouble();
+  double eps = epsValue.convertToDouble();
+  double weightDecay = weightDecayValue.convertToDouble();
+  if (!(std::isfinite(lr) && lr > 0.0))
+    return emitError() << "expects lr > 0, got " << lr;
+  if (!(beta1 >= 0.0 && beta1 < 1.0))
+    return emitError() << "expects beta1 in [0, 1), got " << beta1;
+  if (!(beta2 >= 0.0 && beta2 < 1.0))
+    return emitError() << "expects beta2 in [0, 1), got " << beta2;
+  if (!(std::isfinite(eps) && eps > 0.0))
+    return emitError() << "expects eps > 0, got " << eps;
+  if (!(std::isfinite(weightDecay) && weightDecay >= 0.0))
+    return emitError() << "expects weight_decay >= 0, got " << weightDecay;
+  return success();
+}

@@ -1,0 +1,124 @@
+//===- MegCollectiveOps.cpp - collectives over submeshes ---------------===//
+//
+// Checks that every collective communicates over a registered group and
+// that its shapes agree with the group size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShapeUtils.h"
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+enum class ShardChange { Gather, Scatter, None };
+} // namespace
+
+/// Verifies the group of `op` and that `produced` follows from `input`.
+static LogicalResult verifyCollective(Operation *op,
+                                      SymbolTableCollection &symbolTable,
+                                      FlatSymbolRefAttr mesh, ArrayAttr axes,
+                                      Type inputType, RankedTensorType produced,
+                                      ShardChange change, int64_t dim) {
+  FailureOr<int64_t> groupSize =
+      SubmeshOp::verifyGroup(op, symbolTable, mesh, axes);
+  if (failed(groupSize))
+    return failure();
+  auto input = cast<RankedTensorType>(inputType);
+  if (input.getElementType() != produced.getElementType())
+    return op->emitOpError() << "produces element type "
+                             << produced.getElementType() << " from "
+                             << input.getElementType();
+  if (change == ShardChange::None) {
+    if (input != produced)
+      return op->emitOpError() << "produces " << produced << " from " << input;
+    return success();
+  }
+  if (dim < 0 || dim >= input.getRank())
+    return op->emitOpError() << "dim " << dim << " is out of range for rank "
+                             << input.getRank();
+  SmallVector<int64_t> expected(input.getShape());
+  if (change == ShardChange::Gather) {
+    expected[dim] *= *groupSize;
+  } else {
+    if (expected[dim] % *groupSize != 0)
+      return op->emitOpError() << "scatters dim " << dim << " of size "
+                               << expected[dim] << " over a group of "
+                               << *groupSize
+                               << ", which does not divide it (pad first)";
+    expected[dim] /= *groupSize;
+  }
+  if (produced.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError() << "over a group of " << *groupSize
+                             << " expects result shape "
+                             << formatShape(expected) << ", got "
+                             << formatShape(produced.getShape());
+  return success();
+}
+
+static RankedTensorType futureValue(Value future) {
+  return cast<FutureType>(future.getType()).getValueType();
+}
+
+RankedTensorType AllGatherOp::getProducedType() {
+  return cast<RankedTensorType>(getType());
+}
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::Gather, getDim());
+}
+
+RankedTensorType ReduceScatterOp::getProducedType() {
+  return cast<RankedTensorType>(getType());
+}
+LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::Scatter, getDim());
+}
+
+RankedTensorType AllReduceOp::getProducedType() {
+  return cast<RankedTensorType>(getType());
+}
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::None, 0);
+}
+
+RankedTensorType AllGatherStartOp::getProducedType() {
+  return futureValue(getFuture());
+}
+LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::Gather, getDim());
+}
+
+RankedTensorType ReduceScatterStartOp::getProducedType() {
+  return futureValue(getFuture());
+}
+LogicalResult
+ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::Scatter, getDim());
+}
+
+RankedTensorType AllReduceStartOp::getProducedType() {
+  return futureValue(getFuture());
+}
+LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::None, 0);
+}
+
+LogicalResult WaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(futureValue(adaptor.getFuture()));
+  return success();
+}

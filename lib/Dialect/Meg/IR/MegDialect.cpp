@@ -1,0 +1,87 @@
+//===- MegDialect.cpp - The meg dialect --------------------------------===//
+//
+// Registers the dialect's ops, attributes and types and verifies the module
+// attributes it owns (precision policy, optimizer, FSDP configuration).
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include "megc/Dialect/Meg/IR/MegDialect.cpp.inc"
+
+using namespace mlir;
+using namespace mlir::meg;
+
+void MegDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "megc/Dialect/Meg/IR/MegOps.cpp.inc"
+      >();
+  registerAttributes();
+  registerTypes();
+}
+
+/// Checks that `axes` names distinct axes of the mesh `meshRef` found from
+/// `module`.
+static LogicalResult verifyMeshAxes(Operation *module, StringRef attrName,
+                                    FlatSymbolRefAttr meshRef, ArrayAttr axes,
+                                    StringRef what) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(module, meshRef);
+  if (!mesh)
+    return module->emitError() << "'" << attrName << "' refers to mesh "
+                               << meshRef << ", which is not a meg.mesh";
+  llvm::StringSet<> seen;
+  for (Attribute axis : axes) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    if (!mesh.getAxisSize(name))
+      return module->emitError()
+             << "'" << attrName << "' " << what << " axis '" << name
+             << "' is not an axis of mesh " << meshRef;
+    if (!seen.insert(name).second)
+      return module->emitError() << "'" << attrName << "' " << what
+                                 << " axis '" << name << "' appears twice";
+  }
+  return success();
+}
+
+LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto expectModule = [&]() -> LogicalResult {
+    if (isa<ModuleOp>(op))
+      return success();
+    return op->emitError() << "'" << name
+                           << "' is only valid on a builtin.module";
+  };
+  if (name == kPrecisionAttrName) {
+    if (!isa<PrecisionAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' expects a #meg.precision attribute";
+    return expectModule();
+  }
+  if (name == kOptimizerAttrName) {
+    if (!isa<AdamWAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' expects an optimizer attribute such as "
+                                "#meg.adamw";
+    return expectModule();
+  }
+  if (name == kFsdpAttrName) {
+    auto fsdp = dyn_cast<FsdpAttr>(attr.getValue());
+    if (!fsdp)
+      return op->emitError() << "'" << name
+                             << "' expects a #meg.fsdp attribute";
+    if (failed(expectModule()) ||
+        failed(verifyMeshAxes(op, name, fsdp.getMesh(), fsdp.getShard(),
+                              "shard")))
+      return failure();
+    if (fsdp.getOuter() &&
+        failed(verifyMeshAxes(op, name, fsdp.getMesh(), fsdp.getOuter(),
+                              "outer")))
+      return failure();
+    return success();
+  }
+  return op->emitError() << "unknown meg attribute '" << name << "'";
+}

@@ -1,0 +1,190 @@
+//===- MegModuleOps.cpp - parameters and meshes ------------------------===//
+//
+// Verification of parameters, meshes, submesh registrations and parameter
+// references, and the group check used by every collective.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::meg;
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  if (ShardingAttr sharding = getShardingAttr()) {
+    if (sharding.getDim() >= type.getRank())
+      return emitOpError() << "shards dim " << sharding.getDim()
+                           << " of a rank-" << type.getRank() << " parameter";
+  }
+  return success();
+}
+
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  ShardingAttr sharding = getShardingAttr();
+  if (!sharding)
+    return success();
+  auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(*this,
+                                                          sharding.getMesh());
+  if (!mesh)
+    return emitOpError() << "is sharded over " << sharding.getMesh()
+                         << ", which is not a meg.mesh";
+  for (Attribute axis : sharding.getAxes())
+    if (!mesh.getAxisSize(cast<StringAttr>(axis).getValue()))
+      return emitOpError() << "is sharded over axis " << axis
+                           << ", which mesh " << sharding.getMesh()
+                           << " does not have";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamRefOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *symbol = symbolTable.lookupNearestSymbolFrom(*this, getNameAttr());
+  if (!symbol)
+    return emitOpError() << "refers to " << getNameAttr()
+                         << ", which is not defined";
+  auto param = dyn_cast<ParamOp>(symbol);
+  if (!param)
+    return emitOpError() << "refers to " << getNameAttr()
+                         << ", which is a '" << symbol->getName()
+                         << "', not a meg.param";
+  if (param.getType() != getType())
+    return emitOpError() << "result type " << getType()
+                         << " differs from the type " << param.getType()
+                         << " of parameter " << getNameAttr();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> MeshOp::getAxisSize(StringRef axis) {
+  for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes()))
+    if (cast<StringAttr>(name).getValue() == axis)
+      return size;
+  return std::nullopt;
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t devices = 1;
+  for (int64_t size : getAxisSizes())
+    devices *= size;
+  return devices;
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxisNames().size() != getAxisSizes().size())
+    return emitOpError() << "has " << getAxisNames().size()
+                         << " axis names but " << getAxisSizes().size()
+                         << " sizes";
+  if (getAxisNames().empty())
+    return emitOpError() << "expects at least one axis";
+  llvm::StringSet<> seen;
+  for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes())) {
+    StringRef axis = cast<StringAttr>(name).getValue();
+    if (axis.empty())
+      return emitOpError() << "has an axis with an empty name";
+    if (!seen.insert(axis).second)
+      return emitOpError() << "has axis '" << axis << "' twice";
+    if (size < 1)
+      return emitOpError() << "expects axis '" << axis
+                           << "' to have size >= 1, got " << size;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SubmeshOp
+//===----------------------------------------------------------------------===//
+
+/// Writes `@mesh[a, b]`.
+static void printGroup(InFlightDiagnostic &diag, FlatSymbolRefAttr mesh,
+                       ArrayAttr axes) {
+  diag << mesh << "[";
+  llvm::interleaveComma(axes, diag, [&](Attribute axis) {
+    diag << cast<StringAttr>(axis).getValue();
+  });
+  diag << "]";
+}
+
+/// Finds the mesh `meshRef` and checks that `axes` are distinct axes of it.
+static FailureOr<MeshOp> lookupMeshAxes(Operation *user,
+                                        SymbolTableCollection &symbolTable,
+                                        FlatSymbolRefAttr meshRef,
+                                        ArrayAttr axes) {
+  Operation *symbol = symbolTable.lookupNearestSymbolFrom(user, meshRef);
+  auto mesh = dyn_cast_if_present<MeshOp>(symbol);
+  if (!mesh)
+    return static_cast<LogicalResult>(user->emitOpError() << "refers to mesh " << meshRef
+                               << ", which is not a meg.mesh");
+  if (axes.empty())
+    return static_cast<LogicalResult>(user->emitOpError() << "expects at least one mesh axis");
+  llvm::StringSet<> seen;
+  for (Attribute axis : axes) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    if (!mesh.getAxisSize(name))
+      return static_cast<LogicalResult>(user->emitOpError() << "uses axis '" << name << "', which mesh "
+                                 << meshRef << " does not have");
+    if (!seen.insert(name).second)
+      return static_cast<LogicalResult>(user->emitOpError() << "uses axis '" << name << "' twice");
+  }
+  return mesh;
+}
+
+LogicalResult SubmeshOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (failed(lookupMeshAxes(*this, symbolTable, getMeshAttr(), getAxesAttr())))
+    return failure();
+  for (Operation &other : (*this)->getBlock()->getOperations()) {
+    if (&other == getOperation())
+      break;
+    auto earlier = dyn_cast<SubmeshOp>(&other);
+    if (earlier && earlier.getMeshAttr() == getMeshAttr() &&
+        earlier.getAxesAttr() == getAxesAttr()) {
+      InFlightDiagnostic diag = emitOpError() << "registers ";
+      printGroup(diag, getMeshAttr(), getAxesAttr());
+      diag << " a second time";
+      diag.attachNote(earlier.getLoc()) << "first registered here";
+      return diag;
+    }
+  }
+  return success();
+}
+
+FailureOr<int64_t> SubmeshOp::verifyGroup(Operation *user,
+                                          SymbolTableCollection &symbolTable,
+                                          FlatSymbolRefAttr meshRef,
+                                          ArrayAttr axes) {
+  FailureOr<MeshOp> mesh = lookupMeshAxes(user, symbolTable, meshRef, axes);
+  if (failed(mesh))
+    return failure();
+  int64_t groupSize = 1;
+  for (Attribute axis : axes)
+    groupSize *= *mesh->getAxisSize(cast<StringAttr>(axis).getValue());
+
+  Block *moduleBlock = (*mesh)->getBlock();
+  SmallVector<SubmeshOp> registered;
+  for (auto submesh : moduleBlock->getOps<SubmeshOp>()) {
+    if (submesh.getMeshAttr() == meshRef && submesh.getAxesAttr() == axes)
+      return groupSize;
+    registered.push_back(submesh);
+  }
+  InFlightDiagnostic diag = user->emitOpError() << "communicates over ";
+  printGroup(diag, meshRef, axes);
+  diag << ", which is not a registered submesh; registered: ";
+  if (registered.empty())
+    diag << "none";
+  llvm::interleaveComma(registered, diag, [&](SubmeshOp submesh) {
+    printGroup(diag, submesh.getMeshAttr(), submesh.getAxesAttr());
+  });
+  return static_cast<LogicalResult>(diag);
+}

@@ -1,0 +1,42 @@
+//===- SharedVerifiers.h - checks shared by forward/backward ops -*- C++ -*-===//
+//
+// Operand checks that a forward op and its backward op both need; defined
+// next to the forward op in MegNNOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_LIB_DIALECT_MEG_IR_SHAREDVERIFIERS_H
+#define MEGC_LIB_DIALECT_MEG_IR_SHAREDVERIFIERS_H
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+namespace mlir::meg {
+
+/// Checks the input and cos/sin tables of meg.rope / meg.rope_grad.
+LogicalResult verifyRopeOperands(Operation *op, Value input, Value cos,
+                                 Value sin, RopeLayout layout);
+
+/// Infers the attention output `[B, Sq, H, Dv]` from bshd q, k and v.
+LogicalResult inferAttentionType(std::optional<Location> loc,
+                                 StringRef opName, Type queryType,
+                                 Type keyType, Type valueType,
+                                 SmallVectorImpl<Type> &inferred);
+
+/// Checks that `axis` indexes a dimension of `type`.
+LogicalResult verifyAxis(Operation *op, int64_t axis, Type type);
+
+/// Checks logits `[..., V]` against labels `[...]` and the reduction kind.
+LogicalResult verifyLogitsLabels(std::optional<Location> loc,
+                                 StringRef opName, Type logitsType,
+                                 Type labelsType, ReduceKind reduction);
+
+/// Checks that `weight` is 1-D and matches the last dim of `input`.
+LogicalResult verifyNormWeight(Operation *op, StringRef what, Value input,
+                               Value weight);
+
+/// Checks that a normalisation epsilon is positive.
+LogicalResult verifyEps(Operation *op, double eps);
+
+} // namespace mlir::meg
+
+#endif // MEGC_LIB_DIALECT_MEG_IR_SHAREDVERIFIERS_H
