@@ -85,3 +85,28 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitError() << "unknown meg attribute '" << name << "'";
 }
+
+/// Checks a `meg.name` on a function argument or result.
+static LogicalResult verifyValueName(Operation *op, NamedAttribute attr,
+                                     StringRef where) {
+  if (attr.getName().getValue() != MegDialect::kNameAttrName)
+    return op->emitError() << "unknown meg attribute '"
+                           << attr.getName().getValue() << "' on " << where;
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'" << MegDialect::kNameAttrName << "' on "
+                           << where << " expects a non-empty string";
+  return success();
+}
+
+LogicalResult MegDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attr) {
+  return verifyValueName(op, attr, "argument " + std::to_string(argIndex));
+}
+
+LogicalResult MegDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                      unsigned resultIndex,
+                                                      NamedAttribute attr) {
+  return verifyValueName(op, attr, "result " + std::to_string(resultIndex));
+}

@@ -36,17 +36,25 @@ def Meg_Dialect : Dialect {
                                  eps = 1.0e-8, weight_decay = 0.1>
     } { ... }
     ```
+
+    Arguments and results of entry functions carry their names in a
+    `meg.name` attribute (`{meg.name = "input_ids"}`), which become the
+    names of the compiled entry point's inputs and outputs.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect"];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Names of the module attributes the dialect understands.
     static constexpr ::llvm::StringLiteral kPrecisionAttrName = "meg.precision";
     static constexpr ::llvm::StringLiteral kOptimizerAttrName = "meg.optimizer";
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
+    /// Names an entry point's argument or result (`input_ids`, `logits`).
+    static constexpr ::llvm::StringLiteral kNameAttrName = "meg.name";
 
   private:
     void registerAttributes();

@@ -34,8 +34,8 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
                        UnitAttr:$frozen,
                        OptionalAttr<Meg_ShardingAttr>:$sharding);
   let assemblyFormat = [{
-    (`frozen` $frozen^)? $sym_name `:` $type `init` $init
-    (`sharding` $sharding^)? attr-dict
+    (`frozen` $frozen^)? $sym_name `:` $type `init` qualified($init)
+    (`sharding` qualified($sharding)^)? attr-dict
   }];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
@@ -101,7 +101,7 @@ def Meg_SubmeshOp : Meg_Op<"submesh", [HasParent<"::mlir::ModuleOp">,
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
-  let assemblyFormat = "$mesh custom<AxisList>($axes) attr-dict";
+  let assemblyFormat = "$mesh `` custom<AxisList>($axes) attr-dict";
   let extraClassDeclaration = [{
     /// Checks that `axes` of `mesh` form a group registered in the module of
     /// `user`, reporting on `user` otherwise; returns the group size.

@@ -1,0 +1,299 @@
+//===- ModelBuilder.cpp - helpers to write model IR --------------------===//
+//
+// Implements the op-emitting helpers the presets share.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelBuilder.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace megc::gen {
+
+llvm::Error configError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error checkPositive(
+    std::initializer_list<std::pair<llvm::StringRef, int64_t>> sizes) {
+  for (auto [flag, value] : sizes)
+    if (value < 1)
+      return configError("--" + flag + " must be >= 1, got " +
+                         llvm::Twine(value));
+  return llvm::Error::success();
+}
+
+SmallVector<Value> adaLnChunks(ModelBuilder &b, Value cond, StringRef prefix,
+                               int64_t chunks) {
+  Value emb = b.linear(b.silu(cond), prefix, /*bias=*/true);
+  int64_t hidden = ModelBuilder::shapeOf(cond).back();
+  return b.split(emb, 1, SmallVector<int64_t>(chunks, hidden));
+}
+
+Value gatedResidual(ModelBuilder &b, Value residual, Value gate,
+                    Value update) {
+  ArrayRef<int64_t> shape = ModelBuilder::shapeOf(gate);
+  Value column = b.reshape(gate, {shape[0], 1, shape[1]});
+  return b.add(residual, b.mul(column, update));
+}
+
+llvm::Expected<DType> parseDType(llvm::StringRef text) {
+  if (text == "f32")
+    return DType::F32;
+  if (text == "bf16")
+    return DType::BF16;
+  if (text == "f16")
+    return DType::F16;
+  return configError("unknown dtype '" + text + "'; expected f32, bf16 or f16");
+}
+
+static Type elementTypeOf(MLIRContext &context, DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return Float32Type::get(&context);
+  case DType::BF16:
+    return BFloat16Type::get(&context);
+  case DType::F16:
+    return Float16Type::get(&context);
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+ModelBuilder::ModelBuilder(MLIRContext &context, DType dtype)
+    : context(context), builder(&context), loc(UnknownLoc::get(&context)),
+      activationType(elementTypeOf(context, dtype)) {
+  context.loadDialect<MegDialect, func::FuncDialect, arith::ArithDialect>();
+  module = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(module->getBody());
+}
+
+RankedTensorType ModelBuilder::tensor(ArrayRef<int64_t> shape) const {
+  return RankedTensorType::get(shape, activationType);
+}
+
+RankedTensorType ModelBuilder::tensor(ArrayRef<int64_t> shape,
+                                      Type element) const {
+  return RankedTensorType::get(shape, element);
+}
+
+ArrayRef<int64_t> ModelBuilder::shapeOf(Value value) {
+  return mlir::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
+                           InitKind kind, double scale) {
+  RankedTensorType type = tensor(shape);
+  paramTypes[name] = type;
+  ParamOp::create(builder, loc, builder.getStringAttr(name),
+                  TypeAttr::get(type),
+                  InitAttr::get(&context, kind, APFloat(scale)),
+                  /*frozen=*/nullptr, /*sharding=*/nullptr);
+}
+
+void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape) {
+  declare(name, shape, InitKind::normal, 0.02);
+}
+
+void ModelBuilder::ones(StringRef name, ArrayRef<int64_t> shape) {
+  declare(name, shape, InitKind::ones, 0.0);
+}
+
+void ModelBuilder::zeros(StringRef name, ArrayRef<int64_t> shape) {
+  declare(name, shape, InitKind::zeros, 0.0);
+}
+
+void ModelBuilder::linearParams(StringRef prefix, int64_t in, int64_t out,
+                                bool bias) {
+  weight((prefix + ".weight").str(), {out, in});
+  if (bias)
+    zeros((prefix + ".bias").str(), {out});
+}
+
+SmallVector<Value> ModelBuilder::beginFunction(StringRef name,
+                                               ArrayRef<NamedType> args) {
+  SmallVector<Type> types;
+  for (const NamedType &arg : args)
+    types.push_back(arg.type);
+  builder.setInsertionPointToEnd(module->getBody());
+  currentFunction = func::FuncOp::create(
+      builder, loc, name, builder.getFunctionType(types, {}));
+  for (auto [index, arg] : llvm::enumerate(args))
+    currentFunction.setArgAttr(index, MegDialect::kNameAttrName,
+                               builder.getStringAttr(arg.name));
+  Block *entry = currentFunction.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  return SmallVector<Value>(entry->getArguments());
+}
+
+void ModelBuilder::endFunction(ArrayRef<NamedValue> results) {
+  SmallVector<Value> values;
+  SmallVector<Type> types;
+  for (const NamedValue &result : results) {
+    values.push_back(result.value);
+    types.push_back(result.value.getType());
+  }
+  func::ReturnOp::create(builder, loc, values);
+  currentFunction.setFunctionType(builder.getFunctionType(
+      currentFunction.getArgumentTypes(), types));
+  for (auto [index, result] : llvm::enumerate(results))
+    currentFunction.setResultAttr(index, MegDialect::kNameAttrName,
+                                  builder.getStringAttr(result.name));
+}
+
+ValueRange ModelBuilder::call(StringRef name, ValueRange args) {
+  auto callee = module->lookupSymbol<func::FuncOp>(name);
+  assert(callee && "calling a function that was not built");
+  return func::CallOp::create(builder, loc, callee, args).getResults();
+}
+
+Value ModelBuilder::param(StringRef name) {
+  auto it = paramTypes.find(name);
+  assert(it != paramTypes.end() && "reading an undeclared parameter");
+  return ParamRefOp::create(builder, loc, it->second,
+                            FlatSymbolRefAttr::get(&context, name));
+}
+
+Value ModelBuilder::linear(Value input, StringRef prefix, bool bias) {
+  Value weightValue = param((prefix + ".weight").str());
+  Value biasValue = bias ? param((prefix + ".bias").str()) : Value();
+  return LinearOp::create(builder, loc, input, weightValue, biasValue);
+}
+
+Value ModelBuilder::rmsNorm(Value input, StringRef weightName, double eps) {
+  return RmsNormOp::create(builder, loc, input, param(weightName),
+                           builder.getF64FloatAttr(eps));
+}
+
+Value ModelBuilder::layerNorm(Value input, double eps) {
+  return LayerNormOp::create(builder, loc, input.getType(), input, Value(),
+                             Value(), builder.getF64FloatAttr(eps));
+}
+
+Value ModelBuilder::add(Value lhs, Value rhs) {
+  return AddOp::create(builder, loc, lhs, rhs);
+}
+Value ModelBuilder::sub(Value lhs, Value rhs) {
+  return SubOp::create(builder, loc, lhs, rhs);
+}
+Value ModelBuilder::mul(Value lhs, Value rhs) {
+  return MulOp::create(builder, loc, lhs, rhs);
+}
+Value ModelBuilder::neg(Value input) {
+  return NegOp::create(builder, loc, input);
+}
+Value ModelBuilder::silu(Value input) {
+  return SiluOp::create(builder, loc, input);
+}
+Value ModelBuilder::geluTanh(Value input) {
+  return GeluOp::create(builder, loc, input, GeluApproximation::tanh);
+}
+Value ModelBuilder::cos(Value input) {
+  return CosOp::create(builder, loc, input);
+}
+Value ModelBuilder::sin(Value input) {
+  return SinOp::create(builder, loc, input);
+}
+
+Value ModelBuilder::cast(Value input, Type element) {
+  auto type = mlir::cast<RankedTensorType>(input.getType());
+  if (type.getElementType() == element)
+    return input;
+  return CastOp::create(builder, loc, type.clone(element), input);
+}
+
+Value ModelBuilder::reshape(Value input, ArrayRef<int64_t> shape) {
+  auto type = mlir::cast<RankedTensorType>(input.getType());
+  return ReshapeOp::create(builder, loc, type.clone(shape), input);
+}
+
+Value ModelBuilder::slice(Value input, ArrayRef<int64_t> offsets,
+                          ArrayRef<int64_t> sizes, ArrayRef<int64_t> strides) {
+  return SliceOp::create(builder, loc, input, offsets, sizes, strides);
+}
+
+Value ModelBuilder::sliceLast(Value input, int64_t offset, int64_t size,
+                              int64_t stride) {
+  ArrayRef<int64_t> shape = shapeOf(input);
+  SmallVector<int64_t> offsets(shape.size(), 0), sizes(shape),
+      strides(shape.size(), 1);
+  offsets.back() = offset;
+  sizes.back() = size;
+  strides.back() = stride;
+  return slice(input, offsets, sizes, strides);
+}
+
+Value ModelBuilder::concat(ValueRange inputs, int64_t axis) {
+  return ConcatOp::create(builder, loc, inputs, axis);
+}
+
+SmallVector<Value> ModelBuilder::split(Value input, int64_t axis,
+                                       ArrayRef<int64_t> sizes) {
+  auto op = SplitOp::create(builder, loc, input, axis, sizes);
+  return SmallVector<Value>(op.getResults());
+}
+
+Value ModelBuilder::attention(Value query, Value key, Value value,
+                              bool causal) {
+  double scale = 1.0 / std::sqrt(static_cast<double>(shapeOf(query).back()));
+  return AttentionOp::create(builder, loc, query, key, value,
+                             causal ? builder.getUnitAttr() : UnitAttr(),
+                             builder.getF64FloatAttr(scale));
+}
+
+Value ModelBuilder::modulate(Value input, Value shift, Value scale) {
+  return ModulateOp::create(builder, loc, input, shift, scale);
+}
+
+Value ModelBuilder::embedding(Value table, Value ids) {
+  return EmbeddingOp::create(builder, loc, table, ids);
+}
+
+Value ModelBuilder::iota(int64_t size) {
+  return IotaOp::create(builder, loc, tensor({size}, builder.getF32Type()), 0);
+}
+
+Value ModelBuilder::constantF32(ArrayRef<float> values) {
+  auto type = tensor({static_cast<int64_t>(values.size())},
+                     builder.getF32Type());
+  return arith::ConstantOp::create(builder, loc, type,
+                                   DenseElementsAttr::get(type, values));
+}
+
+Value ModelBuilder::crossEntropyMean(Value logits, Value labels) {
+  return CrossEntropyOp::create(builder, loc, logits, labels, ReduceKind::mean);
+}
+
+Value ModelBuilder::meanSquaredError(Value prediction, Value target) {
+  Value diff = sub(prediction, target);
+  Value squared = mul(diff, diff);
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(shapeOf(prediction).size()); ++d)
+    dims.push_back(d);
+  Value mean = ReduceOp::create(builder, loc, ReduceKind::mean, squared, dims,
+                                /*keep_dims=*/false);
+  return cast(mean, builder.getF32Type());
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> ModelBuilder::finish() {
+  std::string diagnostics;
+  {
+    llvm::raw_string_ostream os(diagnostics);
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      os << diag << "\n";
+      return success();
+    });
+    if (failed(verify(*module)))
+      return configError("internal error: the generated model does not "
+                         "verify:\n" +
+                         diagnostics);
+  }
+  return std::move(module);
+}
+
+} // namespace megc::gen

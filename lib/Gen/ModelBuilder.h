@@ -1,0 +1,145 @@
+//===- ModelBuilder.h - helpers to write model IR ---------------*- C++ -*-===//
+//
+// A thin layer over OpBuilder that the presets use to declare parameters and
+// emit meg ops with Hugging Face style parameter names.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_LIB_GEN_MODELBUILDER_H
+#define MEGC_LIB_GEN_MODELBUILDER_H
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Gen/Presets.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace megc::gen {
+
+/// A named function argument or result of an entry point.
+struct NamedType {
+  llvm::StringRef name;
+  mlir::Type type;
+};
+struct NamedValue {
+  llvm::StringRef name;
+  mlir::Value value;
+};
+
+class ModelBuilder {
+public:
+  ModelBuilder(mlir::MLIRContext &context, DType dtype);
+
+  mlir::Type dtype() const { return activationType; }
+  mlir::RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) const;
+  mlir::RankedTensorType tensor(llvm::ArrayRef<int64_t> shape,
+                                mlir::Type element) const;
+
+  /// Parameter declarations (module level, in declaration order).
+  void weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  void ones(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  void zeros(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  /// A linear layer `prefix.weight` [out, in] (and `prefix.bias` [out]).
+  void linearParams(llvm::StringRef prefix, int64_t in, int64_t out,
+                    bool bias);
+
+  /// Starts a function whose arguments carry `meg.name`s; returns them.
+  llvm::SmallVector<mlir::Value> beginFunction(llvm::StringRef name,
+                                               llvm::ArrayRef<NamedType> args);
+  /// Returns `results` from the current function and fixes its type.
+  void endFunction(llvm::ArrayRef<NamedValue> results);
+  /// Calls a function built earlier.
+  mlir::ValueRange call(llvm::StringRef name, mlir::ValueRange args);
+
+  /// Reads a declared parameter.
+  mlir::Value param(llvm::StringRef name);
+
+  mlir::Value linear(mlir::Value input, llvm::StringRef prefix, bool bias);
+  mlir::Value rmsNorm(mlir::Value input, llvm::StringRef weight, double eps);
+  mlir::Value layerNorm(mlir::Value input, double eps);
+  mlir::Value add(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value sub(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value mul(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value neg(mlir::Value input);
+  mlir::Value silu(mlir::Value input);
+  mlir::Value geluTanh(mlir::Value input);
+  mlir::Value cos(mlir::Value input);
+  mlir::Value sin(mlir::Value input);
+  mlir::Value cast(mlir::Value input, mlir::Type element);
+  mlir::Value reshape(mlir::Value input, llvm::ArrayRef<int64_t> shape);
+  mlir::Value slice(mlir::Value input, llvm::ArrayRef<int64_t> offsets,
+                    llvm::ArrayRef<int64_t> sizes,
+                    llvm::ArrayRef<int64_t> strides);
+  /// Slice `[offset, offset + size)` of the last dimension.
+  mlir::Value sliceLast(mlir::Value input, int64_t offset, int64_t size,
+                        int64_t stride = 1);
+  mlir::Value concat(mlir::ValueRange inputs, int64_t axis);
+  llvm::SmallVector<mlir::Value> split(mlir::Value input, int64_t axis,
+                                       llvm::ArrayRef<int64_t> sizes);
+  mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
+                        bool causal);
+  mlir::Value modulate(mlir::Value input, mlir::Value shift,
+                       mlir::Value scale);
+  mlir::Value embedding(mlir::Value table, mlir::Value ids);
+  mlir::Value iota(int64_t size);
+  mlir::Value constantF32(llvm::ArrayRef<float> values);
+  mlir::Value crossEntropyMean(mlir::Value logits, mlir::Value labels);
+  mlir::Value meanSquaredError(mlir::Value prediction, mlir::Value target);
+
+  /// Verifies and hands over the module.
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> finish();
+
+  static mlir::ArrayRef<int64_t> shapeOf(mlir::Value value);
+
+private:
+  void declare(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+               mlir::meg::InitKind kind, double scale);
+
+  mlir::MLIRContext &context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::OpBuilder builder;
+  mlir::Location loc;
+  mlir::Type activationType;
+  llvm::StringMap<mlir::RankedTensorType> paramTypes;
+  mlir::func::FuncOp currentFunction;
+};
+
+/// Precomputed cos/sin tables of the unfused RoPE, shaped to broadcast
+/// against a bshd activation ([1, S, 1, rotary_dim]).
+struct RopeTables {
+  mlir::Value cos, sin;
+  int64_t rotaryDim;
+};
+
+/// Rotary dim for `headDim` and `config`, or an error.
+llvm::Expected<int64_t> rotaryDimFor(int64_t headDim, const RopeConfig &config);
+
+/// Emits frequencies, the embedding layout and cos/sin as a framework does.
+RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,
+                           const RopeConfig &config);
+
+/// Applies RoPE to `x` [B, S, H, D] in the unfused reference form:
+/// `x * cos + rotate_half(x) * sin` on the rotary part, tail re-joined.
+mlir::Value applyRope(ModelBuilder &b, mlir::Value x, const RopeTables &tables,
+                      bool interleaved);
+
+/// Error for an invalid preset setting.
+llvm::Error configError(const llvm::Twine &message);
+
+/// Checks that every `--flag value` pair is >= 1.
+llvm::Error checkPositive(
+    std::initializer_list<std::pair<llvm::StringRef, int64_t>> sizes);
+
+/// The adaLN parameters of a DiT block: `silu(cond)` through the linear
+/// layer `prefix`, split into `chunks` tensors of shape [B, H].
+llvm::SmallVector<mlir::Value> adaLnChunks(ModelBuilder &b, mlir::Value cond,
+                                           llvm::StringRef prefix,
+                                           int64_t chunks);
+
+/// `residual + gate[:, None, :] * update` for gate [B, H].
+mlir::Value gatedResidual(ModelBuilder &b, mlir::Value residual,
+                          mlir::Value gate, mlir::Value update);
+
+} // namespace megc::gen
+
+#endif // MEGC_LIB_GEN_MODELBUILDER_H

@@ -1,0 +1,101 @@
+//===- Rope.cpp - RoPE in the unfused form a framework exports ---------===//
+//
+// Writes rotary position embeddings the way Hugging Face / Megatron export
+// them (frequencies, embedding layout, cos/sin, rotate_half by slices and
+// concat, multiply-add, pass-through tail), so that the fusion pass has the
+// real pattern to recognise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelBuilder.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace megc::gen {
+
+llvm::Expected<int64_t> rotaryDimFor(int64_t headDim,
+                                     const RopeConfig &config) {
+  if (!(config.percent > 0.0 && config.percent <= 1.0))
+    return configError("--rotary-percent must be in (0, 1], got " +
+                       llvm::formatv("{0}", config.percent));
+  if (!(config.theta > 0.0))
+    return configError("--rope-theta must be > 0, got " +
+                       llvm::formatv("{0}", config.theta));
+  auto rotaryDim = static_cast<int64_t>(
+      std::llround(static_cast<double>(headDim) * config.percent));
+  if (rotaryDim < 2 || rotaryDim % 2 != 0)
+    return configError("rotary dim = head dim " + llvm::Twine(headDim) +
+                       " x rotary percent " + llvm::formatv("{0}", config.percent) +
+                       " = " + llvm::Twine(rotaryDim) +
+                       " must be even and >= 2");
+  return rotaryDim;
+}
+
+RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,
+                           const RopeConfig &config) {
+  int64_t half = rotaryDim / 2;
+  // inv_freq[j] = 1 / theta^(2j / dim), in f32 as the references compute it.
+  SmallVector<float> invFreq;
+  for (int64_t j = 0; j < half; ++j) {
+    float exponent = static_cast<float>(2 * j) / static_cast<float>(rotaryDim);
+    invFreq.push_back(1.0f / std::pow(static_cast<float>(config.theta),
+                                      exponent));
+  }
+  Value positions = b.reshape(b.iota(seq), {seq, 1});
+  Value freqs = b.mul(positions, b.constantF32(invFreq)); // [S, half]
+
+  Value emb;
+  if (config.interleaved) {
+    // [f0, f0, f1, f1, ...]: pair each frequency with itself.
+    Value column = b.reshape(freqs, {seq, half, 1});
+    emb = b.reshape(b.concat({column, column}, 2), {seq, rotaryDim});
+  } else {
+    // [f0 .. f(k-1), f0 .. f(k-1)]
+    emb = b.concat({freqs, freqs}, 1);
+  }
+  // The references round cos/sin to the activation dtype before use.
+  Value cos = b.cast(b.cos(emb), b.dtype());
+  Value sin = b.cast(b.sin(emb), b.dtype());
+  return {b.reshape(cos, {1, seq, 1, rotaryDim}),
+          b.reshape(sin, {1, seq, 1, rotaryDim}), rotaryDim};
+}
+
+/// rotate_half of `x` [B, S, H, R] in either form.
+static Value rotateHalf(ModelBuilder &b, Value x, bool interleaved) {
+  SmallVector<int64_t> shape(ModelBuilder::shapeOf(x));
+  int64_t rotaryDim = shape.back();
+  int64_t half = rotaryDim / 2;
+  if (!interleaved) {
+    Value x1 = b.sliceLast(x, 0, half);
+    Value x2 = b.sliceLast(x, half, half);
+    return b.concat({b.neg(x2), x1}, 3);
+  }
+  // x1 = x[..., 0::2], x2 = x[..., 1::2]; stack(-x2, x1, -1).flatten(-2)
+  Value x1 = b.sliceLast(x, 0, half, 2);
+  Value x2 = b.sliceLast(x, 1, half, 2);
+  SmallVector<int64_t> pairShape(shape);
+  pairShape.back() = half;
+  pairShape.push_back(1);
+  Value stacked = b.concat(
+      {b.reshape(b.neg(x2), pairShape), b.reshape(x1, pairShape)}, 4);
+  return b.reshape(stacked, shape);
+}
+
+Value applyRope(ModelBuilder &b, Value x, const RopeTables &tables,
+                bool interleaved) {
+  int64_t headDim = ModelBuilder::shapeOf(x).back();
+  bool partial = tables.rotaryDim < headDim;
+  Value rotary = partial ? b.sliceLast(x, 0, tables.rotaryDim) : x;
+  Value rotated = b.add(b.mul(rotary, tables.cos),
+                        b.mul(rotateHalf(b, rotary, interleaved), tables.sin));
+  if (!partial)
+    return rotated;
+  Value tail = b.sliceLast(x, tables.rotaryDim, headDim - tables.rotaryDim);
+  return b.concat({rotated, tail}, 3);
+}
+
+} // namespace megc::gen

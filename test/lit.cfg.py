@@ -1,0 +1,24 @@
+# lit configuration for megc's FileCheck tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "megc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.megc_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unittests", "Inputs"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%megc_src", config.megc_src_root))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.megc_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["megc", "megc-opt"], tool_dirs)
+llvm_config.with_environment("PATH", config.megc_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -1,0 +1,174 @@
+//===- GenCommand.cpp - `megc gen` -------------------------------------===//
+//
+// Parses the preset flags, checks which apply to the chosen preset, builds
+// the model and prints it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GenCommand.h"
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Gen/Presets.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+namespace megc {
+
+cl::SubCommand &genSubCommand() {
+  static cl::SubCommand command(
+      "gen", "Write a model preset (llama, mmdit, flux) as meg IR");
+  return command;
+}
+
+namespace {
+cl::OptionCategory genCategory("megc gen options");
+
+cl::opt<std::string> preset(cl::Positional, cl::Required,
+                            cl::desc("<llama|mmdit|flux>"),
+                            cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::sub(genSubCommand()), cl::cat(genCategory));
+
+#define MEGC_INT_FLAG(var, flag, help)                                         \
+  cl::opt<int64_t> var(flag, cl::desc(help), cl::sub(genSubCommand()),         \
+                       cl::cat(genCategory))
+MEGC_INT_FLAG(layers, "layers", "Number of transformer blocks");
+MEGC_INT_FLAG(hidden, "hidden", "Hidden size");
+MEGC_INT_FLAG(heads, "heads", "Attention heads");
+MEGC_INT_FLAG(kvHeads, "kv-heads", "Key/value heads (llama; grouped-query)");
+MEGC_INT_FLAG(ffn, "ffn", "MLP intermediate size (llama)");
+MEGC_INT_FLAG(vocab, "vocab", "Vocabulary size (llama)");
+MEGC_INT_FLAG(seq, "seq", "Sequence length (image tokens for mmdit/flux)");
+MEGC_INT_FLAG(textSeq, "text-seq", "Text tokens (mmdit, flux)");
+MEGC_INT_FLAG(batch, "batch", "Batch size");
+MEGC_INT_FLAG(inChannels, "in-channels", "Latent channels (mmdit, flux)");
+MEGC_INT_FLAG(contextDim, "context-dim",
+              "Text embedding width (mmdit, flux)");
+#undef MEGC_INT_FLAG
+
+cl::opt<std::string> dtype("dtype", cl::desc("Element type: f32, bf16, f16"),
+                           cl::init("f32"), cl::sub(genSubCommand()),
+                           cl::cat(genCategory));
+cl::opt<bool> rotaryInterleaved(
+    "rotary-interleaved",
+    cl::desc("Interleaved rotate_half ([-x1, x0, -x3, x2, ...])"),
+    cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<double> rotaryPercent("rotary-percent",
+                              cl::desc("Fraction of head dim that rotates"),
+                              cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<double> ropeTheta("rope-theta", cl::desc("RoPE base"),
+                          cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<double> normEps("norm-eps", cl::desc("Normalisation epsilon"),
+                        cl::sub(genSubCommand()), cl::cat(genCategory));
+
+/// Copies a flag into `target` if it was given on the command line.
+template <typename T, typename U>
+void take(const cl::opt<T> &flag, U &target) {
+  if (flag.getNumOccurrences())
+    target = flag;
+}
+
+/// Fails with a usage error if any of `flags` was given for `presetName`.
+template <typename... Flags>
+Error rejectFlags(StringRef presetName, const Flags &...flags) {
+  Error error = Error::success();
+  auto check = [&](const cl::Option &flag) {
+    if (!error && flag.getNumOccurrences())
+      error = createStringError(inconvertibleErrorCode(),
+                                "--" + flag.ArgStr +
+                                    " does not apply to the " + presetName +
+                                    " preset");
+  };
+  (check(flags), ...);
+  return error;
+}
+
+Error readCommon(gen::DType &type) {
+  Expected<gen::DType> parsed = gen::parseDType(dtype);
+  if (!parsed)
+    return parsed.takeError();
+  type = *parsed;
+  return Error::success();
+}
+
+void readRope(gen::RopeConfig &rope) {
+  rope.interleaved = rotaryInterleaved;
+  take(rotaryPercent, rope.percent);
+  take(ropeTheta, rope.theta);
+}
+
+Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context) {
+  if (preset == "llama") {
+    if (Error error = rejectFlags("llama", textSeq, inChannels, contextDim))
+      return std::move(error);
+    gen::LlamaConfig c;
+    if (Error error = readCommon(c.dtype))
+      return std::move(error);
+    take(layers, c.layers), take(hidden, c.hidden), take(heads, c.heads);
+    take(kvHeads, c.kvHeads), take(ffn, c.ffn), take(vocab, c.vocab);
+    take(seq, c.seq), take(batch, c.batch), take(normEps, c.normEps);
+    if (!kvHeads.getNumOccurrences() && heads.getNumOccurrences())
+      c.kvHeads = c.heads;
+    readRope(c.rope);
+    return gen::buildLlama(context, c);
+  }
+  if (preset == "mmdit") {
+    if (Error error = rejectFlags("mmdit", kvHeads, ffn, vocab,
+                                  rotaryInterleaved, rotaryPercent, ropeTheta))
+      return std::move(error);
+    gen::MMDiTConfig c;
+    if (Error error = readCommon(c.dtype))
+      return std::move(error);
+    take(layers, c.layers), take(hidden, c.hidden), take(heads, c.heads);
+    take(seq, c.seq), take(textSeq, c.textSeq), take(batch, c.batch);
+    take(inChannels, c.inChannels), take(contextDim, c.contextDim);
+    take(normEps, c.normEps);
+    return gen::buildMMDiT(context, c);
+  }
+  if (preset == "flux") {
+    if (Error error = rejectFlags("flux", kvHeads, ffn, vocab))
+      return std::move(error);
+    gen::FluxConfig c;
+    if (Error error = readCommon(c.dtype))
+      return std::move(error);
+    take(layers, c.layers), take(hidden, c.hidden), take(heads, c.heads);
+    take(seq, c.seq), take(textSeq, c.textSeq), take(batch, c.batch);
+    take(inChannels, c.inChannels), take(contextDim, c.contextDim);
+    take(normEps, c.normEps);
+    readRope(c.rope);
+    return gen::buildFlux(context, c);
+  }
+  return createStringError(inconvertibleErrorCode(),
+                           "unknown preset '" + preset +
+                               "'; expected llama, mmdit or flux");
+}
+} // namespace
+
+int runGen() {
+  mlir::MLIRContext context;
+  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module = build(context);
+  if (!module) {
+    WithColor::error(errs(), "megc gen") << toString(module.takeError())
+                                         << "\n";
+    return 1;
+  }
+  std::string error;
+  std::unique_ptr<ToolOutputFile> output =
+      mlir::openOutputFile(outputFile, &error);
+  if (!output) {
+    WithColor::error(errs(), "megc gen") << error << "\n";
+    return 1;
+  }
+  (*module)->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
+
+} // namespace megc

@@ -1,0 +1,22 @@
+//===- GenCommand.h - `megc gen` --------------------------------*- C++ -*-===//
+//
+// The `gen` subcommand of the megc driver: writes a model preset as IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_TOOLS_MEGC_GENCOMMAND_H
+#define MEGC_TOOLS_MEGC_GENCOMMAND_H
+
+#include "llvm/Support/CommandLine.h"
+
+namespace megc {
+
+/// The `gen` subcommand; its options register themselves with it.
+llvm::cl::SubCommand &genSubCommand();
+
+/// Runs `megc gen` after command-line parsing; returns the exit code.
+int runGen();
+
+} // namespace megc
+
+#endif // MEGC_TOOLS_MEGC_GENCOMMAND_H

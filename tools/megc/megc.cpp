@@ -1,0 +1,25 @@
+//===- megc.cpp - the megc compiler driver -----------------------------===//
+//
+// Entry point of `megc`; dispatches to its subcommands.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GenCommand.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::SubCommand &gen = megc::genSubCommand();
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "megc: compiles transformer training graphs\n\n"
+      "  megc gen <llama|mmdit|flux> [options] -o model.mlir\n");
+  if (gen)
+    return megc::runGen();
+  llvm::WithColor::error(llvm::errs(), "megc")
+      << "expected a subcommand; run 'megc --help'\n";
+  return 1;
+}
