@@ -10,6 +10,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::meg;
@@ -18,6 +19,12 @@ namespace megc::gen {
 
 llvm::Error configError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::string formatNumber(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  return buffer;
 }
 
 llvm::Error checkPositive(

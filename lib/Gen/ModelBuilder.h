@@ -126,6 +126,9 @@ mlir::Value applyRope(ModelBuilder &b, mlir::Value x, const RopeTables &tables,
 /// Error for an invalid preset setting.
 llvm::Error configError(const llvm::Twine &message);
 
+/// `value` in %g form, for messages.
+std::string formatNumber(double value);
+
 /// Checks that every `--flag value` pair is >= 1.
 llvm::Error checkPositive(
     std::initializer_list<std::pair<llvm::StringRef, int64_t>> sizes);

@@ -9,8 +9,6 @@
 
 #include "ModelBuilder.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 #include <cmath>
 
 using namespace mlir;
@@ -21,15 +19,15 @@ llvm::Expected<int64_t> rotaryDimFor(int64_t headDim,
                                      const RopeConfig &config) {
   if (!(config.percent > 0.0 && config.percent <= 1.0))
     return configError("--rotary-percent must be in (0, 1], got " +
-                       llvm::formatv("{0}", config.percent));
+                       formatNumber(config.percent));
   if (!(config.theta > 0.0))
     return configError("--rope-theta must be > 0, got " +
-                       llvm::formatv("{0}", config.theta));
+                       formatNumber(config.theta));
   auto rotaryDim = static_cast<int64_t>(
       std::llround(static_cast<double>(headDim) * config.percent));
   if (rotaryDim < 2 || rotaryDim % 2 != 0)
     return configError("rotary dim = head dim " + llvm::Twine(headDim) +
-                       " x rotary percent " + llvm::formatv("{0}", config.percent) +
+                       " x rotary percent " + formatNumber(config.percent) +
                        " = " + llvm::Twine(rotaryDim) +
                        " must be even and >= 2");
   return rotaryDim;

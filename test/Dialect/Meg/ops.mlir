@@ -65,6 +65,16 @@ module @hsdp attributes {
   meg.mesh @m [x = 2, y = 3, z = 1]
 }
 
+// Entry points name their arguments and results with meg.name.
+// CHECK-LABEL: func.func @entry
+// CHECK-SAME: (%{{.*}}: tensor<2x16xi32> {meg.name = "input_ids"}, %{{.*}}: tensor<2x16xf32>) -> (tensor<2x16xf32> {meg.name = "logits"}, tensor<f32>)
+func.func @entry(%ids: tensor<2x16xi32> {meg.name = "input_ids"},
+                 %x: tensor<2x16xf32>)
+    -> (tensor<2x16xf32> {meg.name = "logits"}, tensor<f32>) {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %x, %c : tensor<2x16xf32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @params
 func.func @params() -> (tensor<128x64xbf16>, tensor<64xbf16>) {
   // CHECK: meg.param_ref @model.embed_tokens.weight : tensor<128x64xbf16>
@@ -301,6 +311,16 @@ func.func @collectives(%s: tensor<4x8xbf16>, %g: tensor<16x8xf32>,
   %9 = meg.wait %8 : !meg.future<tensor<16x8xf32>>
   return
 }
+
+// A group may be registered after the collectives that use it.
+// CHECK-LABEL: func.func @late_registration
+// CHECK: meg.all_reduce %{{.*}} over @world[tp] avg : tensor<4xf32>
+// CHECK: meg.submesh @world[tp]{{$}}
+func.func @late_registration(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = meg.all_reduce %x over @world[tp] avg : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+meg.submesh @world[tp]
 
 // A future can be passed around like any value.
 // CHECK-LABEL: func.func @future_arg

@@ -71,7 +71,7 @@ def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter"> {
                        Meg_CollectiveReduceAttr:$reduce);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `over` $mesh `` custom<AxisList>($axes) `dim` $dim $reduce attr-dict
+    $input `over` $mesh `` custom<AxisList>($axes) `dim` $dim `` $reduce attr-dict
     `:` type($input) `->` type($result)
   }];
 }
@@ -90,7 +90,7 @@ def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
                        StrArrayAttr:$axes, Meg_CollectiveReduceAttr:$reduce);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `over` $mesh `` custom<AxisList>($axes) $reduce attr-dict `:`
+    $input `over` $mesh `` custom<AxisList>($axes) `` $reduce attr-dict `:`
     type($input)
   }];
 }
@@ -131,7 +131,7 @@ def Meg_ReduceScatterStartOp : Meg_CollectiveOp<"reduce_scatter_start"> {
                        Meg_CollectiveReduceAttr:$reduce);
   let results = (outs Meg_FutureType:$future);
   let assemblyFormat = [{
-    $input `over` $mesh `` custom<AxisList>($axes) `dim` $dim $reduce attr-dict
+    $input `over` $mesh `` custom<AxisList>($axes) `dim` $dim `` $reduce attr-dict
     `:` type($input) `->` qualified(type($future))
   }];
 }
@@ -150,7 +150,7 @@ def Meg_AllReduceStartOp : Meg_CollectiveOp<"all_reduce_start"> {
                        StrArrayAttr:$axes, Meg_CollectiveReduceAttr:$reduce);
   let results = (outs Meg_FutureType:$future);
   let assemblyFormat = [{
-    $input `over` $mesh `` custom<AxisList>($axes) $reduce attr-dict `:`
+    $input `over` $mesh `` custom<AxisList>($axes) `` $reduce attr-dict `:`
     type($input) `->` qualified(type($future))
   }];
 }

@@ -97,7 +97,7 @@ def Meg_RopeGradOp : Meg_Op<"rope_grad", [Pure,
                        UnitAttr:$interleaved);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $cos `,` $sin `layout` $layout (`interleaved` $interleaved^)?
+    $grad `,` $cos `,` $sin `layout` `` $layout (`interleaved` $interleaved^)?
     attr-dict `:` type($grad) `,` type($cos) `,` type($sin)
   }];
   let hasVerifier = 1;
@@ -165,7 +165,7 @@ def Meg_CrossEntropyGradOp : Meg_Op<"cross_entropy_grad", [Pure,
                        Meg_IndexTensor:$labels, Meg_ReduceKindAttr:$reduction);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $logits `,` $labels $reduction attr-dict `:` type($logits) `,`
+    $grad `,` $logits `,` $labels `` $reduction attr-dict `:` type($logits) `,`
     type($labels)
   }];
   let hasVerifier = 1;
@@ -184,7 +184,7 @@ def Meg_GeluGradOp : Meg_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
                        Meg_GeluApproximationAttr:$approximate);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $input `approximate` $approximate attr-dict `:` type($grad)
+    $grad `,` $input `approximate` `` $approximate attr-dict `:` type($grad)
   }];
 }
 

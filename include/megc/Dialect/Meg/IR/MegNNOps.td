@@ -141,7 +141,7 @@ def Meg_RopeOp : Meg_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                        UnitAttr:$interleaved);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $cos `,` $sin `layout` $layout (`interleaved` $interleaved^)?
+    $input `,` $cos `,` $sin `layout` `` $layout (`interleaved` $interleaved^)?
     attr-dict `:` type($input) `,` type($cos) `,` type($sin)
   }];
   let extraClassDeclaration = [{
@@ -191,7 +191,7 @@ def Meg_GeluOp : Meg_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Meg_FloatTensor:$input,
                        Meg_GeluApproximationAttr:$approximate);
   let results = (outs Meg_FloatTensor:$result);
-  let assemblyFormat = "$input `approximate` $approximate attr-dict `:` type($input)";
+  let assemblyFormat = "$input `approximate` `` $approximate attr-dict `:` type($input)";
 }
 
 def Meg_SiluOp : Meg_Op<"silu", [Pure, SameOperandsAndResultType]> {
@@ -253,7 +253,7 @@ def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Pure]> {
                        Meg_ReduceKindAttr:$reduction);
   let results = (outs Meg_ScalarF32:$result);
   let assemblyFormat = [{
-    $logits `,` $labels $reduction attr-dict `:` type($logits) `,` type($labels)
+    $logits `,` $labels `` $reduction attr-dict `:` type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;
 }

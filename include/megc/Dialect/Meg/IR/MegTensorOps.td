@@ -224,7 +224,7 @@ def Meg_ReduceOp : Meg_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
                        DenseI64ArrayAttr:$dims, UnitAttr:$keep_dims);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $kind $input `dims` $dims (`keep_dims` $keep_dims^)? attr-dict `:` type($input)
+    `` $kind $input `dims` $dims (`keep_dims` $keep_dims^)? attr-dict `:` type($input)
   }];
 }
 

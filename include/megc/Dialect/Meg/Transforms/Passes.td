@@ -21,11 +21,13 @@ def MegSummarize : Pass<"meg-summarize", "::mlir::ModuleOp"> {
     Example: for a 2-layer Llama preset
 
     ```
-    $ megc gen llama --layers 2 ... | megc-opt --meg-summarize -o /dev/null
+    $ megc gen llama --layers 2 --hidden 128 --heads 8 --kv-heads 2 \
+        --ffn 352 --vocab 512 --seq 64 --batch 2 \
+        | megc-opt --meg-summarize -o /dev/null
     meg model summary
-      parameters: 21 tensors, 8.40 M elements, 33.6 MB (trainable 21, frozen 0)
-      ...
-      func @forward: 96 ops
+      parameters: 21 tensors, 0.48 M elements, 1.9 MB (trainable 21, frozen 0)
+      func @forward: 98 ops
+        meg.param_ref 21
         meg.linear 15
         ...
     ```

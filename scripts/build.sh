@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Configures (once) and builds megc into ${MEGC_BUILD_DIR:-build}.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${MEGC_BUILD_DIR:-$root/build}
+
+"$root/scripts/setup.sh"
+
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -G Ninja -S "$root" -B "$build" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+fi
+cmake --build "$build" "$@"
