@@ -26,10 +26,4 @@ else
   echo "setup: all Debian packages present"
 fi
 
-# lit drives the test suite; Debian ships it as a script without the module on
-# the default Python, so install the PyPI package for the python3 on PATH.
-python3 - <<'PY' || python3 -m pip install -q lit
-import importlib.util, sys
-sys.exit(0 if importlib.util.find_spec("lit") else 1)
-PY
 echo "setup: done"

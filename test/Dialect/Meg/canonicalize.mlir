@@ -1,12 +1,13 @@
 // Folds and canonicalization patterns of the meg tensor ops.
 // RUN: megc-opt %s -canonicalize -split-input-file | FileCheck %s
 
+// -0.0 is the float identity of addition (x + -0.0 == x even for x = -0.0).
 // CHECK-LABEL: func.func @add_zero
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>)
 // CHECK-NOT: meg.add
 // CHECK: return %[[X]], %[[X]] : tensor<2x4xf32>, tensor<2x4xf32>
 func.func @add_zero(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
-  %zero = arith.constant dense<0.0> : tensor<2x4xf32>
+  %zero = arith.constant dense<-0.0> : tensor<2x4xf32>
   %0 = meg.add %x, %zero : tensor<2x4xf32>, tensor<2x4xf32>
   %1 = meg.add %zero, %x : tensor<2x4xf32>, tensor<2x4xf32>
   return %0, %1 : tensor<2x4xf32>, tensor<2x4xf32>
@@ -20,7 +21,7 @@ func.func @add_zero(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
 // CHECK-NOT: meg.add
 // CHECK: return %[[X]] : tensor<2x4xbf16>
 func.func @add_zero_broadcast_rhs(%x: tensor<2x4xbf16>) -> tensor<2x4xbf16> {
-  %zero = arith.constant dense<0.0> : tensor<4xbf16>
+  %zero = arith.constant dense<-0.0> : tensor<4xbf16>
   %0 = meg.add %x, %zero : tensor<2x4xbf16>, tensor<4xbf16>
   return %0 : tensor<2x4xbf16>
 }
@@ -40,6 +41,22 @@ func.func @add_zero_broadcasts_x(%x: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<
   %0 = meg.add %x, %zero : tensor<4xf32>, tensor<2x4xf32>
   %1 = meg.add %zero, %x : tensor<2x4xf32>, tensor<4xf32>
   return %0, %1 : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// x + +0.0 is not x when x is -0.0 (the sum is +0.0): no fold for floats;
+// integer zero has no sign and folds.
+// CHECK-LABEL: func.func @add_positive_zero
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>, %[[I:.*]]: tensor<4xi32>)
+// CHECK: %[[SUM:.*]] = meg.add %[[X]]
+// CHECK: return %[[SUM]], %[[I]]
+func.func @add_positive_zero(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  %zero = arith.constant dense<0.0> : tensor<4xf32>
+  %izero = arith.constant dense<0> : tensor<4xi32>
+  %0 = meg.add %x, %zero : tensor<4xf32>, tensor<4xf32>
+  %1 = meg.add %i, %izero : tensor<4xi32>, tensor<4xi32>
+  return %0, %1 : tensor<4xf32>, tensor<4xi32>
 }
 
 // -----
@@ -347,7 +364,7 @@ func.func @broadcast_same_type(%x: tensor<1x8xf32>) -> (tensor<1x8xf32>, tensor<
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>)
 // CHECK-NEXT: return %[[X]]
 func.func @chain(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
-  %zero = arith.constant dense<0.0> : tensor<2x4xf32>
+  %zero = arith.constant dense<-0.0> : tensor<2x4xf32>
   %one = arith.constant dense<1.0> : tensor<4xf32>
   %0 = meg.reshape %x : tensor<2x4xf32> to tensor<8xf32>
   %1 = meg.reshape %0 : tensor<8xf32> to tensor<2x4xf32>

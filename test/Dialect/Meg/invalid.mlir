@@ -737,7 +737,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 func.func @f(%p: tensor<8x4xf32>, %g: tensor<4x8xf32>, %m: tensor<8x4xf32>, %v: tensor<8x4xf32>, %step: tensor<i64>) {
   // expected-error @+1 {{'meg.adamw' op expects grad of the parameter's shape [8, 4], got [4, 8]}}
-  %0:3 = meg.adamw %p, %g, %m, %v, %step <lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0> : tensor<8x4xf32>, tensor<4x8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<i64>
+  %0:3 = meg.adamw %p, %g, %m, %v, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<8x4xf32>, tensor<4x8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<i64>
   return
 }
 
@@ -745,7 +745,7 @@ func.func @f(%p: tensor<8x4xf32>, %g: tensor<4x8xf32>, %m: tensor<8x4xf32>, %v: 
 
 func.func @f(%p: tensor<8x4xf32>, %g: tensor<8x4xbf16>, %m: tensor<8xf32>, %v: tensor<8x4xf32>, %step: tensor<i64>) {
   // expected-error @+1 {{'meg.adamw' op expects exp_avg of the parameter's shape [8, 4], got [8]}}
-  %0:3 = meg.adamw %p, %g, %m, %v, %step <lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0> : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8xf32>, tensor<8x4xf32>, tensor<i64>
+  %0:3 = meg.adamw %p, %g, %m, %v, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8xf32>, tensor<8x4xf32>, tensor<i64>
   return
 }
 
@@ -753,7 +753,7 @@ func.func @f(%p: tensor<8x4xf32>, %g: tensor<8x4xbf16>, %m: tensor<8xf32>, %v: t
 
 func.func @f(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %m: tensor<8x4xf32>, %v: tensor<8x4x1xbf16>, %step: tensor<i64>) {
   // expected-error @+1 {{'meg.adamw' op expects exp_avg_sq of the parameter's shape [8, 4], got [8, 4, 1]}}
-  %0:3 = meg.adamw %p, %g, %m, %v, %step <lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0> : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4x1xbf16>, tensor<i64>
+  %0:3 = meg.adamw %p, %g, %m, %v, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4x1xbf16>, tensor<i64>
   return
 }
 
@@ -761,7 +761,7 @@ func.func @f(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %m: tensor<8x4xf32>, %v: 
 
 func.func @f(%p: tensor<8x4xf32>, %step: tensor<i64>) {
   // expected-error @+1 {{expects beta1 in [0, 1), got 1.500000e+00}}
-  %0:3 = meg.adamw %p, %p, %p, %p, %step <lr = 1.0e-3, beta1 = 1.5, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0> : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<i64>
+  %0:3 = meg.adamw %p, %p, %p, %p, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 1.5, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<i64>
   return
 }
 
@@ -1551,5 +1551,37 @@ func.func @f(%a: tensor<2x8x4xf32>) {
 func.func @f(%a: tensor<2x8x4xf32>) {
   // expected-error @+1 {{'meg.reduce' op expects distinct, increasing dims, got [1, 1]}}
   %0 = meg.reduce mean %a dims [1, 1] : tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight_without_bias(%x: tensor<2x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'meg.layer_norm' op expects weight and bias together (affine) or neither, got only the weight}}
+  %0 = "meg.layer_norm"(%x, %w) <{eps = 1.0e-5 : f64, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_scalar_logits(%l: tensor<f32>, %lab: tensor<i32>) {
+  // expected-error @+1 {{'meg.cross_entropy' op expects logits of rank >= 1 ([..., classes]), got a scalar}}
+  %0 = meg.cross_entropy %l, %lab mean : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_scalar_logits(%d: tensor<f32>, %l: tensor<f32>, %lab: tensor<i32>) {
+  // expected-error @+1 {{'meg.cross_entropy_grad' op expects logits of rank >= 1 ([..., classes]), got a scalar}}
+  %0 = meg.cross_entropy_grad %d, %l, %lab mean : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @wait_on_tensor(%a: tensor<2xf32>) {
+  // expected-error @+1 {{'meg.wait' op expects a !meg.future operand, got tensor<2xf32>}}
+  %0 = meg.wait %a : tensor<2xf32>
   return
 }

@@ -266,15 +266,14 @@ func.func @grads(%dy: tensor<2x16x64xf32>, %ids: tensor<2x16xi32>,
   return
 }
 
-// The config attribute of meg.adamw is printed (and parsed) without its
-// `#meg.adamw` prefix.
+// The config attribute of meg.adamw is written in full inside `config(...)`.
 // CHECK-LABEL: func.func @optimizer
 func.func @optimizer(%p: tensor<8x4xf32>, %g: tensor<8x4xbf16>,
                      %m: tensor<8x4xf32>, %v: tensor<8x4xbf16>,
                      %step: tensor<i64>) {
-  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} <lr = 0.001, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0> : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xbf16>, tensor<i64>
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} config(#meg.adamw<lr = 0.001, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>) : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xbf16>, tensor<i64>
   %0:3 = meg.adamw %p, %g, %m, %v, %step
-      <lr = 1.0e-3, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>
+      config(#meg.adamw<lr = 1.0e-3, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>)
       : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xbf16>,
         tensor<i64>
   return

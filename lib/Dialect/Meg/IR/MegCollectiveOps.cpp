@@ -116,9 +116,15 @@ LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &table) {
                           ShardChange::None, 0);
 }
 
-LogicalResult WaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult WaitOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
-  inferred.push_back(futureValue(adaptor.getFuture()));
+  auto future = dyn_cast<FutureType>(adaptor.getFuture().getType());
+  if (!future)
+    return inferError(loc, "meg.wait",
+                      "expects a !meg.future operand, got " +
+                          debugString(adaptor.getFuture().getType()));
+  inferred.push_back(future.getValueType());
   return success();
 }

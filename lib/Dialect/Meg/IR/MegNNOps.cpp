@@ -153,6 +153,10 @@ LogicalResult RmsNormOp::verify() {
 LogicalResult LayerNormOp::verify() {
   if (failed(verifyEps(*this, getEps().convertToDouble())))
     return failure();
+  if (static_cast<bool>(getWeight()) != static_cast<bool>(getBias()))
+    return emitOpError() << "expects weight and bias together (affine) or "
+                            "neither, got only the "
+                         << (getWeight() ? "weight" : "bias");
   if (!getWeight())
     return success();
   if (failed(verifyNormWeight(*this, "weight", getInput(), getWeight())))
@@ -278,8 +282,11 @@ LogicalResult verifyLogitsLabels(std::optional<Location> loc,
   auto labels = cast<RankedTensorType>(labelsType);
   if (reduction == ReduceKind::max)
     return inferError(loc, opName, "expects reduction mean or sum");
-  if (logits.getRank() < 1 ||
-      logits.getShape().drop_back() != labels.getShape())
+  if (logits.getRank() < 1)
+    return inferError(loc, opName,
+                      "expects logits of rank >= 1 ([..., classes]), got a "
+                      "scalar");
+  if (logits.getShape().drop_back() != labels.getShape())
     return inferError(loc, opName,
                       "expects labels of shape " +
                           formatShape(logits.getShape().drop_back()) +

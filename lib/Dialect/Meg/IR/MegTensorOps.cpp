@@ -11,6 +11,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::meg;
 
@@ -52,14 +54,19 @@ MEG_BINARY_INFER(DivOp, "meg.div")
 MEG_BINARY_INFER(MaxOp, "meg.max")
 #undef MEG_BINARY_INFER
 
-/// True if `attr` is a splat constant equal to `value`.
+/// True if `attr` is a splat constant equal to `value`; for floats the sign
+/// of zero must match too (x + -0.0 is x for every x, x + +0.0 is not when
+/// x is -0.0).
 static bool isSplatOf(Attribute attr, double value) {
   auto splat = dyn_cast_if_present<SplatElementsAttr>(attr);
   if (!splat)
     return false;
   Type element = splat.getElementType();
-  if (isa<FloatType>(element))
-    return splat.getSplatValue<APFloat>().convertToDouble() == value;
+  if (isa<FloatType>(element)) {
+    APFloat splatValue = splat.getSplatValue<APFloat>();
+    return splatValue.convertToDouble() == value &&
+           splatValue.isNegative() == std::signbit(value);
+  }
   if (isa<IntegerType>(element))
     return splat.getSplatValue<APInt>().getSExtValue() ==
            static_cast<int64_t>(value);
@@ -75,10 +82,13 @@ static OpFoldResult foldRightIdentity(Value lhs, Attribute rhs, Type result,
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  // Integer zero has no sign; -0.0 is the float identity of addition.
+  bool isFloat = isa<FloatType>(getElementTypeOrSelf(getType()));
+  double zero = isFloat ? -0.0 : 0.0;
   if (OpFoldResult r = foldRightIdentity(getLhs(), adaptor.getRhs(),
-                                         getType(), 0.0))
+                                         getType(), zero))
     return r;
-  return foldRightIdentity(getRhs(), adaptor.getLhs(), getType(), 0.0);
+  return foldRightIdentity(getRhs(), adaptor.getLhs(), getType(), zero);
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
@@ -360,8 +370,9 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult IotaOp::verify() {
   auto type = cast<RankedTensorType>(getType());
-  if (getDim() < 0 || getDim() >= type.getRank())
-    return emitOpError() << "counts along dim " << getDim()
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= type.getRank())
+    return emitOpError() << "counts along dim " << dim
                          << " of a rank-" << type.getRank() << " result";
   return success();
 }

@@ -23,8 +23,8 @@ def Meg_AdamWOp : Meg_Op<"adamw", [Pure,
 
     ```mlir
     %p2, %m2, %v2 = meg.adamw %p, %g, %m, %v, %step
-        #meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8,
-                   weight_decay = 0.01>
+        config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999,
+                          eps = 1.0e-8, weight_decay = 0.01>)
         : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>,
           tensor<64x64xf32>, tensor<i64>
     ```
@@ -36,7 +36,8 @@ def Meg_AdamWOp : Meg_Op<"adamw", [Pure,
                       Meg_FloatTensor:$new_exp_avg,
                       Meg_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step $config attr-dict
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step
+    `config` `(` qualified($config) `)` attr-dict
     `:` type($param) `,` type($grad) `,` type($exp_avg) `,` type($exp_avg_sq) `,` type($step)
   }];
   let hasVerifier = 1;
