@@ -7,5 +7,5 @@ build=${MEGC_BUILD_DIR:-$root/build}
 "$root/scripts/build.sh" --target megc-doc
 mkdir -p "$root/docs/reference"
 cp "$build/docs/Meg/MegDialect.md" "$build/docs/Meg/MegPasses.md" \
-  "$root/docs/reference/"
-echo "updated docs/reference/MegDialect.md and docs/reference/MegPasses.md"
+  "$build/docs/Meg/MegConversionPasses.md" "$root/docs/reference/"
+echo "updated docs/reference/: MegDialect.md MegPasses.md MegConversionPasses.md"

@@ -8,6 +8,7 @@ apt_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libflatbuffers-dev flatbuffers-compiler
   libopenblas-dev libopenmpi-dev openmpi-bin
+  python3-numpy
 )
 
 missing=()

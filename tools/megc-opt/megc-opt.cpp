@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "megc/Conversion/Passes.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
@@ -17,6 +18,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::meg::registerMegPasses();
+  mlir::meg::registerMegConversionPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

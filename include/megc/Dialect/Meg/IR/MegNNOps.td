@@ -17,7 +17,8 @@ def Meg_EmbeddingOp : Meg_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
     `result[..., :] = table[ids[...], :]`; the result has the ids' shape
-    with the hidden size appended. Out-of-range ids are a run-time error.
+    with the hidden size appended. Generated kernels clamp ids into
+    [0, vocab) so that a bad id cannot read outside the table.
 
     ```mlir
     %h = meg.embedding %table, %ids : tensor<32000x4096xbf16>, tensor<2x2048xi32>

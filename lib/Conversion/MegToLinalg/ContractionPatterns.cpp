@@ -1,0 +1,242 @@
+//===- ContractionPatterns.cpp - matmul, linear, attention, embedding --===//
+//
+// Contractions as linalg.generic with f32 accumulation (the program
+// lowering replaces matrix products by library calls before this runs; this
+// form is the reference and the fallback), attention as scores, masked
+// softmax and a second contraction, and the embedding gather.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilder.h"
+#include "Patterns.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+RankedTensorType tensorOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+AffineMap mapOf(MLIRContext *context, int64_t dims,
+                ArrayRef<AffineExpr> exprs) {
+  return AffineMap::get(dims, 0, exprs, context);
+}
+
+/// sum over the reduction loops of lhs * rhs into an f32 tensor of
+/// `shape`, the output read with `outMap`.
+Value contract(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value lhs,
+               Value rhs, ArrayRef<AffineMap> maps,
+               ArrayRef<utils::IteratorType> iterators) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  Value init = filledTensor(b, loc, type, 0.0);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init}, maps,
+      iterators, [](OpBuilder &nested, Location l, ValueRange args) {
+        Value product =
+            arith::MulFOp::create(nested, l, toCompute(nested, l, args[0]),
+                                  toCompute(nested, l, args[1]));
+        Value sum = arith::AddFOp::create(nested, l, args[2], product);
+        linalg::YieldOp::create(nested, l, sum);
+      });
+  return generic.getResult(0);
+}
+
+/// Rounds an f32 accumulator to `type` (adding `bias` along the last dim).
+Value finish(OpBuilder &b, Location loc, Value acc, RankedTensorType type,
+             Value bias = Value()) {
+  SmallVector<Value> inputs = {acc};
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(type.getRank())};
+  if (bias) {
+    inputs.push_back(bias);
+    maps.push_back(mapOf(b.getContext(), type.getRank(),
+                         {b.getAffineDimExpr(type.getRank() - 1)}));
+  }
+  return buildMapped(b, loc, type, inputs, maps,
+                     [](OpBuilder &nested, Location l, ValueRange a) -> Value {
+                       if (a.size() == 1)
+                         return a[0];
+                       return arith::AddFOp::create(nested, l, a[0], a[1]);
+                     });
+}
+
+struct MatmulLowering : public OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *context = op.getContext();
+    RankedTensorType resultType = tensorOf(op.getResult());
+    RankedTensorType rhsType = tensorOf(op.getRhs());
+    int64_t batch = resultType.getRank() - 2;
+    int64_t loops = batch + 3; // batch..., m, n, k
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, context); };
+    AffineExpr m = d(batch), n = d(batch + 1), k = d(batch + 2);
+    SmallVector<AffineExpr> lhs, rhs, out;
+    for (int64_t i = 0; i < batch; ++i) {
+      lhs.push_back(d(i));
+      out.push_back(d(i));
+      if (rhsType.getRank() > 2)
+        rhs.push_back(d(i));
+    }
+    lhs.append(op.getTransposeLhs() ? SmallVector<AffineExpr>{k, m}
+                                    : SmallVector<AffineExpr>{m, k});
+    rhs.append(op.getTransposeRhs() ? SmallVector<AffineExpr>{n, k}
+                                    : SmallVector<AffineExpr>{k, n});
+    out.append({m, n});
+    SmallVector<utils::IteratorType> iterators = parallelIterators(loops);
+    iterators.back() = utils::IteratorType::reduction;
+    Value acc = contract(rewriter, op.getLoc(), resultType.getShape(),
+                         op.getLhs(), op.getRhs(),
+                         {mapOf(context, loops, lhs), mapOf(context, loops, rhs),
+                          mapOf(context, loops, out)},
+                         iterators);
+    rewriter.replaceOp(op, finish(rewriter, op.getLoc(), acc, resultType));
+    return success();
+  }
+};
+
+struct LinearLowering : public OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *context = op.getContext();
+    RankedTensorType resultType = tensorOf(op.getResult());
+    int64_t rows = resultType.getRank() - 1;
+    int64_t loops = rows + 2; // rows..., out, in
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, context); };
+    SmallVector<AffineExpr> x, out;
+    for (int64_t i = 0; i < rows; ++i) {
+      x.push_back(d(i));
+      out.push_back(d(i));
+    }
+    x.push_back(d(rows + 1));
+    out.push_back(d(rows));
+    SmallVector<utils::IteratorType> iterators = parallelIterators(loops);
+    iterators.back() = utils::IteratorType::reduction;
+    Value acc = contract(
+        rewriter, op.getLoc(), resultType.getShape(), op.getInput(),
+        op.getWeight(),
+        {mapOf(context, loops, x),
+         mapOf(context, loops, {d(rows), d(rows + 1)}),
+         mapOf(context, loops, out)},
+        iterators);
+    rewriter.replaceOp(op, finish(rewriter, op.getLoc(), acc, resultType,
+                                  op.getBias()));
+    return success();
+  }
+};
+
+/// softmax(q k^T scale + mask) v per head with grouped KV heads. On the CPU
+/// the scores are materialised per (batch, head).
+struct AttentionLowering : public OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *context = op.getContext();
+    RankedTensorType q = tensorOf(op.getQuery()), k = tensorOf(op.getKey());
+    RankedTensorType resultType = tensorOf(op.getResult());
+    int64_t batch = q.getDimSize(0), seqQ = q.getDimSize(1),
+            heads = q.getDimSize(2), seqKv = k.getDimSize(1),
+            group = heads / k.getDimSize(2);
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, context); };
+
+    // scores[b, h, s, t] = sum_d q[b, s, h, d] k[b, t, h / group, d]
+    SmallVector<utils::IteratorType> iterators = parallelIterators(5);
+    iterators.back() = utils::IteratorType::reduction;
+    Value scores = contract(
+        rewriter, loc, {batch, heads, seqQ, seqKv}, op.getQuery(),
+        op.getKey(),
+        {mapOf(context, 5, {d(0), d(2), d(1), d(4)}),
+         mapOf(context, 5, {d(0), d(3), d(1).floorDiv(group), d(4)}),
+         mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
+        iterators);
+
+    // Scale and mask (a key after the query position, aligned to the end
+    // when the key sequence is longer, gets -inf).
+    double scale = op.getScale().convertToDouble();
+    bool causal = op.getCausal();
+    int64_t shift = seqKv - seqQ;
+    auto scoresType = tensorOf(scores);
+    Value masked = buildMapped(
+        rewriter, loc, scoresType, {scores},
+        {rewriter.getMultiDimIdentityMap(4)},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value scaled = arith::MulFOp::create(
+              b, l, a[0], floatConstant(b, l, a[0].getType(), scale));
+          if (!causal)
+            return scaled;
+          Value s = linalg::IndexOp::create(b, l, 2);
+          Value t = linalg::IndexOp::create(b, l, 3);
+          Value limit = arith::AddIOp::create(
+              b, l, s, arith::ConstantIndexOp::create(b, l, shift));
+          Value allowed = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::sle, t, limit);
+          Value minusInf = floatConstant(
+              b, l, a[0].getType(), -std::numeric_limits<double>::infinity());
+          return arith::SelectOp::create(b, l, allowed, scaled, minusInf);
+        });
+    AffineMap rowMap = reducedMap(context, 4, {3});
+    Value max = buildReduction(rewriter, loc, masked, {3}, Combine::Max);
+    Value sum = buildReduction(
+        rewriter, loc, masked, {3}, Combine::Sum, {max}, {rowMap},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::ExpOp::create(b, l,
+                                     arith::SubFOp::create(b, l, a[0], a[1]));
+        });
+    Value probs = buildMapped(
+        rewriter, loc, scoresType, {masked, max, sum},
+        {rewriter.getMultiDimIdentityMap(4), rowMap, rowMap},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value e = math::ExpOp::create(b, l,
+                                        arith::SubFOp::create(b, l, a[0], a[1]));
+          return arith::DivFOp::create(b, l, e, a[2]);
+        });
+
+    // out[b, s, h, e] = sum_t p[b, h, s, t] v[b, t, h / group, e]
+    Value acc = contract(
+        rewriter, loc, resultType.getShape(), probs, op.getValue(),
+        {mapOf(context, 5, {d(0), d(2), d(1), d(4)}),
+         mapOf(context, 5, {d(0), d(4), d(2).floorDiv(group), d(3)}),
+         mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
+        iterators);
+    rewriter.replaceOp(op, finish(rewriter, loc, acc, resultType));
+    return success();
+  }
+};
+
+struct EmbeddingLowering : public OpRewritePattern<EmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType resultType = tensorOf(op.getResult());
+    RankedTensorType tableType = tensorOf(op.getTable());
+    int64_t rank = resultType.getRank();
+    SmallVector<AffineExpr> idExprs;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      idExprs.push_back(rewriter.getAffineDimExpr(i));
+    Value table = op.getTable();
+    Value result = buildMapped(
+        rewriter, op.getLoc(), resultType, {op.getIds()},
+        {AffineMap::get(rank, 0, idExprs, op.getContext())},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value row = clampedIndex(b, l, a[0], tableType.getDimSize(0));
+          Value column = linalg::IndexOp::create(b, l, rank - 1);
+          return toCompute(
+              b, l, tensor::ExtractOp::create(b, l, table,
+                                              ValueRange{row, column}));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::meg::populateContractionPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulLowering, LinearLowering, AttentionLowering,
+               EmbeddingLowering>(patterns.getContext());
+}

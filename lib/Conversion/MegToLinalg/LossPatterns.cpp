@@ -1,0 +1,78 @@
+//===- LossPatterns.cpp - cross-entropy to linalg ----------------------===//
+//
+// Token cross-entropy as a row max, a row sum of exponentials, a per-token
+// loss that gathers the label's logit, and a final reduction to a scalar.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilder.h"
+#include "Patterns.h"
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+struct CrossEntropyLowering : public OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *context = op.getContext();
+    Value logits = op.getLogits();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    int64_t rank = logitsType.getRank(), classes = logitsType.getShape().back();
+    AffineMap rowMap = reducedMap(context, rank, {rank - 1});
+    Value max = buildReduction(rewriter, loc, logits, {rank - 1}, Combine::Max);
+    Value sum = buildReduction(
+        rewriter, loc, logits, {rank - 1}, Combine::Sum, {max}, {rowMap},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::ExpOp::create(b, l,
+                                     arith::SubFOp::create(b, l, a[0], a[1]));
+        });
+    // loss[t] = log(sum[t]) + max[t] - logits[t, label[t]]
+    auto tokensType = cast<RankedTensorType>(max.getType());
+    int64_t tokenRank = tokensType.getRank();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(tokenRank);
+    Value perToken = buildMapped(
+        rewriter, loc, tokensType, {max, sum, op.getLabels()},
+        {identity, identity, identity},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          SmallVector<Value> index;
+          for (int64_t d = 0; d < tokenRank; ++d)
+            index.push_back(linalg::IndexOp::create(b, l, d));
+          index.push_back(clampedIndex(b, l, a[2], classes));
+          Value target =
+              toCompute(b, l, tensor::ExtractOp::create(b, l, logits, index));
+          Value logSumExp = arith::AddFOp::create(
+              b, l, math::LogOp::create(b, l, a[1]), a[0]);
+          return arith::SubFOp::create(b, l, logSumExp, target);
+        });
+    SmallVector<int64_t> all;
+    for (int64_t d = 0; d < tokenRank; ++d)
+      all.push_back(d);
+    Value total = tokenRank
+                      ? buildReduction(rewriter, loc, perToken, all,
+                                       Combine::Sum)
+                      : perToken;
+    double count = tokensType.getNumElements();
+    bool mean = op.getReduction() == ReduceKind::mean;
+    Value result = buildMapped(
+        rewriter, loc, cast<RankedTensorType>(op.getResult().getType()),
+        {total}, {AffineMap::get(0, 0, {}, context)},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          if (!mean)
+            return a[0];
+          return arith::DivFOp::create(
+              b, l, a[0], floatConstant(b, l, a[0].getType(), count));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::meg::populateLossPatterns(RewritePatternSet &patterns) {
+  patterns.add<CrossEntropyLowering>(patterns.getContext());
+}

@@ -1,0 +1,223 @@
+//===- NormPatterns.cpp - normalisation, softmax and RoPE to linalg ----===//
+//
+// rms_norm, layer_norm and softmax as f32 row reductions followed by one
+// elementwise generic; the fused RoPE as one generic that reads each
+// element's rotation partner.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilder.h"
+#include "Patterns.h"
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+RankedTensorType tensorOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Map reading a 1-D tensor indexed by the last loop dim.
+AffineMap lastDimMap(MLIRContext *context, int64_t rank) {
+  return AffineMap::get(rank, 0, {getAffineDimExpr(rank - 1, context)},
+                        context);
+}
+
+struct RmsNormLowering : public OpRewritePattern<RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RmsNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = tensorOf(op.getInput());
+    int64_t rank = type.getRank(), last = rank - 1;
+    double hidden = type.getDimSize(last);
+    double eps = op.getEps().convertToDouble();
+    Value sumSquares = buildReduction(
+        rewriter, loc, op.getInput(), {last}, Combine::Sum, {}, {},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::MulFOp::create(b, l, a[0], a[0]);
+        });
+    MLIRContext *context = op.getContext();
+    Value result = buildMapped(
+        rewriter, loc, type, {op.getInput(), sumSquares, op.getWeight()},
+        {rewriter.getMultiDimIdentityMap(rank),
+         reducedMap(context, rank, {last}), lastDimMap(context, rank)},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type f32 = a[0].getType();
+          Value meanSquare = arith::DivFOp::create(
+              b, l, a[1], floatConstant(b, l, f32, hidden));
+          Value scale = math::RsqrtOp::create(
+              b, l,
+              arith::AddFOp::create(b, l, meanSquare,
+                                    floatConstant(b, l, f32, eps)));
+          return arith::MulFOp::create(
+              b, l, arith::MulFOp::create(b, l, a[0], scale), a[2]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LayerNormLowering : public OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *context = op.getContext();
+    RankedTensorType type = tensorOf(op.getInput());
+    int64_t rank = type.getRank(), last = rank - 1;
+    double hidden = type.getDimSize(last);
+    double eps = op.getEps().convertToDouble();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap rowMap = reducedMap(context, rank, {last});
+
+    Value sum = buildReduction(rewriter, loc, op.getInput(), {last},
+                               Combine::Sum);
+    auto divide = [&](OpBuilder &b, Location l, Value v) -> Value {
+      return arith::DivFOp::create(b, l, v,
+                                   floatConstant(b, l, v.getType(), hidden));
+    };
+    // Two passes: the variance sums squared deviations from the mean.
+    Value squares = buildReduction(
+        rewriter, loc, op.getInput(), {last}, Combine::Sum, {sum}, {rowMap},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value d = arith::SubFOp::create(b, l, a[0], divide(b, l, a[1]));
+          return arith::MulFOp::create(b, l, d, d);
+        });
+    SmallVector<Value> inputs = {op.getInput(), sum, squares};
+    SmallVector<AffineMap> maps = {identity, rowMap, rowMap};
+    bool affine = static_cast<bool>(op.getWeight());
+    if (affine) {
+      inputs.append({op.getWeight(), op.getBias()});
+      maps.append({lastDimMap(context, rank), lastDimMap(context, rank)});
+    }
+    Value result = buildMapped(
+        rewriter, loc, type, inputs, maps,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type f32 = a[0].getType();
+          Value centred = arith::SubFOp::create(b, l, a[0], divide(b, l, a[1]));
+          Value scale = math::RsqrtOp::create(
+              b, l,
+              arith::AddFOp::create(b, l, divide(b, l, a[2]),
+                                    floatConstant(b, l, f32, eps)));
+          Value normed = arith::MulFOp::create(b, l, centred, scale);
+          if (!affine)
+            return normed;
+          return arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, normed, a[3]), a[4]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SoftmaxLowering : public OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = tensorOf(op.getInput());
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    AffineMap rowMap = reducedMap(op.getContext(), rank, {axis});
+    Value max =
+        buildReduction(rewriter, loc, op.getInput(), {axis}, Combine::Max);
+    Value sum = buildReduction(
+        rewriter, loc, op.getInput(), {axis}, Combine::Sum, {max}, {rowMap},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::ExpOp::create(b, l,
+                                     arith::SubFOp::create(b, l, a[0], a[1]));
+        });
+    Value result = buildMapped(
+        rewriter, loc, type, {op.getInput(), max, sum},
+        {rewriter.getMultiDimIdentityMap(rank), rowMap, rowMap},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value e = math::ExpOp::create(b, l,
+                                        arith::SubFOp::create(b, l, a[0], a[1]));
+          return arith::DivFOp::create(b, l, e, a[2]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Index helpers for scalar code inside generic bodies.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+};
+
+/// y[c] = x[c] cos[s, c] + sign(c) x[partner(c)] sin[s, c] for c < rotary
+/// dim; the tail is copied. Reads are clamped in range so that the tail
+/// lanes compute harmless values that the final select discards.
+struct RopeLowering : public OpRewritePattern<RopeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RopeOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = tensorOf(op.getInput());
+    int64_t rotary = op.getRotaryDim(), half = rotary / 2;
+    bool interleaved = op.getInterleaved();
+    int64_t seqDim = op.getLayout() == RopeLayout::bshd ? 1 : 0;
+    Value input = op.getInput(), cosTable = op.getCos(),
+          sinTable = op.getSin();
+    Value result = buildMapped(
+        rewriter, op.getLoc(), type, {input},
+        {rewriter.getMultiDimIdentityMap(4)},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          IndexMath m{b, l};
+          SmallVector<Value> index;
+          for (int64_t d = 0; d < 4; ++d)
+            index.push_back(linalg::IndexOp::create(b, l, d));
+          Value channel = index[3];
+          Value inRotary = m.lt(channel, m.c(rotary));
+          Value c = m.min(channel, m.c(rotary - 1));
+          Value first, partner;
+          if (interleaved) {
+            Value odd = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ne,
+                arith::RemSIOp::create(b, l, c, m.c(2)), m.c(0));
+            first = arith::XOrIOp::create(
+                b, l, odd, arith::ConstantIntOp::create(b, l, 1, 1));
+            partner = m.select(odd, m.sub(c, m.c(1)), m.add(c, m.c(1)));
+          } else {
+            first = m.lt(c, m.c(half));
+            partner = m.select(first, m.add(c, m.c(half)), m.sub(c, m.c(half)));
+          }
+          SmallVector<Value> partnerIndex(index);
+          partnerIndex[3] = partner;
+          Value x = a[0];
+          Value xp = toCompute(
+              b, l, tensor::ExtractOp::create(b, l, input, partnerIndex));
+          Value s = index[seqDim];
+          Value cv = toCompute(
+              b, l, tensor::ExtractOp::create(b, l, cosTable, ValueRange{s, c}));
+          Value sv = toCompute(
+              b, l, tensor::ExtractOp::create(b, l, sinTable, ValueRange{s, c}));
+          Value rot = arith::MulFOp::create(b, l, xp, sv);
+          Value signedRot =
+              m.select(first, arith::NegFOp::create(b, l, rot), rot);
+          Value rotated = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, x, cv), signedRot);
+          return m.select(inRotary, rotated, x);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::meg::populateNormPatterns(RewritePatternSet &patterns) {
+  patterns.add<RmsNormLowering, LayerNormLowering, SoftmaxLowering,
+               RopeLowering>(patterns.getContext());
+}
