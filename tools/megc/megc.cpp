@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompileCommand.h"
 #include "GenCommand.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -13,13 +14,17 @@
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::SubCommand &gen = megc::genSubCommand();
+  megc::registerCompileOptions();
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "megc: compiles transformer training graphs\n\n"
+      "  megc model.mlir -o model.megc       compile a model to an artifact\n"
       "  megc gen <llama|mmdit|flux> [options] -o model.mlir\n");
   if (gen)
     return megc::runGen();
+  if (megc::hasCompileInput())
+    return megc::runCompile();
   llvm::WithColor::error(llvm::errs(), "megc")
-      << "expected a subcommand; run 'megc --help'\n";
+      << "expected a model file or a subcommand; run 'megc --help'\n";
   return 1;
 }

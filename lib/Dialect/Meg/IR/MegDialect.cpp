@@ -7,12 +7,27 @@
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
 
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/StringSet.h"
 
 #include "megc/Dialect/Meg/IR/MegDialect.cpp.inc"
 
 using namespace mlir;
 using namespace mlir::meg;
+
+namespace {
+/// Every meg op may be inlined: none depends on its enclosing function
+/// (parameters and meshes are module symbols).
+struct MegInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
 
 void MegDialect::initialize() {
   addOperations<
@@ -21,6 +36,7 @@ void MegDialect::initialize() {
       >();
   registerAttributes();
   registerTypes();
+  addInterfaces<MegInlinerInterface>();
 }
 
 /// Checks that `axes` names distinct axes of the mesh `meshRef` found from

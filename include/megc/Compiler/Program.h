@@ -1,0 +1,120 @@
+//===- Program.h - the executable program before serialization -*- C++ -*-===//
+//
+// What the compiler hands to the artifact writer: per entry point, its
+// named inputs and outputs, the buffers (arena slots, parameters, inputs,
+// outputs) and the command list; plus the kernels they launch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_COMPILER_PROGRAM_H
+#define MEGC_COMPILER_PROGRAM_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace megc {
+
+enum class BufferKind { Arena, Parameter, Input, Output };
+
+struct BufferDesc {
+  BufferKind kind = BufferKind::Arena;
+  /// Parameter, input or output index for those kinds.
+  uint32_t index = 0;
+  /// Bytes from the start of the arena (or of the tensor for the others).
+  uint64_t offset = 0;
+  mlir::RankedTensorType type;
+  /// For a view (reshape), the buffer whose storage it shares.
+  int32_t aliasOf = -1;
+
+  uint64_t sizeBytes() const;
+};
+
+struct LaunchCommand {
+  uint32_t kernel;
+  std::vector<uint32_t> args; // inputs then outputs
+};
+
+struct GemmCommand {
+  uint32_t a, b, c;
+  int32_t bias = -1;
+  int64_t m, n, k, batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  bool transA = false, transB = false;
+};
+
+struct CopyCommand {
+  uint32_t src, dst;
+  uint64_t bytes;
+};
+
+using Command = std::variant<LaunchCommand, GemmCommand, CopyCommand>;
+
+struct TensorSpec {
+  std::string name;
+  mlir::RankedTensorType type;
+};
+
+struct MemoryPlan {
+  uint64_t arenaBytes = 0;
+  /// Largest sum of simultaneously live intermediates (a lower bound).
+  uint64_t peakBytes = 0;
+  /// Sum of all intermediates: what the arena would take without reuse.
+  uint64_t unplannedBytes = 0;
+};
+
+struct EntryDesc {
+  std::string name;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<BufferDesc> buffers;
+  std::vector<Command> commands;
+  MemoryPlan plan;
+};
+
+struct KernelDesc {
+  std::string name;
+  uint32_t numArgs;
+};
+
+struct ParameterDesc {
+  std::string name;
+  mlir::RankedTensorType type;
+  bool trainable;
+  std::string initKind;
+  double initScale;
+};
+
+struct ProgramDesc {
+  std::vector<ParameterDesc> parameters;
+  std::vector<EntryDesc> entries;
+  std::vector<KernelDesc> kernels;
+  /// The kernels as tensor functions (one `func.func` per KernelDesc, same
+  /// name), ready for the target code generators.
+  mlir::OwningOpRef<mlir::ModuleOp> kernelModule;
+};
+
+/// Turns every public function of `module` (calls inlined, canonical) into
+/// an entry: matrix products become GEMM commands, reshapes views, and each
+/// other op a kernel (identical kernels shared). Diagnoses what it cannot
+/// place.
+mlir::FailureOr<ProgramDesc> buildProgram(mlir::ModuleOp module);
+
+/// Assigns arena offsets from liveness: buffers whose lifetimes do not
+/// overlap share memory; fills the entry's plan.
+void planMemory(EntryDesc &entry);
+
+/// Compiles the kernel module for the host CPU into a linked shared object
+/// whose kernels have the C ABI `void name(void **args)`.
+mlir::FailureOr<std::string> compileCpuKernels(ProgramDesc &program);
+
+/// Serializes the program (and the CPU shared object) in the artifact
+/// format of runtime/schema/megc.fbs.
+std::string serializeProgram(const ProgramDesc &program,
+                             const std::string &cpuSharedObject);
+
+} // namespace megc
+
+#endif // MEGC_COMPILER_PROGRAM_H

@@ -1,0 +1,159 @@
+//===- ArtifactWriter.cpp - the program as a .megc FlatBuffer ----------===//
+//
+// Serializes a ProgramDesc in the format of runtime/schema/megc.fbs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Compiler/Program.h"
+
+#include "megc_generated.h"
+
+namespace megc {
+
+/// Version of the artifact format this compiler writes; the runtime's
+/// loader checks it.
+constexpr uint32_t kArtifactFormatVersion = 1;
+
+namespace {
+
+namespace fb = megrt::fb;
+
+fb::DType dtypeOf(mlir::Type element) {
+  if (element.isF32())
+    return fb::DType_f32;
+  if (element.isBF16())
+    return fb::DType_bf16;
+  if (element.isF16())
+    return fb::DType_f16;
+  if (element.isInteger(32))
+    return fb::DType_i32;
+  return fb::DType_i64;
+}
+
+fb::InitKind initKindOf(const std::string &kind) {
+  if (kind == "ones")
+    return fb::InitKind_ones;
+  if (kind == "normal")
+    return fb::InitKind_normal;
+  if (kind == "uniform")
+    return fb::InitKind_uniform;
+  return fb::InitKind_zeros;
+}
+
+fb::BufferKind bufferKindOf(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Arena:
+    return fb::BufferKind_arena;
+  case BufferKind::Parameter:
+    return fb::BufferKind_parameter;
+  case BufferKind::Input:
+    return fb::BufferKind_input;
+  case BufferKind::Output:
+    return fb::BufferKind_output;
+  }
+  return fb::BufferKind_arena;
+}
+
+class Writer {
+public:
+  std::string write(const ProgramDesc &program, const std::string &so) {
+    std::vector<flatbuffers::Offset<fb::Parameter>> parameters;
+    for (const ParameterDesc &param : program.parameters)
+      parameters.push_back(fb::CreateParameter(
+          builder, builder.CreateString(param.name),
+          dtypeOf(param.type.getElementType()), shape(param.type),
+          param.trainable, initKindOf(param.initKind), param.initScale));
+    std::vector<flatbuffers::Offset<fb::Entry>> entries;
+    for (const EntryDesc &entry : program.entries)
+      entries.push_back(writeEntry(entry));
+    std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
+    for (const KernelDesc &kernel : program.kernels)
+      kernels.push_back(fb::CreateKernel(
+          builder, builder.CreateString(kernel.name),
+          builder.CreateString(kernel.name + "_entry"), kernel.numArgs));
+    auto cpu = fb::CreateCpuModule(
+        builder, builder.CreateString("x86_64-unknown-linux-gnu"),
+        builder.CreateVector(reinterpret_cast<const uint8_t *>(so.data()),
+                             so.size()));
+    auto root = fb::CreateProgram(
+        builder, kArtifactFormatVersion, builder.CreateString("megc"),
+        builder.CreateVector(parameters), builder.CreateVector(entries),
+        builder.CreateVector(kernels), cpu);
+    fb::FinishProgramBuffer(builder, root);
+    return std::string(
+        reinterpret_cast<const char *>(builder.GetBufferPointer()),
+        builder.GetSize());
+  }
+
+private:
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>>
+  shape(mlir::RankedTensorType type) {
+    return builder.CreateVector(type.getShape().data(), type.getRank());
+  }
+
+  flatbuffers::Offset<fb::TensorSpec> spec(const TensorSpec &tensor) {
+    return fb::CreateTensorSpec(builder, builder.CreateString(tensor.name),
+                                dtypeOf(tensor.type.getElementType()),
+                                shape(tensor.type));
+  }
+
+  flatbuffers::Offset<fb::Command> command(const Command &command) {
+    if (auto *launch = std::get_if<LaunchCommand>(&command)) {
+      auto op = fb::CreateKernelLaunch(builder, launch->kernel,
+                                       builder.CreateVector(launch->args));
+      return fb::CreateCommand(builder, fb::CommandOp_KernelLaunch,
+                               op.Union());
+    }
+    if (auto *gemm = std::get_if<GemmCommand>(&command)) {
+      auto op = fb::CreateGemm(builder, gemm->a, gemm->b, gemm->c, gemm->bias,
+                               gemm->m, gemm->n, gemm->k, gemm->batch,
+                               gemm->strideA, gemm->strideB, gemm->strideC,
+                               gemm->transA, gemm->transB, 1.0f, 0.0f,
+                               dtype);
+      return fb::CreateCommand(builder, fb::CommandOp_Gemm, op.Union());
+    }
+    const auto &copy = std::get<CopyCommand>(command);
+    auto op = fb::CreateCopy(builder, copy.src, copy.dst, 0, 0, copy.bytes);
+    return fb::CreateCommand(builder, fb::CommandOp_Copy, op.Union());
+  }
+
+  flatbuffers::Offset<fb::Entry> writeEntry(const EntryDesc &entry) {
+    std::vector<flatbuffers::Offset<fb::TensorSpec>> inputs, outputs;
+    for (const TensorSpec &input : entry.inputs)
+      inputs.push_back(spec(input));
+    for (const TensorSpec &output : entry.outputs)
+      outputs.push_back(spec(output));
+    std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+    for (const BufferDesc &buffer : entry.buffers)
+      buffers.push_back(fb::CreateBuffer(
+          builder, bufferKindOf(buffer.kind), buffer.index, buffer.offset,
+          buffer.sizeBytes(), dtypeOf(buffer.type.getElementType()),
+          shape(buffer.type)));
+    std::vector<flatbuffers::Offset<fb::Command>> commands;
+    for (const Command &cmd : entry.commands) {
+      if (auto *gemm = std::get_if<GemmCommand>(&cmd))
+        dtype = dtypeOf(entry.buffers[gemm->c].type.getElementType());
+      commands.push_back(command(cmd));
+    }
+    auto plan = fb::CreateMemoryPlan(builder, entry.plan.arenaBytes,
+                                     entry.plan.peakBytes,
+                                     entry.plan.unplannedBytes);
+    return fb::CreateEntry(builder, builder.CreateString(entry.name),
+                           builder.CreateVector(inputs),
+                           builder.CreateVector(outputs),
+                           builder.CreateVector(buffers),
+                           builder.CreateVector(commands), plan);
+  }
+
+  flatbuffers::FlatBufferBuilder builder;
+  fb::DType dtype = fb::DType_f32;
+};
+
+} // namespace
+
+std::string serializeProgram(const ProgramDesc &program,
+                             const std::string &cpuSharedObject) {
+  return Writer().write(program, cpuSharedObject);
+}
+
+} // namespace megc

@@ -1,0 +1,330 @@
+//===- BuildProgram.cpp - entry functions to commands and kernels ------===//
+//
+// Walks each public function in order and places every op: parameter reads
+// and inputs become buffers, reshapes become views, matrix products GEMM
+// commands, and every other op a kernel function of its own (identical
+// kernels are generated once). Returned values are copied to the outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Compiler/Program.h"
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace megc {
+
+uint64_t BufferDesc::sizeBytes() const {
+  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+  return static_cast<uint64_t>(type.getNumElements()) * (bits / 8);
+}
+
+namespace {
+
+/// The name an entry argument or result carries (`meg.name`), or a
+/// positional default.
+std::string valueName(func::FuncOp func, bool result, unsigned index) {
+  StringAttr name =
+      result ? func.getResultAttrOfType<StringAttr>(index,
+                                                    MegDialect::kNameAttrName)
+             : func.getArgAttrOfType<StringAttr>(index,
+                                                 MegDialect::kNameAttrName);
+  if (name)
+    return name.str();
+  return (result ? "result" : "arg") + std::to_string(index);
+}
+
+class ProgramBuilder {
+public:
+  explicit ProgramBuilder(ModuleOp module)
+      : module(module), builder(module.getContext()) {}
+
+  FailureOr<ProgramDesc> build() {
+    program.kernelModule = ModuleOp::create(module.getLoc());
+    for (ParamOp param : module.getOps<ParamOp>()) {
+      paramIndex[param.getSymName()] = program.parameters.size();
+      InitAttr init = param.getInit();
+      program.parameters.push_back(
+          {param.getSymName().str(), param.getTensorType(),
+           param.isTrainable(), stringifyInitKind(init.getKind()).str(),
+           init.getScale().convertToDouble()});
+    }
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isPrivate() || func.isExternal())
+        continue;
+      if (failed(buildEntry(func)))
+        return failure();
+    }
+    if (program.entries.empty())
+      return module.emitError()
+             << "has no public function to compile as an entry point";
+    return std::move(program);
+  }
+
+private:
+  LogicalResult buildEntry(func::FuncOp func);
+  FailureOr<uint32_t> bufferFor(Value value);
+  uint32_t addBuffer(BufferKind kind, uint32_t index, RankedTensorType type,
+                     int32_t aliasOf = -1);
+  LogicalResult placeOp(Operation *op);
+  LogicalResult placeKernel(Operation *op);
+  LogicalResult placeLinear(LinearOp op);
+  LogicalResult placeMatmul(MatmulOp op);
+  uint32_t kernelIndex(func::FuncOp kernel, StringRef opName);
+
+  ModuleOp module;
+  OpBuilder builder;
+  ProgramDesc program;
+  llvm::StringMap<uint32_t> paramIndex;
+  std::map<std::string, uint32_t> kernelByBody;
+  EntryDesc *entry = nullptr;
+  llvm::DenseMap<Value, uint32_t> buffers;
+};
+
+uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
+                                   RankedTensorType type, int32_t aliasOf) {
+  BufferDesc buffer;
+  buffer.kind = kind;
+  buffer.index = index;
+  buffer.type = type;
+  buffer.aliasOf = aliasOf;
+  entry->buffers.push_back(buffer);
+  return entry->buffers.size() - 1;
+}
+
+LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
+  program.entries.emplace_back();
+  entry = &program.entries.back();
+  entry->name = func.getName().str();
+  buffers.clear();
+  for (auto [index, arg] : llvm::enumerate(func.getArguments())) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      return func.emitError() << "entry argument " << index
+                              << " must be a ranked tensor, got "
+                              << arg.getType();
+    entry->inputs.push_back({valueName(func, false, index), type});
+    buffers[arg] = addBuffer(BufferKind::Input, index, type);
+  }
+  for (Operation &op : func.getBody().front())
+    if (failed(placeOp(&op)))
+      return failure();
+  return success();
+}
+
+FailureOr<uint32_t> ProgramBuilder::bufferFor(Value value) {
+  auto it = buffers.find(value);
+  if (it != buffers.end())
+    return it->second;
+  // A constant read by a command other than a kernel gets a kernel that
+  // writes it.
+  if (Operation *def = value.getDefiningOp()) {
+    if (def->hasTrait<OpTrait::ConstantLike>()) {
+      if (failed(placeKernel(def)))
+        return failure();
+      return buffers.lookup(value);
+    }
+  }
+  return emitError(value.getLoc()) << "value has no buffer";
+}
+
+LogicalResult ProgramBuilder::placeOp(Operation *op) {
+  if (op->hasTrait<OpTrait::ConstantLike>())
+    return success(); // cloned into the kernels that read it
+  if (auto ref = dyn_cast<ParamRefOp>(op)) {
+    buffers[ref.getResult()] =
+        addBuffer(BufferKind::Parameter, paramIndex.lookup(ref.getName()),
+                  cast<RankedTensorType>(ref.getType()));
+    return success();
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    FailureOr<uint32_t> source = bufferFor(reshape.getInput());
+    if (failed(source))
+      return failure();
+    const BufferDesc &from = entry->buffers[*source];
+    int32_t root = from.aliasOf >= 0 ? from.aliasOf : *source;
+    buffers[reshape.getResult()] =
+        addBuffer(from.kind, from.index, cast<RankedTensorType>(reshape.getType()),
+                  root);
+    return success();
+  }
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return placeLinear(linear);
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return placeMatmul(matmul);
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    auto func = cast<func::FuncOp>(op->getParentOp());
+    for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!type)
+        return ret.emitError() << "entry result " << index
+                               << " must be a ranked tensor";
+      FailureOr<uint32_t> source = bufferFor(value);
+      if (failed(source))
+        return failure();
+      entry->outputs.push_back({valueName(func, true, index), type});
+      uint32_t output = addBuffer(BufferKind::Output, index, type);
+      entry->commands.push_back(CopyCommand{
+          *source, output, entry->buffers[output].sizeBytes()});
+    }
+    return success();
+  }
+  if (isa<func::CallOp>(op))
+    return op->emitError() << "calls must be inlined before building the "
+                              "program";
+  if (op->getNumRegions() != 0 ||
+      isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllGatherStartOp,
+          ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op))
+    return op->emitError() << "'" << op->getName()
+                           << "' is not supported by the program lowering yet";
+  return placeKernel(op);
+}
+
+uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
+  // Identical bodies and signatures share one kernel.
+  kernel.setName("kernel");
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  kernel.print(os);
+  auto [it, inserted] =
+      kernelByBody.try_emplace(key, program.kernels.size());
+  if (!inserted) {
+    kernel.erase();
+    return it->second;
+  }
+  std::string name = "megk" + std::to_string(program.kernels.size()) + "_" +
+                     opName.str();
+  std::replace(name.begin(), name.end(), '.', '_');
+  kernel.setName(name);
+  program.kernels.push_back(
+      {name, static_cast<uint32_t>(kernel.getNumArguments() +
+                                   kernel.getNumResults())});
+  return it->second;
+}
+
+LogicalResult ProgramBuilder::placeKernel(Operation *op) {
+  SmallVector<Value> inputs;
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>())
+      continue;
+    if (!llvm::is_contained(inputs, operand))
+      inputs.push_back(operand);
+  }
+  for (Type type : op->getResultTypes())
+    if (!isa<RankedTensorType>(type))
+      return op->emitError() << "kernel result of type " << type
+                             << " is not a ranked tensor";
+
+  builder.setInsertionPointToEnd(program.kernelModule->getBody());
+  auto kernel = func::FuncOp::create(
+      builder, op->getLoc(), "kernel",
+      builder.getFunctionType(ValueRange(inputs).getTypes(),
+                              op->getResultTypes()));
+  Block *body = kernel.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  IRMapping mapping;
+  for (auto [input, arg] : llvm::zip(inputs, body->getArguments()))
+    mapping.map(input, arg);
+  for (Value operand : op->getOperands())
+    if (Operation *def = operand.getDefiningOp())
+      if (def->hasTrait<OpTrait::ConstantLike>() && !mapping.contains(operand))
+        builder.clone(*def, mapping);
+  Operation *clone = builder.clone(*op, mapping);
+  func::ReturnOp::create(builder, op->getLoc(), clone->getResults());
+
+  LaunchCommand launch;
+  launch.kernel = kernelIndex(kernel, op->getName().getStringRef());
+  for (Value input : inputs) {
+    FailureOr<uint32_t> buffer = bufferFor(input);
+    if (failed(buffer))
+      return failure();
+    launch.args.push_back(*buffer);
+  }
+  for (Value result : op->getResults()) {
+    uint32_t buffer = addBuffer(BufferKind::Arena, 0,
+                                cast<RankedTensorType>(result.getType()));
+    buffers[result] = buffer;
+    launch.args.push_back(buffer);
+  }
+  entry->commands.push_back(launch);
+  return success();
+}
+
+static int64_t product(ArrayRef<int64_t> dims) {
+  int64_t result = 1;
+  for (int64_t d : dims)
+    result *= d;
+  return result;
+}
+
+LogicalResult ProgramBuilder::placeLinear(LinearOp op) {
+  auto input = cast<RankedTensorType>(op.getInput().getType());
+  auto weight = cast<RankedTensorType>(op.getWeight().getType());
+  FailureOr<uint32_t> a = bufferFor(op.getInput());
+  FailureOr<uint32_t> b = bufferFor(op.getWeight());
+  if (failed(a) || failed(b))
+    return failure();
+  GemmCommand gemm;
+  gemm.a = *a;
+  gemm.b = *b;
+  if (Value bias = op.getBias()) {
+    FailureOr<uint32_t> biasBuffer = bufferFor(bias);
+    if (failed(biasBuffer))
+      return failure();
+    gemm.bias = *biasBuffer;
+  }
+  gemm.m = product(input.getShape().drop_back());
+  gemm.k = input.getShape().back();
+  gemm.n = weight.getDimSize(0);
+  gemm.transB = true;
+  gemm.c = addBuffer(BufferKind::Arena, 0,
+                     cast<RankedTensorType>(op.getType()));
+  buffers[op.getResult()] = gemm.c;
+  entry->commands.push_back(gemm);
+  return success();
+}
+
+LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
+  auto lhs = cast<RankedTensorType>(op.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(op.getRhs().getType());
+  auto result = cast<RankedTensorType>(op.getType());
+  FailureOr<uint32_t> a = bufferFor(op.getLhs());
+  FailureOr<uint32_t> b = bufferFor(op.getRhs());
+  if (failed(a) || failed(b))
+    return failure();
+  GemmCommand gemm;
+  gemm.a = *a;
+  gemm.b = *b;
+  int64_t rank = result.getRank();
+  gemm.m = result.getDimSize(rank - 2);
+  gemm.n = result.getDimSize(rank - 1);
+  gemm.k = op.getTransposeLhs() ? lhs.getDimSize(rank - 2)
+                                : lhs.getShape().back();
+  gemm.transA = op.getTransposeLhs();
+  gemm.transB = op.getTransposeRhs();
+  gemm.batch = product(result.getShape().drop_back(2));
+  gemm.strideA = gemm.m * gemm.k;
+  gemm.strideB = rhs.getRank() > 2 ? gemm.k * gemm.n : 0;
+  gemm.strideC = gemm.m * gemm.n;
+  gemm.c = addBuffer(BufferKind::Arena, 0, result);
+  buffers[op.getResult()] = gemm.c;
+  entry->commands.push_back(gemm);
+  return success();
+}
+
+} // namespace
+
+FailureOr<ProgramDesc> buildProgram(ModuleOp module) {
+  return ProgramBuilder(module).build();
+}
+
+} // namespace megc

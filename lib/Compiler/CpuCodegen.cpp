@@ -1,0 +1,209 @@
+//===- CpuCodegen.cpp - kernels to a host shared object ----------------===//
+//
+// Lowers the kernel functions through linalg, bufferization (results become
+// out-parameters) and the LLVM dialect, adds a `void <name>_entry(void
+// **args)` wrapper per kernel, optimises, emits an object for the host and
+// links it into a shared object with lld.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Compiler/Program.h"
+#include "megc/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+
+namespace megc {
+
+namespace {
+
+constexpr llvm::StringLiteral kLowering =
+    "builtin.module(convert-meg-to-linalg,canonicalize,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{hoist-static-allocs "
+    "modify-public-functions},buffer-deallocation-pipeline,"
+    "func.func(convert-linalg-to-loops),expand-strided-metadata,lower-affine,"
+    "convert-scf-to-cf,func.func(arith-expand{include-bf16=true}),"
+    "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,convert-cf-to-llvm,"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+    "convert-index-to-llvm,reconcile-unrealized-casts)";
+
+/// Kernel results must be buffers the kernel writes, so that bufferization
+/// turns them into out-parameters: a result that is a view of an input or
+/// a constant is copied into a fresh tensor.
+void materializeResults(ModuleOp kernels) {
+  OpBuilder builder(kernels.getContext());
+  kernels.walk([&](func::ReturnOp ret) {
+    builder.setInsertionPoint(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value value = operand.get();
+      if (isa_and_present<linalg::LinalgOp>(value.getDefiningOp()))
+        continue;
+      auto type = cast<RankedTensorType>(value.getType());
+      Value init = tensor::EmptyOp::create(builder, ret.getLoc(),
+                                           type.getShape(),
+                                           type.getElementType());
+      operand.set(linalg::CopyOp::create(builder, ret.getLoc(), value, init)
+                      .getResult(0));
+    }
+  });
+}
+
+/// Adds `void <name>_entry(void **args)` calling the kernel with its
+/// arguments loaded from `args`.
+void addEntryWrapper(llvm::Module &module, llvm::Function &kernel) {
+  llvm::LLVMContext &context = module.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(context);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr},
+                                       false);
+  auto *wrapper = llvm::Function::Create(
+      type, llvm::GlobalValue::ExternalLinkage, kernel.getName() + "_entry",
+      module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", wrapper));
+  llvm::SmallVector<llvm::Value *> args;
+  for (unsigned i = 0; i < kernel.arg_size(); ++i) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptr, wrapper->getArg(0), i);
+    args.push_back(b.CreateLoad(ptr, slot));
+  }
+  b.CreateCall(&kernel, args);
+  b.CreateRetVoid();
+  kernel.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  // A baseline CPU keeps the artifact runnable on any x86-64 host.
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, "x86-64", "", llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder passBuilder(&machine);
+  passBuilder.registerModuleAnalyses(mam);
+  passBuilder.registerCGSCCAnalyses(cgam);
+  passBuilder.registerFunctionAnalyses(fam);
+  passBuilder.registerLoopAnalyses(lam);
+  passBuilder.crossRegisterProxies(lam, fam, cgam, mam);
+  passBuilder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
+      .run(module, mam);
+}
+
+/// Links `object` into a shared object with lld; returns its bytes.
+FailureOr<std::string> linkShared(ModuleOp anchor, StringRef object) {
+  auto lld = llvm::sys::findProgramByName("ld.lld",
+                                          {"/usr/lib/llvm-22/bin"});
+  if (!lld)
+    lld = llvm::sys::findProgramByName("ld.lld");
+  if (!lld)
+    return anchor.emitError()
+           << "cannot link the CPU kernels: ld.lld was not found";
+  llvm::SmallString<128> objectPath, sharedPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("megc-kernels", "o", fd, objectPath))
+    return anchor.emitError() << "cannot create a temporary file";
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << object;
+  }
+  llvm::sys::fs::createTemporaryFile("megc-kernels", "so", sharedPath);
+  std::string message;
+  llvm::StringRef args[] = {*lld, "-shared", "-o", sharedPath, objectPath};
+  int status = llvm::sys::ExecuteAndWait(*lld, args, std::nullopt, {}, 0, 0,
+                                         &message);
+  llvm::sys::fs::remove(objectPath);
+  auto bytes = llvm::MemoryBuffer::getFile(sharedPath);
+  llvm::sys::fs::remove(sharedPath);
+  if (status != 0 || !bytes)
+    return anchor.emitError() << "linking the CPU kernels with " << *lld
+                              << " failed: " << message;
+  return (*bytes)->getBuffer().str();
+}
+
+} // namespace
+
+FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
+  ModuleOp kernels = program.kernelModule->clone();
+  OwningOpRef<ModuleOp> owner(kernels);
+  MLIRContext *context = kernels.getContext();
+
+  PassManager toLinalg(context);
+  toLinalg.addPass(meg::createConvertMegToLinalg());
+  if (failed(toLinalg.run(kernels)))
+    return failure();
+  materializeResults(kernels);
+  FailureOr<OpPassManager> lowering = parsePassPipeline(kLowering);
+  if (failed(lowering))
+    return kernels.emitError() << "internal error: bad CPU pipeline";
+  PassManager pm(context);
+  static_cast<OpPassManager &>(pm) = std::move(*lowering);
+  if (failed(pm.run(kernels)))
+    return failure();
+
+  registerBuiltinDialectTranslation(*context);
+  registerLLVMDialectTranslation(*context);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> module =
+      translateModuleToLLVMIR(kernels, llvmContext, "megc-kernels");
+  if (!module)
+    return kernels.emitError() << "translation to LLVM IR failed";
+  for (const KernelDesc &kernel : program.kernels) {
+    llvm::Function *function = module->getFunction(kernel.name);
+    if (!function)
+      return kernels.emitError() << "kernel '" << kernel.name
+                                 << "' is missing after lowering";
+    addEntryWrapper(*module, *function);
+  }
+
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
+  if (!machine)
+    return kernels.emitError() << "no host target: " << error;
+  module->setDataLayout(machine->createDataLayout());
+  module->setTargetTriple(machine->getTargetTriple());
+  optimize(*module, *machine);
+
+  llvm::SmallString<0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager emit;
+    if (machine->addPassesToEmitFile(emit, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return kernels.emitError() << "the host target cannot emit objects";
+    emit.run(*module);
+  }
+  return linkShared(kernels, object);
+}
+
+} // namespace megc

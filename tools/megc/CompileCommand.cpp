@@ -1,0 +1,127 @@
+//===- CompileCommand.cpp - `megc model.mlir -o model.megc` ------------===//
+//
+// Parses a model, runs the front-end pipeline (inline, canonicalize, CSE),
+// builds and plans the program, compiles the CPU kernels and writes the
+// artifact (or the IR, with --emit=mlir).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompileCommand.h"
+
+#include "megc/Compiler/Program.h"
+#include "megc/Conversion/Passes.h"
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+namespace megc {
+
+namespace {
+cl::OptionCategory compileCategory("megc compile options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
+                               cl::cat(compileCategory));
+cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::cat(compileCategory));
+cl::opt<std::string> emit("emit",
+                          cl::desc("What to write: artifact (default) or "
+                                   "mlir (the IR after the front end)"),
+                          cl::init("artifact"), cl::cat(compileCategory));
+cl::opt<std::string> target("target",
+                            cl::desc("Targets to generate code for (cpu)"),
+                            cl::init("cpu"), cl::cat(compileCategory));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "megc") << message << "\n";
+  return 1;
+}
+} // namespace
+
+void registerCompileOptions() {
+  // The front end and the code generators build pipelines from text.
+  mlir::registerAllPasses();
+  mlir::meg::registerMegConversionPasses();
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+}
+
+bool hasCompileInput() { return !inputFile.empty(); }
+
+int runCompile() {
+  if (target != "cpu")
+    return fail("unsupported --target '" + target +
+                "'; this build generates code for: cpu");
+  if (emit != "artifact" && emit != "mlir")
+    return fail("unsupported --emit '" + emit + "'; expected artifact or mlir");
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<mlir::meg::MegDialect>();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::string error;
+  auto file = mlir::openInputFile(inputFile, &error);
+  if (!file)
+    return fail(error);
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  // The FailureOr overload: the one taking a pass manager would nest the
+  // pipeline one level too deep and run nothing.
+  mlir::FailureOr<mlir::OpPassManager> pipeline = mlir::parsePassPipeline(
+      "builtin.module(inline,canonicalize,cse,symbol-dce)");
+  if (failed(pipeline))
+    return fail("internal error: bad front-end pipeline");
+  mlir::PassManager frontEnd(&context);
+  static_cast<mlir::OpPassManager &>(frontEnd) = std::move(*pipeline);
+  if (failed(mlir::applyPassManagerCLOptions(frontEnd)))
+    return 1;
+  if (failed(frontEnd.run(*module)))
+    return 1;
+
+  auto output = mlir::openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  if (emit == "mlir") {
+    (*module)->print(output->os());
+    output->os() << "\n";
+    output->keep();
+    return 0;
+  }
+
+  mlir::FailureOr<ProgramDesc> program = buildProgram(*module);
+  if (failed(program))
+    return 1;
+  for (EntryDesc &entry : program->entries)
+    planMemory(entry);
+  mlir::FailureOr<std::string> cpu = compileCpuKernels(*program);
+  if (failed(cpu))
+    return 1;
+  output->os() << serializeProgram(*program, *cpu);
+  output->keep();
+  return 0;
+}
+
+} // namespace megc
