@@ -6,6 +6,7 @@
 
 #include "CompileCommand.h"
 #include "GenCommand.h"
+#include "InspectCommand.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -14,14 +15,18 @@
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::SubCommand &gen = megc::genSubCommand();
+  llvm::cl::SubCommand &inspect = megc::inspectSubCommand();
   megc::registerCompileOptions();
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "megc: compiles transformer training graphs\n\n"
       "  megc model.mlir -o model.megc       compile a model to an artifact\n"
-      "  megc gen <llama|mmdit|flux> [options] -o model.mlir\n");
+      "  megc gen <llama|mmdit|flux> [options] -o model.mlir\n"
+      "  megc inspect model.megc             describe an artifact\n");
   if (gen)
     return megc::runGen();
+  if (inspect)
+    return megc::runInspect();
   if (megc::hasCompileInput())
     return megc::runCompile();
   llvm::WithColor::error(llvm::errs(), "megc")

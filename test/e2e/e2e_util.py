@@ -1,0 +1,54 @@
+"""Helpers for the end-to-end tests: safetensors writing, bf16 rounding,
+.npy reading of bf16 outputs, and running the tools."""
+import json
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+
+def bf16_bits(x):
+    """float32 -> bfloat16 bits (round to nearest even)."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_to_f32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def write_safetensors(path, tensors, dtype="F32"):
+    """tensors: name -> float32 array, stored as F32 or BF16."""
+    header, blobs, offset = {}, [], 0
+    for name, array in tensors.items():
+        data = (bf16_bits(array) if dtype == "BF16"
+                else np.asarray(array, np.float32)).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def read_output(path):
+    """An output .npy as float64; bf16 comes as raw '<u2' bits."""
+    array = np.load(path)
+    if array.dtype == np.uint16:
+        array = bf16_to_f32(array)
+    return array.astype(np.float64)
+
+
+def run(args):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed ({result.returncode}):\n"
+                 f"{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def relative_error(got, want):
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))

@@ -1,0 +1,158 @@
+//===- megc-run.cpp - runs entry points of a megc artifact -------------===//
+//
+// Loads an artifact, initialises or loads the parameters, runs one entry
+// for a number of steps with inputs from .npy files and writes each output
+// as DIR/<output name>.npy. Depends on the runtime only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megrt/Error.h"
+#include "megrt/Npy.h"
+#include "megrt/Session.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *kUsage =
+    "usage: megc-run MODEL.megc --entry NAME [--device cpu]\n"
+    "                [--params init[:SEED]|FILE.safetensors]\n"
+    "                [--input NAME=FILE.npy ...] [--output-dir DIR]\n"
+    "                [--steps N] [--save-params FILE.safetensors]\n";
+
+struct Options {
+  std::string model, entry, device = "cpu", params = "init", outputDir;
+  std::string saveParams;
+  std::map<std::string, std::string> inputs;
+  int64_t steps = 1;
+};
+
+[[noreturn]] void usageError(const std::string &message) {
+  std::cerr << "megc-run: error: " << message << "\n" << kUsage;
+  std::exit(2);
+}
+
+Options parse(int argc, char **argv) {
+  Options options;
+  auto value = [&](int &i) -> std::string {
+    if (i + 1 >= argc)
+      usageError(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "--entry") {
+      options.entry = value(i);
+    } else if (arg == "--device") {
+      options.device = value(i);
+    } else if (arg == "--params") {
+      options.params = value(i);
+    } else if (arg == "--output-dir") {
+      options.outputDir = value(i);
+    } else if (arg == "--save-params") {
+      options.saveParams = value(i);
+    } else if (arg == "--steps") {
+      std::string text = value(i);
+      char *end = nullptr;
+      options.steps = std::strtoll(text.c_str(), &end, 10);
+      if (*end || options.steps < 1)
+        usageError("--steps expects a positive integer, got '" + text + "'");
+    } else if (arg == "--input") {
+      std::string text = value(i);
+      size_t equals = text.find('=');
+      if (equals == std::string::npos || equals == 0)
+        usageError("--input expects NAME=FILE.npy, got '" + text + "'");
+      options.inputs[text.substr(0, equals)] = text.substr(equals + 1);
+    } else if (!arg.empty() && arg[0] == '-') {
+      usageError("unknown option '" + arg + "'");
+    } else if (options.model.empty()) {
+      options.model = arg;
+    } else {
+      usageError("unexpected argument '" + arg + "'");
+    }
+  }
+  if (options.model.empty())
+    usageError("no artifact given");
+  if (options.entry.empty())
+    usageError("--entry is required");
+  return options;
+}
+
+/// A one-line rendering of a scalar output, or empty for larger tensors.
+std::string scalarText(const megrt::Tensor &tensor) {
+  if (tensor.numElements() != 1 || tensor.dtype() != megrt::DType::F32)
+    return "";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.6g", *tensor.dataAs<float>());
+  return text;
+}
+
+int run(const Options &options) {
+  megrt::SessionOptions sessionOptions;
+  sessionOptions.device = options.device;
+  if (options.params.rfind("init", 0) == 0) {
+    std::string seed = options.params.substr(4);
+    if (!seed.empty()) {
+      char *end = nullptr;
+      sessionOptions.seed = std::strtoull(seed.c_str() + 1, &end, 10);
+      if (seed[0] != ':' || *end || seed.size() == 1)
+        usageError("--params expects init, init:SEED or a .safetensors file");
+    }
+  }
+  megrt::Session session(megrt::Program::load(options.model), sessionOptions);
+  if (options.params.rfind("init", 0) != 0)
+    session.loadParameters(options.params);
+
+  std::map<std::string, megrt::Tensor> inputs;
+  for (const auto &[name, path] : options.inputs)
+    inputs[name] = megrt::readNpy(path);
+
+  std::map<std::string, megrt::Tensor> outputs;
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    outputs = session.run(options.entry, inputs);
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    std::cout << "step " << step << "/" << options.steps << " " << options.entry
+              << " " << ms << " ms";
+    for (const auto &[name, tensor] : outputs) {
+      std::string scalar = scalarText(tensor);
+      if (!scalar.empty())
+        std::cout << " " << name << " " << scalar;
+    }
+    std::cout << std::endl;
+  }
+  if (!options.outputDir.empty()) {
+    std::filesystem::create_directories(options.outputDir);
+    for (const auto &[name, tensor] : outputs)
+      megrt::writeNpy(options.outputDir + "/" + name + ".npy", tensor);
+  }
+  if (!options.saveParams.empty())
+    session.saveParameters(options.saveParams);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parse(argc, argv);
+  try {
+    return run(options);
+  } catch (const megrt::Error &error) {
+    std::cerr << "megc-run: error: " << error.what() << "\n";
+  } catch (const std::exception &error) {
+    std::cerr << "megc-run: error: " << error.what() << "\n";
+  }
+  return 1;
+}

@@ -1,0 +1,138 @@
+//===- InspectCommand.cpp - `megc inspect` -----------------------------===//
+//
+// Verifies an artifact with the FlatBuffers verifier and prints what it
+// holds: entries with their signatures, parameters, kernels, command counts
+// and each entry's memory plan (arena, peak, and what no reuse would need).
+//
+//===----------------------------------------------------------------------===//
+
+#include "InspectCommand.h"
+
+#include "megc_generated.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace llvm;
+
+namespace megc {
+
+cl::SubCommand &inspectSubCommand() {
+  static cl::SubCommand command("inspect", "Describe a .megc artifact");
+  return command;
+}
+
+namespace {
+namespace fb = megrt::fb;
+
+cl::opt<std::string> artifactFile(cl::Positional, cl::Required,
+                                  cl::desc("<model.megc>"),
+                                  cl::sub(inspectSubCommand()));
+
+std::string typeText(fb::DType dtype,
+                     const flatbuffers::Vector<int64_t> *shape) {
+  std::string text = "tensor<";
+  if (shape)
+    for (int64_t dim : *shape)
+      text += std::to_string(dim) + "x";
+  return text + EnumNameDType(dtype) + ">";
+}
+
+void printSpecs(raw_ostream &os,
+                const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>>
+                    *specs) {
+  bool first = true;
+  if (specs)
+    for (const fb::TensorSpec *spec : *specs) {
+      os << (first ? "" : ", ") << spec->name()->str() << ": "
+         << typeText(spec->dtype(), spec->shape());
+      first = false;
+    }
+}
+
+std::string megabytes(uint64_t bytes) {
+  std::string text;
+  raw_string_ostream(text) << format("%.3f MB", bytes / 1e6);
+  return text;
+}
+} // namespace
+
+int runInspect() {
+  auto file = MemoryBuffer::getFile(artifactFile);
+  if (!file) {
+    WithColor::error(errs(), "megc inspect")
+        << artifactFile << ": " << file.getError().message() << "\n";
+    return 1;
+  }
+  auto *data = reinterpret_cast<const uint8_t *>((*file)->getBufferStart());
+  flatbuffers::Verifier verifier(data, (*file)->getBufferSize());
+  if (!fb::ProgramBufferHasIdentifier(data) ||
+      !fb::VerifyProgramBuffer(verifier)) {
+    WithColor::error(errs(), "megc inspect")
+        << artifactFile << " is not a valid megc artifact\n";
+    return 1;
+  }
+  const fb::Program *program = fb::GetProgram(data);
+  raw_ostream &os = outs();
+  os << artifactFile << ": format " << program->format_version()
+     << ", produced by " << (program->producer() ? program->producer()->str() : "?")
+     << "\n";
+
+  uint64_t paramBytes = 0;
+  int64_t trainable = 0;
+  auto *params = program->parameters();
+  if (params)
+    for (const fb::Parameter *param : *params) {
+      int64_t elements = 1;
+      for (int64_t dim : *param->shape())
+        elements *= dim;
+      paramBytes += elements * (param->dtype() == fb::DType_f32 ? 4 : 2);
+      trainable += param->trainable();
+    }
+  os << "parameters: " << (params ? params->size() : 0) << " ("
+     << trainable << " trainable), " << megabytes(paramBytes) << "\n";
+
+  auto *kernels = program->kernels();
+  os << "kernels: " << (kernels ? kernels->size() : 0);
+  if (program->cpu() && program->cpu()->shared_object())
+    os << ", cpu shared object " << program->cpu()->shared_object()->size()
+       << " bytes";
+  os << "\n";
+  if (kernels)
+    for (const fb::Kernel *kernel : *kernels)
+      os << "  " << kernel->name()->str() << " (" << kernel->num_args()
+         << " args)\n";
+
+  if (program->entries())
+    for (const fb::Entry *entry : *program->entries()) {
+      os << "entry " << entry->name()->str() << "(";
+      printSpecs(os, entry->inputs());
+      os << ") -> (";
+      printSpecs(os, entry->outputs());
+      os << ")\n";
+      std::map<std::string, int> counts;
+      if (entry->commands())
+        for (const fb::Command *command : *entry->commands())
+          ++counts[EnumNameCommandOp(command->op_type())];
+      os << "  commands:";
+      for (auto &[name, count] : counts)
+        os << " " << name << " " << count;
+      os << "\n";
+      if (const fb::MemoryPlan *plan = entry->plan())
+        os << "  memory plan: arena " << megabytes(plan->arena_bytes())
+           << ", peak live " << megabytes(plan->peak_bytes())
+           << ", without reuse " << megabytes(plan->unplanned_bytes())
+           << format(" (arena is %.1f%% of that)",
+                     plan->unplanned_bytes()
+                         ? 100.0 * plan->arena_bytes() / plan->unplanned_bytes()
+                         : 0.0)
+           << "\n";
+    }
+  return 0;
+}
+
+} // namespace megc
