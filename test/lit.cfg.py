@@ -20,6 +20,6 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.megc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["megc", "megc-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["megc", "megc-opt", "megc-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.megc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

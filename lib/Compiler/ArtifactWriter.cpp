@@ -6,7 +6,7 @@
 
 #include "megc/Compiler/Program.h"
 
-#include "megc_generated.h"
+#include "megrt/megc_generated.h"
 
 namespace megc {
 
@@ -20,38 +20,38 @@ namespace fb = megrt::fb;
 
 fb::DType dtypeOf(mlir::Type element) {
   if (element.isF32())
-    return fb::DType_f32;
+    return fb::DType::f32;
   if (element.isBF16())
-    return fb::DType_bf16;
+    return fb::DType::bf16;
   if (element.isF16())
-    return fb::DType_f16;
+    return fb::DType::f16;
   if (element.isInteger(32))
-    return fb::DType_i32;
-  return fb::DType_i64;
+    return fb::DType::i32;
+  return fb::DType::i64;
 }
 
 fb::InitKind initKindOf(const std::string &kind) {
   if (kind == "ones")
-    return fb::InitKind_ones;
+    return fb::InitKind::ones;
   if (kind == "normal")
-    return fb::InitKind_normal;
+    return fb::InitKind::normal;
   if (kind == "uniform")
-    return fb::InitKind_uniform;
-  return fb::InitKind_zeros;
+    return fb::InitKind::uniform;
+  return fb::InitKind::zeros;
 }
 
 fb::BufferKind bufferKindOf(BufferKind kind) {
   switch (kind) {
   case BufferKind::Arena:
-    return fb::BufferKind_arena;
+    return fb::BufferKind::arena;
   case BufferKind::Parameter:
-    return fb::BufferKind_parameter;
+    return fb::BufferKind::parameter;
   case BufferKind::Input:
-    return fb::BufferKind_input;
+    return fb::BufferKind::input;
   case BufferKind::Output:
-    return fb::BufferKind_output;
+    return fb::BufferKind::output;
   }
-  return fb::BufferKind_arena;
+  return fb::BufferKind::arena;
 }
 
 class Writer {
@@ -101,7 +101,7 @@ private:
     if (auto *launch = std::get_if<LaunchCommand>(&command)) {
       auto op = fb::CreateKernelLaunch(builder, launch->kernel,
                                        builder.CreateVector(launch->args));
-      return fb::CreateCommand(builder, fb::CommandOp_KernelLaunch,
+      return fb::CreateCommand(builder, fb::CommandOp::KernelLaunch,
                                op.Union());
     }
     if (auto *gemm = std::get_if<GemmCommand>(&command)) {
@@ -110,11 +110,11 @@ private:
                                gemm->strideA, gemm->strideB, gemm->strideC,
                                gemm->transA, gemm->transB, 1.0f, 0.0f,
                                dtype);
-      return fb::CreateCommand(builder, fb::CommandOp_Gemm, op.Union());
+      return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());
     }
     const auto &copy = std::get<CopyCommand>(command);
     auto op = fb::CreateCopy(builder, copy.src, copy.dst, 0, 0, copy.bytes);
-    return fb::CreateCommand(builder, fb::CommandOp_Copy, op.Union());
+    return fb::CreateCommand(builder, fb::CommandOp::Copy, op.Union());
   }
 
   flatbuffers::Offset<fb::Entry> writeEntry(const EntryDesc &entry) {
@@ -146,7 +146,7 @@ private:
   }
 
   flatbuffers::FlatBufferBuilder builder;
-  fb::DType dtype = fb::DType_f32;
+  fb::DType dtype = fb::DType::f32;
 };
 
 } // namespace

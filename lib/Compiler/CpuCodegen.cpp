@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
@@ -37,13 +38,16 @@ namespace megc {
 
 namespace {
 
-constexpr llvm::StringLiteral kLowering =
-    "builtin.module(convert-meg-to-linalg,canonicalize,"
+constexpr llvm::StringLiteral kBufferize =
+    "builtin.module(canonicalize,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs "
-    "modify-public-functions},buffer-deallocation-pipeline,"
-    "func.func(convert-linalg-to-loops),expand-strided-metadata,lower-affine,"
+    "modify-public-functions},buffer-deallocation-pipeline)";
+
+constexpr llvm::StringLiteral kToLLVM =
+    "builtin.module(func.func(convert-linalg-to-loops),expand-strided-metadata,"
+    "lower-affine,"
     "convert-scf-to-cf,func.func(arith-expand{include-bf16=true}),"
     "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
     "convert-arith-to-llvm,convert-cf-to-llvm,"
@@ -69,6 +73,28 @@ void materializeResults(ModuleOp kernels) {
                       .getResult(0));
     }
   });
+}
+
+/// Strided memref.copy would lower to a call into MLIR's C runner library;
+/// as linalg.copy it becomes plain loops in the kernel.
+void copiesToLinalg(ModuleOp kernels) {
+  OpBuilder builder(kernels.getContext());
+  kernels.walk([&](memref::CopyOp copy) {
+    builder.setInsertionPoint(copy);
+    linalg::CopyOp::create(builder, copy.getLoc(), copy.getSource(),
+                           copy.getTarget());
+    copy.erase();
+  });
+}
+
+/// Runs a textual pipeline on `module`.
+LogicalResult runPipeline(ModuleOp module, StringRef text) {
+  FailureOr<OpPassManager> pipeline = parsePassPipeline(text);
+  if (failed(pipeline))
+    return module.emitError() << "internal error: bad pipeline " << text;
+  PassManager pm(module.getContext());
+  static_cast<OpPassManager &>(pm) = std::move(*pipeline);
+  return pm.run(module);
 }
 
 /// Adds `void <name>_entry(void **args)` calling the kernel with its
@@ -163,12 +189,10 @@ FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
   if (failed(toLinalg.run(kernels)))
     return failure();
   materializeResults(kernels);
-  FailureOr<OpPassManager> lowering = parsePassPipeline(kLowering);
-  if (failed(lowering))
-    return kernels.emitError() << "internal error: bad CPU pipeline";
-  PassManager pm(context);
-  static_cast<OpPassManager &>(pm) = std::move(*lowering);
-  if (failed(pm.run(kernels)))
+  if (failed(runPipeline(kernels, kBufferize)))
+    return failure();
+  copiesToLinalg(kernels);
+  if (failed(runPipeline(kernels, kToLLVM)))
     return failure();
 
   registerBuiltinDialectTranslation(*context);

@@ -8,7 +8,7 @@
 
 #include "InspectCommand.h"
 
-#include "megc_generated.h"
+#include "megrt/megc_generated.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -90,7 +90,7 @@ int runInspect() {
       int64_t elements = 1;
       for (int64_t dim : *param->shape())
         elements *= dim;
-      paramBytes += elements * (param->dtype() == fb::DType_f32 ? 4 : 2);
+      paramBytes += elements * (param->dtype() == fb::DType::f32 ? 4 : 2);
       trainable += param->trainable();
     }
   os << "parameters: " << (params ? params->size() : 0) << " ("

@@ -1,0 +1,25 @@
+// Reading and writing tensors in the safetensors format.
+#ifndef MEGRT_SAFETENSORS_H
+#define MEGRT_SAFETENSORS_H
+
+#include "megrt/Tensor.h"
+
+#include <map>
+#include <string>
+
+namespace megrt {
+
+/// Reads every tensor of the file. Supports dtypes F32, BF16, F16, I32 and
+/// I64; anything else, a truncated file, a malformed header or data offsets
+/// that do not tile the data section exactly is an error naming the file.
+std::map<std::string, Tensor> readSafetensors(const std::string &path);
+
+/// Writes the tensors in name order with an 8-byte aligned header.
+/// `metadata` becomes the header's "__metadata__" object when not empty.
+void writeSafetensors(const std::string &path,
+                      const std::map<std::string, Tensor> &tensors,
+                      const std::map<std::string, std::string> &metadata = {});
+
+} // namespace megrt
+
+#endif // MEGRT_SAFETENSORS_H

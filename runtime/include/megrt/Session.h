@@ -1,0 +1,69 @@
+// Executes the entries of a program on a device, owning its parameters.
+#ifndef MEGRT_SESSION_H
+#define MEGRT_SESSION_H
+
+#include "megrt/Program.h"
+#include "megrt/Tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace megrt {
+
+struct SessionOptions {
+  /// "cpu" is the only device this runtime supports so far.
+  std::string device = "cpu";
+  /// Seed of the parameter initialisation done at construction.
+  uint64_t seed = 0;
+};
+
+/// The devices a Session accepts.
+std::vector<std::string> supportedDevices();
+
+/// Owns the parameters, the loaded device code and one prepared arena per
+/// entry (created on its first run and reused). Not safe for concurrent use;
+/// give each thread its own Session.
+class Session {
+public:
+  /// Loads the program's device code and initialises every parameter from its
+  /// init spec with options.seed.
+  explicit Session(Program program, SessionOptions options = {});
+  ~Session();
+  Session(Session &&) noexcept;
+  Session &operator=(Session &&) noexcept;
+
+  const Program &program() const;
+
+  /// Reinitialises every parameter: zeros, ones, normal(0, scale) or
+  /// uniform(-scale, scale). Each element is a pure function of (seed,
+  /// parameter index, element index), so results are bit-identical across
+  /// runs, thread counts and IEEE-754 platforms.
+  void initParameters(uint64_t seed);
+
+  /// Reads every parameter by name from a safetensors file. A missing
+  /// parameter, a dtype or shape mismatch, or (unless allowExtra) a tensor
+  /// that is not a parameter is an error; nothing is changed on error.
+  void loadParameters(const std::string &path, bool allowExtra = false);
+  void saveParameters(const std::string &path) const;
+
+  const Tensor &parameter(std::string_view name) const;
+  /// `value` must have the parameter's dtype and shape.
+  void setParameter(std::string_view name, const Tensor &value);
+
+  /// Runs one entry. `inputs` must hold exactly the entry's inputs with their
+  /// dtypes and shapes; they are copied, never modified. Returns every output.
+  std::map<std::string, Tensor>
+  run(std::string_view entry, const std::map<std::string, Tensor> &inputs);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace megrt
+
+#endif // MEGRT_SESSION_H

@@ -1,0 +1,41 @@
+// Owned, zero-initialised, 64-byte aligned bytes: tensor storage and arenas.
+#include "megrt/AlignedBuffer.h"
+
+#include "Fail.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace megrt {
+
+AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
+  // Never empty, so data() is a valid pointer even for zero-sized tensors
+  // (memcpy and kernels must not see nullptr).
+  size_t rounded =
+      (size + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  if (rounded < size)
+    fail("cannot allocate ", size, " bytes: size overflows");
+  if (rounded == 0)
+    rounded = kBufferAlignment;
+  void *ptr = std::aligned_alloc(kBufferAlignment, rounded);
+  if (!ptr)
+    fail("cannot allocate ", size, " bytes");
+  std::memset(ptr, 0, rounded);
+  data_.reset(static_cast<uint8_t *>(ptr));
+}
+
+AlignedBuffer::AlignedBuffer(const AlignedBuffer &other)
+    : AlignedBuffer(other.size_) {
+  if (other.data_)
+    std::memcpy(data_.get(), other.data_.get(), size_);
+}
+
+AlignedBuffer &AlignedBuffer::operator=(const AlignedBuffer &other) {
+  if (this != &other)
+    *this = AlignedBuffer(other);
+  return *this;
+}
+
+void AlignedBuffer::Free::operator()(uint8_t *ptr) const { std::free(ptr); }
+
+} // namespace megrt

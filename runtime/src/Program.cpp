@@ -1,0 +1,194 @@
+// Loading a megc artifact: structural checks, version check, then semantics.
+#include "megrt/Program.h"
+
+#include "Fail.h"
+#include "FbTypes.h"
+#include "FileIO.h"
+#include "ProgramImpl.h"
+#include "ProgramVerifier.h"
+#include "megrt/FormatVersion.h"
+
+#include <cctype>
+#include <cstring>
+
+namespace megrt {
+namespace {
+
+/// Shows a 4-byte identifier with non-printable bytes escaped.
+std::string printableIdentifier(const uint8_t *bytes) {
+  static const char *const kHex = "0123456789abcdef";
+  std::string text;
+  for (int i = 0; i < 4; ++i) {
+    if (std::isprint(bytes[i])) {
+      text += static_cast<char>(bytes[i]);
+    } else {
+      text += "\\x";
+      text += kHex[bytes[i] >> 4];
+      text += kHex[bytes[i] & 0xf];
+    }
+  }
+  return text;
+}
+
+[[noreturn]] void failCorrupt(size_t size) {
+  fail("megc artifact is truncated or corrupt: FlatBuffers verification "
+       "failed on its ",
+       size, " bytes");
+}
+
+/// Reads format_version after verifying only the root table, so that an
+/// artifact of another version, whose layout may differ, still gets the
+/// version message rather than a corruption message.
+uint32_t readFormatVersion(const std::vector<uint8_t> &bytes) {
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  flatbuffers::uoffset_t rootOffset = verifier.VerifyOffset(0);
+  if (!rootOffset)
+    failCorrupt(bytes.size());
+  auto *root =
+      reinterpret_cast<const flatbuffers::Table *>(bytes.data() + rootOffset);
+  if (!root->VerifyTableStart(verifier) ||
+      !root->VerifyField<uint32_t>(verifier, fb::Program::VT_FORMAT_VERSION,
+                                   sizeof(uint32_t)))
+    failCorrupt(bytes.size());
+  return root->GetField<uint32_t>(fb::Program::VT_FORMAT_VERSION, 0);
+}
+
+void verifyStructure(const std::vector<uint8_t> &bytes) {
+  constexpr size_t kHeaderBytes = 8;
+  if (bytes.size() < kHeaderBytes)
+    fail("megc artifact is truncated: ", bytes.size(),
+         " bytes is less than the ", kHeaderBytes, "-byte header");
+  if (bytes.size() >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    fail("megc artifact of ", bytes.size(),
+         " bytes exceeds the FlatBuffers limit of ",
+         FLATBUFFERS_MAX_BUFFER_SIZE - 1, " bytes");
+  if (!flatbuffers::BufferHasIdentifier(bytes.data(), kFileIdentifier))
+    fail("not a megc artifact: file identifier is '",
+         printableIdentifier(bytes.data() + 4), "', expected '",
+         kFileIdentifier, "'");
+  uint32_t version = readFormatVersion(bytes);
+  if (version != kFormatVersion)
+    fail("artifact format version ", version, ", this runtime reads ",
+         kFormatVersion);
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  if (!fb::VerifyProgramBuffer(verifier))
+    failCorrupt(bytes.size());
+}
+
+TensorSpec toTensorSpec(const fb::TensorSpec &spec) {
+  return {spec.name()->str(), toDType(spec.dtype()), toShape(spec.shape())};
+}
+
+std::vector<TensorSpec> toTensorSpecs(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>> *specs) {
+  std::vector<TensorSpec> result;
+  for (uint32_t i = 0; i < sizeOf(specs); ++i)
+    result.push_back(toTensorSpec(*specs->Get(i)));
+  return result;
+}
+
+ParameterSpec toParameterSpec(const fb::Parameter &param) {
+  ParameterSpec spec{param.name()->str(),
+                     toDType(param.dtype()),
+                     toShape(param.shape()),
+                     param.trainable(),
+                     static_cast<InitKind>(param.init_kind()),
+                     param.init_scale(),
+                     std::nullopt};
+  if (const fb::Sharding *sharding = param.sharding()) {
+    std::vector<std::string> axes;
+    for (uint32_t i = 0; i < sizeOf(sharding->axes()); ++i)
+      axes.push_back(toString(sharding->axes()->Get(i)));
+    spec.sharding =
+        ShardingSpec{toString(sharding->mesh()), axes, sharding->dim()};
+  }
+  return spec;
+}
+
+void describe(Program::Impl &impl) {
+  const fb::Program &root = *fb::GetProgram(impl.bytes.data());
+  impl.formatVersion = root.format_version();
+  impl.producer = toString(root.producer());
+  for (uint32_t i = 0; i < sizeOf(root.parameters()); ++i)
+    impl.parameters.push_back(toParameterSpec(*root.parameters()->Get(i)));
+  for (uint32_t i = 0; i < sizeOf(root.entries()); ++i) {
+    const fb::Entry &entry = *root.entries()->Get(i);
+    MemoryPlanInfo plan;
+    if (const fb::MemoryPlan *memoryPlan = entry.plan())
+      plan = {memoryPlan->arena_bytes(), memoryPlan->peak_bytes(),
+              memoryPlan->unplanned_bytes()};
+    impl.entries.push_back({entry.name()->str(), toTensorSpecs(entry.inputs()),
+                            toTensorSpecs(entry.outputs()), plan,
+                            sizeOf(entry.buffers()), sizeOf(entry.commands())});
+  }
+  for (uint32_t i = 0; i < sizeOf(root.kernels()); ++i) {
+    const fb::Kernel &kernel = *root.kernels()->Get(i);
+    impl.kernels.push_back({kernel.name()->str(), toString(kernel.cpu_symbol()),
+                            kernel.num_args(), toString(kernel.ptx_entry())});
+  }
+  impl.hasCpuModule = root.cpu() != nullptr;
+  impl.hasCudaModule = root.cuda() != nullptr;
+}
+
+} // namespace
+
+const char *initKindName(InitKind kind) {
+  return fb::EnumNameInitKind(static_cast<fb::InitKind>(kind));
+}
+
+Program::Program(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+Program Program::load(const std::string &path) {
+  std::vector<uint8_t> bytes = readFile(path);
+  try {
+    return fromBytes(std::move(bytes));
+  } catch (const Error &error) {
+    fail("'", path, "': ", error.what());
+  }
+}
+
+Program Program::fromBytes(const void *data, size_t size) {
+  const auto *begin = static_cast<const uint8_t *>(data);
+  return fromBytes(std::vector<uint8_t>(begin, begin + size));
+}
+
+Program Program::fromBytes(std::vector<uint8_t> bytes) {
+  verifyStructure(bytes);
+  verifyProgramSemantics(*fb::GetProgram(bytes.data()));
+  auto impl = std::make_shared<Impl>();
+  impl->bytes = std::move(bytes);
+  describe(*impl);
+  return Program(std::move(impl));
+}
+
+uint32_t Program::formatVersion() const { return impl_->formatVersion; }
+const std::string &Program::producer() const { return impl_->producer; }
+const std::vector<ParameterSpec> &Program::parameters() const {
+  return impl_->parameters;
+}
+const std::vector<EntrySpec> &Program::entries() const {
+  return impl_->entries;
+}
+const std::vector<KernelSpec> &Program::kernels() const {
+  return impl_->kernels;
+}
+bool Program::hasCpuModule() const { return impl_->hasCpuModule; }
+bool Program::hasCudaModule() const { return impl_->hasCudaModule; }
+const uint8_t *Program::bytes() const { return impl_->bytes.data(); }
+size_t Program::size() const { return impl_->bytes.size(); }
+
+const EntrySpec *Program::findEntry(std::string_view name) const {
+  for (const EntrySpec &entry : impl_->entries)
+    if (entry.name == name)
+      return &entry;
+  return nullptr;
+}
+
+std::optional<size_t> Program::findParameter(std::string_view name) const {
+  for (size_t i = 0; i < impl_->parameters.size(); ++i)
+    if (impl_->parameters[i].name == name)
+      return i;
+  return std::nullopt;
+}
+
+} // namespace megrt

@@ -1,0 +1,219 @@
+// Reading and writing tensors in the safetensors format.
+#include "megrt/Safetensors.h"
+
+#include "Fail.h"
+#include "FileIO.h"
+#include "Json.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "safetensors data is little-endian and copied as is");
+
+namespace megrt {
+namespace {
+
+constexpr size_t kLengthBytes = 8;
+// The reference implementation refuses headers above 100 MB as well.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+const char *safetensorsDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "F32";
+  case DType::BF16:
+    return "BF16";
+  case DType::F16:
+    return "F16";
+  case DType::I32:
+    return "I32";
+  case DType::I64:
+    return "I64";
+  }
+  return "?";
+}
+
+std::optional<DType> parseSafetensorsDType(const std::string &name) {
+  for (DType dtype :
+       {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64})
+    if (name == safetensorsDType(dtype))
+      return dtype;
+  return std::nullopt;
+}
+
+const JsonValue *findMember(const JsonValue &object, const char *key) {
+  for (const auto &[name, value] : object.members)
+    if (name == key)
+      return &value;
+  return nullptr;
+}
+
+const JsonValue &requireMember(const JsonValue &object, const char *key,
+                               JsonValue::Kind kind, const std::string &what) {
+  const JsonValue *value = findMember(object, key);
+  if (!value)
+    fail(what, ": missing \"", key, "\"");
+  if (value->kind != kind) {
+    JsonValue expected;
+    expected.kind = kind;
+    fail(what, ": \"", key, "\" is ", value->kindName(), ", expected ",
+         expected.kindName());
+  }
+  return *value;
+}
+
+struct TensorEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin;
+  uint64_t end;
+};
+
+TensorEntry parseTensorEntry(const std::string &name, const JsonValue &info,
+                             uint64_t dataBytes, const std::string &what) {
+  if (info.kind != JsonValue::Kind::Object)
+    fail(what, " is ", info.kindName(), ", expected an object");
+  const std::string &dtypeText =
+      requireMember(info, "dtype", JsonValue::Kind::String, what).text;
+  std::optional<DType> dtype = parseSafetensorsDType(dtypeText);
+  if (!dtype)
+    fail(what, " has dtype '", dtypeText,
+         "', which megrt does not support (supported: F32, BF16, F16, I32, "
+         "I64)");
+  Shape shape;
+  for (const JsonValue &dim :
+       requireMember(info, "shape", JsonValue::Kind::Array, what).elements)
+    shape.push_back(jsonToInt64(dim, what + " shape"));
+  const JsonValue &offsets =
+      requireMember(info, "data_offsets", JsonValue::Kind::Array, what);
+  if (offsets.elements.size() != 2)
+    fail(what, ": \"data_offsets\" has ", offsets.elements.size(),
+         " elements, expected 2");
+  int64_t begin = jsonToInt64(offsets.elements[0], what + " data_offsets");
+  int64_t end = jsonToInt64(offsets.elements[1], what + " data_offsets");
+  if (begin < 0 || end < begin || static_cast<uint64_t>(end) > dataBytes)
+    fail(what, ": data_offsets [", begin, ", ", end,
+         "] are out of range for a data section of ", dataBytes, " bytes");
+  uint64_t expected = byteSize(*dtype, shape, what);
+  if (static_cast<uint64_t>(end - begin) != expected)
+    fail(what, ": data_offsets [", begin, ", ", end, "] span ", end - begin,
+         " bytes, but ", formatType(*dtype, shape), " needs ", expected);
+  return {name, *dtype, shape, static_cast<uint64_t>(begin),
+          static_cast<uint64_t>(end)};
+}
+
+/// Like the reference implementation, require the tensors to tile the data
+/// section: no gaps, no overlaps, nothing after the last one.
+void checkTiling(std::vector<TensorEntry> entries, uint64_t dataBytes,
+                 const std::string &file) {
+  std::sort(entries.begin(), entries.end(),
+            [](const TensorEntry &a, const TensorEntry &b) {
+              return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+            });
+  uint64_t expected = 0;
+  for (const TensorEntry &entry : entries) {
+    if (entry.begin != expected)
+      fail(file, ": tensor '", entry.name, "' starts at data byte ",
+           entry.begin, ", expected ", expected,
+           " (tensors must not overlap or leave gaps)");
+    expected = entry.end;
+  }
+  if (expected != dataBytes)
+    fail(file, ": tensors cover ", expected, " bytes of a data section of ",
+         dataBytes, " bytes");
+}
+
+} // namespace
+
+std::map<std::string, Tensor> readSafetensors(const std::string &path) {
+  std::vector<uint8_t> bytes = readFile(path);
+  std::string file = concat("safetensors file '", path, "'");
+  if (bytes.size() < kLengthBytes)
+    fail(file, " is truncated: ", bytes.size(),
+         " bytes, expected at least 8 for the header length");
+  uint64_t headerBytes;
+  std::memcpy(&headerBytes, bytes.data(), kLengthBytes);
+  if (headerBytes > kMaxHeaderBytes)
+    fail(file, ": header length ", headerBytes, " exceeds the limit of ",
+         kMaxHeaderBytes, " bytes");
+  if (headerBytes > bytes.size() - kLengthBytes)
+    fail(file, " is truncated: header length ", headerBytes, " exceeds the ",
+         bytes.size() - kLengthBytes, " bytes after the length field");
+  uint64_t dataBytes = bytes.size() - kLengthBytes - headerBytes;
+  const uint8_t *data = bytes.data() + kLengthBytes + headerBytes;
+
+  JsonValue header;
+  try {
+    header = parseJson(std::string_view(
+        reinterpret_cast<const char *>(bytes.data() + kLengthBytes),
+        headerBytes));
+  } catch (const Error &error) {
+    fail(file, ": header: ", error.what());
+  }
+  if (header.kind != JsonValue::Kind::Object)
+    fail(file, ": header is ", header.kindName(), ", expected an object");
+
+  std::vector<TensorEntry> entries;
+  for (const auto &[name, info] : header.members) {
+    if (name == "__metadata__")
+      continue;
+    entries.push_back(parseTensorEntry(name, info, dataBytes,
+                                       concat(file, ": tensor '", name, "'")));
+  }
+  checkTiling(entries, dataBytes, file);
+
+  std::map<std::string, Tensor> tensors;
+  for (const TensorEntry &entry : entries)
+    tensors.emplace(entry.name, Tensor::fromBytes(entry.dtype, entry.shape,
+                                                  data + entry.begin,
+                                                  entry.end - entry.begin));
+  return tensors;
+}
+
+void writeSafetensors(const std::string &path,
+                      const std::map<std::string, Tensor> &tensors,
+                      const std::map<std::string, std::string> &metadata) {
+  std::string header = "{";
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto &[key, value] : metadata) {
+      header += (first ? "" : ",") + quoteJson(key) + ":" + quoteJson(value);
+      first = false;
+    }
+    header += "}";
+  }
+  uint64_t offset = 0;
+  for (const auto &[name, tensor] : tensors) {
+    if (name == "__metadata__")
+      fail("cannot write '", path,
+           "': \"__metadata__\" is reserved and cannot name a tensor");
+    if (header.size() > 1)
+      header += ",";
+    std::string shape;
+    for (int64_t dim : tensor.shape())
+      shape += (shape.empty() ? "" : ",") + std::to_string(dim);
+    header += concat(quoteJson(name), ":{\"dtype\":\"",
+                     safetensorsDType(tensor.dtype()), "\",\"shape\":[", shape,
+                     "],\"data_offsets\":[", offset, ",",
+                     offset + tensor.sizeBytes(), "]}");
+    offset += tensor.sizeBytes();
+  }
+  header += "}";
+  // Pad with spaces so that the data section starts 8-byte aligned, as the
+  // reference writer does.
+  header.append((kLengthBytes - header.size() % kLengthBytes) % kLengthBytes,
+                ' ');
+
+  uint64_t headerBytes = header.size();
+  std::vector<std::pair<const void *, size_t>> chunks = {
+      {&headerBytes, kLengthBytes}, {header.data(), header.size()}};
+  for (const auto &[name, tensor] : tensors)
+    chunks.emplace_back(tensor.data(), tensor.sizeBytes());
+  writeFile(path, chunks);
+}
+
+} // namespace megrt

@@ -1,0 +1,199 @@
+// Executes the entries of a program on a device, owning its parameters.
+#include "megrt/Session.h"
+
+#include "Fail.h"
+#include "FbTypes.h"
+#include "ParameterInit.h"
+#include "cpu/CpuEntry.h"
+#include "cpu/CpuModule.h"
+#include "megrt/Safetensors.h"
+
+#include <cstring>
+
+namespace megrt {
+namespace {
+
+std::string joinNames(const std::vector<std::string> &names) {
+  if (names.empty())
+    return "(none)";
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+template <typename Specs> std::string joinSpecNames(const Specs &specs) {
+  std::vector<std::string> names;
+  for (const auto &spec : specs)
+    names.push_back(spec.name);
+  return joinNames(names);
+}
+
+void checkDevice(const std::string &device) {
+  std::vector<std::string> supported = supportedDevices();
+  for (const std::string &name : supported)
+    if (device == name)
+      return;
+  fail("unknown device '", device,
+       "'; this runtime supports: ", joinNames(supported));
+}
+
+/// `what` must have `spec`'s dtype and shape.
+void checkTensorMatches(const Tensor &tensor, DType dtype, const Shape &shape,
+                        const std::string &what) {
+  if (tensor.dtype() != dtype)
+    fail(what, " has dtype ", dtypeName(tensor.dtype()), ", expected ",
+         dtypeName(dtype));
+  if (tensor.shape() != shape)
+    fail(what, " has shape ", formatShape(tensor.shape()), ", expected ",
+         formatShape(shape));
+}
+
+} // namespace
+
+std::vector<std::string> supportedDevices() { return {"cpu"}; }
+
+struct Session::Impl {
+  Impl(Program program, SessionOptions options)
+      : program(std::move(program)), options(std::move(options)) {}
+
+  const ParameterSpec &parameterSpec(std::string_view name,
+                                     size_t &index) const {
+    std::optional<size_t> found = program.findParameter(name);
+    if (!found)
+      fail("unknown parameter '", name, "'");
+    index = *found;
+    return program.parameters()[index];
+  }
+
+  Program program;
+  SessionOptions options;
+  // Sized once: prepared entries hold pointers into these tensors, so they
+  // are only ever written in place.
+  std::vector<Tensor> parameters;
+  std::unique_ptr<CpuModule> cpuModule;
+  std::map<std::string, std::unique_ptr<CpuEntry>, std::less<>> entries;
+};
+
+Session::Session(Program program, SessionOptions options)
+    : impl_(std::make_unique<Impl>(std::move(program), std::move(options))) {
+  checkDevice(impl_->options.device);
+  impl_->cpuModule = std::make_unique<CpuModule>(flatbufferOf(impl_->program));
+  for (const ParameterSpec &spec : impl_->program.parameters())
+    impl_->parameters.emplace_back(spec.dtype, spec.shape);
+  initParameters(impl_->options.seed);
+}
+
+Session::~Session() = default;
+Session::Session(Session &&) noexcept = default;
+Session &Session::operator=(Session &&) noexcept = default;
+
+const Program &Session::program() const { return impl_->program; }
+
+void Session::initParameters(uint64_t seed) {
+  const std::vector<ParameterSpec> &specs = impl_->program.parameters();
+  for (size_t i = 0; i < specs.size(); ++i)
+    initializeParameter(impl_->parameters[i], specs[i], seed);
+}
+
+void Session::loadParameters(const std::string &path, bool allowExtra) {
+  std::map<std::string, Tensor> tensors = readSafetensors(path);
+  const std::vector<ParameterSpec> &specs = impl_->program.parameters();
+  // Check everything before writing anything, so that a bad file leaves the
+  // parameters as they were.
+  for (const ParameterSpec &spec : specs) {
+    auto found = tensors.find(spec.name);
+    if (found == tensors.end())
+      fail("'", path, "': missing parameter '", spec.name, "' (expected ",
+           formatType(spec.dtype, spec.shape), ")");
+    checkTensorMatches(found->second, spec.dtype, spec.shape,
+                       concat("'", path, "': parameter '", spec.name, "'"));
+  }
+  if (!allowExtra)
+    for (const auto &[name, tensor] : tensors)
+      if (!impl_->program.findParameter(name))
+        fail("'", path, "': tensor '", name,
+             "' is not a parameter of the program (pass allowExtra to "
+             "ignore it)");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Tensor &source = tensors.at(specs[i].name);
+    std::memcpy(impl_->parameters[i].data(), source.data(), source.sizeBytes());
+  }
+}
+
+void Session::saveParameters(const std::string &path) const {
+  std::map<std::string, Tensor> tensors;
+  const std::vector<ParameterSpec> &specs = impl_->program.parameters();
+  for (size_t i = 0; i < specs.size(); ++i)
+    tensors.emplace(specs[i].name, impl_->parameters[i]);
+  writeSafetensors(path, tensors);
+}
+
+const Tensor &Session::parameter(std::string_view name) const {
+  size_t index;
+  impl_->parameterSpec(name, index);
+  return impl_->parameters[index];
+}
+
+void Session::setParameter(std::string_view name, const Tensor &value) {
+  size_t index;
+  const ParameterSpec &spec = impl_->parameterSpec(name, index);
+  checkTensorMatches(value, spec.dtype, spec.shape,
+                     concat("value for parameter '", name, "'"));
+  std::memcpy(impl_->parameters[index].data(), value.data(), value.sizeBytes());
+}
+
+std::map<std::string, Tensor>
+Session::run(std::string_view entryName,
+             const std::map<std::string, Tensor> &inputs) {
+  const Program &program = impl_->program;
+  const EntrySpec *spec = program.findEntry(entryName);
+  if (!spec)
+    fail("unknown entry '", entryName,
+         "'; the program has entries: ", joinSpecNames(program.entries()));
+  std::string where = concat("entry '", spec->name, "'");
+  for (const TensorSpec &input : spec->inputs) {
+    auto found = inputs.find(input.name);
+    if (found == inputs.end())
+      fail(where, ": missing input '", input.name, "' (expected ",
+           formatType(input.dtype, input.shape), ")");
+    checkTensorMatches(found->second, input.dtype, input.shape,
+                       concat(where, ": input '", input.name, "'"));
+  }
+  for (const auto &[name, tensor] : inputs) {
+    bool known = false;
+    for (const TensorSpec &input : spec->inputs)
+      known |= input.name == name;
+    if (!known)
+      fail(where, ": unexpected input '", name,
+           "'; expected inputs: ", joinSpecNames(spec->inputs));
+  }
+
+  auto prepared = impl_->entries.find(entryName);
+  if (prepared == impl_->entries.end()) {
+    const fb::Entry *entry = flatbufferOf(program).entries()->Get(
+        static_cast<uint32_t>(spec - program.entries().data()));
+    prepared = impl_->entries
+                   .emplace(spec->name,
+                            std::make_unique<CpuEntry>(
+                                *entry, impl_->parameters, *impl_->cpuModule))
+                   .first;
+  }
+  CpuEntry &entry = *prepared->second;
+  for (size_t i = 0; i < spec->inputs.size(); ++i) {
+    const Tensor &source = inputs.at(spec->inputs[i].name);
+    std::memcpy(entry.inputs()[i].data(), source.data(), source.sizeBytes());
+  }
+  // Outputs start from zero on every run, so a result never depends on a
+  // previous call.
+  for (Tensor &output : entry.outputs())
+    std::memset(output.data(), 0, output.sizeBytes());
+  entry.execute();
+
+  std::map<std::string, Tensor> results;
+  for (size_t i = 0; i < spec->outputs.size(); ++i)
+    results.emplace(spec->outputs[i].name, entry.outputs()[i]);
+  return results;
+}
+
+} // namespace megrt

@@ -1,0 +1,83 @@
+// One entry of a program prepared for the CPU: arena, input and output
+// storage, and its commands with every buffer resolved to an address.
+#include "cpu/CpuEntry.h"
+
+#include "FbTypes.h"
+
+#include <cstring>
+
+namespace megrt {
+namespace {
+std::vector<Tensor> allocate(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>> *specs) {
+  std::vector<Tensor> tensors;
+  for (uint32_t i = 0; i < sizeOf(specs); ++i)
+    tensors.emplace_back(toDType(specs->Get(i)->dtype()),
+                         toShape(specs->Get(i)->shape()));
+  return tensors;
+}
+} // namespace
+
+CpuEntry::CpuEntry(const fb::Entry &entry, std::vector<Tensor> &parameters,
+                   const CpuModule &module)
+    : arena_(entry.plan() ? entry.plan()->arena_bytes() : 0),
+      inputs_(allocate(entry.inputs())), outputs_(allocate(entry.outputs())) {
+  std::vector<uint8_t *> buffers;
+  for (uint32_t i = 0; i < sizeOf(entry.buffers()); ++i)
+    buffers.push_back(resolve(*entry.buffers()->Get(i), parameters));
+
+  for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i) {
+    const fb::Command *command = entry.commands()->Get(i);
+    if (const fb::KernelLaunch *launch = command->op_as_KernelLaunch()) {
+      Launch resolved{module.kernel(launch->kernel()), {}};
+      for (uint32_t arg = 0; arg < sizeOf(launch->args()); ++arg)
+        resolved.args.push_back(buffers[launch->args()->Get(arg)]);
+      commands_.emplace_back(std::move(resolved));
+    } else if (const fb::Gemm *gemm = command->op_as_Gemm()) {
+      GemmParams params{
+          gemm->m(),        gemm->n(),        gemm->k(),
+          gemm->batch(),    gemm->stride_a(), gemm->stride_b(),
+          gemm->stride_c(), gemm->trans_a(),  gemm->trans_b(),
+          gemm->alpha(),    gemm->beta(),     toDType(gemm->dtype())};
+      const uint8_t *bias = gemm->bias() >= 0 ? buffers[gemm->bias()] : nullptr;
+      commands_.emplace_back(std::in_place_type<CpuGemm>, params,
+                             buffers[gemm->a()], buffers[gemm->b()],
+                             buffers[gemm->c()], bias);
+    } else if (const fb::Copy *copy = command->op_as_Copy()) {
+      commands_.emplace_back(Copy{buffers[copy->src()] + copy->src_offset(),
+                                  buffers[copy->dst()] + copy->dst_offset(),
+                                  static_cast<size_t>(copy->bytes())});
+    }
+  }
+}
+
+uint8_t *CpuEntry::resolve(const fb::Buffer &buffer,
+                           std::vector<Tensor> &parameters) {
+  switch (buffer.kind()) {
+  case fb::BufferKind::arena:
+    return arena_.data() + buffer.offset();
+  case fb::BufferKind::parameter:
+    return parameters[buffer.index()].data() + buffer.offset();
+  case fb::BufferKind::input:
+    return inputs_[buffer.index()].data() + buffer.offset();
+  case fb::BufferKind::output:
+    return outputs_[buffer.index()].data() + buffer.offset();
+  }
+  return nullptr;
+}
+
+void CpuEntry::execute() {
+  for (Command &command : commands_) {
+    if (auto *launch = std::get_if<Launch>(&command)) {
+      launch->kernel(launch->args.data());
+    } else if (auto *gemm = std::get_if<CpuGemm>(&command)) {
+      gemm->run();
+    } else {
+      auto &copy = std::get<Copy>(command);
+      // Verification allows overlapping source and destination.
+      std::memmove(copy.dst, copy.src, copy.bytes);
+    }
+  }
+}
+
+} // namespace megrt

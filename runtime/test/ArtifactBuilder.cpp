@@ -1,0 +1,131 @@
+// Plain descriptions of artifacts, turned into FlatBuffers bytes for tests.
+#include "ArtifactBuilder.h"
+
+#include "megrt/DType.h"
+
+namespace megrt::test {
+namespace {
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+Offset<fb::TensorSpec> buildTensorSpec(FlatBufferBuilder &builder,
+                                       const TensorDesc &desc) {
+  return fb::CreateTensorSpecDirect(builder, desc.name.c_str(), desc.dtype,
+                                    &desc.shape);
+}
+
+std::vector<Offset<fb::TensorSpec>>
+buildTensorSpecs(FlatBufferBuilder &builder,
+                 const std::vector<TensorDesc> &descs) {
+  std::vector<Offset<fb::TensorSpec>> specs;
+  for (const TensorDesc &desc : descs)
+    specs.push_back(buildTensorSpec(builder, desc));
+  return specs;
+}
+
+Offset<fb::Parameter> buildParameter(FlatBufferBuilder &builder,
+                                     const ParamDesc &desc) {
+  Offset<fb::Sharding> sharding = 0;
+  if (desc.sharding) {
+    std::vector<Offset<flatbuffers::String>> axes;
+    for (const std::string &axis : desc.sharding->axes)
+      axes.push_back(builder.CreateString(axis));
+    sharding = fb::CreateShardingDirect(builder, desc.sharding->mesh.c_str(),
+                                        &axes, desc.sharding->dim);
+  }
+  return fb::CreateParameterDirect(builder, desc.name.c_str(), desc.dtype,
+                                   &desc.shape, desc.trainable, desc.init,
+                                   desc.scale, sharding);
+}
+
+uint64_t defaultSize(const BufferDesc &desc) {
+  uint64_t count = 1;
+  for (int64_t dim : desc.shape)
+    count *= static_cast<uint64_t>(dim < 0 ? 0 : dim);
+  if (desc.dtype < fb::DType::MIN || desc.dtype > fb::DType::MAX)
+    return count;
+  return count * elementSize(static_cast<DType>(desc.dtype));
+}
+
+Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
+                                 const CommandDesc &desc) {
+  if (const auto *launch = std::get_if<LaunchDesc>(&desc)) {
+    auto op =
+        fb::CreateKernelLaunchDirect(builder, launch->kernel, &launch->args,
+                                     &launch->grid, &launch->block, 0);
+    return fb::CreateCommand(builder, fb::CommandOp::KernelLaunch, op.Union());
+  }
+  if (const auto *gemm = std::get_if<GemmDesc>(&desc)) {
+    auto op = fb::CreateGemm(
+        builder, gemm->a, gemm->b, gemm->c, gemm->bias, gemm->m, gemm->n,
+        gemm->k, gemm->batch, gemm->strideA, gemm->strideB, gemm->strideC,
+        gemm->transA, gemm->transB, gemm->alpha, gemm->beta, gemm->dtype);
+    return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());
+  }
+  if (const auto *copy = std::get_if<CopyDesc>(&desc)) {
+    auto op = fb::CreateCopy(builder, copy->src, copy->dst, copy->srcOffset,
+                             copy->dstOffset, copy->bytes);
+    return fb::CreateCommand(builder, fb::CommandOp::Copy, op.Union());
+  }
+  return fb::CreateCommand(builder);
+}
+
+Offset<fb::Entry> buildEntry(FlatBufferBuilder &builder,
+                             const EntryDesc &desc) {
+  auto inputs = buildTensorSpecs(builder, desc.inputs);
+  auto outputs = buildTensorSpecs(builder, desc.outputs);
+  std::vector<Offset<fb::Buffer>> buffers;
+  for (const BufferDesc &buffer : desc.buffers)
+    buffers.push_back(fb::CreateBufferDirect(
+        builder, buffer.kind, buffer.index, buffer.offset,
+        buffer.sizeBytes.value_or(defaultSize(buffer)), buffer.dtype,
+        &buffer.shape));
+  std::vector<Offset<fb::Command>> commands;
+  for (const CommandDesc &command : desc.commands)
+    commands.push_back(buildCommand(builder, command));
+  auto plan = fb::CreateMemoryPlan(builder, desc.arenaBytes, desc.peakBytes,
+                                   desc.unplannedBytes);
+  return fb::CreateEntryDirect(builder, desc.name.c_str(), &inputs, &outputs,
+                               &buffers, &commands, plan);
+}
+} // namespace
+
+std::vector<uint8_t> buildArtifact(const ProgramDesc &desc) {
+  FlatBufferBuilder builder;
+  std::vector<Offset<fb::Parameter>> params;
+  for (const ParamDesc &param : desc.params)
+    params.push_back(buildParameter(builder, param));
+  std::vector<Offset<fb::Entry>> entries;
+  for (const EntryDesc &entry : desc.entries)
+    entries.push_back(buildEntry(builder, entry));
+  std::vector<Offset<fb::Kernel>> kernels;
+  for (const KernelDesc &kernel : desc.kernels)
+    kernels.push_back(fb::CreateKernelDirect(builder, kernel.name.c_str(),
+                                             kernel.cpuSymbol.c_str(),
+                                             kernel.numArgs, ""));
+  Offset<fb::CpuModule> cpu = 0;
+  if (desc.cpuObject)
+    cpu = fb::CreateCpuModuleDirect(builder, desc.targetTriple.c_str(),
+                                    &*desc.cpuObject);
+  auto root = fb::CreateProgramDirect(builder, desc.formatVersion,
+                                      desc.producer.c_str(), &params, &entries,
+                                      &kernels, cpu, 0);
+  fb::FinishProgramBuffer(builder, root);
+  return std::vector<uint8_t>(builder.GetBufferPointer(),
+                              builder.GetBufferPointer() + builder.GetSize());
+}
+
+BufferDesc arenaBuffer(uint64_t offset, Shape shape, fb::DType dtype) {
+  return {fb::BufferKind::arena, 0, offset, dtype, std::move(shape), {}};
+}
+BufferDesc inputBuffer(uint32_t index, Shape shape, fb::DType dtype) {
+  return {fb::BufferKind::input, index, 0, dtype, std::move(shape), {}};
+}
+BufferDesc outputBuffer(uint32_t index, Shape shape, fb::DType dtype) {
+  return {fb::BufferKind::output, index, 0, dtype, std::move(shape), {}};
+}
+BufferDesc paramBuffer(uint32_t index, Shape shape, fb::DType dtype) {
+  return {fb::BufferKind::parameter, index, 0, dtype, std::move(shape), {}};
+}
+
+} // namespace megrt::test

@@ -1,0 +1,117 @@
+// Plain descriptions of artifacts, turned into FlatBuffers bytes for tests.
+#ifndef MEGRT_TEST_ARTIFACTBUILDER_H
+#define MEGRT_TEST_ARTIFACTBUILDER_H
+
+#include "megrt/FormatVersion.h"
+#include "megrt/Shape.h"
+#include "megrt/megc_generated.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace megrt::test {
+
+struct TensorDesc {
+  std::string name;
+  fb::DType dtype = fb::DType::f32;
+  Shape shape;
+};
+
+struct ShardingDesc {
+  std::string mesh;
+  std::vector<std::string> axes;
+  int64_t dim = 0;
+};
+
+struct ParamDesc {
+  std::string name;
+  fb::DType dtype = fb::DType::f32;
+  Shape shape;
+  fb::InitKind init = fb::InitKind::zeros;
+  double scale = 0.0;
+  bool trainable = true;
+  std::optional<ShardingDesc> sharding;
+};
+
+struct BufferDesc {
+  fb::BufferKind kind = fb::BufferKind::arena;
+  uint32_t index = 0;
+  uint64_t offset = 0;
+  fb::DType dtype = fb::DType::f32;
+  Shape shape;
+  /// Defaults to dtype x shape.
+  std::optional<uint64_t> sizeBytes;
+};
+
+struct LaunchDesc {
+  uint32_t kernel = 0;
+  std::vector<uint32_t> args;
+  std::vector<uint32_t> grid;
+  std::vector<uint32_t> block;
+};
+
+struct GemmDesc {
+  uint32_t a = 0, b = 0, c = 0;
+  int32_t bias = -1;
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+  bool transA = false, transB = false;
+  float alpha = 1.0f, beta = 0.0f;
+  fb::DType dtype = fb::DType::f32;
+};
+
+struct CopyDesc {
+  uint32_t src = 0, dst = 0;
+  uint64_t srcOffset = 0, dstOffset = 0, bytes = 0;
+};
+
+/// std::monostate writes a command without an operation.
+using CommandDesc =
+    std::variant<LaunchDesc, GemmDesc, CopyDesc, std::monostate>;
+
+struct EntryDesc {
+  std::string name;
+  std::vector<TensorDesc> inputs;
+  std::vector<TensorDesc> outputs;
+  std::vector<BufferDesc> buffers;
+  std::vector<CommandDesc> commands;
+  uint64_t arenaBytes = 0;
+  uint64_t peakBytes = 0;
+  uint64_t unplannedBytes = 0;
+};
+
+struct KernelDesc {
+  std::string name;
+  std::string cpuSymbol;
+  uint32_t numArgs = 0;
+};
+
+struct ProgramDesc {
+  uint32_t formatVersion = kFormatVersion;
+  std::string producer = "megrt-test";
+  std::vector<ParamDesc> params;
+  std::vector<EntryDesc> entries;
+  std::vector<KernelDesc> kernels;
+  /// Written as the CpuModule when set.
+  std::optional<std::vector<uint8_t>> cpuObject;
+  std::string targetTriple;
+};
+
+std::vector<uint8_t> buildArtifact(const ProgramDesc &desc);
+
+/// Shorthands for buffers of f32 tensors.
+BufferDesc arenaBuffer(uint64_t offset, Shape shape,
+                       fb::DType dtype = fb::DType::f32);
+BufferDesc inputBuffer(uint32_t index, Shape shape,
+                       fb::DType dtype = fb::DType::f32);
+BufferDesc outputBuffer(uint32_t index, Shape shape,
+                        fb::DType dtype = fb::DType::f32);
+BufferDesc paramBuffer(uint32_t index, Shape shape,
+                       fb::DType dtype = fb::DType::f32);
+
+} // namespace megrt::test
+
+#endif // MEGRT_TEST_ARTIFACTBUILDER_H

@@ -1,0 +1,185 @@
+// KernelLaunch on the CPU: kernels from a shared object embedded in the
+// artifact, loaded from memory.
+#include "ArtifactBuilder.h"
+#include "TestFiles.h"
+#include "megrt/Error.h"
+#include "megrt/Session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace megrt::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+#if defined(__aarch64__)
+constexpr uint16_t kHostElfMachine = 183;
+#else
+constexpr uint16_t kHostElfMachine = 62;
+#endif
+
+/// Entry "step": y = (x + increment) * w, with w a parameter of ones, through
+/// the arena (copy x in, add_constant, multiply, copy out), and z = exp(x)
+/// straight from input to output.
+ProgramDesc kernelProgram(const char *kernelsPath) {
+  ProgramDesc program;
+  program.cpuObject = readBytes(kernelsPath);
+#if defined(__aarch64__)
+  program.targetTriple = "aarch64-unknown-linux-gnu";
+#else
+  program.targetTriple = "x86_64-unknown-linux-gnu";
+#endif
+  program.kernels = {{"add", "add_constant", 2},
+                     {"mul", "multiply", 3},
+                     {"exp", "exponential", 2}};
+  program.params = {{"w", fb::DType::f32, {8}, fb::InitKind::ones, 0.0}};
+  EntryDesc entry;
+  entry.name = "step";
+  entry.inputs = {{"x", fb::DType::f32, {8}}};
+  entry.outputs = {{"y", fb::DType::f32, {8}}, {"z", fb::DType::f32, {8}}};
+  entry.buffers = {inputBuffer(0, {8}),  arenaBuffer(0, {8}),
+                   arenaBuffer(64, {8}), outputBuffer(0, {8}),
+                   paramBuffer(0, {8}),  outputBuffer(1, {8})};
+  entry.commands = {CopyDesc{0, 1, 0, 0, 32}, LaunchDesc{0, {1, 2}, {1}, {8}},
+                    LaunchDesc{1, {2, 4, 1}, {1}, {8}},
+                    CopyDesc{1, 3, 0, 0, 32}, LaunchDesc{2, {0, 5}, {1}, {8}}};
+  entry.arenaBytes = 96;
+  entry.peakBytes = 64;
+  entry.unplannedBytes = 64;
+  program.entries = {entry};
+  return program;
+}
+
+std::map<std::string, Tensor> runStep(Session &session,
+                                      const std::vector<float> &x) {
+  return session.run("step", {{"x", Tensor::fromFloats(DType::F32, {8}, x)}});
+}
+
+std::vector<float> runY(Session &session, const std::vector<float> &x) {
+  return runStep(session, x).at("y").toFloats();
+}
+
+std::string sessionError(const ProgramDesc &desc) {
+  try {
+    Session session(Program::fromBytes(buildArtifact(desc)));
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "(created)";
+}
+
+TEST(KernelLaunch, RunsKernelsFromTheEmbeddedObject) {
+  Session session(
+      Program::fromBytes(buildArtifact(kernelProgram(MEGRT_TEST_KERNELS_1))));
+  std::vector<float> x = testValues(8, 3);
+  std::map<std::string, Tensor> outputs = runStep(session, x);
+  std::vector<float> y = outputs.at("y").toFloats();
+  std::vector<float> z = outputs.at("z").toFloats();
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(y[i], x[i] + 1.0f) << i;
+    EXPECT_FLOAT_EQ(z[i], std::exp(x[i])) << i;
+  }
+
+  // Kernels read the parameter buffer in place.
+  session.setParameter(
+      "w", Tensor::fromFloats(DType::F32, {8}, std::vector<float>(8, 3.0f)));
+  y = runY(session, x);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(y[i], (x[i] + 1.0f) * 3.0f) << i;
+}
+
+TEST(KernelLaunch, ModulesWithTheSameSymbolsStayApart) {
+  Session one(
+      Program::fromBytes(buildArtifact(kernelProgram(MEGRT_TEST_KERNELS_1))));
+  Session two(
+      Program::fromBytes(buildArtifact(kernelProgram(MEGRT_TEST_KERNELS_2))));
+  std::vector<float> x(8, 10.0f);
+  EXPECT_EQ(runY(one, x), std::vector<float>(8, 11.0f));
+  EXPECT_EQ(runY(two, x), std::vector<float>(8, 12.0f));
+  // A module loaded after another was released must be the new one.
+  {
+    Session gone(
+        Program::fromBytes(buildArtifact(kernelProgram(MEGRT_TEST_KERNELS_1))));
+  }
+  Session three(
+      Program::fromBytes(buildArtifact(kernelProgram(MEGRT_TEST_KERNELS_2))));
+  EXPECT_EQ(runY(three, x), std::vector<float>(8, 12.0f));
+}
+
+TEST(KernelLaunch, MissingSymbolIsNamed) {
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  desc.kernels[1].cpuSymbol = "multiply_v2";
+  EXPECT_EQ(sessionError(desc),
+            "kernel 'mul': symbol 'multiply_v2' is not in the CPU module");
+}
+
+TEST(KernelLaunch, KernelsNeedACpuModule) {
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  desc.cpuObject.reset();
+  EXPECT_EQ(sessionError(desc), "program has 3 kernels but no CPU module; "
+                                "compile it for the cpu target");
+}
+
+TEST(KernelLaunch, RejectsANonElfModule) {
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  desc.cpuObject = std::vector<uint8_t>{'M', 'Z', 0, 0, 1, 2, 3};
+  EXPECT_EQ(sessionError(desc), "CPU module is not an ELF shared object");
+}
+
+TEST(KernelLaunch, RejectsATruncatedElf) {
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  desc.cpuObject->resize(40);
+  EXPECT_EQ(sessionError(desc), "CPU module is truncated: 40 bytes is less "
+                                "than the ELF header");
+  desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  desc.cpuObject->resize(1024);
+  EXPECT_THAT(sessionError(desc),
+              HasSubstr("CPU module is truncated: segment "));
+}
+
+TEST(KernelLaunch, RejectsAnElfForAnotherMachineOrOfAnotherType) {
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  uint16_t machine = 183 + 62 - kHostElfMachine; // aarch64 <-> x86_64
+  std::memcpy(desc.cpuObject->data() + 18, &machine, 2);
+  EXPECT_EQ(sessionError(desc),
+            "CPU module is for ELF machine " + std::to_string(machine) +
+                ", this machine is " + std::to_string(kHostElfMachine));
+  desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  (*desc.cpuObject)[16] = 2; // ET_EXEC
+  EXPECT_EQ(sessionError(desc), "CPU module is an ELF object of type 2, "
+                                "expected a shared object (3)");
+}
+
+TEST(KernelLaunch, ReportsWhyDlopenFailed) {
+  // Point its libm dependency at a library that does not exist.
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  std::vector<uint8_t> &image = *desc.cpuObject;
+  const char *libm = "libm.so.6";
+  auto found = std::search(image.begin(), image.end(), libm, libm + 9);
+  ASSERT_NE(found, image.end());
+  found[3] = 'Q';
+  EXPECT_THAT(sessionError(desc),
+              HasSubstr("cannot load the CPU module: libQ.so.6: cannot open "
+                        "shared object file"));
+}
+
+TEST(KernelLaunch, RejectsAnotherArchitecture) {
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+#if defined(__x86_64__)
+  desc.targetTriple = "aarch64-unknown-linux-gnu";
+  EXPECT_EQ(sessionError(desc), "CPU module was compiled for "
+                                "'aarch64-unknown-linux-gnu', but this "
+                                "machine is x86_64");
+#else
+  desc.targetTriple = "x86_64-unknown-linux-gnu";
+  EXPECT_THAT(sessionError(desc),
+              HasSubstr("compiled for 'x86_64-unknown-linux-gnu'"));
+#endif
+}
+
+} // namespace
+} // namespace megrt::test

@@ -1,0 +1,231 @@
+// Loading artifacts: structure, identifier, version, truncation, corruption.
+#include "ArtifactBuilder.h"
+#include "SamplePrograms.h"
+#include "TestFiles.h"
+#include "megrt/Error.h"
+#include "megrt/Program.h"
+#include "megrt/Session.h"
+
+#include <cstring>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace megrt::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string loadError(const std::vector<uint8_t> &bytes) {
+  try {
+    Program::fromBytes(bytes);
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "(loaded)";
+}
+
+TEST(ProgramLoad, DescribesAValidArtifact) {
+  Program program = Program::fromBytes(buildArtifact(linearProgram()));
+  EXPECT_EQ(program.formatVersion(), 1u);
+  EXPECT_EQ(program.producer(), "megrt-test");
+  ASSERT_EQ(program.parameters().size(), 2u);
+  const ParameterSpec &w = program.parameters()[0];
+  EXPECT_EQ(w.name, "w");
+  EXPECT_EQ(w.dtype, DType::F32);
+  EXPECT_EQ(w.shape, (Shape{4, 3}));
+  EXPECT_TRUE(w.trainable);
+  EXPECT_EQ(w.initKind, InitKind::Normal);
+  EXPECT_DOUBLE_EQ(w.initScale, 0.02);
+  EXPECT_FALSE(w.sharding.has_value());
+  EXPECT_EQ(program.findParameter("b"), std::optional<size_t>(1));
+  EXPECT_EQ(program.findParameter("nope"), std::nullopt);
+
+  ASSERT_EQ(program.entries().size(), 2u);
+  const EntrySpec *forward = program.findEntry("forward");
+  ASSERT_NE(forward, nullptr);
+  ASSERT_EQ(forward->inputs.size(), 1u);
+  EXPECT_EQ(forward->inputs[0].name, "x");
+  EXPECT_EQ(forward->inputs[0].shape, (Shape{2, 4}));
+  EXPECT_EQ(forward->outputs[0].shape, (Shape{2, 3}));
+  EXPECT_EQ(forward->plan.arenaBytes, 128u);
+  EXPECT_EQ(forward->plan.peakBytes, 24u);
+  EXPECT_EQ(forward->numBuffers, 5u);
+  EXPECT_EQ(forward->numCommands, 2u);
+  EXPECT_EQ(program.findEntry("backward"), nullptr);
+  EXPECT_FALSE(program.hasCpuModule());
+  EXPECT_FALSE(program.hasCudaModule());
+}
+
+TEST(ProgramLoad, KeepsSharding) {
+  ProgramDesc desc = linearProgram();
+  desc.params[0].sharding = ShardingDesc{"world", {"dp_outer", "dp_shard"}, 1};
+  desc.params[0].trainable = false;
+  Program program = Program::fromBytes(buildArtifact(desc));
+  const ParameterSpec &w = program.parameters()[0];
+  EXPECT_FALSE(w.trainable);
+  ASSERT_TRUE(w.sharding.has_value());
+  EXPECT_EQ(w.sharding->mesh, "world");
+  EXPECT_EQ(w.sharding->axes,
+            (std::vector<std::string>{"dp_outer", "dp_shard"}));
+  EXPECT_EQ(w.sharding->dim, 1);
+}
+
+TEST(ProgramLoad, LoadsFromFile) {
+  std::string path = tempPath("model.megc");
+  std::vector<uint8_t> bytes = buildArtifact(linearProgram());
+  writeBytes(path, bytes);
+  Program program = Program::load(path);
+  ASSERT_EQ(program.size(), bytes.size());
+  EXPECT_EQ(std::memcmp(program.bytes(), bytes.data(), bytes.size()), 0);
+}
+
+TEST(ProgramLoad, MissingFileNamesThePath) {
+  std::string path = tempPath("absent.megc");
+  try {
+    Program::load(path);
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(), HasSubstr("cannot open '" + path + "'"));
+  }
+}
+
+TEST(ProgramLoad, FileErrorsStartWithThePath) {
+  std::string path = tempPath("bad.megc");
+  std::vector<uint8_t> bytes = buildArtifact(linearProgram());
+  std::memcpy(bytes.data() + 4, "ABCD", 4);
+  writeBytes(path, bytes);
+  try {
+    Program::load(path);
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(), StartsWith("'" + path + "': not a megc"));
+  }
+}
+
+TEST(ProgramLoad, RejectsAnotherIdentifier) {
+  std::vector<uint8_t> bytes = buildArtifact(linearProgram());
+  std::memcpy(bytes.data() + 4, "ONNX", 4);
+  EXPECT_EQ(loadError(bytes),
+            "not a megc artifact: file identifier is 'ONNX', expected 'MEGC'");
+  bytes[5] = 0x01;
+  EXPECT_THAT(loadError(bytes), HasSubstr("'O\\x01NX'"));
+}
+
+TEST(ProgramLoad, RejectsAnotherFormatVersion) {
+  ProgramDesc desc = linearProgram();
+  desc.formatVersion = 2;
+  EXPECT_EQ(loadError(buildArtifact(desc)),
+            "artifact format version 2, this runtime reads 1");
+  desc.formatVersion = 0;
+  EXPECT_EQ(loadError(buildArtifact(desc)),
+            "artifact format version 0, this runtime reads 1");
+}
+
+TEST(ProgramLoad, RejectsTruncatedFiles) {
+  std::vector<uint8_t> bytes = buildArtifact(linearProgram());
+  for (size_t length : {size_t(0), size_t(3), size_t(7)}) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + length);
+    EXPECT_EQ(loadError(cut),
+              "megc artifact is truncated: " + std::to_string(length) +
+                  " bytes is less than the 8-byte header");
+  }
+  for (size_t length :
+       {size_t(8), size_t(12), size_t(16), size_t(24), bytes.size() / 4,
+        bytes.size() / 2, bytes.size() * 3 / 4, bytes.size() - 8}) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + length);
+    EXPECT_THAT(loadError(cut),
+                HasSubstr("megc artifact is truncated or corrupt: FlatBuffers "
+                          "verification failed on its " +
+                          std::to_string(length) + " bytes"))
+        << "length " << length;
+  }
+}
+
+TEST(ProgramLoad, EveryTruncationFailsCleanly) {
+  // Only the builder's trailing alignment padding may be cut without loss.
+  std::vector<uint8_t> bytes = buildArtifact(linearProgram());
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + length);
+    std::string error = loadError(cut);
+    if (length + 8 <= bytes.size()) {
+      EXPECT_NE(error, "(loaded)") << "length " << length;
+    }
+  }
+}
+
+TEST(ProgramLoad, RejectsACorruptByteInTheMiddle) {
+  std::vector<uint8_t> bytes = buildArtifact(linearProgram());
+  // The length prefix of the string "identity", somewhere in the middle.
+  const char *name = "identity";
+  auto found = std::search(bytes.begin(), bytes.end(), name, name + 8);
+  ASSERT_NE(found, bytes.end());
+  size_t lengthAt = static_cast<size_t>(found - bytes.begin()) - 4;
+  ASSERT_GT(lengthAt, bytes.size() / 8);
+  ASSERT_LT(lengthAt, bytes.size() * 7 / 8);
+  bytes[lengthAt + 2] = 0x7f;
+  EXPECT_THAT(loadError(bytes),
+              HasSubstr("megc artifact is truncated or corrupt"));
+}
+
+uint64_t bytesNeeded(const Program &program) {
+  uint64_t total = 0;
+  auto add = [&](DType dtype, const Shape &shape) {
+    total += byteSize(dtype, shape, "test");
+  };
+  for (const ParameterSpec &param : program.parameters())
+    add(param.dtype, param.shape);
+  for (const EntrySpec &entry : program.entries()) {
+    total += entry.plan.arenaBytes;
+    for (const TensorSpec &spec : entry.inputs)
+      add(spec.dtype, spec.shape);
+    for (const TensorSpec &spec : entry.outputs)
+      add(spec.dtype, spec.shape);
+  }
+  return total;
+}
+
+// Whatever a damaged byte does, loading either fails with megrt::Error or
+// yields a program whose entries run inside their buffers.
+TEST(ProgramLoad, EveryDamagedByteFailsCleanlyOrRunsSafely) {
+  std::vector<uint8_t> original = buildArtifact(linearProgram());
+  size_t rejected = 0, ran = 0;
+  for (size_t pos = 0; pos < original.size(); ++pos) {
+    for (uint8_t value :
+         {uint8_t(0x00), uint8_t(0xff), uint8_t(original[pos] ^ 0x01),
+          uint8_t(original[pos] ^ 0x80)}) {
+      if (value == original[pos])
+        continue;
+      std::vector<uint8_t> bytes = original;
+      bytes[pos] = value;
+      std::optional<Program> program;
+      try {
+        program = Program::fromBytes(bytes);
+      } catch (const Error &) {
+        ++rejected;
+        continue;
+      }
+      uint64_t needed = 0;
+      try {
+        needed = bytesNeeded(*program);
+      } catch (const Error &) {
+        continue;
+      }
+      if (needed > (1u << 20))
+        continue;
+      Session session(*program);
+      for (const EntrySpec &entry : program->entries()) {
+        std::map<std::string, Tensor> inputs;
+        for (const TensorSpec &spec : entry.inputs)
+          inputs.emplace(spec.name, Tensor(spec.dtype, spec.shape));
+        session.run(entry.name, inputs);
+        ++ran;
+      }
+    }
+  }
+  EXPECT_GT(rejected, original.size());
+  EXPECT_GT(ran, 0u);
+}
+
+} // namespace
+} // namespace megrt::test

@@ -1,0 +1,296 @@
+// Semantic verification: each broken artifact gets the message that names it.
+#include "ArtifactBuilder.h"
+#include "SamplePrograms.h"
+#include "megrt/Error.h"
+#include "megrt/Program.h"
+
+#include <functional>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace megrt::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string errorAfter(const std::function<void(ProgramDesc &)> &breakIt) {
+  ProgramDesc desc = linearProgram();
+  breakIt(desc);
+  try {
+    Program::fromBytes(buildArtifact(desc));
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "(loaded)";
+}
+
+EntryDesc &forward(ProgramDesc &desc) { return desc.entries[0]; }
+GemmDesc &gemmOf(ProgramDesc &desc) {
+  return std::get<GemmDesc>(forward(desc).commands[kLinearGemmCommand]);
+}
+
+TEST(ProgramVerifier, AcceptsTheSample) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &) {}), "(loaded)");
+}
+
+TEST(ProgramVerifier, ParameterIndexOutOfRange) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { forward(d).buffers[1].index = 5; }),
+            "entry 'forward', buffer 1: parameter index 5 is out of range "
+            "(parameter count 2)");
+}
+
+TEST(ProgramVerifier, InputAndOutputIndexOutOfRange) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { forward(d).buffers[0].index = 1; }),
+            "entry 'forward', buffer 0: input index 1 is out of range (input "
+            "count 1)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { forward(d).buffers[4].index = 3; }),
+            "entry 'forward', buffer 4: output index 3 is out of range "
+            "(output count 1)");
+}
+
+TEST(ProgramVerifier, GemmBufferIndexOutOfRange) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).a = 9; }),
+            "entry 'forward', command 0 (gemm): A buffer index 9 is out of "
+            "range (buffer count 5)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).bias = 5; }),
+            "entry 'forward', command 0 (gemm): bias buffer index 5 is out of "
+            "range (buffer count 5)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).bias = -2; }),
+            "entry 'forward', command 0 (gemm): bias buffer index -2 is "
+            "invalid (-1 means no bias)");
+}
+
+TEST(ProgramVerifier, GemmDimensionInconsistentWithOperand) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).k = 5; }),
+            "entry 'forward', command 0 (gemm): operand A (buffer 0, "
+            "f32[2,4]) has 8 elements, but m=2 n=3 k=5 batch=1 stride_a=0 "
+            "need 10");
+  EXPECT_THAT(errorAfter([](ProgramDesc &d) { gemmOf(d).n = 4; }),
+              HasSubstr("operand B (buffer 1, f32[4,3]) has 12 elements, but "
+                        "m=2 n=4 k=4 batch=1 stride_b=0 need 16"));
+}
+
+TEST(ProgramVerifier, GemmBatchStridesMustFitTheOperands) {
+  // Broadcast A and B (stride 0) fit; C needs room for two batches.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              gemmOf(d).batch = 2;
+              gemmOf(d).strideC = 6;
+            }),
+            "entry 'forward', command 0 (gemm): operand C (buffer 3, "
+            "f32[2,3]) has 6 elements, but m=2 n=3 k=4 batch=2 stride_c=6 "
+            "need 12");
+}
+
+TEST(ProgramVerifier, GemmBatchesOfCMustNotOverlap) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              gemmOf(d).batch = 2;
+              gemmOf(d).strideC = 5;
+            }),
+            "entry 'forward', command 0 (gemm): stride_c 5 makes batches of C "
+            "overlap (m*n = 6)");
+}
+
+TEST(ProgramVerifier, GemmNeedsPositiveDimensionsAndAFloatDType) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).m = 0; }),
+            "entry 'forward', command 0 (gemm): expected positive m, n, k and "
+            "batch, found m=0 n=3 k=4 batch=1");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { gemmOf(d).dtype = fb::DType::i32; }),
+      "entry 'forward', command 0 (gemm): expected a floating-point "
+      "dtype, found i32");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).strideA = -1; }),
+            "entry 'forward', command 0 (gemm): expected non-negative "
+            "strides, found stride_a=-1 stride_b=0 stride_c=0");
+}
+
+TEST(ProgramVerifier, GemmOperandDTypesMatch) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { gemmOf(d).dtype = fb::DType::bf16; }),
+      "entry 'forward', command 0 (gemm): operand A has dtype f32, "
+      "expected the gemm dtype bf16");
+}
+
+TEST(ProgramVerifier, GemmBiasHasNElements) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[1].shape = {4};
+              forward(d).buffers[2].shape = {4};
+            }),
+            "entry 'forward', command 0 (gemm): bias (buffer 2, f32[4]) must "
+            "have n=3 elements");
+}
+
+TEST(ProgramVerifier, GemmOutputMustNotAliasAnOperand) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              // A copied into the arena at 64..96, overlapping C at 64..88.
+              forward(d).buffers.push_back(arenaBuffer(64, {2, 4}));
+              gemmOf(d).a = 5;
+            }),
+            "entry 'forward', command 0 (gemm): output C overlaps operand A "
+            "in memory; BLAS needs them distinct");
+}
+
+TEST(ProgramVerifier, ArenaBufferOutsideTheArena) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { forward(d).buffers[3].offset = 112; }),
+      "entry 'forward', buffer 3: 24 bytes at offset 112 lie outside "
+      "the arena of 128 bytes");
+}
+
+TEST(ProgramVerifier, ParameterViewOutsideTheParameter) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { forward(d).buffers[2].offset = 4; }),
+      "entry 'forward', buffer 2: 12 bytes at offset 4 lie outside "
+      "parameter 'b' of 12 bytes");
+}
+
+TEST(ProgramVerifier, BufferSizeMustMatchItsType) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { forward(d).buffers[3].sizeBytes = 20; }),
+      "entry 'forward', buffer 3: size_bytes 20 does not match f32[2,3] "
+      "(24 bytes)");
+}
+
+TEST(ProgramVerifier, BufferOffsetIsElementAligned) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { forward(d).buffers[3].offset = 66; }),
+      "entry 'forward', buffer 3: offset 66 is not a multiple of the "
+      "element size 4");
+}
+
+TEST(ProgramVerifier, BufferDTypeMatchesItsTensor) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).buffers[1].dtype = fb::DType::bf16;
+            }),
+            "entry 'forward', buffer 1: dtype bf16 differs from the dtype f32 "
+            "of parameter 'w'");
+}
+
+TEST(ProgramVerifier, NegativeDimensions) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).inputs[0].shape = {-2, 4};
+            }),
+            "entry 'forward': input 'x': expected non-negative dimensions, "
+            "found shape [-2,4]");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[0].shape = {4, -3};
+            }),
+            "parameter 'w': expected non-negative dimensions, found shape "
+            "[4,-3]");
+}
+
+TEST(ProgramVerifier, NamesAreUniqueAndPresent) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.params[1].name = "w"; }),
+            "parameter 1: name 'w' is used twice");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.entries[1].name = "forward"; }),
+            "entry 1: name 'forward' is used twice");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).outputs.push_back({"y", fb::DType::f32, {1}});
+            }),
+            "entry 'forward': output 1: name 'y' is used twice");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.params[0].name = ""; }),
+            "parameter 0 has an empty name");
+}
+
+TEST(ProgramVerifier, EnumValuesInRange) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[0].dtype = static_cast<fb::DType>(9);
+            }),
+            "parameter 'w': invalid dtype value 9");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[0].init = static_cast<fb::InitKind>(7);
+            }),
+            "parameter 'w': invalid init kind value 7");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).buffers[3].kind = static_cast<fb::BufferKind>(4);
+            }),
+            "entry 'forward', buffer 3: invalid buffer kind value 4");
+}
+
+TEST(ProgramVerifier, RandomInitNeedsAFloatDType) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params.push_back(
+                  {"ids", fb::DType::i32, {4}, fb::InitKind::normal, 1.0});
+            }),
+            "parameter 'ids': init 'normal' needs a floating-point dtype, "
+            "found i32");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.params[0].scale = -1.0; }),
+            "parameter 'w': expected a finite non-negative init_scale, found "
+            "-1");
+}
+
+TEST(ProgramVerifier, ShardingDimInRange) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[0].sharding = ShardingDesc{"world", {"dp"}, 2};
+            }),
+            "parameter 'w': sharding dim 2 is out of range for rank 2");
+}
+
+TEST(ProgramVerifier, PlanPeakFitsTheArena) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { forward(d).peakBytes = 129; }),
+            "entry 'forward': memory plan peak of 129 bytes exceeds its arena "
+            "of 128 bytes");
+}
+
+TEST(ProgramVerifier, CopyStaysInsideItsBuffers) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              std::get<CopyDesc>(forward(d).commands[1]).bytes = 28;
+            }),
+            "entry 'forward', command 1 (copy): 28 bytes at offset 0 overrun "
+            "the source buffer of 24 bytes");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              std::get<CopyDesc>(forward(d).commands[1]).dstOffset = 4;
+            }),
+            "entry 'forward', command 1 (copy): 24 bytes at offset 4 overrun "
+            "the destination buffer of 24 bytes");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              std::get<CopyDesc>(forward(d).commands[1]).dst = 7;
+            }),
+            "entry 'forward', command 1 (copy): destination buffer index 7 is "
+            "out of range (buffer count 5)");
+}
+
+TEST(ProgramVerifier, CommandNeedsAnOperation) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).commands.push_back(std::monostate{});
+            }),
+            "entry 'forward', command 2: command has no operation");
+}
+
+TEST(ProgramVerifier, KernelLaunchChecks) {
+  auto withKernel = [](ProgramDesc &d, LaunchDesc launch) {
+    d.kernels = {{"scale", "scale_cpu", 2}};
+    forward(d).commands.push_back(launch);
+  };
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+              withKernel(d, {0, {3}, {}, {}});
+            }),
+            "entry 'forward', command 2 (launch): kernel 'scale' takes 2 "
+            "arguments, found 1");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+              withKernel(d, {1, {3, 4}, {}, {}});
+            }),
+            "entry 'forward', command 2 (launch): kernel index 1 is out of "
+            "range (kernel count 1)");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+              withKernel(d, {0, {3, 8}, {}, {}});
+            }),
+            "entry 'forward', command 2 (launch): argument 1 buffer index 8 "
+            "is out of range (buffer count 5)");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+              withKernel(d, {0, {3, 4}, {1, 0}, {}});
+            }),
+            "entry 'forward', command 2 (launch): grid dimension 1 is 0");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+              withKernel(d, {0, {3, 4}, {}, {1, 1, 1, 1}});
+            }),
+            "entry 'forward', command 2 (launch): block has 4 dimensions, "
+            "expected at most 3");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+              withKernel(d, {0, {3, 4}, {}, {}});
+              d.kernels.push_back({"scale", "other", 1});
+            }),
+            "kernel 1: name 'scale' is used twice");
+}
+
+} // namespace
+} // namespace megrt::test

@@ -1,0 +1,251 @@
+// safetensors files: round trips, hand-written files, and every rejection.
+#include "megrt/Safetensors.h"
+#include "ArtifactBuilder.h"
+#include "TestFiles.h"
+#include "megrt/Error.h"
+#include "megrt/Session.h"
+
+#include <cstring>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace megrt::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+/// A file as another writer would lay it out: length, header, data.
+std::vector<uint8_t> safetensorsBytes(const std::string &header,
+                                      const std::vector<uint8_t> &data) {
+  std::vector<uint8_t> bytes(8 + header.size() + data.size());
+  uint64_t length = header.size();
+  std::memcpy(bytes.data(), &length, 8);
+  std::memcpy(bytes.data() + 8, header.data(), header.size());
+  if (!data.empty())
+    std::memcpy(bytes.data() + 8 + header.size(), data.data(), data.size());
+  return bytes;
+}
+
+std::string readError(const std::vector<uint8_t> &bytes, std::string &pathOut) {
+  pathOut = tempPath("file.safetensors");
+  writeBytes(pathOut, bytes);
+  try {
+    readSafetensors(pathOut);
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "(read)";
+}
+
+std::string readError(const std::vector<uint8_t> &bytes) {
+  std::string path;
+  return readError(bytes, path);
+}
+
+std::vector<uint8_t> floatBytes(const std::vector<float> &values) {
+  std::vector<uint8_t> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+TEST(Safetensors, ReadsAHandWrittenFile) {
+  std::string path = tempPath("hand.safetensors");
+  std::vector<uint8_t> data = floatBytes({1.5f, -2.0f});
+  data.push_back(7);
+  data.push_back(0);
+  writeBytes(path,
+             safetensorsBytes(
+                 "{\"__metadata__\":{\"format\":\"pt\"},"
+                 "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,"
+                 "8]},\"h\":{\"dtype\":\"BF16\",\"shape\":[],\"data_offsets\":"
+                 "[8,10]}}   ",
+                 data));
+  std::map<std::string, Tensor> tensors = readSafetensors(path);
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_EQ(tensors.at("w").toFloats(), (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(tensors.at("h").dtype(), DType::BF16);
+  EXPECT_EQ(tensors.at("h").shape(), Shape{});
+  EXPECT_EQ(tensors.at("h").dataAs<uint16_t>()[0], 7);
+}
+
+TEST(Safetensors, RoundTripsEveryDType) {
+  std::map<std::string, Tensor> tensors = {
+      {"f32", Tensor::fromFloats(DType::F32, {2, 3}, testValues(6, 1))},
+      {"bf16", Tensor::fromFloats(DType::BF16, {5}, testValues(5, 2))},
+      {"f16", Tensor::fromFloats(DType::F16, {1, 1, 3}, testValues(3, 3))},
+      {"i32", Tensor::fromInt32({3}, {1, -2, 2147483647})},
+      {"i64", Tensor::fromInt64({2}, {-1, 1ll << 40})},
+      {"empty", Tensor(DType::F32, {0, 4})},
+      {"name with \"quotes\"\n", Tensor::fromInt32({}, {5})}};
+  std::string path = tempPath("all.safetensors");
+  writeSafetensors(path, tensors, {{"producer", "megrt"}});
+  std::vector<uint8_t> bytes = readBytes(path);
+  uint64_t headerBytes;
+  std::memcpy(&headerBytes, bytes.data(), 8);
+  EXPECT_EQ((8 + headerBytes) % 8, 0u) << "data section must be 8-aligned";
+  EXPECT_EQ(readSafetensors(path), tensors);
+
+  std::string again = tempPath("again.safetensors");
+  writeSafetensors(again, readSafetensors(path), {{"producer", "megrt"}});
+  EXPECT_EQ(readBytes(again), bytes);
+}
+
+TEST(Safetensors, RejectsTruncatedFiles) {
+  std::string path = tempPath("full.safetensors");
+  writeSafetensors(
+      path, {{"w", Tensor::fromFloats(DType::F32, {4}, testValues(4, 1))}});
+  std::vector<uint8_t> bytes = readBytes(path);
+  std::string cutPath;
+  std::string error = readError({bytes.begin(), bytes.begin() + 5}, cutPath);
+  EXPECT_EQ(error,
+            "safetensors file '" + cutPath +
+                "' is truncated: 5 bytes, expected at least 8 for the header "
+                "length");
+  EXPECT_THAT(readError({bytes.begin(), bytes.begin() + 20}),
+              HasSubstr("is truncated: header length"));
+  // Cutting into the data leaves the tensor reaching past the end.
+  EXPECT_THAT(readError({bytes.begin(), bytes.end() - 1}),
+              HasSubstr("data_offsets [0, 16] are out of range for a data "
+                        "section of 15 bytes"));
+}
+
+TEST(Safetensors, RejectsBadOffsets) {
+  std::vector<uint8_t> data = floatBytes({1, 2, 3, 4});
+  EXPECT_THAT(
+      readError(safetensorsBytes(
+          "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,12]}}",
+          data)),
+      HasSubstr("tensor 'w': data_offsets [0, 12] span 12 bytes, but f32[2] "
+                "needs 8"));
+  EXPECT_THAT(
+      readError(safetensorsBytes(
+          "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+          data)),
+      HasSubstr("tensor 'b' starts at data byte 4, expected 8 (tensors must "
+                "not overlap or leave gaps)"));
+  EXPECT_THAT(
+      readError(safetensorsBytes(
+          "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+          data)),
+      HasSubstr("tensors cover 8 bytes of a data section of 16 bytes"));
+  EXPECT_THAT(
+      readError(safetensorsBytes(
+          "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-8,0]}}",
+          data)),
+      HasSubstr("data_offsets [-8, 0] are out of range"));
+}
+
+TEST(Safetensors, RejectsMalformedHeaders) {
+  std::vector<uint8_t> data = floatBytes({1, 2});
+  EXPECT_THAT(readError(safetensorsBytes("{\"w\":{\"dtype\":\"F64\",\"shape\":"
+                                         "[1],\"data_offsets\":[0,8]}}",
+                                         data)),
+              HasSubstr("tensor 'w' has dtype 'F64', which megrt does not "
+                        "support"));
+  EXPECT_THAT(readError(safetensorsBytes("{\"w\":{\"dtype\":\"F32\",\"shape\":"
+                                         "[2]}}",
+                                         data)),
+              HasSubstr("tensor 'w': missing \"data_offsets\""));
+  EXPECT_THAT(readError(safetensorsBytes("{\"w\":{\"dtype\":\"F32\",\"shape\":"
+                                         "[2.5],\"data_offsets\":[0,8]}}",
+                                         data)),
+              HasSubstr("expected an integer, found 2.5"));
+  EXPECT_THAT(readError(safetensorsBytes("{\"w\": [", data)),
+              HasSubstr(": header: invalid JSON at byte"));
+  EXPECT_THAT(readError(safetensorsBytes("[1, 2]", data)),
+              HasSubstr("header is an array, expected an object"));
+  std::vector<uint8_t> huge = safetensorsBytes("{}", data);
+  huge[6] = 1;
+  EXPECT_THAT(readError(huge), HasSubstr("exceeds the limit"));
+}
+
+ProgramDesc twoParameterProgram() {
+  ProgramDesc program;
+  program.params = {{"w", fb::DType::bf16, {4, 3}, fb::InitKind::normal, 0.5},
+                    {"ids", fb::DType::i64, {5}, fb::InitKind::ones, 0.0}};
+  return program;
+}
+
+Session twoParameterSession(uint64_t seed) {
+  return Session(Program::fromBytes(buildArtifact(twoParameterProgram())),
+                 {"cpu", seed});
+}
+
+std::string loadError(Session &session, const std::string &path,
+                      bool allowExtra = false) {
+  try {
+    session.loadParameters(path, allowExtra);
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "(loaded)";
+}
+
+TEST(SessionParameters, SaveThenLoadGivesIdenticalBytes) {
+  Session source = twoParameterSession(11);
+  std::string path = tempPath("params.safetensors");
+  source.saveParameters(path);
+
+  Session target = twoParameterSession(99);
+  ASSERT_NE(target.parameter("w"), source.parameter("w"));
+  target.loadParameters(path);
+  EXPECT_EQ(target.parameter("w"), source.parameter("w"));
+  EXPECT_EQ(target.parameter("ids"), source.parameter("ids"));
+
+  std::string again = tempPath("again.safetensors");
+  target.saveParameters(again);
+  EXPECT_EQ(readBytes(again), readBytes(path));
+}
+
+TEST(SessionParameters, MissingParameterIsNamed) {
+  std::string path = tempPath("partial.safetensors");
+  writeSafetensors(path, {{"w", Tensor(DType::BF16, {4, 3})}});
+  Session session = twoParameterSession(1);
+  EXPECT_EQ(loadError(session, path),
+            "'" + path + "': missing parameter 'ids' (expected i64[5])");
+}
+
+TEST(SessionParameters, ShapeAndDTypeMismatchNameBoth) {
+  std::string path = tempPath("mismatch.safetensors");
+  writeSafetensors(path, {{"w", Tensor(DType::BF16, {3, 4})},
+                          {"ids", Tensor(DType::I64, {5})}});
+  Session session = twoParameterSession(1);
+  EXPECT_EQ(loadError(session, path),
+            "'" + path + "': parameter 'w' has shape [3,4], expected [4,3]");
+  writeSafetensors(path, {{"w", Tensor(DType::F32, {4, 3})},
+                          {"ids", Tensor(DType::I64, {5})}});
+  EXPECT_EQ(loadError(session, path),
+            "'" + path + "': parameter 'w' has dtype f32, expected bf16");
+}
+
+TEST(SessionParameters, ExtraTensorsNeedAllowExtra) {
+  std::string path = tempPath("extra.safetensors");
+  Tensor w = Tensor::fromFloats(DType::BF16, {4, 3}, testValues(12, 5));
+  writeSafetensors(path, {{"w", w},
+                          {"ids", Tensor(DType::I64, {5})},
+                          {"optimizer.step", Tensor(DType::I64, {})}});
+  Session session = twoParameterSession(1);
+  Tensor before = session.parameter("w");
+  EXPECT_EQ(loadError(session, path),
+            "'" + path +
+                "': tensor 'optimizer.step' is not a parameter of the program "
+                "(pass allowExtra to ignore it)");
+  EXPECT_EQ(session.parameter("w"), before) << "a failed load changes nothing";
+  EXPECT_EQ(loadError(session, path, /*allowExtra=*/true), "(loaded)");
+  EXPECT_EQ(session.parameter("w"), w);
+}
+
+TEST(SessionParameters, TruncatedFileIsAnError) {
+  Session session = twoParameterSession(3);
+  std::string path = tempPath("params.safetensors");
+  session.saveParameters(path);
+  std::vector<uint8_t> bytes = readBytes(path);
+  bytes.resize(bytes.size() - 3);
+  writeBytes(path, bytes);
+  EXPECT_THAT(loadError(session, path),
+              HasSubstr("are out of range for a data section"));
+}
+
+} // namespace
+} // namespace megrt::test
