@@ -23,3 +23,10 @@ tool_dirs = [config.megc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["megc", "megc-opt", "megc-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.megc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# GPU code generation is checked with the CUDA toolkit's assembler (no GPU
+# needed); without the toolkit those tests are reported unsupported.
+ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -56,7 +56,8 @@ fb::BufferKind bufferKindOf(BufferKind kind) {
 
 class Writer {
 public:
-  std::string write(const ProgramDesc &program, const std::string &so) {
+  std::string write(const ProgramDesc &program, const std::string &so,
+                    const CudaModuleDesc *cudaModule) {
     std::vector<flatbuffers::Offset<fb::Parameter>> parameters;
     for (const ParameterDesc &param : program.parameters)
       parameters.push_back(fb::CreateParameter(
@@ -75,10 +76,18 @@ public:
         builder, builder.CreateString("x86_64-unknown-linux-gnu"),
         builder.CreateVector(reinterpret_cast<const uint8_t *>(so.data()),
                              so.size()));
+    flatbuffers::Offset<fb::CudaModule> cuda;
+    if (cudaModule)
+      cuda = fb::CreateCudaModule(
+          builder, builder.CreateString(cudaModule->arch),
+          builder.CreateString(cudaModule->ptx),
+          builder.CreateVector(
+              reinterpret_cast<const uint8_t *>(cudaModule->cubin.data()),
+              cudaModule->cubin.size()));
     auto root = fb::CreateProgram(
         builder, kArtifactFormatVersion, builder.CreateString("megc"),
         builder.CreateVector(parameters), builder.CreateVector(entries),
-        builder.CreateVector(kernels), cpu);
+        builder.CreateVector(kernels), cpu, cuda);
     fb::FinishProgramBuffer(builder, root);
     return std::string(
         reinterpret_cast<const char *>(builder.GetBufferPointer()),
@@ -152,8 +161,9 @@ private:
 } // namespace
 
 std::string serializeProgram(const ProgramDesc &program,
-                             const std::string &cpuSharedObject) {
-  return Writer().write(program, cpuSharedObject);
+                             const std::string &cpuSharedObject,
+                             const CudaModuleDesc *cuda) {
+  return Writer().write(program, cpuSharedObject, cuda);
 }
 
 } // namespace megc

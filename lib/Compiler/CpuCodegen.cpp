@@ -1,22 +1,14 @@
 //===- CpuCodegen.cpp - kernels to a host shared object ----------------===//
 //
-// Lowers the kernel functions through linalg, bufferization (results become
-// out-parameters) and the LLVM dialect, adds a `void <name>_entry(void
-// **args)` wrapper per kernel, optimises, emits an object for the host and
-// links it into a shared object with lld.
+// Lowers the bufferized kernel functions to the LLVM dialect, adds a
+// `void <name>_entry(void **args)` wrapper per kernel, optimises, emits an
+// object for the host and links it into a shared object with lld.
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelLowering.h"
 #include "megc/Compiler/Program.h"
-#include "megc/Conversion/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -38,13 +30,6 @@ namespace megc {
 
 namespace {
 
-constexpr llvm::StringLiteral kBufferize =
-    "builtin.module(canonicalize,"
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs "
-    "modify-public-functions},buffer-deallocation-pipeline)";
-
 constexpr llvm::StringLiteral kToLLVM =
     "builtin.module(func.func(convert-linalg-to-loops),expand-strided-metadata,"
     "lower-affine,"
@@ -53,49 +38,6 @@ constexpr llvm::StringLiteral kToLLVM =
     "convert-arith-to-llvm,convert-cf-to-llvm,"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-index-to-llvm,reconcile-unrealized-casts)";
-
-/// Kernel results must be buffers the kernel writes, so that bufferization
-/// turns them into out-parameters: a result that is a view of an input or
-/// a constant is copied into a fresh tensor.
-void materializeResults(ModuleOp kernels) {
-  OpBuilder builder(kernels.getContext());
-  kernels.walk([&](func::ReturnOp ret) {
-    builder.setInsertionPoint(ret);
-    for (OpOperand &operand : ret->getOpOperands()) {
-      Value value = operand.get();
-      if (isa_and_present<linalg::LinalgOp>(value.getDefiningOp()))
-        continue;
-      auto type = cast<RankedTensorType>(value.getType());
-      Value init = tensor::EmptyOp::create(builder, ret.getLoc(),
-                                           type.getShape(),
-                                           type.getElementType());
-      operand.set(linalg::CopyOp::create(builder, ret.getLoc(), value, init)
-                      .getResult(0));
-    }
-  });
-}
-
-/// Strided memref.copy would lower to a call into MLIR's C runner library;
-/// as linalg.copy it becomes plain loops in the kernel.
-void copiesToLinalg(ModuleOp kernels) {
-  OpBuilder builder(kernels.getContext());
-  kernels.walk([&](memref::CopyOp copy) {
-    builder.setInsertionPoint(copy);
-    linalg::CopyOp::create(builder, copy.getLoc(), copy.getSource(),
-                           copy.getTarget());
-    copy.erase();
-  });
-}
-
-/// Runs a textual pipeline on `module`.
-LogicalResult runPipeline(ModuleOp module, StringRef text) {
-  FailureOr<OpPassManager> pipeline = parsePassPipeline(text);
-  if (failed(pipeline))
-    return module.emitError() << "internal error: bad pipeline " << text;
-  PassManager pm(module.getContext());
-  static_cast<OpPassManager &>(pm) = std::move(*pipeline);
-  return pm.run(module);
-}
 
 /// Adds `void <name>_entry(void **args)` calling the kernel with its
 /// arguments loaded from `args`.
@@ -148,17 +90,17 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
 
 /// Links `object` into a shared object with lld; returns its bytes.
 FailureOr<std::string> linkShared(ModuleOp anchor, StringRef object) {
-  auto lld = llvm::sys::findProgramByName("ld.lld",
-                                          {"/usr/lib/llvm-22/bin"});
+  auto lld = llvm::sys::findProgramByName("ld.lld");
   if (!lld)
-    lld = llvm::sys::findProgramByName("ld.lld");
+    lld = llvm::sys::findProgramByName("ld.lld",
+                                       {"/usr/lib/llvm-22/bin", "/usr/bin"});
   if (!lld)
-    return anchor.emitError()
+    return emitError(anchor.getLoc())
            << "cannot link the CPU kernels: ld.lld was not found";
   llvm::SmallString<128> objectPath, sharedPath;
   int fd;
   if (llvm::sys::fs::createTemporaryFile("megc-kernels", "o", fd, objectPath))
-    return anchor.emitError() << "cannot create a temporary file";
+    return emitError(anchor.getLoc()) << "cannot create a temporary file";
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << object;
@@ -172,7 +114,7 @@ FailureOr<std::string> linkShared(ModuleOp anchor, StringRef object) {
   auto bytes = llvm::MemoryBuffer::getFile(sharedPath);
   llvm::sys::fs::remove(sharedPath);
   if (status != 0 || !bytes)
-    return anchor.emitError() << "linking the CPU kernels with " << *lld
+    return emitError(anchor.getLoc()) << "linking the CPU kernels with " << *lld
                               << " failed: " << message;
   return (*bytes)->getBuffer().str();
 }
@@ -184,15 +126,8 @@ FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
   OwningOpRef<ModuleOp> owner(kernels);
   MLIRContext *context = kernels.getContext();
 
-  PassManager toLinalg(context);
-  toLinalg.addPass(meg::createConvertMegToLinalg());
-  if (failed(toLinalg.run(kernels)))
-    return failure();
-  materializeResults(kernels);
-  if (failed(runPipeline(kernels, kBufferize)))
-    return failure();
-  copiesToLinalg(kernels);
-  if (failed(runPipeline(kernels, kToLLVM)))
+  if (failed(bufferizeKernels(kernels)) ||
+      failed(runPipeline(kernels, kToLLVM)))
     return failure();
 
   registerBuiltinDialectTranslation(*context);
@@ -201,11 +136,11 @@ FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
   std::unique_ptr<llvm::Module> module =
       translateModuleToLLVMIR(kernels, llvmContext, "megc-kernels");
   if (!module)
-    return kernels.emitError() << "translation to LLVM IR failed";
+    return emitError(kernels.getLoc()) << "translation to LLVM IR failed";
   for (const KernelDesc &kernel : program.kernels) {
     llvm::Function *function = module->getFunction(kernel.name);
     if (!function)
-      return kernels.emitError() << "kernel '" << kernel.name
+      return emitError(kernels.getLoc()) << "kernel '" << kernel.name
                                  << "' is missing after lowering";
     addEntryWrapper(*module, *function);
   }
@@ -213,7 +148,7 @@ FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
   std::string error;
   std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
   if (!machine)
-    return kernels.emitError() << "no host target: " << error;
+    return emitError(kernels.getLoc()) << "no host target: " << error;
   module->setDataLayout(machine->createDataLayout());
   module->setTargetTriple(machine->getTargetTriple());
   optimize(*module, *machine);
@@ -224,7 +159,7 @@ FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
     llvm::legacy::PassManager emit;
     if (machine->addPassesToEmitFile(emit, os, nullptr,
                                      llvm::CodeGenFileType::ObjectFile))
-      return kernels.emitError() << "the host target cannot emit objects";
+      return emitError(kernels.getLoc()) << "the host target cannot emit objects";
     emit.run(*module);
   }
   return linkShared(kernels, object);

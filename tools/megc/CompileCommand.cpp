@@ -38,12 +38,16 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(compileCategory));
 cl::opt<std::string> emit("emit",
-                          cl::desc("What to write: artifact (default) or "
-                                   "mlir (the IR after the front end)"),
+                          cl::desc("What to write: artifact (default), mlir "
+                                   "(the IR after the front end) or ptx"),
                           cl::init("artifact"), cl::cat(compileCategory));
-cl::opt<std::string> target("target",
-                            cl::desc("Targets to generate code for (cpu)"),
-                            cl::init("cpu"), cl::cat(compileCategory));
+cl::list<std::string> targets("target",
+                              cl::desc("Targets to generate code for: cpu, "
+                                       "cuda (default cpu)"),
+                              cl::CommaSeparated, cl::cat(compileCategory));
+cl::opt<std::string> cudaArch("cuda-arch",
+                              cl::desc("GPU architecture for --target=cuda"),
+                              cl::init("sm_90"), cl::cat(compileCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "megc") << message << "\n";
@@ -63,11 +67,24 @@ void registerCompileOptions() {
 bool hasCompileInput() { return !inputFile.empty(); }
 
 int runCompile() {
-  if (target != "cpu")
-    return fail("unsupported --target '" + target +
-                "'; this build generates code for: cpu");
-  if (emit != "artifact" && emit != "mlir")
-    return fail("unsupported --emit '" + emit + "'; expected artifact or mlir");
+  bool cuda = false;
+  for (const std::string &target : targets) {
+    if (target == "cuda")
+      cuda = true;
+    else if (target != "cpu")
+      return fail("unknown --target '" + target + "'; expected cpu or cuda");
+  }
+  if (emit != "artifact" && emit != "mlir" && emit != "ptx")
+    return fail("unknown --emit '" + emit +
+                "'; expected artifact, mlir or ptx");
+  if (emit == "ptx")
+    cuda = true;
+  StringRef arch = cudaArch;
+  unsigned archNumber = 0;
+  if (!arch.consume_front("sm_") || arch.getAsInteger(10, archNumber) ||
+      archNumber < 90)
+    return fail("unsupported --cuda-arch '" + cudaArch +
+                "'; expected sm_90 or newer (e.g. sm_90, sm_100)");
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
@@ -116,10 +133,24 @@ int runCompile() {
     return 1;
   for (EntryDesc &entry : program->entries)
     planMemory(entry);
+  std::optional<CudaModuleDesc> cudaModule;
+  if (cuda) {
+    mlir::FailureOr<CudaModuleDesc> compiled =
+        compileCudaKernels(*program, cudaArch);
+    if (failed(compiled))
+      return 1;
+    cudaModule = std::move(*compiled);
+  }
+  if (emit == "ptx") {
+    output->os() << cudaModule->ptx;
+    output->keep();
+    return 0;
+  }
   mlir::FailureOr<std::string> cpu = compileCpuKernels(*program);
   if (failed(cpu))
     return 1;
-  output->os() << serializeProgram(*program, *cpu);
+  output->os() << serializeProgram(*program, *cpu,
+                                   cudaModule ? &*cudaModule : nullptr);
   output->keep();
   return 0;
 }

@@ -101,6 +101,10 @@ int runInspect() {
   if (program->cpu() && program->cpu()->shared_object())
     os << ", cpu shared object " << program->cpu()->shared_object()->size()
        << " bytes";
+  if (const fb::CudaModule *cuda = program->cuda())
+    os << ", cuda " << (cuda->arch() ? cuda->arch()->str() : "?") << " PTX "
+       << (cuda->ptx() ? cuda->ptx()->size() : 0) << " bytes, cubin "
+       << (cuda->cubin() ? cuda->cubin()->size() : 0) << " bytes";
   os << "\n";
   if (kernels)
     for (const fb::Kernel *kernel : *kernels)

@@ -110,10 +110,23 @@ void planMemory(EntryDesc &entry);
 /// whose kernels have the C ABI `void name(void **args)`.
 mlir::FailureOr<std::string> compileCpuKernels(ProgramDesc &program);
 
-/// Serializes the program (and the CPU shared object) in the artifact
-/// format of runtime/schema/megc.fbs.
+/// GPU code of the kernels: one PTX module and, when the toolkit's ptxas
+/// is installed, its cubin.
+struct CudaModuleDesc {
+  std::string arch, ptx, cubin;
+};
+
+/// Compiles the kernel module to PTX for `arch` (e.g. sm_90) through NVVM
+/// and assembles it with ptxas (a missing ptxas leaves the cubin empty and
+/// warns).
+mlir::FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
+                                                   llvm::StringRef arch);
+
+/// Serializes the program, the CPU shared object and (if not null) the CUDA
+/// module in the artifact format of runtime/schema/megc.fbs.
 std::string serializeProgram(const ProgramDesc &program,
-                             const std::string &cpuSharedObject);
+                             const std::string &cpuSharedObject,
+                             const CudaModuleDesc *cuda);
 
 } // namespace megc
 

@@ -1,0 +1,173 @@
+//===- CudaCodegen.cpp - kernels to PTX and cubin for sm_90 ------------===//
+//
+// Maps the bufferized kernels' loops to GPU blocks and threads (each loop
+// nest collapsed to one dimension and tiled by 256 threads), outlines the
+// launches into one gpu.module, lowers it through NVVM to PTX, and
+// assembles a cubin with the toolkit's ptxas when it is there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLowering.h"
+#include "megc/Compiler/Program.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+
+namespace megc {
+
+namespace {
+
+constexpr llvm::StringLiteral kToGpu =
+    "builtin.module(canonicalize,func.func(scf-parallel-loop-tiling{"
+    "parallel-loop-tile-sizes=256 no-min-max-bounds},gpu-map-parallel-loops,"
+    "convert-parallel-loops-to-gpu,canonicalize,"
+    "gpu-launch-sink-index-computations),gpu-kernel-outlining,canonicalize)";
+
+/// Collapses every outermost scf.parallel into one dimension, so that the
+/// tiling maps the whole iteration space onto blocks of threads.
+void collapseParallelLoops(ModuleOp module) {
+  SmallVector<scf::ParallelOp> loops;
+  module.walk([&](scf::ParallelOp loop) {
+    if (!loop->getParentOfType<scf::ParallelOp>() && loop.getNumLoops() > 1)
+      loops.push_back(loop);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (scf::ParallelOp loop : loops) {
+    std::vector<unsigned> all(loop.getNumLoops());
+    for (unsigned i = 0; i < all.size(); ++i)
+      all[i] = i;
+    rewriter.setInsertionPoint(loop);
+    mlir::collapseParallelLoops(rewriter, loop, {all});
+  }
+}
+
+/// Moves every outlined gpu.func into one gpu.module of a new module, each
+/// named after the (unique) module it was outlined into.
+OwningOpRef<ModuleOp> gatherGpuFunctions(ModuleOp kernels) {
+  OpBuilder builder(kernels.getContext());
+  OwningOpRef<ModuleOp> gpuModules = ModuleOp::create(kernels.getLoc());
+  (*gpuModules)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                         builder.getUnitAttr());
+  builder.setInsertionPointToEnd(gpuModules->getBody());
+  auto merged = gpu::GPUModuleOp::create(builder, kernels.getLoc(),
+                                         "megc_kernels");
+  Block &body = merged.getBodyRegion().front();
+  for (auto module :
+       llvm::make_early_inc_range(kernels.getOps<gpu::GPUModuleOp>())) {
+    for (auto func : llvm::make_early_inc_range(
+             module.getBodyRegion().front().getOps<gpu::GPUFuncOp>())) {
+      func.setName(module.getName());
+      func->moveBefore(&body, body.end());
+    }
+    module.erase();
+  }
+  return gpuModules;
+}
+
+std::string toolkitPath() {
+  for (const char *name : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+    if (std::optional<std::string> value = llvm::sys::Process::GetEnv(name))
+      return *value;
+  return "/usr/local/cuda";
+}
+
+/// Assembles `ptx` for `arch` with the toolkit's ptxas; empty (with a
+/// warning) when ptxas is not installed.
+FailureOr<std::string> assemble(ModuleOp anchor, StringRef ptx,
+                                StringRef arch) {
+  std::string toolkit = toolkitPath();
+  llvm::SmallString<128> ptxas(toolkit);
+  llvm::sys::path::append(ptxas, "bin", "ptxas");
+  if (!llvm::sys::fs::can_execute(ptxas)) {
+    llvm::WithColor::warning(llvm::errs(), "megc")
+        << "ptxas not found at " << ptxas
+        << " (set CUDA_HOME); the artifact carries PTX only\n";
+    return std::string();
+  }
+  llvm::SmallString<128> ptxPath, cubinPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("megc-kernels", "ptx", fd, ptxPath))
+    return emitError(anchor.getLoc()) << "cannot create a temporary file";
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << ptx;
+  }
+  llvm::sys::fs::createTemporaryFile("megc-kernels", "cubin", cubinPath);
+  std::string archFlag = ("-arch=" + arch).str();
+  llvm::StringRef args[] = {ptxas, archFlag, "-o", cubinPath, ptxPath};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, {}, 0, 0,
+                                         &message);
+  llvm::sys::fs::remove(ptxPath);
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
+  llvm::sys::fs::remove(cubinPath);
+  if (status != 0 || !cubin)
+    return emitError(anchor.getLoc())
+           << "ptxas rejected the generated PTX for " << arch
+           << (message.empty() ? "" : ": " + message);
+  return (*cubin)->getBuffer().str();
+}
+
+} // namespace
+
+FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
+                                             StringRef arch) {
+  ModuleOp kernels = program.kernelModule->clone();
+  OwningOpRef<ModuleOp> owner(kernels);
+  MLIRContext *context = kernels.getContext();
+  if (failed(bufferizeKernels(kernels)) ||
+      failed(runPipeline(kernels, "builtin.module(func.func("
+                                  "convert-linalg-to-parallel-loops))")))
+    return failure();
+  collapseParallelLoops(kernels);
+  if (failed(runPipeline(kernels, kToGpu)))
+    return failure();
+
+  OwningOpRef<ModuleOp> gpuModules = gatherGpuFunctions(kernels);
+  registerBuiltinDialectTranslation(*context);
+  registerLLVMDialectTranslation(*context);
+  registerGPUDialectTranslation(*context);
+  registerNVVMDialectTranslation(*context);
+  // sm_90 needs PTX 8.0 or newer; the default PTX version aborts instead.
+  std::string lowering =
+      ("builtin.module(nvvm-attach-target{chip=" + arch +
+       " features=+ptx80 O=3},gpu.module(expand-strided-metadata,"
+       "lower-affine,convert-scf-to-cf,arith-expand{include-bf16=true},"
+       "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true}),"
+       "reconcile-unrealized-casts,gpu-module-to-binary{format=isa "
+       "toolkit=" + toolkitPath() + "})")
+          .str();
+  if (failed(runPipeline(*gpuModules, lowering)))
+    return failure();
+
+  CudaModuleDesc cuda;
+  cuda.arch = arch.str();
+  gpuModules->walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects())
+      cuda.ptx += cast<gpu::ObjectAttr>(object).getObject().getValue().str();
+  });
+  if (cuda.ptx.empty())
+    return emitError(kernels.getLoc()) << "no PTX was generated";
+  FailureOr<std::string> cubin = assemble(kernels, cuda.ptx, arch);
+  if (failed(cubin))
+    return failure();
+  cuda.cubin = std::move(*cubin);
+  return cuda;
+}
+
+} // namespace megc

@@ -1,0 +1,130 @@
+"""Makes the inputs of the megc-run error tests: .npy inputs, damaged copies
+of an artifact and altered safetensors checkpoints.
+
+  make_inputs.py npy DIR
+      DIR/ids.npy, DIR/labels.npy (i32 [2,8]), DIR/ids_f32.npy (f32 [2,8]),
+      DIR/ids_short.npy (i32 [2,4]).
+  make_inputs.py flip IN OUT [OFFSET]
+      OUT is IN with the byte at OFFSET (default: the middle) inverted.
+  make_inputs.py flip-table IN OUT
+      inverts the high byte of the root table's offset to its vtable, a
+      FlatBuffers structure the verifier must reject.
+  make_inputs.py truncate IN OUT BYTES
+      OUT is the first BYTES bytes of IN.
+  make_inputs.py set-version IN OUT VERSION
+      OUT is IN with Program.format_version set to VERSION (the field must be
+      present in IN, i.e. non-default).
+  make_inputs.py drop-param IN OUT NAME
+      OUT is the safetensors file IN without tensor NAME.
+  make_inputs.py reshape-param IN OUT NAME DIM,DIM...
+      OUT is IN with tensor NAME cut or zero-padded to the given shape.
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return bytearray(f.read())
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+
+
+def root_table(data):
+    """Offsets of the root table and of its vtable (FlatBuffers layout)."""
+    table = struct.unpack_from("<I", data, 0)[0]
+    vtable = table - struct.unpack_from("<i", data, table)[0]
+    return table, vtable
+
+
+def set_version(data, version):
+    table, vtable = root_table(data)
+    vtable_bytes = struct.unpack_from("<H", data, vtable)[0]
+    # Program.format_version is field 0: its slot is at vtable + 4.
+    if vtable_bytes < 6:
+        sys.exit("format_version is not stored in the artifact")
+    field = struct.unpack_from("<H", data, vtable + 4)[0]
+    if field == 0:
+        sys.exit("format_version is not stored in the artifact")
+    struct.pack_into("<I", data, table + field, version)
+
+
+def read_safetensors(path):
+    data = read(path)
+    size = struct.unpack_from("<Q", data, 0)[0]
+    header = json.loads(data[8:8 + size])
+    header.pop("__metadata__", None)
+    body = data[8 + size:]
+    tensors = {}
+    for name, info in header.items():
+        assert info["dtype"] == "F32", info
+        begin, end = info["data_offsets"]
+        tensors[name] = np.frombuffer(bytes(body[begin:end]),
+                                      np.float32).reshape(info["shape"])
+    return tensors
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name, array in tensors.items():
+        blob = np.ascontiguousarray(array, np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    write(path, struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def main(argv):
+    command, args = argv[1], argv[2:]
+    if command == "npy":
+        out = args[0]
+        ids = (np.arange(16) * 5 % 64).reshape(2, 8).astype(np.int32)
+        np.save(f"{out}/ids.npy", ids)
+        np.save(f"{out}/labels.npy", (ids + 1) % 64)
+        np.save(f"{out}/ids_f32.npy", ids.astype(np.float32))
+        np.save(f"{out}/ids_short.npy", ids[:, :4].copy())
+    elif command == "flip":
+        data = read(args[0])
+        offset = int(args[2]) if len(args) > 2 else len(data) // 2
+        data[offset] ^= 0xFF
+        write(args[1], data)
+    elif command == "flip-table":
+        data = read(args[0])
+        table, _ = root_table(data)
+        data[table + 3] ^= 0xFF
+        write(args[1], data)
+    elif command == "truncate":
+        write(args[1], read(args[0])[:int(args[2])])
+    elif command == "set-version":
+        data = read(args[0])
+        set_version(data, int(args[2]))
+        write(args[1], data)
+    elif command == "drop-param":
+        tensors = read_safetensors(args[0])
+        del tensors[args[2]]
+        write_safetensors(args[1], tensors)
+    elif command == "reshape-param":
+        tensors = read_safetensors(args[0])
+        shape = tuple(int(d) for d in args[3].split(","))
+        old = tensors[args[2]]
+        new = np.zeros(shape, np.float32)
+        common = tuple(slice(0, min(a, b)) for a, b in zip(old.shape, shape))
+        if len(shape) == old.ndim:
+            new[common] = old[common]
+        tensors[args[2]] = new
+        write_safetensors(args[1], tensors)
+    else:
+        sys.exit(f"unknown command '{command}'")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
