@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# The main job: generate a small Llama preset, run it through megc-opt's
-# pipeline (canonicalize, CSE) and print a summary of the model.
+# The main job: generate a small Llama preset, compile it for the CPU (and
+# sm_90 PTX/cubin when the CUDA toolkit is installed), summarise the
+# artifact and run `forward` and `loss` on the CPU, printing the loss.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MEGC_BUILD_DIR:-$root/build}
+bin=$build/bin
 
 "$root/scripts/build.sh" >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-"$build/bin/megc" gen llama --layers 2 --hidden 128 --heads 8 --kv-heads 2 \
+"$bin/megc" gen llama --layers 2 --hidden 128 --heads 8 --kv-heads 2 \
   --ffn 352 --vocab 512 --seq 64 --batch 2 -o "$out/llama.mlir"
-echo "generated $out/llama.mlir ($(wc -l < "$out/llama.mlir") lines)"
-"$build/bin/megc-opt" "$out/llama.mlir" --canonicalize --cse \
-  --meg-summarize -o "$out/llama.opt.mlir"
+targets=cpu
+[ -x "${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" ] && targets=cpu,cuda
+"$bin/megc" "$out/llama.mlir" --target=$targets -o "$out/llama.megc"
+"$bin/megc" inspect "$out/llama.megc" | grep -v '^  megk'
+
+# A batch of token ids and next-token labels.
+/usr/bin/python3 - "$out" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(0)
+ids = rng.integers(0, 512, (2, 64)).astype(np.int32)
+np.save(f"{sys.argv[1]}/input_ids.npy", ids)
+np.save(f"{sys.argv[1]}/labels.npy", np.roll(ids, -1, axis=1))
+PY
+"$bin/megc-run" "$out/llama.megc" --entry forward --params init:0 \
+  --input input_ids="$out/input_ids.npy" --output-dir "$out/forward"
+"$bin/megc-run" "$out/llama.megc" --entry loss --params init:0 \
+  --input input_ids="$out/input_ids.npy" --input labels="$out/labels.npy" \
+  --output-dir "$out/loss"

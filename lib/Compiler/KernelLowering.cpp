@@ -70,6 +70,9 @@ LogicalResult runPipeline(ModuleOp module, StringRef text) {
     return emitError(module.getLoc()) << "internal error: bad pipeline " << text;
   PassManager pm(module.getContext());
   static_cast<OpPassManager &>(pm) = std::move(*pipeline);
+  // --mlir-timing, --mlir-print-ir-*, crash reproducers.
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
   return pm.run(module);
 }
 

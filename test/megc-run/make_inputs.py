@@ -9,6 +9,9 @@ of an artifact and altered safetensors checkpoints.
   make_inputs.py flip-table IN OUT
       inverts the high byte of the root table's offset to its vtable, a
       FlatBuffers structure the verifier must reject.
+  make_inputs.py flip-code IN OUT
+      inverts the middle byte of the .text section of the CPU shared object
+      embedded in IN (machine code, which only a checksum could protect).
   make_inputs.py truncate IN OUT BYTES
       OUT is the first BYTES bytes of IN.
   make_inputs.py set-version IN OUT VERSION
@@ -41,6 +44,27 @@ def root_table(data):
     table = struct.unpack_from("<I", data, 0)[0]
     vtable = table - struct.unpack_from("<i", data, table)[0]
     return table, vtable
+
+
+def text_section_middle(data):
+    """Offset in the artifact of the middle byte of the embedded ELF's .text."""
+    elf = data.find(b"\x7fELF")
+    if elf < 0:
+        sys.exit("no ELF image in the artifact")
+    shoff = struct.unpack_from("<Q", data, elf + 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, elf + 0x3A)
+
+    def section(i):
+        # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size
+        return struct.unpack_from("<IIQQQQ", data, elf + shoff + i * shentsize)
+
+    names = section(shstrndx)[4]
+    for i in range(shnum):
+        name, _, _, _, offset, size = section(i)
+        end = data.index(b"\0", elf + names + name)
+        if data[elf + names + name:end] == b".text":
+            return elf + offset + size // 2
+    sys.exit("no .text section in the embedded ELF image")
 
 
 def set_version(data, version):
@@ -101,6 +125,10 @@ def main(argv):
         data = read(args[0])
         table, _ = root_table(data)
         data[table + 3] ^= 0xFF
+        write(args[1], data)
+    elif command == "flip-code":
+        data = read(args[0])
+        data[text_section_middle(data)] ^= 0xFF
         write(args[1], data)
     elif command == "truncate":
         write(args[1], read(args[0])[:int(args[2])])

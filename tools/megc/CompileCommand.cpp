@@ -39,7 +39,8 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                 cl::cat(compileCategory));
 cl::opt<std::string> emit("emit",
                           cl::desc("What to write: artifact (default), mlir "
-                                   "(the IR after the front end) or ptx"),
+                                   "(the IR after the front end), megrt (the "
+                                   "program as text) or ptx"),
                           cl::init("artifact"), cl::cat(compileCategory));
 cl::list<std::string> targets("target",
                               cl::desc("Targets to generate code for: cpu, "
@@ -74,9 +75,10 @@ int runCompile() {
     else if (target != "cpu")
       return fail("unknown --target '" + target + "'; expected cpu or cuda");
   }
-  if (emit != "artifact" && emit != "mlir" && emit != "ptx")
+  if (emit != "artifact" && emit != "mlir" && emit != "megrt" &&
+      emit != "ptx")
     return fail("unknown --emit '" + emit +
-                "'; expected artifact, mlir or ptx");
+                "'; expected artifact, mlir, megrt or ptx");
   if (emit == "ptx")
     cuda = true;
   StringRef arch = cudaArch;
@@ -133,6 +135,11 @@ int runCompile() {
     return 1;
   for (EntryDesc &entry : program->entries)
     planMemory(entry);
+  if (emit == "megrt") {
+    printProgram(*program, output->os());
+    output->keep();
+    return 0;
+  }
   std::optional<CudaModuleDesc> cudaModule;
   if (cuda) {
     mlir::FailureOr<CudaModuleDesc> compiled =

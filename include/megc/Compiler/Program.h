@@ -11,6 +11,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <string>
@@ -109,6 +110,10 @@ void planMemory(EntryDesc &entry);
 /// Compiles the kernel module for the host CPU into a linked shared object
 /// whose kernels have the C ABI `void name(void **args)`.
 mlir::FailureOr<std::string> compileCpuKernels(ProgramDesc &program);
+
+/// Prints the program as text, one line per kernel, buffer and command
+/// (`megc --emit=megrt`).
+void printProgram(const ProgramDesc &program, llvm::raw_ostream &os);
 
 /// GPU code of the kernels: one PTX module and, when the toolkit's ptxas
 /// is installed, its cubin.

@@ -1,0 +1,77 @@
+//===- ProgramPrinter.cpp - the program as readable text ---------------===//
+//
+// Prints what the artifact will hold, one line per buffer and command, for
+// `megc --emit=megrt` and the compiler's tests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Compiler/Program.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace megc {
+
+namespace {
+
+const char *kindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Arena:
+    return "arena";
+  case BufferKind::Parameter:
+    return "param";
+  case BufferKind::Input:
+    return "input";
+  case BufferKind::Output:
+    return "output";
+  }
+  return "?";
+}
+
+void printBuffers(llvm::raw_ostream &os, const std::vector<uint32_t> &ids) {
+  llvm::interleaveComma(ids, os, [&](uint32_t id) { os << "%b" << id; });
+}
+
+} // namespace
+
+void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
+  for (auto [index, kernel] : llvm::enumerate(program.kernels))
+    os << "kernel " << index << " " << kernel.name << " args "
+       << kernel.numArgs << "\n";
+  for (const EntryDesc &entry : program.entries) {
+    os << "entry " << entry.name << " arena " << entry.plan.arenaBytes
+       << " peak " << entry.plan.peakBytes << " unplanned "
+       << entry.plan.unplannedBytes << "\n";
+    for (auto [index, buffer] : llvm::enumerate(entry.buffers)) {
+      os << "  %b" << index << " = " << kindName(buffer.kind);
+      if (buffer.kind != BufferKind::Arena)
+        os << " " << buffer.index;
+      os << " offset " << buffer.offset << " : " << buffer.type;
+      if (buffer.aliasOf >= 0)
+        os << " view of %b" << buffer.aliasOf;
+      os << "\n";
+    }
+    for (const Command &command : entry.commands) {
+      os << "  ";
+      if (auto *launch = std::get_if<LaunchCommand>(&command)) {
+        os << "launch " << program.kernels[launch->kernel].name << "(";
+        printBuffers(os, launch->args);
+        os << ")";
+      } else if (auto *gemm = std::get_if<GemmCommand>(&command)) {
+        os << "gemm %b" << gemm->c << " = %b" << gemm->a
+           << (gemm->transA ? "^T" : "") << " x %b" << gemm->b
+           << (gemm->transB ? "^T" : "");
+        if (gemm->bias >= 0)
+          os << " + %b" << gemm->bias;
+        os << " m " << gemm->m << " n " << gemm->n << " k " << gemm->k
+           << " batch " << gemm->batch;
+      } else {
+        const auto &copy = std::get<CopyCommand>(command);
+        os << "copy %b" << copy.dst << " <- %b" << copy.src << " bytes "
+           << copy.bytes;
+      }
+      os << "\n";
+    }
+  }
+}
+
+} // namespace megc
