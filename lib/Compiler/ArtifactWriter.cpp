@@ -6,6 +6,7 @@
 
 #include "megc/Compiler/Program.h"
 
+#include "megrt/ArtifactSeal.h"
 #include "megrt/megc_generated.h"
 
 namespace megc {
@@ -87,11 +88,15 @@ public:
     auto root = fb::CreateProgram(
         builder, kArtifactFormatVersion, builder.CreateString("megc"),
         builder.CreateVector(parameters), builder.CreateVector(entries),
-        builder.CreateVector(kernels), cpu, cuda);
+        builder.CreateVector(kernels), cpu, cuda, /*checksum=*/1);
+    // The placeholder makes FlatBuffers store the field; sealing fills it.
     fb::FinishProgramBuffer(builder, root);
-    return std::string(
+    std::string bytes(
         reinterpret_cast<const char *>(builder.GetBufferPointer()),
         builder.GetSize());
+    megrt::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()),
+                        bytes.size());
+    return bytes;
   }
 
 private:

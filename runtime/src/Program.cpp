@@ -6,6 +6,7 @@
 #include "FileIO.h"
 #include "ProgramImpl.h"
 #include "ProgramVerifier.h"
+#include "megrt/ArtifactSeal.h"
 #include "megrt/FormatVersion.h"
 
 #include <cctype>
@@ -73,6 +74,14 @@ void verifyStructure(const std::vector<uint8_t> &bytes) {
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());
   if (!fb::VerifyProgramBuffer(verifier))
     failCorrupt(bytes.size());
+  std::optional<size_t> offset = checksumOffset(bytes.data());
+  if (!offset)
+    fail("megc artifact has no checksum; it was not written by megc");
+  uint64_t stored = fb::GetProgram(bytes.data())->checksum();
+  uint64_t computed = artifactChecksum(bytes.data(), bytes.size(), *offset);
+  if (stored != computed)
+    fail("megc artifact is corrupt: checksum mismatch (stored ", std::hex,
+         stored, ", computed ", computed, std::dec, ")");
 }
 
 TensorSpec toTensorSpec(const fb::TensorSpec &spec) {

@@ -1,6 +1,8 @@
 // Plain descriptions of artifacts, turned into FlatBuffers bytes for tests.
 #include "ArtifactBuilder.h"
 
+#include "megrt/ArtifactSeal.h"
+
 #include "megrt/DType.h"
 
 namespace megrt::test {
@@ -107,12 +109,15 @@ std::vector<uint8_t> buildArtifact(const ProgramDesc &desc) {
   if (desc.cpuObject)
     cpu = fb::CreateCpuModuleDirect(builder, desc.targetTriple.c_str(),
                                     &*desc.cpuObject);
+  // A non-zero placeholder so that the checksum field is stored.
   auto root = fb::CreateProgramDirect(builder, desc.formatVersion,
                                       desc.producer.c_str(), &params, &entries,
-                                      &kernels, cpu, 0);
+                                      &kernels, cpu, 0, /*checksum=*/1);
   fb::FinishProgramBuffer(builder, root);
-  return std::vector<uint8_t>(builder.GetBufferPointer(),
-                              builder.GetBufferPointer() + builder.GetSize());
+  std::vector<uint8_t> bytes(builder.GetBufferPointer(),
+                             builder.GetBufferPointer() + builder.GetSize());
+  megrt::sealArtifact(bytes.data(), bytes.size());
+  return bytes;
 }
 
 BufferDesc arenaBuffer(uint64_t offset, Shape shape, fb::DType dtype) {

@@ -1,5 +1,6 @@
 // Loading artifacts: structure, identifier, version, truncation, corruption.
 #include "ArtifactBuilder.h"
+#include "megrt/ArtifactSeal.h"
 #include "SamplePrograms.h"
 #include "TestFiles.h"
 #include "megrt/Error.h"
@@ -187,8 +188,18 @@ uint64_t bytesNeeded(const Program &program) {
 
 // Whatever a damaged byte does, loading either fails with megrt::Error or
 // yields a program whose entries run inside their buffers.
+TEST(ProgramLoad, EveryDamagedByteIsCaughtByTheChecksum) {
+  std::vector<uint8_t> original = buildArtifact(linearProgram());
+  for (size_t pos = 0; pos < original.size(); ++pos) {
+    std::vector<uint8_t> bytes = original;
+    bytes[pos] ^= 0x10;
+    EXPECT_THROW(Program::fromBytes(bytes), Error) << "byte " << pos;
+  }
+}
+
 TEST(ProgramLoad, EveryDamagedByteFailsCleanlyOrRunsSafely) {
   std::vector<uint8_t> original = buildArtifact(linearProgram());
+  size_t sealAt = *checksumOffset(original.data());
   size_t rejected = 0, ran = 0;
   for (size_t pos = 0; pos < original.size(); ++pos) {
     for (uint8_t value :
@@ -198,6 +209,13 @@ TEST(ProgramLoad, EveryDamagedByteFailsCleanlyOrRunsSafely) {
         continue;
       std::vector<uint8_t> bytes = original;
       bytes[pos] = value;
+      // Re-sealed, so that the structural and semantic checks, not the
+      // checksum, have to catch the damage.
+      if (pos < sealAt || pos >= sealAt + 8) {
+        uint64_t checksum = artifactChecksum(bytes.data(), bytes.size(), sealAt);
+        for (int i = 0; i < 8; ++i)
+          bytes[sealAt + i] = static_cast<uint8_t>(checksum >> (8 * i));
+      }
       std::optional<Program> program;
       try {
         program = Program::fromBytes(bytes);

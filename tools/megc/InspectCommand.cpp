@@ -8,6 +8,7 @@
 
 #include "InspectCommand.h"
 
+#include "megrt/ArtifactSeal.h"
 #include "megrt/megc_generated.h"
 
 #include "llvm/Support/Format.h"
@@ -70,10 +71,19 @@ int runInspect() {
   }
   auto *data = reinterpret_cast<const uint8_t *>((*file)->getBufferStart());
   flatbuffers::Verifier verifier(data, (*file)->getBufferSize());
-  if (!fb::ProgramBufferHasIdentifier(data) ||
+  size_t size = (*file)->getBufferSize();
+  if (size < 8 || !fb::ProgramBufferHasIdentifier(data) ||
       !fb::VerifyProgramBuffer(verifier)) {
     WithColor::error(errs(), "megc inspect")
         << artifactFile << " is not a valid megc artifact\n";
+    return 1;
+  }
+  std::optional<size_t> sealAt = megrt::checksumOffset(data);
+  if (!sealAt || fb::GetProgram(data)->checksum() !=
+                     megrt::artifactChecksum(data, size, *sealAt)) {
+    WithColor::error(errs(), "megc inspect")
+        << artifactFile
+        << " is not a valid megc artifact: checksum mismatch (corrupt)\n";
     return 1;
   }
   const fb::Program *program = fb::GetProgram(data);
