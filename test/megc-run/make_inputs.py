@@ -16,9 +16,12 @@ of an artifact and altered safetensors checkpoints.
       OUT is the first BYTES bytes of IN.
   make_inputs.py set-version IN OUT VERSION
       OUT is IN with Program.format_version set to VERSION (the field must be
-      present in IN, i.e. non-default).
+      present in IN, i.e. non-default), resealed (Program.checksum updated)
+      so that only the version is wrong.
   make_inputs.py drop-param IN OUT NAME
       OUT is the safetensors file IN without tensor NAME.
+  make_inputs.py f16-param IN OUT NAME
+      OUT is IN with tensor NAME stored as F16.
   make_inputs.py reshape-param IN OUT NAME DIM,DIM...
       OUT is IN with tensor NAME cut or zero-padded to the given shape.
 """
@@ -67,16 +70,42 @@ def text_section_middle(data):
     sys.exit("no .text section in the embedded ELF image")
 
 
-def set_version(data, version):
+def field_offset(data, index):
+    """Offset in the artifact of field `index` of the root table (Program),
+    or None if the field is not stored."""
     table, vtable = root_table(data)
     vtable_bytes = struct.unpack_from("<H", data, vtable)[0]
-    # Program.format_version is field 0: its slot is at vtable + 4.
-    if vtable_bytes < 6:
+    slot = 4 + 2 * index
+    if slot + 2 > vtable_bytes:
+        return None
+    field = struct.unpack_from("<H", data, vtable + slot)[0]
+    return table + field if field else None
+
+
+# Field indices in table Program of runtime/schema/megc.fbs.
+FORMAT_VERSION_FIELD = 0
+CHECKSUM_FIELD = 7
+
+
+def reseal(data):
+    """Recomputes Program.checksum (FNV-1a 64 of the buffer with the checksum
+    read as zero, megrt/ArtifactSeal.h), if the artifact has one."""
+    at = field_offset(data, CHECKSUM_FIELD)
+    if at is None:
+        return
+    struct.pack_into("<Q", data, at, 0)
+    checksum = 0xCBF29CE484222325
+    for byte in bytes(data):
+        checksum = ((checksum ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    struct.pack_into("<Q", data, at, checksum)
+
+
+def set_version(data, version):
+    at = field_offset(data, FORMAT_VERSION_FIELD)
+    if at is None:
         sys.exit("format_version is not stored in the artifact")
-    field = struct.unpack_from("<H", data, vtable + 4)[0]
-    if field == 0:
-        sys.exit("format_version is not stored in the artifact")
-    struct.pack_into("<I", data, table + field, version)
+    struct.pack_into("<I", data, at, version)
+    reseal(data)
 
 
 def read_safetensors(path):
@@ -95,10 +124,15 @@ def read_safetensors(path):
 
 
 def write_safetensors(path, tensors):
+    """tensors: name -> float32 or float16 array."""
     header, blobs, offset = {}, [], 0
     for name, array in tensors.items():
-        blob = np.ascontiguousarray(array, np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
+        f16 = array.dtype == np.float16
+        blob = np.ascontiguousarray(array).tobytes()
+        if not f16:
+            blob = np.ascontiguousarray(array, np.float32).tobytes()
+        header[name] = {"dtype": "F16" if f16 else "F32",
+                        "shape": list(array.shape),
                         "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)
@@ -139,6 +173,10 @@ def main(argv):
     elif command == "drop-param":
         tensors = read_safetensors(args[0])
         del tensors[args[2]]
+        write_safetensors(args[1], tensors)
+    elif command == "f16-param":
+        tensors = read_safetensors(args[0])
+        tensors[args[2]] = tensors[args[2]].astype(np.float16)
         write_safetensors(args[1], tensors)
     elif command == "reshape-param":
         tensors = read_safetensors(args[0])

@@ -10,7 +10,6 @@
 #include "LinalgBuilder.h"
 #include "Patterns.h"
 
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::meg;
@@ -19,48 +18,6 @@ namespace {
 
 RankedTensorType tensorOf(Value value) {
   return cast<RankedTensorType>(value.getType());
-}
-
-AffineMap mapOf(MLIRContext *context, int64_t dims,
-                ArrayRef<AffineExpr> exprs) {
-  return AffineMap::get(dims, 0, exprs, context);
-}
-
-/// sum over the reduction loops of lhs * rhs into an f32 tensor of
-/// `shape`, the output read with `outMap`.
-Value contract(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value lhs,
-               Value rhs, ArrayRef<AffineMap> maps,
-               ArrayRef<utils::IteratorType> iterators) {
-  auto type = RankedTensorType::get(shape, b.getF32Type());
-  Value init = filledTensor(b, loc, type, 0.0);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init}, maps,
-      iterators, [](OpBuilder &nested, Location l, ValueRange args) {
-        Value product =
-            arith::MulFOp::create(nested, l, toCompute(nested, l, args[0]),
-                                  toCompute(nested, l, args[1]));
-        Value sum = arith::AddFOp::create(nested, l, args[2], product);
-        linalg::YieldOp::create(nested, l, sum);
-      });
-  return generic.getResult(0);
-}
-
-/// Rounds an f32 accumulator to `type` (adding `bias` along the last dim).
-Value finish(OpBuilder &b, Location loc, Value acc, RankedTensorType type,
-             Value bias = Value()) {
-  SmallVector<Value> inputs = {acc};
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(type.getRank())};
-  if (bias) {
-    inputs.push_back(bias);
-    maps.push_back(mapOf(b.getContext(), type.getRank(),
-                         {b.getAffineDimExpr(type.getRank() - 1)}));
-  }
-  return buildMapped(b, loc, type, inputs, maps,
-                     [](OpBuilder &nested, Location l, ValueRange a) -> Value {
-                       if (a.size() == 1)
-                         return a[0];
-                       return arith::AddFOp::create(nested, l, a[0], a[1]);
-                     });
 }
 
 struct MatmulLowering : public OpRewritePattern<MatmulOp> {
@@ -139,62 +96,14 @@ struct AttentionLowering : public OpRewritePattern<AttentionOp> {
     MLIRContext *context = op.getContext();
     RankedTensorType q = tensorOf(op.getQuery()), k = tensorOf(op.getKey());
     RankedTensorType resultType = tensorOf(op.getResult());
-    int64_t batch = q.getDimSize(0), seqQ = q.getDimSize(1),
-            heads = q.getDimSize(2), seqKv = k.getDimSize(1),
-            group = heads / k.getDimSize(2);
+    int64_t group = q.getDimSize(2) / k.getDimSize(2);
     auto d = [&](int64_t i) { return getAffineDimExpr(i, context); };
 
-    // scores[b, h, s, t] = sum_d q[b, s, h, d] k[b, t, h / group, d]
+    Value probs = buildAttentionProbs(rewriter, loc, op.getQuery(),
+                                      op.getKey(), op.getCausal(),
+                                      op.getScale().convertToDouble());
     SmallVector<utils::IteratorType> iterators = parallelIterators(5);
     iterators.back() = utils::IteratorType::reduction;
-    Value scores = contract(
-        rewriter, loc, {batch, heads, seqQ, seqKv}, op.getQuery(),
-        op.getKey(),
-        {mapOf(context, 5, {d(0), d(2), d(1), d(4)}),
-         mapOf(context, 5, {d(0), d(3), d(1).floorDiv(group), d(4)}),
-         mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
-        iterators);
-
-    // Scale and mask (a key after the query position, aligned to the end
-    // when the key sequence is longer, gets -inf).
-    double scale = op.getScale().convertToDouble();
-    bool causal = op.getCausal();
-    int64_t shift = seqKv - seqQ;
-    auto scoresType = tensorOf(scores);
-    Value masked = buildMapped(
-        rewriter, loc, scoresType, {scores},
-        {rewriter.getMultiDimIdentityMap(4)},
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value scaled = arith::MulFOp::create(
-              b, l, a[0], floatConstant(b, l, a[0].getType(), scale));
-          if (!causal)
-            return scaled;
-          Value s = linalg::IndexOp::create(b, l, 2);
-          Value t = linalg::IndexOp::create(b, l, 3);
-          Value limit = arith::AddIOp::create(
-              b, l, s, arith::ConstantIndexOp::create(b, l, shift));
-          Value allowed = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::sle, t, limit);
-          Value minusInf = floatConstant(
-              b, l, a[0].getType(), -std::numeric_limits<double>::infinity());
-          return arith::SelectOp::create(b, l, allowed, scaled, minusInf);
-        });
-    AffineMap rowMap = reducedMap(context, 4, {3});
-    Value max = buildReduction(rewriter, loc, masked, {3}, Combine::Max);
-    Value sum = buildReduction(
-        rewriter, loc, masked, {3}, Combine::Sum, {max}, {rowMap},
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return math::ExpOp::create(b, l,
-                                     arith::SubFOp::create(b, l, a[0], a[1]));
-        });
-    Value probs = buildMapped(
-        rewriter, loc, scoresType, {masked, max, sum},
-        {rewriter.getMultiDimIdentityMap(4), rowMap, rowMap},
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value e = math::ExpOp::create(b, l,
-                                        arith::SubFOp::create(b, l, a[0], a[1]));
-          return arith::DivFOp::create(b, l, e, a[2]);
-        });
 
     // out[b, s, h, e] = sum_t p[b, h, s, t] v[b, t, h / group, e]
     Value acc = contract(

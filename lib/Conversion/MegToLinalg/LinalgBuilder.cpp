@@ -161,6 +161,59 @@ Value buildReduction(OpBuilder &b, Location loc, Value input,
   return generic.getResult(0);
 }
 
+Value reshapeTensor(OpBuilder &b, Location loc, Value input,
+                    ArrayRef<int64_t> shape) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto resultType = RankedTensorType::get(shape, inputType.getElementType());
+  auto shapeType = RankedTensorType::get({static_cast<int64_t>(shape.size())},
+                                         b.getIndexType());
+  SmallVector<APInt> dims;
+  for (int64_t size : shape)
+    dims.push_back(APInt(64, size));
+  Value shapeValue = arith::ConstantOp::create(
+      b, loc, shapeType, DenseElementsAttr::get(shapeType, dims));
+  return tensor::ReshapeOp::create(b, loc, resultType, input, shapeValue);
+}
+
+AffineMap mapOf(MLIRContext *context, int64_t dims,
+                ArrayRef<AffineExpr> exprs) {
+  return AffineMap::get(dims, 0, exprs, context);
+}
+
+Value contract(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value lhs,
+               Value rhs, ArrayRef<AffineMap> maps,
+               ArrayRef<utils::IteratorType> iterators) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  Value init = filledTensor(b, loc, type, 0.0);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init}, maps,
+      iterators, [](OpBuilder &nested, Location l, ValueRange args) {
+        Value product =
+            arith::MulFOp::create(nested, l, toCompute(nested, l, args[0]),
+                                  toCompute(nested, l, args[1]));
+        Value sum = arith::AddFOp::create(nested, l, args[2], product);
+        linalg::YieldOp::create(nested, l, sum);
+      });
+  return generic.getResult(0);
+}
+
+Value finish(OpBuilder &b, Location loc, Value acc, RankedTensorType type,
+             Value bias) {
+  SmallVector<Value> inputs = {acc};
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(type.getRank())};
+  if (bias) {
+    inputs.push_back(bias);
+    maps.push_back(mapOf(b.getContext(), type.getRank(),
+                         {b.getAffineDimExpr(type.getRank() - 1)}));
+  }
+  return buildMapped(b, loc, type, inputs, maps,
+                     [](OpBuilder &nested, Location l, ValueRange a) -> Value {
+                       if (a.size() == 1)
+                         return a[0];
+                       return arith::AddFOp::create(nested, l, a[0], a[1]);
+                     });
+}
+
 Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t size) {
   Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);

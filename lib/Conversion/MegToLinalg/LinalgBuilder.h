@@ -74,6 +74,29 @@ Value buildReduction(OpBuilder &b, Location loc, Value input,
 AffineMap reducedMap(MLIRContext *context, int64_t rank,
                      ArrayRef<int64_t> dims);
 
+/// A row-major reshape of `input` to `shape` (a view after bufferization).
+Value reshapeTensor(OpBuilder &b, Location loc, Value input,
+                    ArrayRef<int64_t> shape);
+
+/// An affine map over `dims` loop dims.
+AffineMap mapOf(MLIRContext *context, int64_t dims, ArrayRef<AffineExpr> exprs);
+
+/// Sum over the reduction loops of lhs * rhs into an f32 tensor of `shape`
+/// (maps: lhs, rhs, output).
+Value contract(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value lhs,
+               Value rhs, ArrayRef<AffineMap> maps,
+               ArrayRef<utils::IteratorType> iterators);
+
+/// Rounds an f32 accumulator to `type`, adding `bias` along the last dim.
+Value finish(OpBuilder &b, Location loc, Value acc, RankedTensorType type,
+             Value bias = Value());
+
+/// Attention probabilities p[b, h, s, t] (f32) of bshd q and k with grouped
+/// KV heads: softmax over t of q.k * scale, keys after the (end-aligned)
+/// query position masked when `causal`.
+Value buildAttentionProbs(OpBuilder &b, Location loc, Value query, Value key,
+                          bool causal, double scale);
+
 /// Clamps an integer id into [0, size) as an index, so that a bad id
 /// cannot read outside the tensor it indexes.
 Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t size);

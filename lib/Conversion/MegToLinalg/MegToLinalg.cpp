@@ -24,6 +24,8 @@ void mlir::meg::populateMegToLinalgPatterns(RewritePatternSet &patterns) {
   populateNormPatterns(patterns);
   populateContractionPatterns(patterns);
   populateLossPatterns(patterns);
+  populateGradPatterns(patterns);
+  populateOptimizerPatterns(patterns);
 }
 
 namespace {

@@ -157,60 +157,84 @@ struct IndexMath {
   }
 };
 
-/// y[c] = x[c] cos[s, c] + sign(c) x[partner(c)] sin[s, c] for c < rotary
-/// dim; the tail is copied. Reads are clamped in range so that the tail
-/// lanes compute harmless values that the final select discards.
+/// The fused RoPE and its exact transpose as one generic over the input:
+///   forward:  y[c] = x[c] cos[s, c] - x[p] sin[s, c]   (c the first of its
+///             pair), y[c] = x[c] cos[s, c] + x[p] sin[s, c] otherwise;
+///   backward: dx[c] = dy[c] cos[s, c] + dy[p] sin[s, p] (first),
+///             dx[c] = dy[c] cos[s, c] - dy[p] sin[s, p] otherwise,
+/// where p is c's partner (c +- half, or the neighbour when interleaved);
+/// channels past the rotary dim are copied. Reads are clamped in range so
+/// that tail lanes compute values the final select discards.
+Value buildRope(OpBuilder &builder, Location loc, Value input, Value cosTable,
+                Value sinTable, RopeLayout layout, bool interleaved,
+                bool transpose) {
+  RankedTensorType type = tensorOf(input);
+  int64_t rotary = tensorOf(cosTable).getShape().back(), half = rotary / 2;
+  int64_t seqDim = layout == RopeLayout::bshd ? 1 : 0;
+  return buildMapped(
+      builder, loc, type, {input}, {builder.getMultiDimIdentityMap(4)},
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        IndexMath m{b, l};
+        SmallVector<Value> index;
+        for (int64_t d = 0; d < 4; ++d)
+          index.push_back(linalg::IndexOp::create(b, l, d));
+        Value channel = index[3];
+        Value inRotary = m.lt(channel, m.c(rotary));
+        Value c = m.min(channel, m.c(rotary - 1));
+        Value first, partner;
+        if (interleaved) {
+          Value odd = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::ne,
+              arith::RemSIOp::create(b, l, c, m.c(2)), m.c(0));
+          first = arith::XOrIOp::create(
+              b, l, odd, arith::ConstantIntOp::create(b, l, 1, 1));
+          partner = m.select(odd, m.sub(c, m.c(1)), m.add(c, m.c(1)));
+        } else {
+          first = m.lt(c, m.c(half));
+          partner = m.select(first, m.add(c, m.c(half)), m.sub(c, m.c(half)));
+        }
+        SmallVector<Value> partnerIndex(index);
+        partnerIndex[3] = partner;
+        Value x = a[0];
+        Value xp = toCompute(
+            b, l, tensor::ExtractOp::create(b, l, input, partnerIndex));
+        Value s = index[seqDim];
+        Value cv = toCompute(
+            b, l, tensor::ExtractOp::create(b, l, cosTable, ValueRange{s, c}));
+        Value sinColumn = transpose ? partner : c;
+        Value sv = toCompute(b, l,
+                             tensor::ExtractOp::create(
+                                 b, l, sinTable, ValueRange{s, sinColumn}));
+        Value rot = arith::MulFOp::create(b, l, xp, sv);
+        Value negated = arith::NegFOp::create(b, l, rot);
+        // The first of a pair subtracts its partner going forward and adds
+        // it going backward.
+        Value signedRot = transpose ? m.select(first, rot, negated)
+                                   : m.select(first, negated, rot);
+        Value rotated = arith::AddFOp::create(
+            b, l, arith::MulFOp::create(b, l, x, cv), signedRot);
+        return m.select(inRotary, rotated, x);
+      });
+}
+
 struct RopeLowering : public OpRewritePattern<RopeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RopeOp op,
                                 PatternRewriter &rewriter) const override {
-    RankedTensorType type = tensorOf(op.getInput());
-    int64_t rotary = op.getRotaryDim(), half = rotary / 2;
-    bool interleaved = op.getInterleaved();
-    int64_t seqDim = op.getLayout() == RopeLayout::bshd ? 1 : 0;
-    Value input = op.getInput(), cosTable = op.getCos(),
-          sinTable = op.getSin();
-    Value result = buildMapped(
-        rewriter, op.getLoc(), type, {input},
-        {rewriter.getMultiDimIdentityMap(4)},
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          IndexMath m{b, l};
-          SmallVector<Value> index;
-          for (int64_t d = 0; d < 4; ++d)
-            index.push_back(linalg::IndexOp::create(b, l, d));
-          Value channel = index[3];
-          Value inRotary = m.lt(channel, m.c(rotary));
-          Value c = m.min(channel, m.c(rotary - 1));
-          Value first, partner;
-          if (interleaved) {
-            Value odd = arith::CmpIOp::create(
-                b, l, arith::CmpIPredicate::ne,
-                arith::RemSIOp::create(b, l, c, m.c(2)), m.c(0));
-            first = arith::XOrIOp::create(
-                b, l, odd, arith::ConstantIntOp::create(b, l, 1, 1));
-            partner = m.select(odd, m.sub(c, m.c(1)), m.add(c, m.c(1)));
-          } else {
-            first = m.lt(c, m.c(half));
-            partner = m.select(first, m.add(c, m.c(half)), m.sub(c, m.c(half)));
-          }
-          SmallVector<Value> partnerIndex(index);
-          partnerIndex[3] = partner;
-          Value x = a[0];
-          Value xp = toCompute(
-              b, l, tensor::ExtractOp::create(b, l, input, partnerIndex));
-          Value s = index[seqDim];
-          Value cv = toCompute(
-              b, l, tensor::ExtractOp::create(b, l, cosTable, ValueRange{s, c}));
-          Value sv = toCompute(
-              b, l, tensor::ExtractOp::create(b, l, sinTable, ValueRange{s, c}));
-          Value rot = arith::MulFOp::create(b, l, xp, sv);
-          Value signedRot =
-              m.select(first, arith::NegFOp::create(b, l, rot), rot);
-          Value rotated = arith::AddFOp::create(
-              b, l, arith::MulFOp::create(b, l, x, cv), signedRot);
-          return m.select(inRotary, rotated, x);
-        });
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, buildRope(rewriter, op.getLoc(), op.getInput(),
+                                     op.getCos(), op.getSin(), op.getLayout(),
+                                     op.getInterleaved(), /*transpose=*/false));
+    return success();
+  }
+};
+
+struct RopeGradLowering : public OpRewritePattern<RopeGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RopeGradOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildRope(rewriter, op.getLoc(), op.getGrad(),
+                                     op.getCos(), op.getSin(), op.getLayout(),
+                                     op.getInterleaved(), /*transpose=*/true));
     return success();
   }
 };
@@ -219,5 +243,5 @@ struct RopeLowering : public OpRewritePattern<RopeOp> {
 
 void mlir::meg::populateNormPatterns(RewritePatternSet &patterns) {
   patterns.add<RmsNormLowering, LayerNormLowering, SoftmaxLowering,
-               RopeLowering>(patterns.getContext());
+               RopeLowering, RopeGradLowering>(patterns.getContext());
 }

@@ -15,6 +15,8 @@ void populateShapePatterns(RewritePatternSet &patterns);
 void populateNormPatterns(RewritePatternSet &patterns);
 void populateContractionPatterns(RewritePatternSet &patterns);
 void populateLossPatterns(RewritePatternSet &patterns);
+void populateGradPatterns(RewritePatternSet &patterns);
+void populateOptimizerPatterns(RewritePatternSet &patterns);
 } // namespace mlir::meg
 
 #endif // MEGC_LIB_CONVERSION_MEGTOLINALG_PATTERNS_H

@@ -16,25 +16,12 @@ RankedTensorType tensorOf(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
-/// A row-major reshape: a view after bufferization.
-Value reshapeTo(OpBuilder &b, Location loc, Value input,
-                RankedTensorType resultType) {
-  auto shapeType = RankedTensorType::get({resultType.getRank()},
-                                         b.getIndexType());
-  SmallVector<APInt> dims;
-  for (int64_t size : resultType.getShape())
-    dims.push_back(APInt(64, size));
-  Value shape = arith::ConstantOp::create(
-      b, loc, shapeType, DenseElementsAttr::get(shapeType, dims));
-  return tensor::ReshapeOp::create(b, loc, resultType, input, shape);
-}
-
 struct ReshapeLowering : public OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReshapeOp op,
                                 PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), op.getInput(),
-                                     tensorOf(op.getResult())));
+    rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(), op.getInput(),
+                                         tensorOf(op.getResult()).getShape()));
     return success();
   }
 };
@@ -133,7 +120,7 @@ struct ReduceLowering : public OpRewritePattern<ReduceOp> {
               b, l, a[0], floatConstant(b, l, a[0].getType(), count));
         });
     if (op.getKeepDims())
-      result = reshapeTo(rewriter, loc, result, resultType);
+      result = reshapeTensor(rewriter, loc, result, resultType.getShape());
     rewriter.replaceOp(op, result);
     return success();
   }

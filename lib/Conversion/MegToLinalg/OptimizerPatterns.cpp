@@ -1,0 +1,85 @@
+//===- OptimizerPatterns.cpp - adamw to linalg -------------------------===//
+//
+// One AdamW step as three elementwise generics (moments and parameter),
+// computed in f32 and stored in each tensor's own dtype.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilder.h"
+#include "Patterns.h"
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+struct AdamWLowering : public OpRewritePattern<AdamWOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdamWOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    AdamWAttr config = op.getConfig();
+    double lr = config.getLr().convertToDouble();
+    double beta1 = config.getBeta1().convertToDouble();
+    double beta2 = config.getBeta2().convertToDouble();
+    double eps = config.getEps().convertToDouble();
+    double decay = config.getWeightDecay().convertToDouble();
+    auto paramType = cast<RankedTensorType>(op.getParam().getType());
+    int64_t rank = paramType.getRank();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap scalar = AffineMap::get(rank, 0, {}, op.getContext());
+    SmallVector<Value> inputs = {op.getParam(), op.getGrad(), op.getExpAvg(),
+                                 op.getExpAvgSq(), op.getStep()};
+    SmallVector<AffineMap> maps = {identity, identity, identity, identity,
+                                   scalar};
+    // a = [param, grad, exp_avg, exp_avg_sq, step]
+    auto c = [](OpBuilder &b, Location l, double v) {
+      return floatConstant(b, l, b.getF32Type(), v);
+    };
+    auto newExpAvg = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      return arith::AddFOp::create(
+          b, l, arith::MulFOp::create(b, l, c(b, l, beta1), a[2]),
+          arith::MulFOp::create(b, l, c(b, l, 1 - beta1), a[1]));
+    };
+    auto newExpAvgSq = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      Value g2 = arith::MulFOp::create(b, l, a[1], a[1]);
+      return arith::AddFOp::create(
+          b, l, arith::MulFOp::create(b, l, c(b, l, beta2), a[3]),
+          arith::MulFOp::create(b, l, c(b, l, 1 - beta2), g2));
+    };
+    auto newParam = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      Value step = arith::SIToFPOp::create(b, l, b.getF32Type(), a[4]);
+      auto correction = [&](double beta) -> Value {
+        return arith::SubFOp::create(
+            b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, beta), step));
+      };
+      Value mhat = arith::DivFOp::create(b, l, newExpAvg(b, l, a),
+                                         correction(beta1));
+      Value vhat = arith::DivFOp::create(b, l, newExpAvgSq(b, l, a),
+                                         correction(beta2));
+      Value update = arith::AddFOp::create(
+          b, l,
+          arith::DivFOp::create(
+              b, l, mhat,
+              arith::AddFOp::create(b, l, math::SqrtOp::create(b, l, vhat),
+                                    c(b, l, eps))),
+          arith::MulFOp::create(b, l, c(b, l, decay), a[0]));
+      return arith::SubFOp::create(
+          b, l, a[0], arith::MulFOp::create(b, l, c(b, l, lr), update));
+    };
+    auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+    Value param = buildMapped(rewriter, loc, paramType, inputs, maps, newParam);
+    Value expAvg = buildMapped(rewriter, loc, typeOf(op.getExpAvg()), inputs,
+                               maps, newExpAvg);
+    Value expAvgSq = buildMapped(rewriter, loc, typeOf(op.getExpAvgSq()),
+                                 inputs, maps, newExpAvgSq);
+    rewriter.replaceOp(op, {param, expAvg, expAvgSq});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::meg::populateOptimizerPatterns(RewritePatternSet &patterns) {
+  patterns.add<AdamWLowering>(patterns.getContext());
+}
