@@ -54,16 +54,10 @@ Value buildAttentionProbs(OpBuilder &builder, Location loc, Value query,
             b, l, a[0].getType(), -std::numeric_limits<double>::infinity());
         return arith::SelectOp::create(b, l, allowed, scaled, minusInf);
       });
-  AffineMap rowMap = reducedMap(context, 4, {3});
-  Value max = buildReduction(builder, loc, masked, {3}, Combine::Max);
-  Value sum = buildReduction(
-      builder, loc, masked, {3}, Combine::Sum, {max}, {rowMap},
-      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return math::ExpOp::create(b, l,
-                                   arith::SubFOp::create(b, l, a[0], a[1]));
-      });
+  SoftmaxStats stats = buildSoftmaxStats(builder, loc, masked, 3);
   return buildMapped(
-      builder, loc, scoresType, {masked, max, sum}, {identity, rowMap, rowMap},
+      builder, loc, scoresType, {masked, stats.max, stats.sumExp},
+      {identity, stats.rowMap, stats.rowMap},
       [](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value e =
             math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));

@@ -182,14 +182,9 @@ struct CrossEntropyGradLowering : public OpRewritePattern<CrossEntropyGradOp> {
     RankedTensorType type = tensorOf(logits);
     int64_t rank = type.getRank(), classes = type.getShape().back();
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
-    AffineMap rowMap = reducedMap(context, rank, {rank - 1});
-    Value max = buildReduction(rewriter, loc, logits, {rank - 1}, Combine::Max);
-    Value sum = buildReduction(
-        rewriter, loc, logits, {rank - 1}, Combine::Sum, {max}, {rowMap},
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return math::ExpOp::create(b, l,
-                                     arith::SubFOp::create(b, l, a[0], a[1]));
-        });
+    SoftmaxStats stats = buildSoftmaxStats(rewriter, loc, logits, rank - 1);
+    AffineMap rowMap = stats.rowMap;
+    Value max = stats.max, sum = stats.sumExp;
     double tokens = type.getNumElements() / classes;
     double factor = op.getReduction() == ReduceKind::mean ? 1.0 / tokens : 1.0;
     Value result = buildMapped(

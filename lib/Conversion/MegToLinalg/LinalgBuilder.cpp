@@ -223,6 +223,20 @@ Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t size) {
                                 last);
 }
 
+SoftmaxStats buildSoftmaxStats(OpBuilder &b, Location loc, Value input,
+                               int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  AffineMap rowMap = reducedMap(b.getContext(), rank, {axis});
+  Value max = buildReduction(b, loc, input, {axis}, Combine::Max);
+  Value sumExp = buildReduction(
+      b, loc, input, {axis}, Combine::Sum, {max}, {rowMap},
+      [](OpBuilder &nested, Location l, ValueRange a) -> Value {
+        return math::ExpOp::create(nested, l,
+                                   arith::SubFOp::create(nested, l, a[0], a[1]));
+      });
+  return {max, sumExp, rowMap};
+}
+
 Value sigmoid(OpBuilder &b, Location loc, Value x) {
   Value one = floatConstant(b, loc, x.getType(), 1.0);
   Value negExp = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));

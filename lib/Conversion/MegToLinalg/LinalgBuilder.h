@@ -69,6 +69,15 @@ Value buildReduction(OpBuilder &b, Location loc, Value input,
                      ValueRange extra = {}, ArrayRef<AffineMap> extraMaps = {},
                      ScalarFn fn = nullptr);
 
+/// The row statistics of a softmax along `axis`: max and sum of
+/// exp(x - max), f32, with the map that reads them over the input's space.
+struct SoftmaxStats {
+  Value max, sumExp;
+  AffineMap rowMap;
+};
+SoftmaxStats buildSoftmaxStats(OpBuilder &b, Location loc, Value input,
+                               int64_t axis);
+
 /// Map of a tensor of rank `rank - dims.size()` (the reduced one) read over
 /// a loop space of `rank` dims.
 AffineMap reducedMap(MLIRContext *context, int64_t rank,

@@ -22,14 +22,8 @@ struct CrossEntropyLowering : public OpRewritePattern<CrossEntropyOp> {
     Value logits = op.getLogits();
     auto logitsType = cast<RankedTensorType>(logits.getType());
     int64_t rank = logitsType.getRank(), classes = logitsType.getShape().back();
-    AffineMap rowMap = reducedMap(context, rank, {rank - 1});
-    Value max = buildReduction(rewriter, loc, logits, {rank - 1}, Combine::Max);
-    Value sum = buildReduction(
-        rewriter, loc, logits, {rank - 1}, Combine::Sum, {max}, {rowMap},
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return math::ExpOp::create(b, l,
-                                     arith::SubFOp::create(b, l, a[0], a[1]));
-        });
+    SoftmaxStats stats = buildSoftmaxStats(rewriter, loc, logits, rank - 1);
+    Value max = stats.max, sum = stats.sumExp;
     // loss[t] = log(sum[t]) + max[t] - logits[t, label[t]]
     auto tokensType = cast<RankedTensorType>(max.getType());
     int64_t tokenRank = tokensType.getRank();

@@ -119,18 +119,11 @@ struct SoftmaxLowering : public OpRewritePattern<SoftmaxOp> {
     Location loc = op.getLoc();
     RankedTensorType type = tensorOf(op.getInput());
     int64_t rank = type.getRank(), axis = op.getAxis();
-    AffineMap rowMap = reducedMap(op.getContext(), rank, {axis});
-    Value max =
-        buildReduction(rewriter, loc, op.getInput(), {axis}, Combine::Max);
-    Value sum = buildReduction(
-        rewriter, loc, op.getInput(), {axis}, Combine::Sum, {max}, {rowMap},
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return math::ExpOp::create(b, l,
-                                     arith::SubFOp::create(b, l, a[0], a[1]));
-        });
+    SoftmaxStats stats =
+        buildSoftmaxStats(rewriter, loc, op.getInput(), axis);
     Value result = buildMapped(
-        rewriter, loc, type, {op.getInput(), max, sum},
-        {rewriter.getMultiDimIdentityMap(rank), rowMap, rowMap},
+        rewriter, loc, type, {op.getInput(), stats.max, stats.sumExp},
+        {rewriter.getMultiDimIdentityMap(rank), stats.rowMap, stats.rowMap},
         [](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value e = math::ExpOp::create(b, l,
                                         arith::SubFOp::create(b, l, a[0], a[1]));
