@@ -38,21 +38,8 @@ def main():
     e2e_util.run(["megc", model, "-o", artifact])
 
     rng = np.random.default_rng(0)
-    hidden, ffn, vocab = cfg["hidden"], cfg["ffn"], cfg["vocab"]
-    kv = hidden // cfg["heads"] * cfg["kv_heads"]
-    shapes = {"model.embed_tokens.weight": (vocab, hidden),
-              "model.norm.weight": (hidden,), "lm_head.weight": (vocab, hidden)}
-    for i in range(cfg["layers"]):
-        p = f"model.layers.{i}."
-        shapes.update({p + "input_layernorm.weight": (hidden,),
-                       p + "post_attention_layernorm.weight": (hidden,),
-                       p + "self_attn.q_proj.weight": (hidden, hidden),
-                       p + "self_attn.k_proj.weight": (kv, hidden),
-                       p + "self_attn.v_proj.weight": (kv, hidden),
-                       p + "self_attn.o_proj.weight": (hidden, hidden),
-                       p + "mlp.gate_proj.weight": (ffn, hidden),
-                       p + "mlp.up_proj.weight": (ffn, hidden),
-                       p + "mlp.down_proj.weight": (hidden, ffn)})
+    vocab = cfg["vocab"]
+    shapes = llama_reference.parameter_shapes(cfg)
     weights = {}
     for name, shape in shapes.items():
         if name.endswith("norm.weight"):

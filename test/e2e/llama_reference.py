@@ -5,6 +5,26 @@ attention, SwiGLU MLP, untied head, mean token cross-entropy."""
 import numpy as np
 
 
+def parameter_shapes(cfg):
+    """Hugging Face LlamaForCausalLM parameter names and shapes."""
+    hidden, ffn, vocab = cfg["hidden"], cfg["ffn"], cfg["vocab"]
+    kv = hidden // cfg["heads"] * cfg["kv_heads"]
+    shapes = {"model.embed_tokens.weight": (vocab, hidden),
+              "model.norm.weight": (hidden,), "lm_head.weight": (vocab, hidden)}
+    for i in range(cfg["layers"]):
+        p = f"model.layers.{i}."
+        shapes.update({p + "input_layernorm.weight": (hidden,),
+                       p + "post_attention_layernorm.weight": (hidden,),
+                       p + "self_attn.q_proj.weight": (hidden, hidden),
+                       p + "self_attn.k_proj.weight": (kv, hidden),
+                       p + "self_attn.v_proj.weight": (kv, hidden),
+                       p + "self_attn.o_proj.weight": (hidden, hidden),
+                       p + "mlp.gate_proj.weight": (ffn, hidden),
+                       p + "mlp.up_proj.weight": (ffn, hidden),
+                       p + "mlp.down_proj.weight": (hidden, ffn)})
+    return shapes
+
+
 def rms_norm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + eps) * w
 

@@ -50,6 +50,20 @@ struct SliceLowering : public OpRewritePattern<SliceOp> {
   }
 };
 
+/// The slice's elements written into zeros.
+struct SliceGradLowering : public OpRewritePattern<SliceGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Value zeros =
+        filledTensor(rewriter, op.getLoc(), tensorOf(op.getResult()), 0.0);
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+        op, op.getGrad(), zeros, ValueRange{}, ValueRange{}, ValueRange{},
+        op.getOffsets(), tensorOf(op.getGrad()).getShape(), op.getStrides());
+    return success();
+  }
+};
+
 struct ConcatLowering : public OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op,
@@ -130,6 +144,7 @@ struct ReduceLowering : public OpRewritePattern<ReduceOp> {
 
 void mlir::meg::populateShapePatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, TransposeLowering, SliceLowering,
+               SliceGradLowering,
                ConcatLowering, SplitLowering, ReduceLowering>(
       patterns.getContext());
 }

@@ -11,6 +11,30 @@
 using namespace mlir;
 using namespace mlir::meg;
 
+LogicalResult SliceGradOp::verify() {
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  auto result = cast<RankedTensorType>(getType());
+  int64_t rank = result.getRank();
+  if (grad.getRank() != rank || grad.getElementType() != result.getElementType())
+    return emitOpError() << "expects a gradient of rank " << rank
+                         << " and element type " << result.getElementType()
+                         << ", got " << grad;
+  ArrayRef<int64_t> offsets = getOffsets(), strides = getStrides();
+  if (static_cast<int64_t>(offsets.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return emitOpError() << "expects " << rank << " offsets and strides";
+  for (int64_t d = 0; d < rank; ++d) {
+    if (offsets[d] < 0 || strides[d] < 1)
+      return emitOpError() << "expects offset >= 0 and stride >= 1 in dim "
+                           << d;
+    int64_t last = offsets[d] + (grad.getDimSize(d) - 1) * strides[d];
+    if (last >= result.getDimSize(d))
+      return emitOpError() << "writes index " << last << " of dim " << d
+                           << ", which has size " << result.getDimSize(d);
+  }
+  return success();
+}
+
 LogicalResult EmbeddingGradOp::verify() {
   auto grad = cast<RankedTensorType>(getGrad().getType());
   auto ids = cast<RankedTensorType>(getIds().getType());

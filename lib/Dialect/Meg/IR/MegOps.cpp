@@ -74,5 +74,7 @@ static void printMeshAxes(OpAsmPrinter &printer, Operation *, ArrayAttr names,
   printer << ']';
 }
 
+#include "megc/Dialect/Meg/IR/MegInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "megc/Dialect/Meg/IR/MegOps.cpp.inc"

@@ -12,6 +12,25 @@ include "megc/Dialect/Meg/IR/MegAttrs.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+def Meg_SliceGradOp : Meg_Op<"slice_grad", [Pure]> {
+  let summary = "Gradient of a strided slice: the slice scattered into zeros";
+  let description = [{
+    The transpose of `meg.slice`: a zero tensor of the result type whose
+    elements at `offsets + i * strides` hold `grad[i]`.
+
+    ```mlir
+    %dx = meg.slice_grad %dy [0, 1] [1, 2] : tensor<4x4xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad $offsets $strides attr-dict `:` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Meg_EmbeddingGradOp : Meg_Op<"embedding_grad", [Pure]> {
   let summary = "Gradient of an embedding lookup with respect to the table";
   let description = [{

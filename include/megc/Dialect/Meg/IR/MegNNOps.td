@@ -10,10 +10,11 @@
 #define MEGC_DIALECT_MEG_IR_MEGNNOPS_TD
 
 include "megc/Dialect/Meg/IR/MegAttrs.td"
+include "megc/Dialect/Meg/IR/MegInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Meg_EmbeddingOp : Meg_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Meg_EmbeddingOp : Meg_Op<"embedding", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
     `result[..., :] = table[ids[...], :]`; the result has the ids' shape
@@ -29,7 +30,7 @@ def Meg_EmbeddingOp : Meg_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids)";
 }
 
-def Meg_MatmulOp : Meg_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Meg_MatmulOp : Meg_Op<"matmul", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Batched matrix product";
   let description = [{
     Multiplies the trailing two dimensions: `lhs [..., M, K] x rhs [..., K, N]
@@ -51,7 +52,7 @@ def Meg_MatmulOp : Meg_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_LinearOp : Meg_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+def Meg_LinearOp : Meg_Op<"linear", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Affine layer with a [out, in] weight";
   let description = [{
     `result = input @ weight^T (+ bias)` with the weight laid out
@@ -72,7 +73,7 @@ def Meg_LinearOp : Meg_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_RmsNormOp : Meg_Op<"rms_norm", [Pure,
+def Meg_RmsNormOp : Meg_Op<"rms_norm", [Meg_VJP, Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Root-mean-square normalisation over the last dimension";
   let description = [{
@@ -92,7 +93,7 @@ def Meg_RmsNormOp : Meg_Op<"rms_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def Meg_LayerNormOp : Meg_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
+def Meg_LayerNormOp : Meg_Op<"layer_norm", [Meg_VJP, Pure, AttrSizedOperandSegments,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Layer normalisation over the last dimension";
   let description = [{
@@ -117,7 +118,7 @@ def Meg_LayerNormOp : Meg_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Meg_RopeOp : Meg_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Meg_RopeOp : Meg_Op<"rope", [Meg_VJP, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Fused rotary position embedding";
   let description = [{
     Rotates the first `rotary_dim` channels of every head by position
@@ -154,7 +155,7 @@ def Meg_RopeOp : Meg_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
-def Meg_AttentionOp : Meg_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+def Meg_AttentionOp : Meg_Op<"attention", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Scaled dot-product attention with grouped KV heads";
   let description = [{
     `softmax(q k^T * scale (+ causal mask)) v` per head, in the bshd layout:
@@ -179,7 +180,7 @@ def Meg_AttentionOp : Meg_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_GeluOp : Meg_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Meg_GeluOp : Meg_Op<"gelu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `x * Phi(x)` exactly (`approximate none`, erf form) or with the tanh
@@ -195,7 +196,7 @@ def Meg_GeluOp : Meg_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input `approximate` `` $approximate attr-dict `:` type($input)";
 }
 
-def Meg_SiluOp : Meg_Op<"silu", [Pure, SameOperandsAndResultType]> {
+def Meg_SiluOp : Meg_Op<"silu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
   let summary = "Sigmoid linear unit";
   let description = [{
     `x * sigmoid(x)`.
@@ -209,7 +210,7 @@ def Meg_SiluOp : Meg_Op<"silu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Meg_SwigluOp : Meg_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
+def Meg_SwigluOp : Meg_Op<"swiglu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
   let summary = "Gated SiLU: silu(gate) * up";
   let description = [{
     The gated activation of Llama's MLP, `silu(gate) * up`.
@@ -223,7 +224,7 @@ def Meg_SwigluOp : Meg_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($gate)";
 }
 
-def Meg_SoftmaxOp : Meg_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Meg_SoftmaxOp : Meg_Op<"softmax", [Meg_VJP, Pure, SameOperandsAndResultType]> {
   let summary = "Softmax along one dimension";
   let description = [{
     `exp(x - max(x)) / sum(exp(x - max(x)))` along `axis`, in f32.
@@ -238,7 +239,7 @@ def Meg_SoftmaxOp : Meg_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Pure]> {
+def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Meg_VJP, Pure]> {
   let summary = "Token cross-entropy of logits against labels";
   let description = [{
     `logits [..., V]`, `labels [...]` (integer class ids): the mean (or sum)
@@ -259,7 +260,7 @@ def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Meg_ModulateOp : Meg_Op<"modulate", [Pure,
+def Meg_ModulateOp : Meg_Op<"modulate", [Meg_VJP, Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "adaLN modulation: x * (1 + scale) + shift";
   let description = [{

@@ -28,6 +28,8 @@ struct CommResource : public SideEffects::Resource::Base<CommResource> {
 };
 } // namespace mlir::meg
 
+#include "megc/Dialect/Meg/IR/MegInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "megc/Dialect/Meg/IR/MegOps.h.inc"
 

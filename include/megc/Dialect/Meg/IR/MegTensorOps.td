@@ -10,6 +10,7 @@
 #define MEGC_DIALECT_MEG_IR_MEGTENSOROPS_TD
 
 include "megc/Dialect/Meg/IR/MegAttrs.td"
+include "megc/Dialect/Meg/IR/MegInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -34,18 +35,19 @@ class Meg_BinaryOp<string mnemonic, string desc, list<Trait> traits = []>
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def Meg_AddOp : Meg_BinaryOp<"add", "addition", [Commutative]> {
+def Meg_AddOp : Meg_BinaryOp<"add", "addition", [Commutative, Meg_VJP]> {
   let hasFolder = 1;
 }
-def Meg_SubOp : Meg_BinaryOp<"sub", "subtraction"> { let hasFolder = 1; }
-def Meg_MulOp : Meg_BinaryOp<"mul", "multiplication", [Commutative]> {
+def Meg_SubOp : Meg_BinaryOp<"sub", "subtraction", [Meg_VJP]> { let hasFolder = 1; }
+def Meg_MulOp : Meg_BinaryOp<"mul", "multiplication", [Commutative, Meg_VJP]> {
   let hasFolder = 1;
 }
-def Meg_DivOp : Meg_BinaryOp<"div", "division"> { let hasFolder = 1; }
+def Meg_DivOp : Meg_BinaryOp<"div", "division", [Meg_VJP]> { let hasFolder = 1; }
 def Meg_MaxOp : Meg_BinaryOp<"max", "maximum", [Commutative]>;
 
 class Meg_UnaryOp<string mnemonic, string desc, list<Trait> traits = []>
-    : Meg_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+    : Meg_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                            Meg_VJP])> {
   let summary = "Elementwise " # desc;
   let description = [{
     Applies the operation to every element; the result has the operand's
@@ -74,7 +76,7 @@ def Meg_SigmoidOp : Meg_UnaryOp<"sigmoid", "logistic sigmoid">;
 // Casts and shapes
 //===----------------------------------------------------------------------===//
 
-def Meg_CastOp : Meg_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def Meg_CastOp : Meg_Op<"cast", [Meg_VJP, Pure, SameOperandsAndResultShape]> {
   let summary = "Converts the element type of a tensor";
   let description = [{
     Rounds to nearest even when narrowing between floating-point types;
@@ -91,7 +93,7 @@ def Meg_CastOp : Meg_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let hasCanonicalizer = 1;
 }
 
-def Meg_ReshapeOp : Meg_Op<"reshape", [Pure]> {
+def Meg_ReshapeOp : Meg_Op<"reshape", [Meg_VJP, Pure]> {
   let summary = "Reinterprets a tensor with another shape";
   let description = [{
     The element order (row-major) is kept; the element count must match.
@@ -107,7 +109,7 @@ def Meg_ReshapeOp : Meg_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Meg_TransposeOp : Meg_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Meg_TransposeOp : Meg_Op<"transpose", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     Result dimension `i` is input dimension `permutation[i]`.
@@ -122,7 +124,7 @@ def Meg_TransposeOp : Meg_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Meg_SliceOp : Meg_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Meg_SliceOp : Meg_Op<"slice", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Extracts a strided slice";
   let description = [{
     Takes `sizes[i]` elements along dimension `i`, starting at `offsets[i]`
@@ -144,7 +146,7 @@ def Meg_SliceOp : Meg_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Meg_ConcatOp : Meg_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Meg_ConcatOp : Meg_Op<"concat", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Concatenates tensors along one dimension";
   let description = [{
     All inputs have the same rank and element type and agree on every
@@ -160,7 +162,7 @@ def Meg_ConcatOp : Meg_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Meg_SplitOp : Meg_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def Meg_SplitOp : Meg_Op<"split", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Splits a tensor into pieces along one dimension";
   let description = [{
     Result `i` holds `sizes[i]` consecutive elements along `axis`; the sizes
@@ -192,7 +194,7 @@ def Meg_IotaOp : Meg_Op<"iota", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Meg_BroadcastOp : Meg_Op<"broadcast", [Pure]> {
+def Meg_BroadcastOp : Meg_Op<"broadcast", [Meg_VJP, Pure]> {
   let summary = "Broadcasts a tensor to a larger shape";
   let description = [{
     NumPy broadcasting to the result shape: trailing dimensions aligned,
@@ -209,7 +211,7 @@ def Meg_BroadcastOp : Meg_Op<"broadcast", [Pure]> {
   let hasFolder = 1;
 }
 
-def Meg_ReduceOp : Meg_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
+def Meg_ReduceOp : Meg_Op<"reduce", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let summary = "Reduces a tensor over some dimensions";
   let description = [{
     Sums, averages or takes the maximum over `dims` (distinct, increasing).

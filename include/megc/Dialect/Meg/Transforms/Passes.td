@@ -38,4 +38,48 @@ def MegSummarize : Pass<"meg-summarize", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegAutodiff : Pass<"meg-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a loss function";
+  let description = [{
+    Adds a function (`name`, default `grad`) with the arguments of the loss
+    function (`function`, default `loss`, which must return one scalar)
+    that returns the loss and the gradient of the loss with respect to every
+    trainable parameter, named `grad.<parameter>` and in declaration order.
+    The loss is computed as before; the gradients are built in reverse op
+    order from each op's vector-Jacobian product (the
+    `DifferentiableOpInterface`), summing where a value has several uses.
+    Frozen parameters get no gradient output, so canonicalization removes
+    their weight-gradient work. Calls must be inlined first; an op on the
+    path to the loss without a vector-Jacobian product is an error naming
+    it.
+
+    Example:
+
+    ```mlir
+    // before
+    meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
+    func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+      %w = meg.param_ref @w : tensor<4x4xf32>
+      %y = meg.linear %x, %w : tensor<2x4xf32>, tensor<4x4xf32>
+      %l = meg.reduce mean %y dims [0, 1] : tensor<2x4xf32>
+      return %l : tensor<f32>
+    }
+    // after: @loss unchanged, plus
+    func.func @grad(%x: tensor<2x4xf32>) -> (tensor<f32> {meg.name = "loss"},
+        tensor<4x4xf32> {meg.name = "grad.w"}) {
+      ... forward ...
+      %one = arith.constant dense<1.0> : tensor<f32>
+      ... meg.broadcast, meg.matmul (transpose_lhs) ...
+      return %l, %dw : tensor<f32>, tensor<4x4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"loss\"",
+           "The function to differentiate (one scalar result)">,
+    Option<"name", "name", "std::string", /*default=*/"\"grad\"",
+           "Name of the function to add">
+  ];
+}
+
 #endif // MEGC_DIALECT_MEG_TRANSFORMS_PASSES_TD

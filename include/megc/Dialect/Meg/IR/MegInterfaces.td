@@ -1,0 +1,36 @@
+//===- MegInterfaces.td - meg op interfaces ----------------*- tablegen -*-===//
+//
+// The interface through which each differentiable op declares its
+// vector-Jacobian product for meg-autodiff.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_DIALECT_MEG_IR_MEGINTERFACES_TD
+#define MEGC_DIALECT_MEG_IR_MEGINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Meg_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let description = [{
+    An op whose vector-Jacobian product meg-autodiff can build. Given the
+    gradient of the loss with respect to each result (a null Value where a
+    result does not reach the loss), `buildVJP` emits ops at the builder's
+    insertion point and returns the gradient with respect to each operand,
+    in operand order, with each operand's type; a null Value marks an
+    operand that gets no gradient (integer ids, cos/sin tables, labels).
+    It returns failure, with a diagnostic on the op, when the product is
+    not defined (e.g. `meg.reduce max`).
+  }];
+  let cppNamespace = "::mlir::meg";
+  let methods = [
+    InterfaceMethod<
+      "Builds the gradients of the operands from those of the results.",
+      "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "buildVJP",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$resultGrads)>
+  ];
+}
+
+def Meg_VJP : DeclareOpInterfaceMethods<Meg_DifferentiableOpInterface>;
+
+#endif // MEGC_DIALECT_MEG_IR_MEGINTERFACES_TD

@@ -1,0 +1,83 @@
+// RUN: megc-opt %s --split-input-file --meg-autodiff --verify-diagnostics | FileCheck %s
+
+// The gradient function returns the loss and one gradient per trainable
+// parameter, in declaration order; frozen parameters get none.
+// CHECK-LABEL: func.func @grad
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<4x4xf32> {meg.name = "grad.w"}, tensor<4xf32> {meg.name = "grad.b"})
+// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: meg.broadcast
+// CHECK: meg.matmul %{{.*}}, %{{.*}} transpose_lhs
+// CHECK: return
+meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
+meg.param frozen @frozen : tensor<4x4xf32> init #meg.init<normal(0.02)>
+meg.param @b : tensor<4xf32> init #meg.init<zeros>
+func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<4x4xf32>
+  %f = meg.param_ref @frozen : tensor<4x4xf32>
+  %b = meg.param_ref @b : tensor<4xf32>
+  %h = meg.linear %x, %f : tensor<2x4xf32>, tensor<4x4xf32>
+  %y = meg.linear %h, %w bias %b : tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>
+  %l = meg.reduce mean %y dims [0, 1] : tensor<2x4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A value used twice sums its gradients.
+// CHECK-LABEL: func.func @grad
+// CHECK: meg.add
+meg.param @w : tensor<4xf32> init #meg.init<ones>
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<4xf32>
+  %sq = meg.mul %w, %w : tensor<4xf32>, tensor<4xf32>
+  %l = meg.reduce sum %sq dims [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{meg-autodiff: no function @loss to differentiate}}
+module {
+  func.func @other() {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{meg-autodiff: @loss must return one floating-point scalar tensor}}
+func.func @loss(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+meg.param @w : tensor<4xf32> init #meg.init<ones>
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<4xf32>
+  // expected-error @+1 {{meg-autodiff: 'meg.max' has no vector-Jacobian product but lies on the path to the loss}}
+  %m = meg.max %w, %x : tensor<4xf32>, tensor<4xf32>
+  %l = meg.reduce sum %m dims [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+meg.param @w : tensor<4xf32> init #meg.init<ones>
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<4xf32>
+  // expected-error @+1 {{'meg.reduce' op has no vector-Jacobian product for reduce max}}
+  %l = meg.reduce max %w dims [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func private @f(%x: tensor<4xf32>) -> tensor<f32>
+meg.param @w : tensor<4xf32> init #meg.init<ones>
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<4xf32>
+  // expected-error @+1 {{meg-autodiff: inline calls before differentiating}}
+  %l = func.call @f(%w) : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
