@@ -13,7 +13,7 @@ namespace megc {
 
 /// Version of the artifact format this compiler writes; the runtime's
 /// loader checks it.
-constexpr uint32_t kArtifactFormatVersion = 1;
+constexpr uint32_t kArtifactFormatVersion = 2;
 
 namespace {
 
@@ -64,7 +64,8 @@ public:
       parameters.push_back(fb::CreateParameter(
           builder, builder.CreateString(param.name),
           dtypeOf(param.type.getElementType()), shape(param.type),
-          param.trainable, initKindOf(param.initKind), param.initScale));
+          param.trainable, initKindOf(param.initKind), param.initScale,
+          /*sharding=*/0, param.state));
     std::vector<flatbuffers::Offset<fb::Entry>> entries;
     for (const EntryDesc &entry : program.entries)
       entries.push_back(writeEntry(entry));

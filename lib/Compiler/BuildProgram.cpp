@@ -55,7 +55,7 @@ public:
       program.parameters.push_back(
           {param.getSymName().str(), param.getTensorType(),
            param.isTrainable(), stringifyInitKind(init.getKind()).str(),
-           init.getScale().convertToDouble()});
+           init.getScale().convertToDouble(), param.getState()});
     }
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isPrivate() || func.isExternal())
@@ -154,6 +154,19 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     buffers[reshape.getResult()] =
         addBuffer(from.kind, from.index, cast<RankedTensorType>(reshape.getType()),
                   root);
+    return success();
+  }
+  if (auto store = dyn_cast<ParamStoreOp>(op)) {
+    // Stores come after every read of the entry (meg-optimizer puts them
+    // last), so a copy into the parameter's storage is the update.
+    FailureOr<uint32_t> source = bufferFor(store.getValue());
+    if (failed(source))
+      return failure();
+    uint32_t param = addBuffer(BufferKind::Parameter,
+                               paramIndex.lookup(store.getName()),
+                               cast<RankedTensorType>(store.getValue().getType()));
+    entry->commands.push_back(
+        CopyCommand{*source, param, entry->buffers[param].sizeBytes()});
     return success();
   }
   if (auto linear = dyn_cast<LinearOp>(op))

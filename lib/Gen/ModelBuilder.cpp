@@ -100,7 +100,7 @@ void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
   ParamOp::create(builder, loc, builder.getStringAttr(name),
                   TypeAttr::get(type),
                   InitAttr::get(&context, kind, APFloat(scale)),
-                  /*frozen=*/nullptr, /*sharding=*/nullptr);
+                  /*frozen=*/nullptr, /*state=*/nullptr, /*sharding=*/nullptr);
 }
 
 void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape) {

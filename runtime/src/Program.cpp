@@ -103,7 +103,8 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
                      param.trainable(),
                      static_cast<InitKind>(param.init_kind()),
                      param.init_scale(),
-                     std::nullopt};
+                     std::nullopt,
+                     param.state()};
   if (const fb::Sharding *sharding = param.sharding()) {
     std::vector<std::string> axes;
     for (uint32_t i = 0; i < sizeOf(sharding->axes()); ++i)

@@ -97,11 +97,24 @@ void Session::initParameters(uint64_t seed) {
 }
 
 void Session::loadParameters(const std::string &path, bool allowExtra) {
+  load(path, allowExtra, /*withState=*/false);
+}
+
+void Session::loadState(const std::string &path) {
+  load(path, /*allowExtra=*/false, /*withState=*/true);
+}
+
+void Session::load(const std::string &path, bool allowExtra, bool withState) {
   std::map<std::string, Tensor> tensors = readSafetensors(path);
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
+  auto wanted = [&](const ParameterSpec &spec) {
+    return withState || !spec.state;
+  };
   // Check everything before writing anything, so that a bad file leaves the
   // parameters as they were.
   for (const ParameterSpec &spec : specs) {
+    if (!wanted(spec))
+      continue;
     auto found = tensors.find(spec.name);
     if (found == tensors.end())
       fail("'", path, "': missing parameter '", spec.name, "' (expected ",
@@ -116,16 +129,27 @@ void Session::loadParameters(const std::string &path, bool allowExtra) {
              "' is not a parameter of the program (pass allowExtra to "
              "ignore it)");
   for (size_t i = 0; i < specs.size(); ++i) {
+    if (!wanted(specs[i]))
+      continue;
     const Tensor &source = tensors.at(specs[i].name);
     std::memcpy(impl_->parameters[i].data(), source.data(), source.sizeBytes());
   }
 }
 
 void Session::saveParameters(const std::string &path) const {
+  save(path, /*withState=*/false);
+}
+
+void Session::saveState(const std::string &path) const {
+  save(path, /*withState=*/true);
+}
+
+void Session::save(const std::string &path, bool withState) const {
   std::map<std::string, Tensor> tensors;
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   for (size_t i = 0; i < specs.size(); ++i)
-    tensors.emplace(specs[i].name, impl_->parameters[i]);
+    if (withState || !specs[i].state)
+      tensors.emplace(specs[i].name, impl_->parameters[i]);
   writeSafetensors(path, tensors);
 }
 

@@ -4,6 +4,7 @@
 #include "SamplePrograms.h"
 #include "TestFiles.h"
 #include "megrt/Error.h"
+#include "megrt/FormatVersion.h"
 #include "megrt/Program.h"
 #include "megrt/Session.h"
 
@@ -28,7 +29,7 @@ std::string loadError(const std::vector<uint8_t> &bytes) {
 
 TEST(ProgramLoad, DescribesAValidArtifact) {
   Program program = Program::fromBytes(buildArtifact(linearProgram()));
-  EXPECT_EQ(program.formatVersion(), 1u);
+  EXPECT_EQ(program.formatVersion(), kFormatVersion);
   EXPECT_EQ(program.producer(), "megrt-test");
   ASSERT_EQ(program.parameters().size(), 2u);
   const ParameterSpec &w = program.parameters()[0];
@@ -115,12 +116,12 @@ TEST(ProgramLoad, RejectsAnotherIdentifier) {
 
 TEST(ProgramLoad, RejectsAnotherFormatVersion) {
   ProgramDesc desc = linearProgram();
-  desc.formatVersion = 2;
+  desc.formatVersion = kFormatVersion + 1;
   EXPECT_EQ(loadError(buildArtifact(desc)),
-            "artifact format version 2, this runtime reads 1");
+            "artifact format version 3, this runtime reads 2");
   desc.formatVersion = 0;
   EXPECT_EQ(loadError(buildArtifact(desc)),
-            "artifact format version 0, this runtime reads 1");
+            "artifact format version 0, this runtime reads 2");
 }
 
 TEST(ProgramLoad, RejectsTruncatedFiles) {

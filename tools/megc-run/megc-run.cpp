@@ -10,6 +10,7 @@
 #include "megrt/Npy.h"
 #include "megrt/Session.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,14 +26,26 @@ const char *kUsage =
     "usage: megc-run MODEL.megc --entry NAME [--device cpu]\n"
     "                [--params init[:SEED]|FILE.safetensors]\n"
     "                [--input NAME=FILE.npy ...] [--output-dir DIR]\n"
-    "                [--steps N] [--save-params FILE.safetensors]\n";
+    "                [--steps N] [--save-params FILE.safetensors]\n"
+    "                [--save-state FILE.safetensors] [--load-state FILE]\n"
+    "                [--allow-extra-params]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
-  std::string saveParams;
+  std::string saveParams, saveState, loadState;
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
+  bool allowExtraParams = false;
 };
+
+/// Parses a decimal count that fits in 64 bits; false otherwise.
+bool parseCount(const std::string &text, uint64_t &value) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  errno = 0;
+  value = std::strtoull(text.c_str(), nullptr, 10);
+  return errno != ERANGE;
+}
 
 [[noreturn]] void usageError(const std::string &message) {
   std::cerr << "megc-run: error: " << message << "\n" << kUsage;
@@ -61,12 +74,18 @@ Options parse(int argc, char **argv) {
       options.outputDir = value(i);
     } else if (arg == "--save-params") {
       options.saveParams = value(i);
+    } else if (arg == "--save-state") {
+      options.saveState = value(i);
+    } else if (arg == "--load-state") {
+      options.loadState = value(i);
     } else if (arg == "--steps") {
       std::string text = value(i);
-      char *end = nullptr;
-      options.steps = std::strtoll(text.c_str(), &end, 10);
-      if (*end || options.steps < 1)
+      uint64_t steps = 0;
+      if (!parseCount(text, steps) || steps < 1 || steps > (1ull << 40))
         usageError("--steps expects a positive integer, got '" + text + "'");
+      options.steps = static_cast<int64_t>(steps);
+    } else if (arg == "--allow-extra-params") {
+      options.allowExtraParams = true;
     } else if (arg == "--input") {
       std::string text = value(i);
       size_t equals = text.find('=');
@@ -100,18 +119,19 @@ std::string scalarText(const megrt::Tensor &tensor) {
 int run(const Options &options) {
   megrt::SessionOptions sessionOptions;
   sessionOptions.device = options.device;
-  if (options.params.rfind("init", 0) == 0) {
-    std::string seed = options.params.substr(4);
-    if (!seed.empty()) {
-      char *end = nullptr;
-      sessionOptions.seed = std::strtoull(seed.c_str() + 1, &end, 10);
-      if (seed[0] != ':' || *end || seed.size() == 1)
-        usageError("--params expects init, init:SEED or a .safetensors file");
-    }
+  bool init = options.params == "init" ||
+              options.params.rfind("init:", 0) == 0;
+  if (options.params.rfind("init:", 0) == 0) {
+    std::string seed = options.params.substr(5);
+    if (!parseCount(seed, sessionOptions.seed))
+      usageError("--params init:SEED expects a non-negative integer seed, "
+                 "got '" + seed + "'");
   }
   megrt::Session session(megrt::Program::load(options.model), sessionOptions);
-  if (options.params.rfind("init", 0) != 0)
-    session.loadParameters(options.params);
+  if (!init)
+    session.loadParameters(options.params, options.allowExtraParams);
+  if (!options.loadState.empty())
+    session.loadState(options.loadState);
 
   std::map<std::string, megrt::Tensor> inputs;
   for (const auto &[name, path] : options.inputs)
@@ -140,6 +160,8 @@ int run(const Options &options) {
   }
   if (!options.saveParams.empty())
     session.saveParameters(options.saveParams);
+  if (!options.saveState.empty())
+    session.saveState(options.saveState);
   return 0;
 }
 

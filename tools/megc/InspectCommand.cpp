@@ -9,6 +9,7 @@
 #include "InspectCommand.h"
 
 #include "megrt/ArtifactSeal.h"
+#include "megrt/FormatVersion.h"
 #include "megrt/megc_generated.h"
 
 #include "llvm/Support/Format.h"
@@ -76,6 +77,14 @@ int runInspect() {
       !fb::VerifyProgramBuffer(verifier)) {
     WithColor::error(errs(), "megc inspect")
         << artifactFile << " is not a valid megc artifact\n";
+    return 1;
+  }
+  if (const fb::Program *program = fb::GetProgram(data);
+      program->format_version() != megrt::kFormatVersion) {
+    WithColor::error(errs(), "megc inspect")
+        << artifactFile << ": artifact format version "
+        << program->format_version() << ", this tool reads "
+        << megrt::kFormatVersion << "\n";
     return 1;
   }
   std::optional<size_t> sealAt = megrt::checksumOffset(data);

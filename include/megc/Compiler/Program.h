@@ -86,6 +86,8 @@ struct ParameterDesc {
   bool trainable;
   std::string initKind;
   double initScale;
+  /// Training state (optimizer moments, step count).
+  bool state = false;
 };
 
 struct ProgramDesc {

@@ -39,6 +39,8 @@ struct ParameterSpec {
   InitKind initKind;
   double initScale;
   std::optional<ShardingSpec> sharding;
+  /// Training state (optimizer moments, step count), not a model weight.
+  bool state = false;
 };
 
 struct MemoryPlanInfo {

@@ -44,11 +44,17 @@ public:
   /// runs, thread counts and IEEE-754 platforms.
   void initParameters(uint64_t seed);
 
-  /// Reads every parameter by name from a safetensors file. A missing
-  /// parameter, a dtype or shape mismatch, or (unless allowExtra) a tensor
-  /// that is not a parameter is an error; nothing is changed on error.
+  /// Reads every model weight by name from a safetensors file (training
+  /// state is not looked for: it keeps its values). A missing weight, a
+  /// dtype or shape mismatch, or (unless allowExtra) a tensor that is not a
+  /// parameter is an error; nothing is changed on error.
   void loadParameters(const std::string &path, bool allowExtra = false);
+  /// Writes the model weights (every parameter that is not training state).
   void saveParameters(const std::string &path) const;
+  /// The full training state: model weights, optimizer moments and step
+  /// count, every one required on load.
+  void loadState(const std::string &path);
+  void saveState(const std::string &path) const;
 
   const Tensor &parameter(std::string_view name) const;
   /// `value` must have the parameter's dtype and shape.
@@ -60,6 +66,9 @@ public:
   run(std::string_view entry, const std::map<std::string, Tensor> &inputs);
 
 private:
+  void load(const std::string &path, bool allowExtra, bool withState);
+  void save(const std::string &path, bool withState) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -18,6 +18,8 @@ using namespace mlir::meg;
 
 LogicalResult ParamOp::verify() {
   RankedTensorType type = getTensorType();
+  if (getFrozen() && getState())
+    return emitOpError() << "cannot be both frozen and training state";
   if (ShardingAttr sharding = getShardingAttr()) {
     if (sharding.getDim() >= type.getRank())
       return emitOpError() << "shards dim " << sharding.getDim()
@@ -61,6 +63,22 @@ LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "result type " << getType()
                          << " differs from the type " << param.getType()
                          << " of parameter " << getNameAttr();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamStoreOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamStoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
+  if (!param)
+    return emitOpError() << "stores to " << getNameAttr()
+                         << ", which is not a meg.param";
+  if (param.getType() != getValue().getType())
+    return emitOpError() << "stores " << getValue().getType()
+                         << " to parameter " << getNameAttr() << " of type "
+                         << param.getType();
   return success();
 }
 

@@ -20,7 +20,9 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     Declares a parameter of the model with its Hugging Face style name, its
     type, how it is initialised and, optionally, how it is sharded. A
     parameter is trainable unless marked `frozen`; frozen parameters get no
-    gradient and no optimizer state.
+    gradient and no optimizer state. A `state` parameter is training state
+    (optimizer moments, step count) that meg-optimizer adds: persistent like
+    a weight, never trained, and not part of model checkpoints.
 
     ```mlir
     meg.param @model.layers.0.self_attn.q_proj.weight : tensor<4096x4096xbf16>
@@ -31,17 +33,17 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Meg_FloatTensor>:$type,
                        Meg_InitAttr:$init,
-                       UnitAttr:$frozen,
+                       UnitAttr:$frozen, UnitAttr:$state,
                        OptionalAttr<Meg_ShardingAttr>:$sharding);
   let assemblyFormat = [{
-    (`frozen` $frozen^)? $sym_name `:` $type `init` qualified($init)
+    (`frozen` $frozen^)? (`state` $state^)? $sym_name `:` $type `init` qualified($init)
     (`sharding` qualified($sharding)^)? attr-dict
   }];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
-    bool isTrainable() { return !getFrozen(); }
+    bool isTrainable() { return !getFrozen() && !getState(); }
   }];
   let hasVerifier = 1;
 }
@@ -60,6 +62,26 @@ def Meg_ParamRefOp : Meg_Op<"param_ref", [Pure,
   let arguments = (ins FlatSymbolRefAttr:$name);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Meg_ResourceParams : Resource<"::mlir::meg::ParamResource">;
+
+def Meg_ParamStoreOp : Meg_Op<"param_store", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite<Meg_ResourceParams>]>]> {
+  let summary = "Writes a new value to a parameter";
+  let description = [{
+    Replaces the persistent value of the `meg.param` named by `name` (a
+    weight after an optimizer step, or training state). Reads of the
+    parameter in the same function see the old value; the stores take
+    effect when the function ends.
+
+    ```mlir
+    meg.param_store @model.norm.weight, %new : tensor<4096xbf16>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name, Meg_FloatTensor:$value);
+  let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
 }
 
 def Meg_MeshOp : Meg_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {

@@ -26,6 +26,10 @@ namespace mlir::meg {
 struct CommResource : public SideEffects::Resource::Base<CommResource> {
   StringRef getName() final { return "<meg.comm>"; }
 };
+/// The persistent parameters, written by meg.param_store.
+struct ParamResource : public SideEffects::Resource::Base<ParamResource> {
+  StringRef getName() final { return "<meg.params>"; }
+};
 } // namespace mlir::meg
 
 #include "megc/Dialect/Meg/IR/MegInterfaces.h.inc"

@@ -82,4 +82,31 @@ def MegAutodiff : Pass<"meg-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Appends the AdamW update to the gradient function";
+  let description = [{
+    From the gradient function built by meg-autodiff (`grad`), adds
+    `train_step` with the same arguments, which returns the loss and updates
+    every trainable parameter with `meg.adamw` (hyper-parameters from the
+    module's `meg.optimizer` attribute). The optimizer state becomes
+    persistent `state` parameters: `optimizer.exp_avg.<p>` and
+    `optimizer.exp_avg_sq.<p>` (f32, zeros) and `optimizer.step` (an f32
+    scalar counting steps, exact up to 2^24). Parameters and state are
+    written with `meg.param_store` after all reads.
+
+    ```mlir
+    %s1 = meg.add %step, %one : tensor<f32>, tensor<f32>
+    %p2, %m2, %v2 = meg.adamw %p, %g, %m, %v, %t config(#meg.adamw<...>) ...
+    meg.param_store @w, %p2 : tensor<64x64xf32>
+    meg.param_store @optimizer.exp_avg.w, %m2 : tensor<64x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"gradient", "gradient", "std::string", /*default=*/"\"grad\"",
+           "The gradient function (loss first, then grad.<parameter>)">,
+    Option<"name", "name", "std::string", /*default=*/"\"train_step\"",
+           "Name of the training step function to add">
+  ];
+}
+
 #endif // MEGC_DIALECT_MEG_TRANSFORMS_PASSES_TD

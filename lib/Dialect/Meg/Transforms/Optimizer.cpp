@@ -1,0 +1,134 @@
+//===- Optimizer.cpp - the meg-optimizer pass --------------------------===//
+//
+// Turns the gradient function into a training step: AdamW on every
+// trainable parameter, with the moments and the step count kept as
+// persistent state parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGOPTIMIZER
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+struct MegOptimizerPass
+    : public mlir::meg::impl::MegOptimizerBase<MegOptimizerPass> {
+  using MegOptimizerBase::MegOptimizerBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto config =
+        module->getAttrOfType<AdamWAttr>(MegDialect::kOptimizerAttrName);
+    if (!config) {
+      module.emitError() << "meg-optimizer: the module has no '"
+                         << MegDialect::kOptimizerAttrName
+                         << "' attribute (e.g. #meg.adamw<...>)";
+      return signalPassFailure();
+    }
+    auto grad = module.lookupSymbol<func::FuncOp>(gradient);
+    if (!grad) {
+      module.emitError() << "meg-optimizer: no gradient function @"
+                         << gradient << " (run meg-autodiff first)";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol(name)) {
+      grad.emitError() << "meg-optimizer: a symbol @" << name
+                       << " exists already";
+      return signalPassFailure();
+    }
+    if (failed(buildStep(module, grad, config)))
+      return signalPassFailure();
+  }
+
+  /// Declares a zero-initialised state parameter before the functions.
+  void declareState(OpBuilder &builder, ModuleOp module, StringRef stateName,
+                    RankedTensorType type) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(*module.getOps<func::FuncOp>().begin());
+    ParamOp::create(builder, module.getLoc(), builder.getStringAttr(stateName),
+                    TypeAttr::get(type),
+                    InitAttr::get(builder.getContext(), InitKind::zeros,
+                                  APFloat(0.0)),
+                    /*frozen=*/nullptr, builder.getUnitAttr(),
+                    /*sharding=*/nullptr);
+  }
+
+  LogicalResult buildStep(ModuleOp module, func::FuncOp grad,
+                          AdamWAttr config) {
+    OpBuilder builder(module.getContext());
+    Location loc = grad.getLoc();
+    builder.setInsertionPointAfter(grad);
+    auto step = cast<func::FuncOp>(builder.clone(*grad));
+    step.setName(name);
+    auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+
+    Type f32 = builder.getF32Type();
+    auto scalar = RankedTensorType::get({}, f32);
+    declareState(builder, module, "optimizer.step", scalar);
+
+    builder.setInsertionPoint(ret);
+    auto read = [&](StringRef param, RankedTensorType type) -> Value {
+      return ParamRefOp::create(builder, loc, type,
+                                FlatSymbolRefAttr::get(builder.getContext(),
+                                                       param));
+    };
+    Value one = arith::ConstantOp::create(
+        builder, loc, scalar,
+        DenseElementsAttr::get(scalar, builder.getFloatAttr(f32, 1.0)));
+    Value count = AddOp::create(builder, loc, read("optimizer.step", scalar),
+                                one);
+    Value stepIndex = CastOp::create(
+        builder, loc, RankedTensorType::get({}, builder.getI64Type()), count);
+
+    SmallVector<std::pair<std::string, Value>> stores = {
+        {"optimizer.step", count}};
+    for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+      auto resultName = step.getResultAttrOfType<StringAttr>(
+          index, MegDialect::kNameAttrName);
+      if (!resultName || !resultName.getValue().starts_with("grad."))
+        continue;
+      StringRef paramName = resultName.getValue().drop_front(5);
+      auto param = module.lookupSymbol<ParamOp>(paramName);
+      if (!param)
+        return grad.emitError() << "meg-optimizer: result '" << resultName
+                                << "' names no parameter";
+      RankedTensorType type = param.getTensorType();
+      auto momentType = type.clone(f32);
+      std::string expAvg = ("optimizer.exp_avg." + paramName).str();
+      std::string expAvgSq = ("optimizer.exp_avg_sq." + paramName).str();
+      declareState(builder, module, expAvg, momentType);
+      declareState(builder, module, expAvgSq, momentType);
+      auto update = AdamWOp::create(
+          builder, loc, read(paramName, type), value,
+          read(expAvg, momentType), read(expAvgSq, momentType), stepIndex,
+          config);
+      stores.push_back({paramName.str(), update.getNewParam()});
+      stores.push_back({expAvg, update.getNewExpAvg()});
+      stores.push_back({expAvgSq, update.getNewExpAvgSq()});
+    }
+    for (auto &[param, value] : stores)
+      ParamStoreOp::create(builder, loc, param, value);
+
+    Value loss = ret.getOperand(0);
+    func::ReturnOp::create(builder, loc, loss);
+    ret.erase();
+    step.setFunctionType(
+        builder.getFunctionType(step.getArgumentTypes(), loss.getType()));
+    step.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+    step.setResultAttr(0, MegDialect::kNameAttrName,
+                       builder.getStringAttr("loss"));
+    return success();
+  }
+};
+
+} // namespace
