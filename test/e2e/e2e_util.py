@@ -34,6 +34,26 @@ def write_safetensors(path, tensors, dtype="F32"):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
+def read_safetensors(path):
+    """name -> float64 array (F32, BF16, F16, I32, I64)."""
+    data = open(path, "rb").read()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    body = data[8 + size:]
+    kinds = {"F32": np.float32, "F16": np.float16, "I32": np.int32,
+             "I64": np.int64, "BF16": np.uint16}
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        array = np.frombuffer(body[begin:end], kinds[info["dtype"]])
+        if info["dtype"] == "BF16":
+            array = bf16_to_f32(array)
+        tensors[name] = array.reshape(info["shape"]).astype(np.float64)
+    return tensors
+
+
 def read_output(path):
     """An output .npy as float64; bf16 comes as raw '<u2' bits."""
     array = np.load(path)

@@ -11,6 +11,7 @@
 #include "megc/Compiler/Program.h"
 #include "megc/Conversion/Passes.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -60,6 +61,7 @@ void registerCompileOptions() {
   // The front end and the code generators build pipelines from text.
   mlir::registerAllPasses();
   mlir::meg::registerMegConversionPasses();
+  mlir::meg::registerMegPasses();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
@@ -109,8 +111,15 @@ int runCompile() {
 
   // The FailureOr overload: the one taking a pass manager would nest the
   // pipeline one level too deep and run nothing.
+  // A model with an optimizer configuration trains: its loss gets a
+  // gradient function and a training step.
+  bool training =
+      (*module)->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
+      !(*module).lookupSymbol("train_step");
   mlir::FailureOr<mlir::OpPassManager> pipeline = mlir::parsePassPipeline(
-      "builtin.module(inline,canonicalize,cse,symbol-dce)");
+      training ? "builtin.module(inline,meg-autodiff,meg-optimizer,"
+                 "canonicalize,cse,symbol-dce)"
+               : "builtin.module(inline,canonicalize,cse,symbol-dce)");
   if (failed(pipeline))
     return fail("internal error: bad front-end pipeline");
   mlir::PassManager frontEnd(&context);

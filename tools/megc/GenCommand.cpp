@@ -12,6 +12,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -66,6 +67,27 @@ cl::opt<double> ropeTheta("rope-theta", cl::desc("RoPE base"),
                           cl::sub(genSubCommand()), cl::cat(genCategory));
 cl::opt<double> normEps("norm-eps", cl::desc("Normalisation epsilon"),
                         cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<bool> train("train",
+                    cl::desc("Add the AdamW configuration (meg.optimizer), "
+                             "so that megc compiles grad and train_step"),
+                    cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<double> learningRate("lr", cl::desc("AdamW learning rate (--train)"),
+                             cl::init(1e-3), cl::sub(genSubCommand()),
+                             cl::cat(genCategory));
+cl::opt<double> weightDecay("weight-decay",
+                            cl::desc("AdamW weight decay (--train)"),
+                            cl::init(0.0), cl::sub(genSubCommand()),
+                            cl::cat(genCategory));
+cl::opt<std::string> betas("betas", cl::desc("AdamW B1,B2 (--train)"),
+                           cl::init("0.9,0.999"), cl::sub(genSubCommand()),
+                           cl::cat(genCategory));
+cl::opt<double> adamEps("adam-eps", cl::desc("AdamW epsilon (--train)"),
+                        cl::init(1e-8), cl::sub(genSubCommand()),
+                        cl::cat(genCategory));
+cl::opt<std::string> frozen("frozen",
+                            cl::desc("Freeze the parameters whose names "
+                                     "match this regular expression"),
+                            cl::sub(genSubCommand()), cl::cat(genCategory));
 
 /// Copies a flag into `target` if it was given on the command line.
 template <typename T, typename U>
@@ -150,12 +172,61 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context) {
 }
 } // namespace
 
+/// Applies --train (the optimizer attribute) and --frozen to the module.
+Error applyTraining(mlir::ModuleOp module) {
+  if (!train) {
+    for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+             &learningRate, &weightDecay, &betas, &adamEps})
+      if (flag->getNumOccurrences())
+        return createStringError(inconvertibleErrorCode(),
+                                 "--" + flag->ArgStr + " needs --train");
+  } else {
+    StringRef first, second;
+    std::tie(first, second) = StringRef(betas).split(',');
+    double beta1, beta2;
+    if (first.trim().getAsDouble(beta1) || second.trim().getAsDouble(beta2))
+      return createStringError(inconvertibleErrorCode(),
+                               "--betas expects B1,B2, got '" + betas + "'");
+    auto config = mlir::meg::AdamWAttr::getChecked(
+        [&]() { return mlir::emitError(module.getLoc()); },
+        module.getContext(), APFloat(learningRate.getValue()), APFloat(beta1),
+        APFloat(beta2), APFloat(adamEps.getValue()),
+        APFloat(weightDecay.getValue()));
+    if (!config)
+      return createStringError(inconvertibleErrorCode(),
+                               "invalid AdamW settings (see above)");
+    module->setAttr(mlir::meg::MegDialect::kOptimizerAttrName, config);
+  }
+  if (frozen.getNumOccurrences()) {
+    Regex pattern(frozen);
+    std::string regexError;
+    if (!pattern.isValid(regexError))
+      return createStringError(inconvertibleErrorCode(),
+                               "--frozen '" + frozen + "': " + regexError);
+    int matched = 0;
+    for (auto param : module.getOps<mlir::meg::ParamOp>())
+      if (pattern.match(param.getSymName())) {
+        param.setFrozen(true);
+        ++matched;
+      }
+    if (matched == 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "--frozen '" + frozen +
+                                   "' matches no parameter");
+  }
+  return Error::success();
+}
+
 int runGen() {
   mlir::MLIRContext context;
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> module = build(context);
   if (!module) {
     WithColor::error(errs(), "megc gen") << toString(module.takeError())
                                          << "\n";
+    return 1;
+  }
+  if (Error error = applyTraining(**module)) {
+    WithColor::error(errs(), "megc gen") << toString(std::move(error)) << "\n";
     return 1;
   }
   std::string error;

@@ -1,0 +1,42 @@
+// RUN: megc-opt %s --split-input-file --meg-autodiff --meg-optimizer --verify-diagnostics | FileCheck %s
+
+// train_step updates each trainable parameter with AdamW and keeps the
+// moments and the step count as state parameters.
+// CHECK-DAG: meg.param state @optimizer.step : tensor<f32> init #meg.init<zeros>
+// CHECK-DAG: meg.param state @optimizer.exp_avg.w : tensor<4x4xf32> init #meg.init<zeros>
+// CHECK-DAG: meg.param state @optimizer.exp_avg_sq.w : tensor<4x4xf32> init #meg.init<zeros>
+// CHECK-NOT: optimizer.exp_avg.frozen
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"})
+// CHECK: %[[STEP:.*]] = meg.param_ref @optimizer.step
+// CHECK: %[[COUNT:.*]] = meg.add %[[STEP]]
+// CHECK: %[[T:.*]] = meg.cast %[[COUNT]] : tensor<f32> to tensor<i64>
+// CHECK: %[[P:.*]], %[[M:.*]], %[[V:.*]] = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T]] config(#meg.adamw<lr = 0.01
+// CHECK: meg.param_store @optimizer.step, %[[COUNT]]
+// CHECK: meg.param_store @w, %[[P]]
+// CHECK: meg.param_store @optimizer.exp_avg.w, %[[M]]
+// CHECK: meg.param_store @optimizer.exp_avg_sq.w, %[[V]]
+// CHECK-NEXT: return
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>} {
+  meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
+  meg.param frozen @frozen : tensor<4xf32> init #meg.init<ones>
+  func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4x4xf32>
+    %f = meg.param_ref @frozen : tensor<4xf32>
+    %y = meg.linear %x, %w bias %f : tensor<2x4xf32>, tensor<4x4xf32>, tensor<4xf32>
+    %l = meg.reduce mean %y dims [0, 1] : tensor<2x4xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{meg-optimizer: the module has no 'meg.optimizer' attribute}}
+module {
+  meg.param @w : tensor<4xf32> init #meg.init<ones>
+  func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4xf32>
+    %l = meg.reduce sum %w dims [0] : tensor<4xf32>
+    return %l : tensor<f32>
+  }
+}
