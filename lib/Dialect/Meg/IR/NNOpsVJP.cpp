@@ -136,7 +136,7 @@ Grads ModulateOp::buildVJP(OpBuilder &b, ValueRange grads) {
   Value scale = reshapeTo(
       b, loc, getScale(), {input.getDimSize(0), 1, input.getDimSize(2)});
   Value dx = AddOp::create(b, loc, dy, MulOp::create(b, loc, dy, scale));
-  ArrayRef<int64_t> seq = {1};
+  SmallVector<int64_t> seq = {1};
   Value dShift = ReduceOp::create(b, loc, ReduceKind::sum, dy, seq, false);
   Value dScale =
       ReduceOp::create(b, loc, ReduceKind::sum,
