@@ -72,3 +72,40 @@ def run(args):
 
 def relative_error(got, want):
     return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
+def check_gradients(loss, params, grads, rng, samples, tolerance, step=1e-5):
+    """Compares gradients with central finite differences of `loss`
+    (float64) on `samples` random elements of every parameter (error
+    relative to that gradient's largest entry) and along one random
+    direction through all parameters. Returns (ok, worst sampled error,
+    directional relative error, message)."""
+    worst = 0.0
+    for name, value in params.items():
+        got = grads[name]
+        fd, mine = [], []
+        for _ in range(samples):
+            index = tuple(rng.integers(0, n) for n in value.shape)
+            saved = value[index]
+            value[index] = saved + step
+            plus = loss(params)
+            value[index] = saved - step
+            minus = loss(params)
+            value[index] = saved
+            fd.append((plus - minus) / (2 * step))
+            mine.append(got[index])
+        scale = max(np.abs(got).max(), 1e-12)
+        error = np.max(np.abs(np.array(mine) - np.array(fd))) / scale
+        worst = max(worst, error)
+        if error > tolerance:
+            return (False, worst, None,
+                    f"{name}: sampled gradient error {error:.3g} (megc {mine} "
+                    f"vs finite differences {fd})")
+    direction = {k: rng.standard_normal(v.shape) for k, v in params.items()}
+    predicted = sum(np.sum(grads[k] * d) for k, d in direction.items())
+    along = (loss({k: params[k] + step * direction[k] for k in params}) -
+             loss({k: params[k] - step * direction[k] for k in params})) / (2 * step)
+    directional = abs(predicted - along) / abs(along)
+    message = (f"directional derivative {predicted:.6g} vs {along:.6g} "
+               f"(relative error {directional:.3g})")
+    return directional <= tolerance, worst, directional, message
