@@ -117,7 +117,8 @@ int runCompile() {
       (*module)->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
       !(*module).lookupSymbol("train_step");
   mlir::FailureOr<mlir::OpPassManager> pipeline = mlir::parsePassPipeline(
-      training ? "builtin.module(inline,meg-autodiff,meg-optimizer,"
+      training ? "builtin.module(inline,meg-autodiff,meg-precision,"
+                 "meg-optimizer,"
                  "canonicalize,cse,symbol-dce)"
                : "builtin.module(inline,canonicalize,cse,symbol-dce)");
   if (failed(pipeline))

@@ -84,6 +84,11 @@ cl::opt<std::string> betas("betas", cl::desc("AdamW B1,B2 (--train)"),
 cl::opt<double> adamEps("adam-eps", cl::desc("AdamW epsilon (--train)"),
                         cl::init(1e-8), cl::sub(genSubCommand()),
                         cl::cat(genCategory));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Precision policy KEY=DTYPE,... over param, main_params, "
+             "main_grads, grad_reduce, exp_avg, exp_avg_sq (--train)"),
+    cl::sub(genSubCommand()), cl::cat(genCategory));
 cl::opt<std::string> frozen("frozen",
                             cl::desc("Freeze the parameters whose names "
                                      "match this regular expression"),
@@ -172,11 +177,55 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context) {
 }
 } // namespace
 
+/// Sets `meg.precision` from --precision KEY=DTYPE,...; keys not given
+/// default to the model dtype for `param` and f32 for the rest.
+Error applyPrecision(mlir::ModuleOp module) {
+  mlir::MLIRContext *context = module.getContext();
+  mlir::Type f32 = mlir::Float32Type::get(context);
+  mlir::Type modelType = f32;
+  for (auto param : module.getOps<mlir::meg::ParamOp>()) {
+    modelType = param.getTensorType().getElementType();
+    break;
+  }
+  llvm::StringMap<mlir::Type> types = {
+      {"param", modelType}, {"main_params", f32}, {"main_grads", f32},
+      {"grad_reduce", f32}, {"exp_avg", f32},     {"exp_avg_sq", f32}};
+  SmallVector<StringRef> pairs;
+  StringRef(precision).split(pairs, ',');
+  for (StringRef pair : pairs) {
+    auto [key, value] = pair.split('=');
+    key = key.trim();
+    if (!types.count(key))
+      return createStringError(inconvertibleErrorCode(),
+                               "--precision: unknown key '" + key +
+                                   "'; expected param, main_params, "
+                                   "main_grads, grad_reduce, exp_avg or "
+                                   "exp_avg_sq");
+    Expected<gen::DType> dtype = gen::parseDType(value.trim());
+    if (!dtype)
+      return createStringError(inconvertibleErrorCode(),
+                               "--precision " + key + ": " +
+                                   toString(dtype.takeError()));
+    types[key] = *dtype == gen::DType::F32    ? f32
+                 : *dtype == gen::DType::BF16 ? mlir::Type(mlir::BFloat16Type::get(context))
+                                              : mlir::Type(mlir::Float16Type::get(context));
+  }
+  auto policy = mlir::meg::PrecisionAttr::getChecked(
+      [&]() { return mlir::emitError(module.getLoc()); }, context,
+      types["param"], types["main_params"], types["main_grads"],
+      types["grad_reduce"], types["exp_avg"], types["exp_avg_sq"]);
+  if (!policy)
+    return createStringError(inconvertibleErrorCode(),
+                             "invalid --precision policy (see above)");
+  module->setAttr(mlir::meg::MegDialect::kPrecisionAttrName, policy);
+  return Error::success();
+}
+
 /// Applies --train (the optimizer attribute) and --frozen to the module.
 Error applyTraining(mlir::ModuleOp module) {
   if (!train) {
     for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
-             &learningRate, &weightDecay, &betas, &adamEps})
+             &learningRate, &weightDecay, &betas, &adamEps, &precision})
       if (flag->getNumOccurrences())
         return createStringError(inconvertibleErrorCode(),
                                  "--" + flag->ArgStr + " needs --train");
@@ -196,6 +245,9 @@ Error applyTraining(mlir::ModuleOp module) {
       return createStringError(inconvertibleErrorCode(),
                                "invalid AdamW settings (see above)");
     module->setAttr(mlir::meg::MegDialect::kOptimizerAttrName, config);
+    if (precision.getNumOccurrences())
+      if (Error error = applyPrecision(module))
+        return error;
   }
   if (frozen.getNumOccurrences()) {
     Regex pattern(frozen);

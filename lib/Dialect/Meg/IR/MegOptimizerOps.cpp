@@ -21,5 +21,29 @@ LogicalResult AdamWOp::verify() {
                            << formatShape(param.getShape()) << ", got "
                            << formatShape(type.getShape());
   }
+  // The precision policy of the module decides what the optimizer consumes
+  // and stores (the class of bug where a gradient cast disagreed with the
+  // optimizer configuration).
+  auto module = (*this)->getParentOfType<ModuleOp>();
+  auto policy = module ? module->getAttrOfType<PrecisionAttr>(
+                             MegDialect::kPrecisionAttrName)
+                       : PrecisionAttr();
+  if (!policy)
+    return success();
+  for (auto [name, value, want] :
+       {std::tuple<StringRef, Value, Type>{"gradient", getGrad(),
+                                           policy.getMainGrads()},
+        {"exp_avg", getExpAvg(), policy.getExpAvg()},
+        {"exp_avg_sq", getExpAvgSq(), policy.getExpAvgSq()}}) {
+    Type element = cast<RankedTensorType>(value.getType()).getElementType();
+    if (element != want) {
+      InFlightDiagnostic diag = emitOpError()
+                                << "receives the " << name << " in " << element
+                                << " but the precision policy says " << want;
+      if (auto ref = getParam().getDefiningOp<ParamRefOp>())
+        diag << " (parameter " << ref.getNameAttr() << ")";
+      return diag;
+    }
+  }
   return success();
 }

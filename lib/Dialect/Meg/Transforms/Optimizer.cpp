@@ -103,14 +103,17 @@ struct MegOptimizerPass
         return grad.emitError() << "meg-optimizer: result '" << resultName
                                 << "' names no parameter";
       RankedTensorType type = param.getTensorType();
-      auto momentType = type.clone(f32);
+      auto policy = module->getAttrOfType<PrecisionAttr>(
+          MegDialect::kPrecisionAttrName);
+      auto expAvgType = type.clone(policy ? policy.getExpAvg() : f32);
+      auto expAvgSqType = type.clone(policy ? policy.getExpAvgSq() : f32);
       std::string expAvg = ("optimizer.exp_avg." + paramName).str();
       std::string expAvgSq = ("optimizer.exp_avg_sq." + paramName).str();
-      declareState(builder, module, expAvg, momentType);
-      declareState(builder, module, expAvgSq, momentType);
+      declareState(builder, module, expAvg, expAvgType);
+      declareState(builder, module, expAvgSq, expAvgSqType);
       auto update = AdamWOp::create(
           builder, loc, read(paramName, type), value,
-          read(expAvg, momentType), read(expAvgSq, momentType), stepIndex,
+          read(expAvg, expAvgType), read(expAvgSq, expAvgSqType), stepIndex,
           config);
       stores.push_back({paramName.str(), update.getNewParam()});
       stores.push_back({expAvg, update.getNewExpAvg()});

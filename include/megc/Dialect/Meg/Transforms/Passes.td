@@ -82,6 +82,31 @@ def MegAutodiff : Pass<"meg-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegPrecision : Pass<"meg-precision", "::mlir::ModuleOp"> {
+  let summary = "Casts gradients to the precision policy's dtypes";
+  let description = [{
+    Applies the module's `meg.precision` policy to the gradient function
+    built by meg-autodiff (`gradient`, default `grad`): every
+    `grad.<parameter>` result, produced in the compute dtype, is cast to
+    `main_grads` where (and only where) the two differ, so that the
+    optimizer consumes gradients in the dtype the policy names. Without a
+    policy the pass changes nothing. A policy this compiler cannot hold yet
+    (`main_params` other than the parameter dtype, i.e. separate master
+    weights) is an error naming the parameter.
+
+    ```mlir
+    // policy: param = bf16, main_grads = f32
+    %g = ... : tensor<64x64xbf16>
+    %g32 = meg.cast %g : tensor<64x64xbf16> to tensor<64x64xf32>
+    return %loss, %g32 : tensor<f32>, tensor<64x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"gradient", "gradient", "std::string", /*default=*/"\"grad\"",
+           "The gradient function (loss first, then grad.<parameter>)">
+  ];
+}
+
 def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
   let summary = "Appends the AdamW update to the gradient function";
   let description = [{
@@ -90,7 +115,8 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
     every trainable parameter with `meg.adamw` (hyper-parameters from the
     module's `meg.optimizer` attribute). The optimizer state becomes
     persistent `state` parameters: `optimizer.exp_avg.<p>` and
-    `optimizer.exp_avg_sq.<p>` (f32, zeros) and `optimizer.step` (an f32
+    `optimizer.exp_avg_sq.<p>` (zeros, in the policy's `exp_avg` /
+    `exp_avg_sq` dtypes, f32 without a policy) and `optimizer.step` (an f32
     scalar counting steps, exact up to 2^24). Parameters and state are
     written with `meg.param_store` after all reads.
 
