@@ -266,15 +266,17 @@ func.func @grads(%dy: tensor<2x16x64xf32>, %ids: tensor<2x16xi32>,
   return
 }
 
-// The config attribute of meg.adamw is written in full inside `config(...)`.
+// The config attribute of meg.adamw is written in full inside `config(...)`;
+// gradient and moment dtypes follow the module's precision policy
+// (main_grads = f32, exp_avg = f32, exp_avg_sq = f16).
 // CHECK-LABEL: func.func @optimizer
-func.func @optimizer(%p: tensor<8x4xf32>, %g: tensor<8x4xbf16>,
-                     %m: tensor<8x4xf32>, %v: tensor<8x4xbf16>,
+func.func @optimizer(%p: tensor<8x4xbf16>, %g: tensor<8x4xf32>,
+                     %m: tensor<8x4xf32>, %v: tensor<8x4xf16>,
                      %step: tensor<i64>) {
-  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} config(#meg.adamw<lr = 0.001, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>) : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xbf16>, tensor<i64>
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} config(#meg.adamw<lr = 0.001, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>) : tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf16>, tensor<i64>
   %0:3 = meg.adamw %p, %g, %m, %v, %step
       config(#meg.adamw<lr = 1.0e-3, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>)
-      : tensor<8x4xf32>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xbf16>,
+      : tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf16>,
         tensor<i64>
   return
 }
