@@ -12,32 +12,26 @@
 
 namespace megc::gen {
 
-/// The sizes a DiT preset shares.
-struct DiTShape {
-  int64_t layers, hidden, heads, seq, textSeq, batch, inChannels, contextDim;
-  double normEps;
-};
-
 /// Checks sizes, head divisibility and eps.
-llvm::Error checkDiT(const DiTShape &s);
+llvm::Error checkDiT(const DiTConfig &s);
 
 /// Declares `x_embedder`, `context_embedder` (run before the blocks).
-void declareEmbedders(ModelBuilder &b, const DiTShape &s);
+void declareEmbedders(ModelBuilder &b, const DiTConfig &s);
 /// Declares `norm_out.linear` and `proj_out` (run after the blocks).
-void declareHead(ModelBuilder &b, const DiTShape &s);
+void declareHead(ModelBuilder &b, const DiTConfig &s);
 
 /// The inputs of a DiT forward: latents [B, S, C], context [B, T, Cctx],
 /// conditioning [B, H] (timestep and pooled text embedding, combined).
-llvm::SmallVector<NamedType> ditInputs(ModelBuilder &b, const DiTShape &s);
+llvm::SmallVector<NamedType> ditInputs(ModelBuilder &b, const DiTConfig &s);
 
 /// `proj_out(modulate(layer_norm(x), shift, scale))` with the adaLN output
 /// norm.
-mlir::Value ditHead(ModelBuilder &b, const DiTShape &s, mlir::Value x,
+mlir::Value ditHead(ModelBuilder &b, const DiTConfig &s, mlir::Value x,
                     mlir::Value cond);
 
 /// Emits `loss(latents, context, conditioning, target) -> mse` calling
 /// `forward`.
-void ditLoss(ModelBuilder &b, const DiTShape &s);
+void ditLoss(ModelBuilder &b, const DiTConfig &s);
 
 } // namespace megc::gen
 

@@ -15,9 +15,7 @@ namespace megc::gen {
 
 llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
                                                 const FluxConfig &c) {
-  DiTShape shape{c.layers, c.hidden,     c.heads,      c.seq,    c.textSeq,
-                 c.batch,  c.inChannels, c.contextDim, c.normEps};
-  if (llvm::Error error = checkDiT(shape))
+  if (llvm::Error error = checkDiT(c))
     return std::move(error);
   int64_t headDim = c.hidden / c.heads;
   llvm::Expected<int64_t> rotaryDim = rotaryDimFor(headDim, c.rope);
@@ -25,7 +23,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
     return rotaryDim.takeError();
 
   ModelBuilder b(context, c.dtype);
-  declareEmbedders(b, shape);
+  declareEmbedders(b, c);
   int64_t mlpHidden = 4 * c.hidden;
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string block = "single_transformer_blocks." + std::to_string(i);
@@ -37,9 +35,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
     b.ones(block + ".attn.norm_k.weight", {headDim});
     b.linearParams(block + ".proj_out", c.hidden + mlpHidden, c.hidden, true);
   }
-  declareHead(b, shape);
+  declareHead(b, c);
 
-  SmallVector<Value> args = b.beginFunction("forward", ditInputs(b, shape));
+  SmallVector<Value> args = b.beginFunction("forward", ditInputs(b, c));
   Value x = b.linear(args[0], "x_embedder", true);
   Value ctx = b.linear(args[1], "context_embedder", true);
   Value cond = args[2];
@@ -70,8 +68,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
   }
   Value image = b.slice(h, {0, c.textSeq, 0}, {c.batch, c.seq, c.hidden},
                         {1, 1, 1});
-  b.endFunction({{"prediction", ditHead(b, shape, image, cond)}});
-  ditLoss(b, shape);
+  b.endFunction({{"prediction", ditHead(b, c, image, cond)}});
+  ditLoss(b, c);
   return b.finish();
 }
 

@@ -77,21 +77,19 @@ Value streamFinish(ModelBuilder &b, const MMDiTConfig &c, const StreamNames &n,
 
 llvm::Expected<OwningOpRef<ModuleOp>> buildMMDiT(MLIRContext &context,
                                                  const MMDiTConfig &c) {
-  DiTShape shape{c.layers, c.hidden,     c.heads,      c.seq,    c.textSeq,
-                 c.batch,  c.inChannels, c.contextDim, c.normEps};
-  if (llvm::Error error = checkDiT(shape))
+  if (llvm::Error error = checkDiT(c))
     return std::move(error);
 
   ModelBuilder b(context, c.dtype);
-  declareEmbedders(b, shape);
+  declareEmbedders(b, c);
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string block = "transformer_blocks." + std::to_string(i);
     declareStream(b, imageStream(block), c.hidden);
     declareStream(b, contextStream(block), c.hidden);
   }
-  declareHead(b, shape);
+  declareHead(b, c);
 
-  SmallVector<Value> args = b.beginFunction("forward", ditInputs(b, shape));
+  SmallVector<Value> args = b.beginFunction("forward", ditInputs(b, c));
   Value x = b.linear(args[0], "x_embedder", true);
   Value ctx = b.linear(args[1], "context_embedder", true);
   Value cond = args[2];
@@ -108,8 +106,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildMMDiT(MLIRContext &context,
     x = streamFinish(b, c, image, xs, parts[0]);
     ctx = streamFinish(b, c, text, cs, parts[1]);
   }
-  b.endFunction({{"prediction", ditHead(b, shape, x, cond)}});
-  ditLoss(b, shape);
+  b.endFunction({{"prediction", ditHead(b, c, x, cond)}});
+  ditLoss(b, c);
   return b.finish();
 }
 

@@ -1,6 +1,8 @@
 // A small JSON reader and string quoting for the safetensors header.
 #include "Json.h"
 
+#include "TextCursor.h"
+
 #include "Fail.h"
 
 #include <cerrno>
@@ -30,9 +32,9 @@ namespace {
 // Untrusted files must not overflow the stack through deep nesting.
 constexpr int kMaxDepth = 64;
 
-class Parser {
+class Parser : public TextCursor<Parser> {
 public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  explicit Parser(std::string_view text) : TextCursor(text) {}
 
   JsonValue parseDocument() {
     JsonValue value = parseValue(0);
@@ -43,35 +45,10 @@ public:
   }
 
 private:
+  friend class TextCursor<Parser>;
+
   [[noreturn]] void error(const std::string &what) const {
     fail("invalid JSON at byte ", pos_, ": ", what);
-  }
-
-  void skipSpace() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
-      ++pos_;
-  }
-
-  bool consume(char c) {
-    skipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  void expect(char c) {
-    if (!consume(c))
-      error(concat("expected '", c, "'"));
-  }
-
-  bool consumeWord(std::string_view word) {
-    if (text_.substr(pos_, word.size()) != word)
-      return false;
-    pos_ += word.size();
-    return true;
   }
 
   JsonValue parseValue(int depth) {
@@ -263,8 +240,6 @@ private:
     return std::string(text_.substr(start, pos_ - start));
   }
 
-  std::string_view text_;
-  size_t pos_ = 0;
 };
 } // namespace
 

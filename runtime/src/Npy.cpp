@@ -1,6 +1,8 @@
 // Reading and writing single tensors in NumPy's .npy format.
 #include "megrt/Npy.h"
 
+#include "TextCursor.h"
+
 #include "Fail.h"
 #include "FileIO.h"
 
@@ -39,10 +41,10 @@ struct HeaderValue {
   Shape tuple;
 };
 
-class HeaderParser {
+class HeaderParser : public TextCursor<HeaderParser> {
 public:
   HeaderParser(std::string_view text, std::string file)
-      : text_(text), file_(std::move(file)) {}
+      : TextCursor(text), file_(std::move(file)) {}
 
   std::map<std::string, HeaderValue> parseDict() {
     std::map<std::string, HeaderValue> dict;
@@ -64,36 +66,10 @@ public:
   }
 
 private:
+  friend class TextCursor<HeaderParser>;
+
   [[noreturn]] void error(const std::string &what) const {
     fail(file_, ": malformed header at character ", pos_, ": ", what);
-  }
-
-  void skipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t'))
-      ++pos_;
-  }
-
-  bool consume(char c) {
-    skipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  void expect(char c) {
-    if (!consume(c))
-      error(concat("expected '", c, "'"));
-  }
-
-  bool consumeWord(std::string_view word) {
-    skipSpace();
-    if (text_.substr(pos_, word.size()) != word)
-      return false;
-    pos_ += word.size();
-    return true;
   }
 
   std::string parseString() {
@@ -154,9 +130,7 @@ private:
     return value;
   }
 
-  std::string_view text_;
   std::string file_;
-  size_t pos_ = 0;
 };
 
 const HeaderValue &headerField(const std::map<std::string, HeaderValue> &dict,

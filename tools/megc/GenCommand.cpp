@@ -124,6 +124,13 @@ Error readCommon(gen::DType &type) {
   return Error::success();
 }
 
+void readDiT(gen::DiTConfig &c) {
+  take(layers, c.layers), take(hidden, c.hidden), take(heads, c.heads);
+  take(seq, c.seq), take(textSeq, c.textSeq), take(batch, c.batch);
+  take(inChannels, c.inChannels), take(contextDim, c.contextDim);
+  take(normEps, c.normEps);
+}
+
 void readRope(gen::RopeConfig &rope) {
   rope.interleaved = rotaryInterleaved;
   take(rotaryPercent, rope.percent);
@@ -152,10 +159,7 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context) {
     gen::MMDiTConfig c;
     if (Error error = readCommon(c.dtype))
       return std::move(error);
-    take(layers, c.layers), take(hidden, c.hidden), take(heads, c.heads);
-    take(seq, c.seq), take(textSeq, c.textSeq), take(batch, c.batch);
-    take(inChannels, c.inChannels), take(contextDim, c.contextDim);
-    take(normEps, c.normEps);
+    readDiT(c);
     return gen::buildMMDiT(context, c);
   }
   if (preset == "flux") {
@@ -164,10 +168,7 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context) {
     gen::FluxConfig c;
     if (Error error = readCommon(c.dtype))
       return std::move(error);
-    take(layers, c.layers), take(hidden, c.hidden), take(heads, c.heads);
-    take(seq, c.seq), take(textSeq, c.textSeq), take(batch, c.batch);
-    take(inChannels, c.inChannels), take(contextDim, c.contextDim);
-    take(normEps, c.normEps);
+    readDiT(c);
     readRope(c.rope);
     return gen::buildFlux(context, c);
   }

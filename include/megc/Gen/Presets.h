@@ -39,21 +39,21 @@ struct LlamaConfig {
   double normEps = 1e-5;
 };
 
-/// Joint text/image blocks with adaLN modulation (Stable Diffusion 3).
-struct MMDiTConfig {
+/// The sizes the diffusion transformer presets share: image tokens `seq`,
+/// text tokens `textSeq`, latent channels and text embedding width.
+struct DiTConfig {
   int64_t layers = 2, hidden = 64, heads = 4, seq = 16, textSeq = 8;
   int64_t batch = 2, inChannels = 16, contextDim = 32;
   DType dtype = DType::F32;
   double normEps = 1e-6;
 };
 
+/// Joint text/image blocks with adaLN modulation (Stable Diffusion 3).
+struct MMDiTConfig : DiTConfig {};
+
 /// Single-stream blocks with parallel attention and MLP (Flux).
-struct FluxConfig {
-  int64_t layers = 2, hidden = 64, heads = 4, seq = 16, textSeq = 8;
-  int64_t batch = 2, inChannels = 16, contextDim = 32;
-  DType dtype = DType::F32;
+struct FluxConfig : DiTConfig {
   RopeConfig rope;
-  double normEps = 1e-6;
 };
 
 /// Each builder checks its configuration and returns a verified module, or
