@@ -7,13 +7,14 @@
 #include "megc/Compiler/Program.h"
 
 #include "megrt/ArtifactSeal.h"
+#include "megrt/FormatVersion.h"
 #include "megrt/megc_generated.h"
 
 namespace megc {
 
 /// Version of the artifact format this compiler writes; the runtime's
 /// loader checks it.
-constexpr uint32_t kArtifactFormatVersion = 2;
+constexpr uint32_t kArtifactFormatVersion = megrt::kFormatVersion;
 
 namespace {
 
@@ -71,9 +72,7 @@ public:
       entries.push_back(writeEntry(entry));
     std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
     for (const KernelDesc &kernel : program.kernels)
-      kernels.push_back(fb::CreateKernel(
-          builder, builder.CreateString(kernel.name),
-          builder.CreateString(kernel.name + "_entry"), kernel.numArgs));
+      kernels.push_back(writeKernel(kernel));
     auto cpu = fb::CreateCpuModule(
         builder, builder.CreateString("x86_64-unknown-linux-gnu"),
         builder.CreateVector(reinterpret_cast<const uint8_t *>(so.data()),
@@ -101,6 +100,24 @@ public:
   }
 
 private:
+  flatbuffers::Offset<fb::Kernel> writeKernel(const KernelDesc &kernel) {
+    std::vector<flatbuffers::Offset<fb::CudaLaunch>> launches;
+    for (const CudaLaunchDesc &launch : kernel.cudaLaunches) {
+      std::vector<fb::CudaArg> args;
+      for (const CudaArgDesc &arg : launch.args)
+        args.emplace_back(arg.scratch, arg.value);
+      launches.push_back(fb::CreateCudaLaunch(
+          builder, builder.CreateString(launch.entry),
+          builder.CreateVector(launch.grid.data(), launch.grid.size()),
+          builder.CreateVector(launch.block.data(), launch.block.size()),
+          launch.sharedBytes, builder.CreateVectorOfStructs(args)));
+    }
+    return fb::CreateKernel(builder, builder.CreateString(kernel.name),
+                            builder.CreateString(kernel.name + "_entry"),
+                            kernel.numArgs, builder.CreateVector(launches),
+                            kernel.cudaScratchBytes);
+  }
+
   flatbuffers::Offset<flatbuffers::Vector<int64_t>>
   shape(mlir::RankedTensorType type) {
     return builder.CreateVector(type.getShape().data(), type.getRank());
@@ -153,11 +170,17 @@ private:
     auto plan = fb::CreateMemoryPlan(builder, entry.plan.arenaBytes,
                                      entry.plan.peakBytes,
                                      entry.plan.unplannedBytes);
+    std::vector<flatbuffers::Offset<fb::GraphRegion>> graphs;
+    for (const GraphRegionDesc &graph : entry.graphs)
+      graphs.push_back(fb::CreateGraphRegion(
+          builder, builder.CreateString(graph.name), graph.first, graph.count,
+          graph.shareIo, graph.forwardOnly));
     return fb::CreateEntry(builder, builder.CreateString(entry.name),
                            builder.CreateVector(inputs),
                            builder.CreateVector(outputs),
                            builder.CreateVector(buffers),
-                           builder.CreateVector(commands), plan);
+                           builder.CreateVector(commands), plan,
+                           builder.CreateVector(graphs));
   }
 
   flatbuffers::FlatBufferBuilder builder;

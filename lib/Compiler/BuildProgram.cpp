@@ -76,6 +76,7 @@ private:
                      int32_t aliasOf = -1);
   LogicalResult placeOp(Operation *op);
   LogicalResult placeKernel(Operation *op);
+  LogicalResult placeGraphRegion(GraphRegionOp region);
   LogicalResult placeLinear(LinearOp op);
   LogicalResult placeMatmul(MatmulOp op);
   uint32_t kernelIndex(func::FuncOp kernel, StringRef opName);
@@ -193,12 +194,69 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
   if (isa<func::CallOp>(op))
     return op->emitError() << "calls must be inlined before building the "
                               "program";
+  if (isa<FusionOp>(op))
+    return placeKernel(op);
+  if (auto region = dyn_cast<GraphRegionOp>(op))
+    return placeGraphRegion(region);
   if (op->getNumRegions() != 0 ||
       isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllGatherStartOp,
           ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op))
     return op->emitError() << "'" << op->getName()
                            << "' is not supported by the program lowering yet";
   return placeKernel(op);
+}
+
+/// The region's ops are placed like the function's, on the same buffers;
+/// the commands they produce form the graph.
+LogicalResult ProgramBuilder::placeGraphRegion(GraphRegionOp region) {
+  Block &body = region.getBody().front();
+  for (auto [input, arg] : llvm::zip(region.getInputs(), body.getArguments())) {
+    FailureOr<uint32_t> buffer = bufferFor(input);
+    if (failed(buffer))
+      return failure();
+    buffers[arg] = *buffer;
+  }
+  GraphRegionDesc graph;
+  graph.name = region.getName().str();
+  graph.first = entry->commands.size();
+  graph.shareIo = region.getShareIo();
+  graph.forwardOnly = region.getForwardOnly();
+  for (Operation &inner : body.without_terminator())
+    if (failed(placeOp(&inner)))
+      return failure();
+  for (auto [result, yielded] :
+       llvm::zip(region.getResults(), body.getTerminator()->getOperands())) {
+    FailureOr<uint32_t> buffer = bufferFor(yielded);
+    if (failed(buffer))
+      return failure();
+    buffers[result] = *buffer;
+  }
+  graph.count = entry->commands.size() - graph.first;
+  if (graph.count > 0)
+    entry->graphs.push_back(std::move(graph));
+  return success();
+}
+
+/// What a kernel is named after: its op, or the ops a fusion holds
+/// (`fused_add_rms_norm`), so that listings show what each kernel does.
+static std::string kernelLabel(Operation *op) {
+  auto fusion = dyn_cast<FusionOp>(op);
+  if (!fusion)
+    return op->getName().getStringRef().str();
+  constexpr size_t kMaxNamed = 6;
+  std::string label = "fused";
+  size_t count = 0, total = fusion.getBody().front().getOperations().size() - 1;
+  for (Operation &inner : fusion.getBody().front().without_terminator()) {
+    if (inner.hasTrait<OpTrait::ConstantLike>()) {
+      --total;
+      continue;
+    }
+    if (count++ < kMaxNamed)
+      label += "_" + inner.getName().stripDialect().str();
+  }
+  if (total > kMaxNamed)
+    label += "_and_" + std::to_string(total - kMaxNamed) + "_more";
+  return label;
 }
 
 uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
@@ -251,11 +309,23 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
     if (Operation *def = operand.getDefiningOp())
       if (def->hasTrait<OpTrait::ConstantLike>() && !mapping.contains(operand))
         builder.clone(*def, mapping);
-  Operation *clone = builder.clone(*op, mapping);
-  func::ReturnOp::create(builder, op->getLoc(), clone->getResults());
+  SmallVector<Value> results;
+  if (auto fusion = dyn_cast<FusionOp>(op)) {
+    // The region's ops become the kernel's body.
+    Block &region = fusion.getBody().front();
+    for (auto [input, arg] : llvm::zip(fusion.getInputs(), region.getArguments()))
+      mapping.map(arg, mapping.lookup(input));
+    for (Operation &inner : region.without_terminator())
+      builder.clone(inner, mapping);
+    for (Value value : region.getTerminator()->getOperands())
+      results.push_back(mapping.lookup(value));
+  } else {
+    llvm::append_range(results, builder.clone(*op, mapping)->getResults());
+  }
+  func::ReturnOp::create(builder, op->getLoc(), results);
 
   LaunchCommand launch;
-  launch.kernel = kernelIndex(kernel, op->getName().getStringRef());
+  launch.kernel = kernelIndex(kernel, kernelLabel(op));
   for (Value input : inputs) {
     FailureOr<uint32_t> buffer = bufferFor(input);
     if (failed(buffer))

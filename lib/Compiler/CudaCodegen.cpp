@@ -1,19 +1,19 @@
 //===- CudaCodegen.cpp - kernels to PTX and cubin for sm_90 ------------===//
 //
 // Maps the bufferized kernels' loops to GPU blocks and threads (each loop
-// nest collapsed to one dimension and tiled by 256 threads), outlines the
-// launches into one gpu.module, lowers it through NVVM to PTX, and
-// assembles a cubin with the toolkit's ptxas when it is there.
+// nest collapsed to one dimension and tiled by 256 threads), records each
+// kernel's launches, outlines them into one gpu.module, lowers it through
+// NVVM to PTX, and assembles a cubin with the toolkit's ptxas when it is
+// there.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaLowering.h"
 #include "KernelLowering.h"
 #include "megc/Compiler/Program.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
-#include "mlir/IR/PatternMatch.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -32,32 +32,18 @@ namespace megc {
 
 namespace {
 
-constexpr llvm::StringLiteral kToGpu =
-    "builtin.module(canonicalize,func.func(scf-parallel-loop-tiling{"
+/// Tiles each (collapsed) loop nest by 256 threads and maps the tiles to
+/// blocks, giving one gpu.launch per nest. No canonicalization before the
+/// mapping: it would fold the one-iteration loops that carry serial code.
+constexpr llvm::StringLiteral kToGpuLaunches =
+    "builtin.module(func.func(scf-parallel-loop-tiling{"
     "parallel-loop-tile-sizes=256 no-min-max-bounds},gpu-map-parallel-loops,"
     "convert-parallel-loops-to-gpu,canonicalize,"
-    "gpu-launch-sink-index-computations),gpu-kernel-outlining,canonicalize)";
-
-/// Collapses every outermost scf.parallel into one dimension, so that the
-/// tiling maps the whole iteration space onto blocks of threads.
-void collapseParallelLoops(ModuleOp module) {
-  SmallVector<scf::ParallelOp> loops;
-  module.walk([&](scf::ParallelOp loop) {
-    if (!loop->getParentOfType<scf::ParallelOp>() && loop.getNumLoops() > 1)
-      loops.push_back(loop);
-  });
-  IRRewriter rewriter(module.getContext());
-  for (scf::ParallelOp loop : loops) {
-    std::vector<unsigned> all(loop.getNumLoops());
-    for (unsigned i = 0; i < all.size(); ++i)
-      all[i] = i;
-    rewriter.setInsertionPoint(loop);
-    mlir::collapseParallelLoops(rewriter, loop, {all});
-  }
-}
+    "gpu-launch-sink-index-computations))";
 
 /// Moves every outlined gpu.func into one gpu.module of a new module, each
-/// named after the (unique) module it was outlined into.
+/// named after the (unique) module it was outlined into, with the constant
+/// globals they read (the same name is the same global of the kernel module).
 OwningOpRef<ModuleOp> gatherGpuFunctions(ModuleOp kernels) {
   OpBuilder builder(kernels.getContext());
   OwningOpRef<ModuleOp> gpuModules = ModuleOp::create(kernels.getLoc());
@@ -69,10 +55,15 @@ OwningOpRef<ModuleOp> gatherGpuFunctions(ModuleOp kernels) {
   Block &body = merged.getBodyRegion().front();
   for (auto module :
        llvm::make_early_inc_range(kernels.getOps<gpu::GPUModuleOp>())) {
-    for (auto func : llvm::make_early_inc_range(
-             module.getBodyRegion().front().getOps<gpu::GPUFuncOp>())) {
-      func.setName(module.getName());
-      func->moveBefore(&body, body.end());
+    for (Operation &op :
+         llvm::make_early_inc_range(module.getBodyRegion().front())) {
+      if (auto func = dyn_cast<gpu::GPUFuncOp>(op)) {
+        func.setName(module.getName());
+        func->moveBefore(&body, body.end());
+      } else if (auto global = dyn_cast<memref::GlobalOp>(op)) {
+        if (!SymbolTable::lookupSymbolIn(merged, global.getSymName()))
+          global->moveBefore(&body, body.begin());
+      }
     }
     module.erase();
   }
@@ -130,12 +121,18 @@ FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
   ModuleOp kernels = program.kernelModule->clone();
   OwningOpRef<ModuleOp> owner(kernels);
   MLIRContext *context = kernels.getContext();
-  if (failed(bufferizeKernels(kernels)) ||
-      failed(runPipeline(kernels, "builtin.module(func.func("
-                                  "convert-linalg-to-parallel-loops))")))
+  if (failed(bufferizeKernels(kernels)))
     return failure();
-  collapseParallelLoops(kernels);
-  if (failed(runPipeline(kernels, kToGpu)))
+  hoistParallelDimensions(kernels);
+  if (failed(runPipeline(kernels, "builtin.module(func.func("
+                                  "convert-linalg-to-parallel-loops,canonicalize))")) ||
+      failed(prepareParallelLoops(kernels)) ||
+      failed(runPipeline(kernels, kToGpuLaunches)))
+    return failure();
+  sinkGlobalsIntoLaunches(kernels);
+  if (failed(runPipeline(kernels,
+                         "builtin.module(gpu-kernel-outlining,canonicalize)")) ||
+      failed(readLaunchTable(kernels, program)))
     return failure();
 
   OwningOpRef<ModuleOp> gpuModules = gatherGpuFunctions(kernels);

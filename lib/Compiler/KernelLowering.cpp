@@ -10,11 +10,13 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -62,6 +64,21 @@ void copiesToLinalg(ModuleOp kernels) {
   });
 }
 
+/// Merges each elementwise linalg.generic into its consumer when the
+/// consumer is its only user, so that a fused kernel is one loop nest and
+/// its intermediates never reach memory. (The upstream
+/// linalg-fuse-elementwise-ops pass also folds constants, which crashes on
+/// some bf16 kernels; only the fusion patterns are wanted here.)
+void fuseElementwise(ModuleOp kernels) {
+  RewritePatternSet patterns(kernels.getContext());
+  linalg::populateElementwiseOpsFusionPatterns(
+      patterns, [](OpOperand *fused) {
+        Operation *producer = fused->get().getDefiningOp();
+        return producer && producer->hasOneUse();
+      });
+  (void)applyPatternsGreedily(kernels, std::move(patterns));
+}
+
 } // namespace
 
 LogicalResult runPipeline(ModuleOp module, StringRef text) {
@@ -81,6 +98,7 @@ LogicalResult bufferizeKernels(ModuleOp kernels) {
   toLinalg.addPass(meg::createConvertMegToLinalg());
   if (failed(toLinalg.run(kernels)))
     return failure();
+  fuseElementwise(kernels);
   materializeResults(kernels);
   if (failed(runPipeline(kernels, kBufferize)))
     return failure();

@@ -31,12 +31,40 @@ void printBuffers(llvm::raw_ostream &os, const std::vector<uint32_t> &ids) {
   llvm::interleaveComma(ids, os, [&](uint32_t id) { os << "%b" << id; });
 }
 
+/// `  cuda <entry> grid XxYxZ block XxYxZ (%a0, scratch+256)`: %aN is the
+/// kernel's argument N.
+void printLaunch(llvm::raw_ostream &os, const CudaLaunchDesc &launch) {
+  auto dims = [&](const std::array<uint32_t, 3> &d) {
+    os << d[0] << "x" << d[1] << "x" << d[2];
+  };
+  os << "  cuda " << launch.entry << " grid ";
+  dims(launch.grid);
+  os << " block ";
+  dims(launch.block);
+  if (launch.sharedBytes)
+    os << " shared " << launch.sharedBytes;
+  os << " (";
+  llvm::interleaveComma(launch.args, os, [&](const CudaArgDesc &arg) {
+    if (arg.scratch)
+      os << "scratch+" << arg.value;
+    else
+      os << "%a" << arg.value;
+  });
+  os << ")\n";
+}
+
 } // namespace
 
 void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
-  for (auto [index, kernel] : llvm::enumerate(program.kernels))
+  for (auto [index, kernel] : llvm::enumerate(program.kernels)) {
     os << "kernel " << index << " " << kernel.name << " args "
-       << kernel.numArgs << "\n";
+       << kernel.numArgs;
+    if (!kernel.cudaLaunches.empty())
+      os << " cuda scratch " << kernel.cudaScratchBytes;
+    os << "\n";
+    for (const CudaLaunchDesc &launch : kernel.cudaLaunches)
+      printLaunch(os, launch);
+  }
   for (const EntryDesc &entry : program.entries) {
     os << "entry " << entry.name << " arena " << entry.plan.arenaBytes
        << " peak " << entry.plan.peakBytes << " unplanned "
@@ -50,6 +78,11 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
         os << " view of %b" << buffer.aliasOf;
       os << "\n";
     }
+    for (const GraphRegionDesc &graph : entry.graphs)
+      os << "  graph \"" << graph.name << "\" commands " << graph.first
+         << ".." << graph.first + graph.count
+         << (graph.shareIo ? " share_io" : "")
+         << (graph.forwardOnly ? " forward_only" : "") << "\n";
     for (const Command &command : entry.commands) {
       os << "  ";
       if (auto *launch = std::get_if<LaunchCommand>(&command)) {

@@ -133,8 +133,11 @@ void describe(Program::Impl &impl) {
   }
   for (uint32_t i = 0; i < sizeOf(root.kernels()); ++i) {
     const fb::Kernel &kernel = *root.kernels()->Get(i);
+    std::vector<std::string> cudaEntries;
+    for (uint32_t j = 0; j < sizeOf(kernel.cuda_launches()); ++j)
+      cudaEntries.push_back(kernel.cuda_launches()->Get(j)->entry()->str());
     impl.kernels.push_back({kernel.name()->str(), toString(kernel.cpu_symbol()),
-                            kernel.num_args(), toString(kernel.ptx_entry())});
+                            kernel.num_args(), std::move(cudaEntries)});
   }
   impl.hasCpuModule = root.cpu() != nullptr;
   impl.hasCudaModule = root.cuda() != nullptr;

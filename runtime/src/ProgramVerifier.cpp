@@ -5,6 +5,7 @@
 #include "FbTypes.h"
 
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <tuple>
@@ -220,15 +221,6 @@ private:
            kernel->num_args(), " arguments, found ", numArgs);
     for (uint32_t i = 0; i < numArgs; ++i)
       bufferAt(launch.args()->Get(i), where, concat("argument ", i).c_str());
-    for (auto [dims, name] : {std::pair{launch.grid(), "grid"},
-                              std::pair{launch.block(), "block"}}) {
-      if (sizeOf(dims) > 3)
-        fail(where, ": ", name, " has ", sizeOf(dims),
-             " dimensions, expected at most 3");
-      for (uint32_t i = 0; i < sizeOf(dims); ++i)
-        if (dims->Get(i) == 0)
-          fail(where, ": ", name, " dimension ", i, " is 0");
-    }
   }
 
   /// Elements an operand spans: (batch - 1) * stride + rows * cols, which must
@@ -335,6 +327,58 @@ private:
   uint64_t arenaBytes_ = 0;
 };
 
+/// CUDA's limit on the threads of one block, on every architecture so far.
+constexpr uint64_t kMaxThreadsPerBlock = 1024;
+
+/// Returns the product of the dimensions, saturated at UINT64_MAX (three
+/// 32-bit factors can exceed 64 bits).
+uint64_t checkLaunchDims(const flatbuffers::Vector<uint32_t> *dims,
+                         const char *name, const std::string &where) {
+  if (sizeOf(dims) < 1 || sizeOf(dims) > 3)
+    fail(where, ": ", name, " has ", sizeOf(dims),
+         " dimensions, expected 1 to 3");
+  uint64_t product = 1;
+  for (uint32_t i = 0; i < dims->size(); ++i) {
+    if (dims->Get(i) == 0)
+      fail(where, ": ", name, " dimension ", i, " is 0");
+    if (__builtin_mul_overflow(product, dims->Get(i), &product))
+      product = UINT64_MAX;
+  }
+  return product;
+}
+
+void verifyCudaLaunch(const fb::CudaLaunch &launch, const fb::Kernel &kernel,
+                      const std::string &where) {
+  if (toString(launch.entry()).empty())
+    fail(where, ": the CUDA entry name is empty");
+  checkLaunchDims(launch.grid(), "grid", where);
+  uint64_t threads = checkLaunchDims(launch.block(), "block", where);
+  if (threads > kMaxThreadsPerBlock)
+    fail(where, ": block of ", threads, " threads exceeds the CUDA limit of ",
+         kMaxThreadsPerBlock);
+  for (uint32_t i = 0; i < sizeOf(launch.args()); ++i) {
+    const fb::CudaArg *arg = launch.args()->Get(i);
+    if (!arg->scratch() && arg->value() >= kernel.num_args())
+      fail(where, ": argument ", i, " refers to kernel argument ", arg->value(),
+           ", but the kernel takes ", kernel.num_args());
+    if (arg->scratch() && arg->value() >= kernel.cuda_scratch_bytes())
+      fail(where, ": argument ", i, " points at scratch byte ", arg->value(),
+           ", outside the kernel's ", kernel.cuda_scratch_bytes(),
+           " scratch bytes");
+  }
+}
+
+void verifyKernel(const fb::Kernel &kernel, bool hasCudaModule,
+                  const std::string &where) {
+  uint32_t numLaunches = sizeOf(kernel.cuda_launches());
+  if (hasCudaModule && numLaunches == 0)
+    fail(where, ": the program has a CUDA module, but the kernel has no CUDA "
+                "launches");
+  for (uint32_t i = 0; i < numLaunches; ++i)
+    verifyCudaLaunch(*kernel.cuda_launches()->Get(i), kernel,
+                     concat(where, ", CUDA launch ", i));
+}
+
 } // namespace
 
 void verifyProgramSemantics(const fb::Program &program) {
@@ -346,9 +390,12 @@ void verifyProgramSemantics(const fb::Program &program) {
   }
 
   names.clear();
-  for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i)
-    checkUniqueName(names, toString(program.kernels()->Get(i)->name()),
-                    concat("kernel ", i));
+  for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i) {
+    const fb::Kernel *kernel = program.kernels()->Get(i);
+    checkUniqueName(names, toString(kernel->name()), concat("kernel ", i));
+    verifyKernel(*kernel, program.cuda() != nullptr,
+                 concat("kernel '", kernel->name()->str(), "'"));
+  }
 
   names.clear();
   for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {

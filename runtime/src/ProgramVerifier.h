@@ -8,7 +8,9 @@ namespace megrt {
 
 /// Checks everything execution relies on: enum values, unique names, indices
 /// in range, buffers inside their storage and consistent with dtype x shape,
-/// GEMM dimensions consistent with their operands, kernel argument counts.
+/// GEMM dimensions consistent with their operands, kernel argument counts,
+/// CUDA launch shapes and arguments within the kernel's arguments and
+/// scratch.
 /// Throws megrt::Error naming the entry, command or buffer at fault.
 void verifyProgramSemantics(const fb::Program &program);
 

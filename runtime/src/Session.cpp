@@ -1,11 +1,9 @@
 // Executes the entries of a program on a device, owning its parameters.
 #include "megrt/Session.h"
 
+#include "Device.h"
 #include "Fail.h"
-#include "FbTypes.h"
 #include "ParameterInit.h"
-#include "cpu/CpuEntry.h"
-#include "cpu/CpuModule.h"
 #include "megrt/Safetensors.h"
 
 #include <cstring>
@@ -29,15 +27,6 @@ template <typename Specs> std::string joinSpecNames(const Specs &specs) {
   return joinNames(names);
 }
 
-void checkDevice(const std::string &device) {
-  std::vector<std::string> supported = supportedDevices();
-  for (const std::string &name : supported)
-    if (device == name)
-      return;
-  fail("unknown device '", device,
-       "'; this runtime supports: ", joinNames(supported));
-}
-
 /// `what` must have `spec`'s dtype and shape.
 void checkTensorMatches(const Tensor &tensor, DType dtype, const Shape &shape,
                         const std::string &what) {
@@ -50,8 +39,6 @@ void checkTensorMatches(const Tensor &tensor, DType dtype, const Shape &shape,
 }
 
 } // namespace
-
-std::vector<std::string> supportedDevices() { return {"cpu"}; }
 
 struct Session::Impl {
   Impl(Program program, SessionOptions options)
@@ -66,21 +53,32 @@ struct Session::Impl {
     return program.parameters()[index];
   }
 
+  /// Every write of a host parameter goes through here, so that the device
+  /// can mirror it.
+  void write(size_t index, const void *data) {
+    std::memcpy(parameters[index].data(), data, parameters[index].sizeBytes());
+    device->parameterWritten(index);
+  }
+
+  const Tensor &read(size_t index) const {
+    device->parameterRead(index);
+    return parameters[index];
+  }
+
   Program program;
   SessionOptions options;
-  // Sized once: prepared entries hold pointers into these tensors, so they
-  // are only ever written in place.
+  // Sized once: devices hold pointers into these tensors, so they are only
+  // ever written in place.
   std::vector<Tensor> parameters;
-  std::unique_ptr<CpuModule> cpuModule;
-  std::map<std::string, std::unique_ptr<CpuEntry>, std::less<>> entries;
+  std::unique_ptr<Device> device;
 };
 
 Session::Session(Program program, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(program), std::move(options))) {
-  checkDevice(impl_->options.device);
-  impl_->cpuModule = std::make_unique<CpuModule>(flatbufferOf(impl_->program));
   for (const ParameterSpec &spec : impl_->program.parameters())
     impl_->parameters.emplace_back(spec.dtype, spec.shape);
+  impl_->device =
+      createDevice(impl_->options.device, impl_->program, impl_->parameters);
   initParameters(impl_->options.seed);
 }
 
@@ -92,8 +90,10 @@ const Program &Session::program() const { return impl_->program; }
 
 void Session::initParameters(uint64_t seed) {
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
-  for (size_t i = 0; i < specs.size(); ++i)
+  for (size_t i = 0; i < specs.size(); ++i) {
     initializeParameter(impl_->parameters[i], specs[i], seed);
+    impl_->device->parameterWritten(i);
+  }
 }
 
 void Session::loadParameters(const std::string &path, bool allowExtra) {
@@ -131,8 +131,7 @@ void Session::load(const std::string &path, bool allowExtra, bool withState) {
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!wanted(specs[i]))
       continue;
-    const Tensor &source = tensors.at(specs[i].name);
-    std::memcpy(impl_->parameters[i].data(), source.data(), source.sizeBytes());
+    impl_->write(i, tensors.at(specs[i].name).data());
   }
 }
 
@@ -149,14 +148,14 @@ void Session::save(const std::string &path, bool withState) const {
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   for (size_t i = 0; i < specs.size(); ++i)
     if (withState || !specs[i].state)
-      tensors.emplace(specs[i].name, impl_->parameters[i]);
+      tensors.emplace(specs[i].name, impl_->read(i));
   writeSafetensors(path, tensors);
 }
 
 const Tensor &Session::parameter(std::string_view name) const {
   size_t index;
   impl_->parameterSpec(name, index);
-  return impl_->parameters[index];
+  return impl_->read(index);
 }
 
 void Session::setParameter(std::string_view name, const Tensor &value) {
@@ -164,7 +163,7 @@ void Session::setParameter(std::string_view name, const Tensor &value) {
   const ParameterSpec &spec = impl_->parameterSpec(name, index);
   checkTensorMatches(value, spec.dtype, spec.shape,
                      concat("value for parameter '", name, "'"));
-  std::memcpy(impl_->parameters[index].data(), value.data(), value.sizeBytes());
+  impl_->write(index, value.data());
 }
 
 std::map<std::string, Tensor>
@@ -193,30 +192,15 @@ Session::run(std::string_view entryName,
            "'; expected inputs: ", joinSpecNames(spec->inputs));
   }
 
-  auto prepared = impl_->entries.find(entryName);
-  if (prepared == impl_->entries.end()) {
-    const fb::Entry *entry = flatbufferOf(program).entries()->Get(
-        static_cast<uint32_t>(spec - program.entries().data()));
-    prepared = impl_->entries
-                   .emplace(spec->name,
-                            std::make_unique<CpuEntry>(
-                                *entry, impl_->parameters, *impl_->cpuModule))
-                   .first;
-  }
-  CpuEntry &entry = *prepared->second;
-  for (size_t i = 0; i < spec->inputs.size(); ++i) {
-    const Tensor &source = inputs.at(spec->inputs[i].name);
-    std::memcpy(entry.inputs()[i].data(), source.data(), source.sizeBytes());
-  }
-  // Outputs start from zero on every run, so a result never depends on a
-  // previous call.
-  for (Tensor &output : entry.outputs())
-    std::memset(output.data(), 0, output.sizeBytes());
-  entry.execute();
+  std::vector<const Tensor *> ordered;
+  for (const TensorSpec &input : spec->inputs)
+    ordered.push_back(&inputs.at(input.name));
+  std::vector<Tensor> outputs =
+      impl_->device->run(spec - program.entries().data(), ordered);
 
   std::map<std::string, Tensor> results;
   for (size_t i = 0; i < spec->outputs.size(); ++i)
-    results.emplace(spec->outputs[i].name, entry.outputs()[i]);
+    results.emplace(spec->outputs[i].name, std::move(outputs[i]));
   return results;
 }
 

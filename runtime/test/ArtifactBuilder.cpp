@@ -53,8 +53,7 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
                                  const CommandDesc &desc) {
   if (const auto *launch = std::get_if<LaunchDesc>(&desc)) {
     auto op =
-        fb::CreateKernelLaunchDirect(builder, launch->kernel, &launch->args,
-                                     &launch->grid, &launch->block, 0);
+        fb::CreateKernelLaunchDirect(builder, launch->kernel, &launch->args);
     return fb::CreateCommand(builder, fb::CommandOp::KernelLaunch, op.Union());
   }
   if (const auto *gemm = std::get_if<GemmDesc>(&desc)) {
@@ -70,6 +69,22 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
     return fb::CreateCommand(builder, fb::CommandOp::Copy, op.Union());
   }
   return fb::CreateCommand(builder);
+}
+
+Offset<fb::Kernel> buildKernel(FlatBufferBuilder &builder,
+                               const KernelDesc &desc) {
+  std::vector<Offset<fb::CudaLaunch>> launches;
+  for (const CudaLaunchDesc &launch : desc.cudaLaunches) {
+    std::vector<fb::CudaArg> args;
+    for (const CudaArgDesc &arg : launch.args)
+      args.emplace_back(arg.scratch, arg.value);
+    launches.push_back(fb::CreateCudaLaunchDirect(builder, launch.entry.c_str(),
+                                                  &launch.grid, &launch.block,
+                                                  launch.sharedBytes, &args));
+  }
+  return fb::CreateKernelDirect(builder, desc.name.c_str(),
+                                desc.cpuSymbol.c_str(), desc.numArgs, &launches,
+                                desc.cudaScratchBytes);
 }
 
 Offset<fb::Entry> buildEntry(FlatBufferBuilder &builder,
@@ -102,17 +117,20 @@ std::vector<uint8_t> buildArtifact(const ProgramDesc &desc) {
     entries.push_back(buildEntry(builder, entry));
   std::vector<Offset<fb::Kernel>> kernels;
   for (const KernelDesc &kernel : desc.kernels)
-    kernels.push_back(fb::CreateKernelDirect(builder, kernel.name.c_str(),
-                                             kernel.cpuSymbol.c_str(),
-                                             kernel.numArgs, ""));
+    kernels.push_back(buildKernel(builder, kernel));
   Offset<fb::CpuModule> cpu = 0;
   if (desc.cpuObject)
     cpu = fb::CreateCpuModuleDirect(builder, desc.targetTriple.c_str(),
                                     &*desc.cpuObject);
+  Offset<fb::CudaModule> cuda = 0;
+  if (desc.cuda)
+    cuda =
+        fb::CreateCudaModuleDirect(builder, desc.cuda->arch.c_str(),
+                                   desc.cuda->ptx.c_str(), &desc.cuda->cubin);
   // A non-zero placeholder so that the checksum field is stored.
   auto root = fb::CreateProgramDirect(builder, desc.formatVersion,
                                       desc.producer.c_str(), &params, &entries,
-                                      &kernels, cpu, 0, /*checksum=*/1);
+                                      &kernels, cpu, cuda, /*checksum=*/1);
   fb::FinishProgramBuffer(builder, root);
   std::vector<uint8_t> bytes(builder.GetBufferPointer(),
                              builder.GetBufferPointer() + builder.GetSize());

@@ -49,8 +49,6 @@ struct BufferDesc {
 struct LaunchDesc {
   uint32_t kernel = 0;
   std::vector<uint32_t> args;
-  std::vector<uint32_t> grid;
-  std::vector<uint32_t> block;
 };
 
 struct GemmDesc {
@@ -83,10 +81,36 @@ struct EntryDesc {
   uint64_t unplannedBytes = 0;
 };
 
+/// A CUDA launch argument: kernel argument `value`, or scratch + `value`
+/// bytes.
+struct CudaArgDesc {
+  bool scratch = false;
+  uint64_t value = 0;
+};
+
+inline CudaArgDesc kernelArg(uint64_t index) { return {false, index}; }
+inline CudaArgDesc scratchArg(uint64_t offset) { return {true, offset}; }
+
+struct CudaLaunchDesc {
+  std::string entry;
+  std::vector<uint32_t> grid = {1};
+  std::vector<uint32_t> block = {1};
+  uint32_t sharedBytes = 0;
+  std::vector<CudaArgDesc> args;
+};
+
 struct KernelDesc {
   std::string name;
   std::string cpuSymbol;
   uint32_t numArgs = 0;
+  std::vector<CudaLaunchDesc> cudaLaunches;
+  uint64_t cudaScratchBytes = 0;
+};
+
+struct CudaModuleDesc {
+  std::string arch = "sm_90";
+  std::string ptx;
+  std::vector<uint8_t> cubin;
 };
 
 struct ProgramDesc {
@@ -98,6 +122,7 @@ struct ProgramDesc {
   /// Written as the CpuModule when set.
   std::optional<std::vector<uint8_t>> cpuObject;
   std::string targetTriple;
+  std::optional<CudaModuleDesc> cuda;
 };
 
 std::vector<uint8_t> buildArtifact(const ProgramDesc &desc);

@@ -1,5 +1,6 @@
-// Gemm commands on the CPU against a naive triple loop.
+// Gemm commands on every device against a naive triple loop.
 #include "ArtifactBuilder.h"
+#include "TestDevices.h"
 #include "TestFiles.h"
 #include "megrt/HalfFloat.h"
 #include "megrt/Session.h"
@@ -18,6 +19,9 @@ struct GemmCase {
   bool transA = false, transB = false, bias = false;
   float alpha = 1.0f, beta = 0.0f;
   fb::DType dtype = fb::DType::f32;
+  /// A and C go through the arena at offsets of a few elements, so that
+  /// they are only element-aligned.
+  bool offsetOperands = false;
 };
 
 int64_t spanOf(int64_t batch, int64_t stride, int64_t matrix) {
@@ -25,7 +29,8 @@ int64_t spanOf(int64_t batch, int64_t stride, int64_t matrix) {
 }
 
 /// Entry "gemm": inputs a, b, c (and bias); output out = c, then the gemm
-/// applied to out in place.
+/// applied to out in place (or, with offsetOperands, to copies of a and c in
+/// the arena, c's copied out afterwards).
 ProgramDesc gemmProgram(const GemmCase &gc) {
   int64_t spanA = spanOf(gc.batch, gc.strideA, gc.m * gc.k);
   int64_t spanB = spanOf(gc.batch, gc.strideB, gc.k * gc.n);
@@ -48,11 +53,28 @@ ProgramDesc gemmProgram(const GemmCase &gc) {
     entry.buffers.push_back(inputBuffer(3, {gc.n}, gc.dtype));
     gemm.bias = 4;
   }
-  uint64_t bytesC =
-      static_cast<uint64_t>(spanC) * elementSize(static_cast<DType>(gc.dtype));
-  entry.commands = {CopyDesc{2, 3, 0, 0, bytesC}, gemm};
+  uint64_t element = elementSize(static_cast<DType>(gc.dtype));
+  uint64_t bytesA = static_cast<uint64_t>(spanA) * element;
+  uint64_t bytesC = static_cast<uint64_t>(spanC) * element;
+  if (!gc.offsetOperands) {
+    entry.commands = {CopyDesc{2, 3, 0, 0, bytesC}, gemm};
+  } else {
+    uint64_t offsetA = element;
+    uint64_t offsetC = (offsetA + bytesA + 255) / 256 * 256 + 3 * element;
+    uint32_t arenaA = static_cast<uint32_t>(entry.buffers.size());
+    entry.buffers.push_back(arenaBuffer(offsetA, {spanA}, gc.dtype));
+    entry.buffers.push_back(arenaBuffer(offsetC, {spanC}, gc.dtype));
+    gemm.a = arenaA;
+    gemm.c = arenaA + 1;
+    entry.commands = {CopyDesc{0, arenaA, 0, 0, bytesA},
+                      CopyDesc{2, arenaA + 1, 0, 0, bytesC}, gemm,
+                      CopyDesc{arenaA + 1, 3, 0, 0, bytesC}};
+    entry.arenaBytes = entry.peakBytes = offsetC + bytesC;
+  }
   ProgramDesc program;
   program.entries = {entry};
+  // No kernels: the module only lets the program run on CUDA.
+  program.cuda = CudaModuleDesc{"sm_90", kEmptyPtx, {}};
   return program;
 }
 
@@ -93,8 +115,25 @@ Tensor randomTensor(DType dtype, int64_t count, uint32_t seed) {
   return Tensor::fromFloats(dtype, {count}, testValues(count, seed));
 }
 
-void checkGemm(const GemmCase &gc) {
-  Session session(Program::fromBytes(buildArtifact(gemmProgram(gc))));
+/// Runs every test on each device, skipping devices this machine lacks.
+class Gemm : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    std::string reason = deviceUnavailable(GetParam());
+    if (!reason.empty())
+      GTEST_SKIP() << GetParam() << " unavailable: " << reason;
+  }
+
+  Session openSession(const GemmCase &gc) const {
+    return Session(Program::fromBytes(buildArtifact(gemmProgram(gc))),
+                   {GetParam(), 0});
+  }
+
+  void checkGemm(const GemmCase &gc) const;
+};
+
+void Gemm::checkGemm(const GemmCase &gc) const {
+  Session session = openSession(gc);
   const EntrySpec &entry = *session.program().findEntry("gemm");
   std::map<std::string, Tensor> inputs;
   uint32_t seed = 1;
@@ -114,32 +153,34 @@ void checkGemm(const GemmCase &gc) {
   }
 }
 
-TEST(Gemm, F32Plain) { checkGemm({3, 5, 4}); }
+TEST_P(Gemm, F32Plain) { checkGemm({3, 5, 4}); }
 
-TEST(Gemm, F32Transposes) {
+TEST_P(Gemm, F32Transposes) {
   checkGemm({3, 5, 4, 1, 0, 0, 0, true, false});
   checkGemm({3, 5, 4, 1, 0, 0, 0, false, true});
   checkGemm({3, 5, 4, 1, 0, 0, 0, true, true});
 }
 
-TEST(Gemm, F32Batched) { checkGemm({3, 5, 4, 3, 12, 20, 15}); }
+TEST_P(Gemm, F32Batched) { checkGemm({3, 5, 4, 3, 12, 20, 15}); }
 
-TEST(Gemm, F32BatchedWithTransposes) {
+TEST_P(Gemm, F32BatchedWithTransposes) {
   checkGemm({4, 2, 6, 2, 24, 12, 8, true, true});
 }
 
-TEST(Gemm, F32BroadcastsAWithStrideZero) { checkGemm({3, 5, 4, 3, 0, 20, 15}); }
+TEST_P(Gemm, F32BroadcastsAWithStrideZero) {
+  checkGemm({3, 5, 4, 3, 0, 20, 15});
+}
 
-TEST(Gemm, F32BroadcastsBWithStrideZero) {
+TEST_P(Gemm, F32BroadcastsBWithStrideZero) {
   checkGemm({3, 5, 4, 3, 12, 0, 15, false, true});
 }
 
-TEST(Gemm, F32PaddedOutputStrideKeepsTheGaps) {
+TEST_P(Gemm, F32PaddedOutputStrideKeepsTheGaps) {
   // stride_c 20 > m*n 15: the 5 elements between batches keep c's values.
   checkGemm({3, 5, 4, 2, 12, 20, 20});
 }
 
-TEST(Gemm, F32BiasAlphaBeta) {
+TEST_P(Gemm, F32BiasAlphaBeta) {
   GemmCase gc{3, 5, 4, 2, 12, 20, 15};
   gc.bias = true;
   gc.alpha = 0.5f;
@@ -147,13 +188,13 @@ TEST(Gemm, F32BiasAlphaBeta) {
   checkGemm(gc);
 }
 
-TEST(Gemm, F32LargerThanOneBlasBlock) {
+TEST_P(Gemm, F32LargerThanOneBlasBlock) {
   GemmCase gc{67, 33, 129, 2, 67 * 129, 0, 67 * 33, false, true};
   gc.bias = true;
   checkGemm(gc);
 }
 
-TEST(Gemm, Bf16BatchedTransposedWithBias) {
+TEST_P(Gemm, Bf16BatchedTransposedWithBias) {
   GemmCase gc{5, 7, 16, 3, 80, 112, 35, true, false};
   gc.bias = true;
   gc.beta = 1.0f;
@@ -161,13 +202,13 @@ TEST(Gemm, Bf16BatchedTransposedWithBias) {
   checkGemm(gc);
 }
 
-TEST(Gemm, Bf16Broadcast) {
+TEST_P(Gemm, Bf16Broadcast) {
   GemmCase gc{4, 6, 8, 2, 0, 48, 24, false, true};
   gc.dtype = fb::DType::bf16;
   checkGemm(gc);
 }
 
-TEST(Gemm, F16BatchedWithBias) {
+TEST_P(Gemm, F16BatchedWithBias) {
   GemmCase gc{5, 7, 16, 2, 80, 112, 40};
   gc.bias = true;
   gc.alpha = 0.25f;
@@ -175,11 +216,11 @@ TEST(Gemm, F16BatchedWithBias) {
   checkGemm(gc);
 }
 
-TEST(Gemm, BetaZeroIgnoresNaNInC) {
+TEST_P(Gemm, BetaZeroIgnoresNaNInC) {
   for (fb::DType dtype : {fb::DType::f32, fb::DType::bf16}) {
     GemmCase gc{2, 3, 4};
     gc.dtype = dtype;
-    Session session(Program::fromBytes(buildArtifact(gemmProgram(gc))));
+    Session session = openSession(gc);
     DType type = static_cast<DType>(dtype);
     std::vector<float> nans(6, std::numeric_limits<float>::quiet_NaN());
     std::map<std::string, Tensor> inputs = {
@@ -190,6 +231,20 @@ TEST(Gemm, BetaZeroIgnoresNaNInC) {
       EXPECT_TRUE(std::isfinite(value)) << dtypeName(type);
   }
 }
+
+TEST_P(Gemm, OperandsAtElementOffsets) {
+  for (fb::DType dtype : {fb::DType::f32, fb::DType::bf16, fb::DType::f16}) {
+    GemmCase gc{9, 13, 11, 2, 99, 143, 117, false, true};
+    gc.bias = true;
+    gc.beta = 0.5f;
+    gc.dtype = dtype;
+    gc.offsetOperands = true;
+    checkGemm(gc);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Gemm, ::testing::ValuesIn(testDevices()),
+                         [](const auto &info) { return info.param; });
 
 } // namespace
 } // namespace megrt::test

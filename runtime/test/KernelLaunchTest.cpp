@@ -44,9 +44,9 @@ ProgramDesc kernelProgram(const char *kernelsPath) {
   entry.buffers = {inputBuffer(0, {8}),  arenaBuffer(0, {8}),
                    arenaBuffer(64, {8}), outputBuffer(0, {8}),
                    paramBuffer(0, {8}),  outputBuffer(1, {8})};
-  entry.commands = {CopyDesc{0, 1, 0, 0, 32}, LaunchDesc{0, {1, 2}, {1}, {8}},
-                    LaunchDesc{1, {2, 4, 1}, {1}, {8}},
-                    CopyDesc{1, 3, 0, 0, 32}, LaunchDesc{2, {0, 5}, {1}, {8}}};
+  entry.commands = {CopyDesc{0, 1, 0, 0, 32}, LaunchDesc{0, {1, 2}},
+                    LaunchDesc{1, {2, 4, 1}}, CopyDesc{1, 3, 0, 0, 32},
+                    LaunchDesc{2, {0, 5}}};
   entry.arenaBytes = 96;
   entry.peakBytes = 64;
   entry.unplannedBytes = 64;

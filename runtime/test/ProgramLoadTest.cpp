@@ -116,12 +116,14 @@ TEST(ProgramLoad, RejectsAnotherIdentifier) {
 
 TEST(ProgramLoad, RejectsAnotherFormatVersion) {
   ProgramDesc desc = linearProgram();
+  std::string current = std::to_string(kFormatVersion);
   desc.formatVersion = kFormatVersion + 1;
   EXPECT_EQ(loadError(buildArtifact(desc)),
-            "artifact format version 3, this runtime reads 2");
+            "artifact format version " + std::to_string(kFormatVersion + 1) +
+                ", this runtime reads " + current);
   desc.formatVersion = 0;
   EXPECT_EQ(loadError(buildArtifact(desc)),
-            "artifact format version 0, this runtime reads 2");
+            "artifact format version 0, this runtime reads " + current);
 }
 
 TEST(ProgramLoad, RejectsTruncatedFiles) {

@@ -262,34 +262,137 @@ TEST(ProgramVerifier, KernelLaunchChecks) {
     forward(d).commands.push_back(launch);
   };
   EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
-              withKernel(d, {0, {3}, {}, {}});
+              withKernel(d, {0, {3}});
             }),
             "entry 'forward', command 2 (launch): kernel 'scale' takes 2 "
             "arguments, found 1");
   EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
-              withKernel(d, {1, {3, 4}, {}, {}});
+              withKernel(d, {1, {3, 4}});
             }),
             "entry 'forward', command 2 (launch): kernel index 1 is out of "
             "range (kernel count 1)");
   EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
-              withKernel(d, {0, {3, 8}, {}, {}});
+              withKernel(d, {0, {3, 8}});
             }),
             "entry 'forward', command 2 (launch): argument 1 buffer index 8 "
             "is out of range (buffer count 5)");
   EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
-              withKernel(d, {0, {3, 4}, {1, 0}, {}});
-            }),
-            "entry 'forward', command 2 (launch): grid dimension 1 is 0");
-  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
-              withKernel(d, {0, {3, 4}, {}, {1, 1, 1, 1}});
-            }),
-            "entry 'forward', command 2 (launch): block has 4 dimensions, "
-            "expected at most 3");
-  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
-              withKernel(d, {0, {3, 4}, {}, {}});
+              withKernel(d, {0, {3, 4}});
               d.kernels.push_back({"scale", "other", 1});
             }),
             "kernel 1: name 'scale' is used twice");
+}
+
+/// Kernel 'scale' (2 arguments, 64 scratch bytes) with one CUDA launch of
+/// 'scale_f32' on both arguments and the scratch, in a program with a CUDA
+/// module, launched by command 2 of "forward".
+void addCudaKernel(ProgramDesc &d) {
+  KernelDesc kernel{"scale", "scale_cpu", 2};
+  kernel.cudaLaunches = {
+      {"scale_f32", {2}, {32}, 0, {kernelArg(0), kernelArg(1), scratchArg(0)}}};
+  kernel.cudaScratchBytes = 64;
+  d.kernels = {kernel};
+  d.cuda = CudaModuleDesc{"sm_90", "// PTX", {}};
+  forward(d).commands.push_back(LaunchDesc{0, {3, 4}});
+}
+
+CudaLaunchDesc &cudaLaunchOf(ProgramDesc &d) {
+  return d.kernels[0].cudaLaunches[0];
+}
+
+TEST(ProgramVerifier, AcceptsCudaLaunches) {
+  ProgramDesc desc = linearProgram();
+  addCudaKernel(desc);
+  Program program = Program::fromBytes(buildArtifact(desc));
+  EXPECT_TRUE(program.hasCudaModule());
+  EXPECT_EQ(program.kernels()[0].cudaEntries,
+            std::vector<std::string>{"scale_f32"});
+}
+
+TEST(ProgramVerifier, CudaLaunchShapes) {
+  const std::string where = "kernel 'scale', CUDA launch 0: ";
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).entry = "";
+            }),
+            where + "the CUDA entry name is empty");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).grid = {};
+            }),
+            where + "grid has 0 dimensions, expected 1 to 3");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).block = {1, 1, 1, 1};
+            }),
+            where + "block has 4 dimensions, expected 1 to 3");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).grid = {4, 0};
+            }),
+            where + "grid dimension 1 is 0");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).block = {32, 64};
+            }),
+            where + "block of 2048 threads exceeds the CUDA limit of 1024");
+  // The product of three 32-bit dimensions overflows 64 bits.
+  EXPECT_THAT(errorAfter([](ProgramDesc &d) {
+                addCudaKernel(d);
+                cudaLaunchOf(d).block = {0xffffffffu, 0xffffffffu, 0xffffffffu};
+              }),
+              HasSubstr("threads exceeds the CUDA limit of 1024"));
+  // Large grids are the device's to refuse; 1024 threads is the limit.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).grid = {0x7fffffffu, 65535, 65535};
+              cudaLaunchOf(d).block = {8, 8, 16};
+            }),
+            "(loaded)");
+}
+
+TEST(ProgramVerifier, CudaLaunchArguments) {
+  const std::string where = "kernel 'scale', CUDA launch 0: ";
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).args[1] = kernelArg(2);
+            }),
+            where + "argument 1 refers to kernel argument 2, but the kernel "
+                    "takes 2");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).args[2] = scratchArg(64);
+            }),
+            where + "argument 2 points at scratch byte 64, outside the "
+                    "kernel's 64 scratch bytes");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              d.kernels[0].cudaScratchBytes = 0;
+            }),
+            where + "argument 2 points at scratch byte 0, outside the "
+                    "kernel's 0 scratch bytes");
+  // Scratch offsets need no particular alignment.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              cudaLaunchOf(d).args[2] = scratchArg(63);
+            }),
+            "(loaded)");
+}
+
+TEST(ProgramVerifier, CudaModuleNeedsLaunchesForEveryKernel) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              d.kernels.push_back({"cpu_only", "cpu_only", 0});
+            }),
+            "kernel 'cpu_only': the program has a CUDA module, but the kernel "
+            "has no CUDA launches");
+  // Without a CUDA module, kernels need no CUDA launches.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCudaKernel(d);
+              d.kernels.push_back({"cpu_only", "cpu_only", 0});
+              d.cuda.reset();
+            }),
+            "(loaded)");
 }
 
 } // namespace

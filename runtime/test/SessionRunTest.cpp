@@ -95,19 +95,32 @@ TEST(SessionRun, MistypedInputNamesBothDTypes) {
             "entry 'forward': input 'x' has dtype bf16, expected f32");
 }
 
-TEST(SessionRun, OtherDevicesAreRejected) {
-  for (const char *device : {"cuda:0", "gpu", ""}) {
+TEST(SessionRun, UnknownDevicesAreRejected) {
+  std::vector<std::string> supported = supportedDevices();
+  bool withCuda = supported.size() == 2;
+  ASSERT_EQ(supported[0], "cpu");
+  if (withCuda) {
+    EXPECT_EQ(supported[1], "cuda");
+  }
+  std::string listed =
+      withCuda ? "cpu, cuda (cuda:N selects CUDA device N)" : "cpu";
+  std::vector<std::string> rejected = {"gpu",    "",      "tpu",
+                                       "cuda:x", "cuda:", "cuda:-1",
+                                       "CUDA",   "cpu:0", "cuda:1234567890",
+                                       " cuda"};
+  if (!withCuda)
+    rejected.push_back("cuda");
+  for (const std::string &device : rejected) {
     try {
       Session session(Program::fromBytes(buildArtifact(linearProgram())),
                       {device, 0});
-      FAIL() << "device " << device << " was accepted";
+      FAIL() << "device '" << device << "' was accepted";
     } catch (const Error &error) {
-      EXPECT_EQ(std::string(error.what()), std::string("unknown device '") +
-                                               device +
-                                               "'; this runtime supports: cpu");
+      EXPECT_EQ(std::string(error.what()),
+                "unknown device '" + device +
+                    "'; this runtime supports: " + listed);
     }
   }
-  EXPECT_EQ(supportedDevices(), std::vector<std::string>{"cpu"});
 }
 
 TEST(SessionRun, ParameterAccessChecksNamesAndTypes) {

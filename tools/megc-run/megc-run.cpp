@@ -23,7 +23,7 @@
 namespace {
 
 const char *kUsage =
-    "usage: megc-run MODEL.megc --entry NAME [--device cpu]\n"
+    "usage: megc-run MODEL.megc --entry NAME [--device cpu|cuda[:N]]\n"
     "                [--params init[:SEED]|FILE.safetensors]\n"
     "                [--input NAME=FILE.npy ...] [--output-dir DIR]\n"
     "                [--steps N] [--save-params FILE.safetensors]\n"

@@ -51,6 +51,24 @@ cl::opt<std::string> cudaArch("cuda-arch",
                               cl::desc("GPU architecture for --target=cuda"),
                               cl::init("sm_90"), cl::cat(compileCategory));
 
+cl::opt<bool> noFuseRope("no-fuse-rope",
+                          cl::desc("Keep RoPE unfused (skip meg-fuse-rope)"),
+                          cl::init(false), cl::cat(compileCategory));
+
+cl::opt<bool> noFuse("no-fuse",
+                      cl::desc("One kernel per op (skip meg-fuse)"),
+                      cl::init(false), cl::cat(compileCategory));
+
+cl::opt<std::string> cudaGraphs(
+    "cuda-graphs",
+    cl::desc("Outline CUDA graph regions: none (default), step or layer"),
+    cl::init("none"), cl::cat(compileCategory));
+cl::opt<bool> shareIoBuffers(
+    "share-io-buffers",
+    cl::desc("Chain single-input/single-output layer graphs (with "
+             "--cuda-graphs=layer)"),
+    cl::init(false), cl::cat(compileCategory));
+
 int fail(const Twine &message) {
   WithColor::error(errs(), "megc") << message << "\n";
   return 1;
@@ -116,11 +134,22 @@ int runCompile() {
   bool training =
       (*module)->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
       !(*module).lookupSymbol("train_step");
+  if (cudaGraphs != "none" && cudaGraphs != "step" && cudaGraphs != "layer")
+    return fail("unknown --cuda-graphs '" + cudaGraphs +
+                "'; expected none, step or layer");
+  std::string graphs =
+      cudaGraphs == "none"
+          ? ""
+          : ",meg-outline-cuda-graphs{scope=" + cudaGraphs +
+                (shareIoBuffers ? " share-io-buffers" : "") + "}";
+  // Fusion runs before autodiff, so that fused ops get fused gradients;
+  // CSE first lets q and k share one pair of tables.
+  std::string fusion = noFuseRope ? "" : "cse,func.func(meg-fuse-rope),";
   mlir::FailureOr<mlir::OpPassManager> pipeline = mlir::parsePassPipeline(
-      training ? "builtin.module(inline,meg-autodiff,meg-precision,"
-                 "meg-optimizer,"
-                 "canonicalize,cse,symbol-dce)"
-               : "builtin.module(inline,canonicalize,cse,symbol-dce)");
+      "builtin.module(inline," + fusion +
+      (training ? "meg-autodiff,meg-precision,meg-optimizer," : "") +
+      "canonicalize,cse,symbol-dce" +
+      (noFuse ? "" : ",func.func(meg-fuse)") + graphs + ")");
   if (failed(pipeline))
     return fail("internal error: bad front-end pipeline");
   mlir::PassManager frontEnd(&context);
@@ -145,11 +174,8 @@ int runCompile() {
     return 1;
   for (EntryDesc &entry : program->entries)
     planMemory(entry);
-  if (emit == "megrt") {
-    printProgram(*program, output->os());
-    output->keep();
-    return 0;
-  }
+  // CUDA code generation fills the kernels' launch tables, which
+  // --emit=megrt shows.
   std::optional<CudaModuleDesc> cudaModule;
   if (cuda) {
     mlir::FailureOr<CudaModuleDesc> compiled =
@@ -157,6 +183,11 @@ int runCompile() {
     if (failed(compiled))
       return 1;
     cudaModule = std::move(*compiled);
+  }
+  if (emit == "megrt") {
+    printProgram(*program, output->os());
+    output->keep();
+    return 0;
   }
   if (emit == "ptx") {
     output->os() << cudaModule->ptx;

@@ -1,8 +1,9 @@
 //===- InspectCommand.cpp - `megc inspect` -----------------------------===//
 //
 // Verifies an artifact with the FlatBuffers verifier and prints what it
-// holds: entries with their signatures, parameters, kernels, command counts
-// and each entry's memory plan (arena, peak, and what no reuse would need).
+// holds: entries with their signatures, parameters, kernels (with their CUDA
+// launches), command counts, CUDA graph regions and each entry's memory plan
+// (arena, peak, and what no reuse would need).
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,9 +127,14 @@ int runInspect() {
        << (cuda->cubin() ? cuda->cubin()->size() : 0) << " bytes";
   os << "\n";
   if (kernels)
-    for (const fb::Kernel *kernel : *kernels)
+    for (const fb::Kernel *kernel : *kernels) {
       os << "  " << kernel->name()->str() << " (" << kernel->num_args()
-         << " args)\n";
+         << " args";
+      if (kernel->cuda_launches() && kernel->cuda_launches()->size())
+        os << ", " << kernel->cuda_launches()->size() << " cuda launches, "
+           << kernel->cuda_scratch_bytes() << " B scratch";
+      os << ")\n";
+    }
 
   if (program->entries())
     for (const fb::Entry *entry : *program->entries()) {
@@ -145,6 +151,15 @@ int runInspect() {
       for (auto &[name, count] : counts)
         os << " " << name << " " << count;
       os << "\n";
+      if (entry->graphs() && entry->graphs()->size()) {
+        os << "  graph regions: " << entry->graphs()->size() << "\n";
+        for (const fb::GraphRegion *graph : *entry->graphs())
+          os << "    " << (graph->name() ? graph->name()->str() : "?")
+             << ": commands " << graph->first_command() << ".."
+             << graph->first_command() + graph->num_commands()
+             << (graph->share_io() ? ", shares I/O buffers" : "")
+             << (graph->forward_only() ? ", forward only" : "") << "\n";
+      }
       if (const fb::MemoryPlan *plan = entry->plan())
         os << "  memory plan: arena " << megabytes(plan->arena_bytes())
            << ", peak live " << megabytes(plan->peak_bytes())

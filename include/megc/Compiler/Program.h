@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -67,17 +68,44 @@ struct MemoryPlan {
   uint64_t unplannedBytes = 0;
 };
 
+/// Commands [first, first + count) captured as one CUDA graph.
+struct GraphRegionDesc {
+  std::string name;
+  uint32_t first = 0, count = 0;
+  bool shareIo = false, forwardOnly = false;
+};
+
 struct EntryDesc {
   std::string name;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<BufferDesc> buffers;
   std::vector<Command> commands;
   MemoryPlan plan;
+  std::vector<GraphRegionDesc> graphs;
+};
+
+/// One device pointer passed to a CUDA launch: the kernel's argument
+/// `value`, or (scratch) the scratch area plus `value` bytes.
+struct CudaArgDesc {
+  bool scratch = false;
+  uint64_t value = 0;
+};
+
+/// One launch of a kernel's CUDA code.
+struct CudaLaunchDesc {
+  std::string entry;
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<CudaArgDesc> args;
 };
 
 struct KernelDesc {
   std::string name;
   uint32_t numArgs;
+  /// Filled by the CUDA code generator: the launches, in order, and the
+  /// device scratch they use for temporaries.
+  std::vector<CudaLaunchDesc> cudaLaunches;
+  uint64_t cudaScratchBytes = 0;
 };
 
 struct ParameterDesc {

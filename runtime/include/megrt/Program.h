@@ -62,7 +62,8 @@ struct KernelSpec {
   std::string name;
   std::string cpuSymbol;
   uint32_t numArgs;
-  std::string ptxEntry;
+  /// The .entry names of its CUDA launches, in launch order.
+  std::vector<std::string> cudaEntries;
 };
 
 /// Immutable and cheap to copy: copies share the artifact bytes. Loading

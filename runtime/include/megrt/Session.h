@@ -15,18 +15,26 @@
 namespace megrt {
 
 struct SessionOptions {
-  /// "cpu" is the only device this runtime supports so far.
+  /// "cpu", or "cuda" / "cuda:N" (CUDA device 0 / N) in a runtime built with
+  /// CUDA support (see supportedDevices()).
   std::string device = "cpu";
   /// Seed of the parameter initialisation done at construction.
   uint64_t seed = 0;
 };
 
-/// The devices a Session accepts.
+/// The devices a Session accepts: "cpu", and "cuda" when the runtime was
+/// built with CUDA support ("cuda:N" is accepted too).
 std::vector<std::string> supportedDevices();
 
 /// Owns the parameters, the loaded device code and one prepared arena per
 /// entry (created on its first run and reused). Not safe for concurrent use;
 /// give each thread its own Session.
+///
+/// On a CUDA device, the parameters live in device memory and host copies
+/// are kept for this API: writes are uploaded before the next run, and reads
+/// download what runs changed. A CUDA device needs the CUDA driver
+/// (libcuda.so.1) and, for Gemm commands, cuBLASLt, both loaded when the
+/// Session is created.
 class Session {
 public:
   /// Loads the program's device code and initialises every parameter from its
@@ -56,6 +64,8 @@ public:
   void loadState(const std::string &path);
   void saveState(const std::string &path) const;
 
+  /// On the CPU the reference shows the parameter live; on a CUDA device it
+  /// shows its value as of this call (call again after a run).
   const Tensor &parameter(std::string_view name) const;
   /// `value` must have the parameter's dtype and shape.
   void setParameter(std::string_view name, const Tensor &value);

@@ -34,13 +34,8 @@ CpuEntry::CpuEntry(const fb::Entry &entry, std::vector<Tensor> &parameters,
         resolved.args.push_back(buffers[launch->args()->Get(arg)]);
       commands_.emplace_back(std::move(resolved));
     } else if (const fb::Gemm *gemm = command->op_as_Gemm()) {
-      GemmParams params{
-          gemm->m(),        gemm->n(),        gemm->k(),
-          gemm->batch(),    gemm->stride_a(), gemm->stride_b(),
-          gemm->stride_c(), gemm->trans_a(),  gemm->trans_b(),
-          gemm->alpha(),    gemm->beta(),     toDType(gemm->dtype())};
       const uint8_t *bias = gemm->bias() >= 0 ? buffers[gemm->bias()] : nullptr;
-      commands_.emplace_back(std::in_place_type<CpuGemm>, params,
+      commands_.emplace_back(std::in_place_type<CpuGemm>, toGemmParams(*gemm),
                              buffers[gemm->a()], buffers[gemm->b()],
                              buffers[gemm->c()], bias);
     } else if (const fb::Copy *copy = command->op_as_Copy()) {

@@ -4,7 +4,9 @@
 #include "Fail.h"
 #include "megrt/HalfFloat.h"
 
+#if MEGRT_CPU_BLAS
 #include <cblas.h>
+#endif
 #include <limits>
 
 namespace megrt {
@@ -21,8 +23,25 @@ void widen(DType dtype, const void *source, std::vector<float> &out) {
     out[i] = convert(bits[i]);
 }
 
+#if MEGRT_CPU_BLAS
+/// Fails unless BLAS integers hold m, n and k.
+void checkGemmRunsOnBlas(const GemmParams &params) {
+  constexpr int64_t kMaxBlasInt = std::numeric_limits<blasint>::max();
+  if (params.m > kMaxBlasInt || params.n > kMaxBlasInt ||
+      params.k > kMaxBlasInt)
+    fail("gemm m=", params.m, " n=", params.n, " k=", params.k,
+         " exceeds the BLAS integer range (", kMaxBlasInt, ")");
+}
+#else
+[[noreturn]] void checkGemmRunsOnBlas(const GemmParams &) {
+  fail("this runtime was built without a BLAS (MEGRT_CPU_BLAS=OFF); CPU "
+       "matrix products are unavailable");
+}
+#endif
+
 } // namespace
 
+#if MEGRT_CPU_BLAS
 void gemmF32(const GemmParams &p, const float *a, const float *b, float *c,
              const float *bias) {
   auto transA = p.transA ? CblasTrans : CblasNoTrans;
@@ -44,15 +63,17 @@ void gemmF32(const GemmParams &p, const float *a, const float *b, float *c,
         cBatch[row * p.n + col] += bias[col];
   }
 }
+#else
+void gemmF32(const GemmParams &p, const float *, const float *, float *,
+             const float *) {
+  checkGemmRunsOnBlas(p);
+}
+#endif
 
 CpuGemm::CpuGemm(const GemmParams &params, const void *a, const void *b,
                  void *c, const void *bias)
     : params_(params), a_(a), b_(b), c_(c), bias_(bias) {
-  constexpr int64_t kMaxBlasInt = std::numeric_limits<blasint>::max();
-  if (params.m > kMaxBlasInt || params.n > kMaxBlasInt ||
-      params.k > kMaxBlasInt)
-    fail("gemm m=", params.m, " n=", params.n, " k=", params.k,
-         " exceeds the BLAS integer range (", kMaxBlasInt, ")");
+  checkGemmRunsOnBlas(params);
   if (params.dtype == DType::F32)
     return;
   scratchA_.resize(span(params.batch, params.strideA, params.m * params.k));

@@ -2,22 +2,12 @@
 #ifndef MEGRT_SRC_CPU_CPUGEMM_H
 #define MEGRT_SRC_CPU_CPUGEMM_H
 
-#include "megrt/DType.h"
+#include "GemmParams.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace megrt {
-
-/// The schema's Gemm with operands resolved to addresses. Verification
-/// guarantees every operand spans (batch - 1) * stride + rows * cols elements.
-struct GemmParams {
-  int64_t m, n, k, batch;
-  int64_t strideA, strideB, strideC;
-  bool transA, transB;
-  float alpha, beta;
-  DType dtype;
-};
 
 /// Row-major, for each b < batch:
 ///   C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] (+ bias broadcast over

@@ -7,6 +7,7 @@
 #ifndef MEGC_DIALECT_MEG_TRANSFORMS_PASSES_H
 #define MEGC_DIALECT_MEG_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -38,6 +38,134 @@ def MegSummarize : Pass<"meg-summarize", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegFuseRope : Pass<"meg-fuse-rope", "::mlir::func::FuncOp"> {
+  let summary = "Replaces unfused rotary position embeddings by meg.rope";
+  let description = [{
+    Recognises `x * cos + rotate_half(x) * sin` on the first `rotary_dim`
+    channels of a rank-4 activation, with the pass-through tail re-joined by
+    a concat when `rotary_dim` is smaller than the head dim, and replaces it
+    with one `meg.rope` (so that autodiff then uses `meg.rope_grad`, the
+    exact transpose). Matched forms:
+
+    - rotate_half half-split (`concat(-x2, x1)` of the two halves) or
+      interleaved (`[-x1, x0, -x3, x2, ...]`, written as strided slices
+      stacked on a new last axis and reshaped back);
+    - negation as `meg.neg`, a multiply by -1 or a subtraction from 0;
+      operands of `add` and `mul` in either order;
+    - tables broadcast as `[1, S, 1, R]` (layout bshd) or `[S, 1, 1, R]`
+      (sbhd); a table reshaped from `[S, R]`, sliced from a longer table, or
+      rounded from f32 to the activation dtype is traced back, so the fused
+      op reads the longer f32 table and rounds once. Tables may be computed
+      in the graph or be function arguments, and q and k may share them.
+
+    Because `meg.rope` takes the tables as operands, a scaled table (mscale)
+    is fused exactly. Left alone, with a remark when `remarks` is set and a
+    count in the pass statistics: the inverse rotation (`concat(x2, -x1)`),
+    tables of another shape than the two layouts, and a rotated part that is
+    used without its tail.
+
+    ```mlir
+    // before (half-split, full rotary dim 16)
+    %x1 = meg.slice %x [0, 0, 0, 0] [2, 8, 4, 8] [1, 1, 1, 1] : ...
+    %x2 = meg.slice %x [0, 0, 0, 8] [2, 8, 4, 8] [1, 1, 1, 1] : ...
+    %n = meg.neg %x2 : tensor<2x8x4x8xf32>
+    %r = meg.concat %n, %x1 axis 3 : ...
+    %a = meg.mul %x, %cos : tensor<2x8x4x16xf32>, tensor<1x8x1x16xf32>
+    %b = meg.mul %r, %sin : tensor<2x8x4x16xf32>, tensor<1x8x1x16xf32>
+    %y = meg.add %a, %b : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+    // after
+    %y = meg.rope %x, %cos2d, %sin2d layout bshd
+        : tensor<2x8x4x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark on each near-match saying why it was not fused">
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused", "RoPE computations replaced by meg.rope">,
+    Statistic<"numInverse", "inverse-rotation",
+              "Left alone: inverse rotation concat(x2, -x1)">,
+    Statistic<"numLayout", "unsupported-table-shape",
+              "Left alone: cos/sin not broadcast as [1,S,1,R] or [S,1,1,R]">,
+    Statistic<"numNoTail", "rotary-part-without-tail",
+              "Left alone: partial rotation not re-joined with its tail">
+  ];
+}
+
+def MegFuse : Pass<"meg-fuse", "::mlir::func::FuncOp"> {
+  let summary = "Groups elementwise and row-reduction work into fusion regions";
+  let description = [{
+    Producer-consumer fusion: starting from the last op of each chain, pulls
+    elementwise producers (arithmetic, activations and their gradients,
+    casts, modulate) into a `meg.fusion` region when every use of the
+    producer is inside the region, so no intermediate is written out. A
+    region holds at most one row reduction (rms_norm, layer_norm, softmax,
+    cross-entropy), which thereby absorbs the residual add or the casts
+    before it and the elementwise work after it. Each region becomes one
+    kernel, named after the ops it holds; matrix products, data movement
+    and collectives stay outside. Constants are cloned into the region.
+
+    ```mlir
+    // before
+    %h = meg.add %x, %r : tensor<2x16x64xf32>, tensor<2x16x64xf32>
+    %n = meg.rms_norm %h, %w eps 1.0e-05 : tensor<2x16x64xf32>, tensor<64xf32>
+    // after
+    %n = meg.fusion (%x, %r, %w) : (tensor<2x16x64xf32>, tensor<2x16x64xf32>,
+        tensor<64xf32>) -> tensor<2x16x64xf32> {
+    ^bb0(%a: tensor<2x16x64xf32>, %b: tensor<2x16x64xf32>, %c: tensor<64xf32>):
+      %0 = meg.add %a, %b : tensor<2x16x64xf32>, tensor<2x16x64xf32>
+      %1 = meg.rms_norm %0, %c eps 1.0e-05 : tensor<2x16x64xf32>, tensor<64xf32>
+      meg.yield %1 : tensor<2x16x64xf32>
+    }
+    ```
+  }];
+}
+
+def MegOutlineCudaGraphs : Pass<"meg-outline-cuda-graphs", "::mlir::ModuleOp"> {
+  let summary = "Outlines capturable work into meg.graph_region ops";
+  let description = [{
+    Wraps runs of work that a CUDA graph can capture (static shapes, no host
+    synchronisation, no host-side work) into `meg.graph_region` ops, which
+    the runtime captures on the first execution and replays afterwards. With
+    `scope=step` each maximal capturable run of a public function becomes
+    one region named `<function>.step` (numbered when a non-capturable op
+    splits it); with `scope=layer` each transformer layer's work does, named
+    `layers.<N>.forward`, `.backward`, `.optimizer` in the order the layer's
+    runs appear (a layer is recognised by the `layers.<N>.` or
+    `blocks.<N>.` part of the parameter names an op reads; ops reading no
+    parameter belong with the op before them), and the remaining work runs
+    outside graphs as in the reference systems.
+
+    `share-io-buffers` marks a layer region `share_io` when it is chained:
+    it has one result, and one of its inputs is the single result of the
+    previous region of the same kind; the static memory plan then gives both
+    one buffer, so no copy happens between the graphs. A multi-output layer
+    (MMDiT) is graphed without chaining. A layer with no trainable parameter
+    gets `forward_only` in a function that also runs a backward. Collectives
+    are captured only with `capture-collectives`; an op that is not captured
+    gets a remark (with `remarks`) naming it and the reason.
+
+    ```mlir
+    // scope=layer share-io-buffers
+    %h1 = meg.graph_region "layers.0.forward" share_io (%h0, %cos, %sin)
+        : (...) -> tensor<2x16x64xf32> { ... }
+    %h2 = meg.graph_region "layers.1.forward" share_io (%h1, %cos, %sin)
+        : (...) -> tensor<2x16x64xf32> { ... }
+    ```
+  }];
+  let options = [
+    Option<"scope", "scope", "std::string", /*default=*/"\"step\"",
+           "What one graph covers: step or layer">,
+    Option<"shareIoBuffers", "share-io-buffers", "bool", /*default=*/"false",
+           "Chain single-input/single-output layer graphs">,
+    Option<"captureCollectives", "capture-collectives", "bool",
+           /*default=*/"false", "Capture collectives inside graphs">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark for each op left outside graphs, with the reason">
+  ];
+}
+
 def MegAutodiff : Pass<"meg-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of a loss function";
   let description = [{

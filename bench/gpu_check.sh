@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The GPU check: on a machine with an NVIDIA GPU, CUDA toolkit, CMake and
+# Python (no LLVM/MLIR), builds the runtime with its CUDA backend, runs the
+# cases that bench/gpu_prepare.py compiled on a development machine (carry
+# .gpucheck/) with `megc-run --device cuda` against the CPU runtime's
+# outputs, and prints one table. Logs go to $OUT (or /tmp/megc-gpucheck).
+#
+#   here:  /usr/bin/python3 bench/gpu_prepare.py
+#   there: bash bench/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+check=$root/.gpucheck
+out=${OUT:-/tmp/megc-gpucheck}
+build=/tmp/megrt-cuda-build
+mkdir -p "$out"
+[[ -d $check/cases ]] || { echo "no $check/cases: run bench/gpu_prepare.py first" >&2; exit 1; }
+
+echo "== device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm \
+  --format=csv,noheader || echo "nvidia-smi failed"
+
+echo "== build the runtime with CUDA"
+start=$(date +%s)
+if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DMEGRT_BUILD_TESTS=OFF -DMEGRT_CPU_BLAS=OFF -DMEGRT_CUDA=ON \
+         -DCMAKE_DISABLE_FIND_PACKAGE_FlatBuffers=ON \
+         -DMEGRT_FLATC="$check/deps/bin/flatc" \
+         -DMEGRT_FLATBUFFERS_INCLUDE_DIR="$check/deps/include" &&
+       cmake --build "$build" -j "$(nproc)" &&
+       c++ -O2 -std=c++17 tools/megc-run/megc-run.cpp -Iruntime/include \
+         -o "$build/megc-run" "$build/libmegrt.a" -ldl -lpthread; } \
+     >"$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"
+  echo "runtime build FAILED (log: $out/build.log)"
+  exit 1
+fi
+echo "built in $(( $(date +%s) - start )) s"
+
+echo "== device copy bandwidth (PyTorch, for reference)"
+timeout 120 python3 - <<'EOF' 2>&1 | tee "$out/bandwidth.txt"
+import torch
+x = torch.empty(2**30 // 4, device="cuda")
+y = torch.empty_like(x)
+for _ in range(3):
+    y.copy_(x)
+torch.cuda.synchronize()
+start, stop = torch.cuda.Event(True), torch.cuda.Event(True)
+start.record()
+for _ in range(20):
+    y.copy_(x)
+stop.record()
+torch.cuda.synchronize()
+seconds = start.elapsed_time(stop) / 1e3 / 20
+print(f"copy: {2 * x.numel() * 4 / seconds / 1e12:.2f} TB/s (read + write)")
+EOF
+
+echo "== cases (megc-run --device cuda against the CPU runtime)"
+timeout 420 python3 bench/gpu_compare.py --megc-run "$build/megc-run" \
+  --cases "$check/cases" --out "$out"
+status=$?
+echo "gpu check exit status $status"
+exit $status

@@ -1,0 +1,115 @@
+"""Prepares what bench/gpu_check.sh needs on a GPU machine, which has no
+LLVM/MLIR: artifacts compiled here for cpu and cuda, their inputs, the CPU
+runtime's outputs as references, and the FlatBuffers headers and flatc to
+build the runtime there. Everything goes to .gpucheck/ (git-ignored), the
+folder to carry to the GPU machine.
+
+Usage: /usr/bin/python3 bench/gpu_prepare.py [--build build]
+Then, on the GPU machine: bash bench/gpu_check.sh
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name, megc gen arguments, entry, steps. The small presets check
+# correctness of every kernel; "llama_large" gives step times worth reading.
+CASES = [
+    ("llama_f32_forward", ["llama"], "forward", 1),
+    ("llama_bf16_forward", ["llama", "--dtype", "bf16"], "forward", 1),
+    ("llama_rope_variant", ["llama", "--rotary-interleaved",
+                            "--rotary-percent", "0.5"], "forward", 1),
+    ("llama_f32_grad", ["llama", "--train"], "grad", 1),
+    ("llama_f32_train", ["llama", "--train"], "train_step", 10),
+    ("mmdit_f32_forward", ["mmdit", "--layers", "1"], "forward", 1),
+    ("flux_f32_forward", ["flux", "--layers", "1"], "forward", 1),
+    ("flux_f32_grad", ["flux", "--layers", "1", "--train"], "grad", 1),
+    ("llama_large_forward", ["llama", "--layers", "4", "--hidden", "512",
+                             "--heads", "8", "--kv-heads", "8", "--ffn",
+                             "1376", "--vocab", "4096", "--seq", "256",
+                             "--batch", "1"], "forward", 10),
+]
+SEED = 7
+
+
+def run(args, **kwargs):
+    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"failed: {' '.join(args)}\n{result.stderr}")
+    return result.stdout
+
+
+def entry_inputs(inspect_text, entry):
+    """[(name, dtype, shape)] of `entry` from `megc inspect`."""
+    match = re.search(rf"^entry {entry}\((.*?)\) ->", inspect_text, re.M)
+    if not match:
+        sys.exit(f"entry {entry} not in the artifact")
+    inputs = []
+    for name, dims, dtype in re.findall(
+            r"(\w+): tensor<((?:\d+x)*)(\w+)>", match.group(1)):
+        shape = [int(d) for d in dims.split("x") if d]
+        inputs.append((name, dtype, shape))
+    return inputs
+
+
+def make_input(rng, dtype, shape):
+    if dtype in ("i32", "i64"):
+        return rng.integers(0, 64, shape).astype(
+            np.int32 if dtype == "i32" else np.int64)
+    if dtype == "f32":
+        return (0.5 * rng.standard_normal(shape)).astype(np.float32)
+    sys.exit(f"no input generator for dtype {dtype}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    options = parser.parse_args()
+    megc = os.path.join(options.build, "bin", "megc")
+    megc_run = os.path.join(options.build, "bin", "megc-run")
+    out = os.path.join(ROOT, ".gpucheck")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "deps", "bin"))
+    shutil.copytree("/usr/include/flatbuffers",
+                    os.path.join(out, "deps", "include", "flatbuffers"))
+    shutil.copy(shutil.which("flatc"), os.path.join(out, "deps", "bin"))
+
+    rng = np.random.default_rng(0)
+    for name, gen, entry, steps in CASES:
+        case = os.path.join(out, "cases", name)
+        os.makedirs(os.path.join(case, "inputs"))
+        print(f"preparing {name}", flush=True)
+        run([megc, "gen", *gen, "-o", f"{case}/model.mlir"])
+        run([megc, f"{case}/model.mlir", "--target=cpu,cuda",
+             "-o", f"{case}/model.megc"])
+        os.remove(f"{case}/model.mlir")
+        inputs = []
+        for input_name, dtype, shape in entry_inputs(
+                run([megc, "inspect", f"{case}/model.megc"]), entry):
+            path = f"{case}/inputs/{input_name}.npy"
+            np.save(path, make_input(rng, dtype, shape))
+            inputs += ["--input", f"{input_name}=inputs/{input_name}.npy"]
+        args = ["--entry", entry, "--params", f"init:{SEED}",
+                "--steps", str(steps), *inputs]
+        log = run([megc_run, "model.megc", *args, "--output-dir", "ref",
+                   *(["--save-state", "ref_state.safetensors"]
+                     if entry == "train_step" else [])], cwd=case)
+        with open(f"{case}/ref_log.txt", "w") as f:
+            f.write(log)
+        with open(f"{case}/case.json", "w") as f:
+            json.dump({"entry": entry, "steps": steps, "args": args,
+                       "dtype": "bf16" if "bf16" in gen else "f32"}, f)
+    size = sum(os.path.getsize(os.path.join(d, f))
+               for d, _, files in os.walk(out) for f in files)
+    print(f"{out}: {size / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+//===- Fuse.cpp - the meg-fuse pass ------------------------------------===//
+//
+// Producer-consumer fusion into meg.fusion regions. Groups grow upwards
+// from their last op: a producer joins when it is fusible and every use of
+// every result it has is already in the group, so fusing never duplicates
+// work and nothing a group computes internally is needed outside it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGFUSE
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+/// Work that reads each element where it writes it (with broadcasting).
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, NegOp, ExpOp, LogOp, CosOp,
+             SinOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, CastOp, GeluOp,
+             SiluOp, SwigluOp, ModulateOp, GeluGradOp, SiluGradOp,
+             SwigluGradOp>(op);
+}
+
+/// Reductions along the last axis whose kernels are loops over rows.
+bool isRowReduction(Operation *op) {
+  return isa<RmsNormOp, LayerNormOp, SoftmaxOp, CrossEntropyOp>(op);
+}
+
+bool isFusible(Operation *op) {
+  return isElementwise(op) || isRowReduction(op);
+}
+
+/// The ops of one group, grown from `root` upwards.
+SmallVector<Operation *> growGroup(Operation *root,
+                                   const llvm::DenseSet<Operation *> &taken) {
+  llvm::SmallPtrSet<Operation *, 16> group{root};
+  bool hasRowReduction = isRowReduction(root);
+  SmallVector<Operation *> worklist{root};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || group.contains(producer) || taken.contains(producer) ||
+          !isFusible(producer) || producer->getBlock() != root->getBlock() ||
+          (hasRowReduction && isRowReduction(producer)))
+        continue;
+      bool allUsesInside = llvm::all_of(producer->getUsers(), [&](Operation *u) {
+        return group.contains(u);
+      });
+      if (!allUsesInside)
+        continue;
+      group.insert(producer);
+      hasRowReduction |= isRowReduction(producer);
+      worklist.push_back(producer);
+    }
+  }
+  SmallVector<Operation *> ordered(group.begin(), group.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  return ordered;
+}
+
+/// Replaces `ops` (in block order, the last one the root whose results are
+/// the only ones used outside) with one meg.fusion before the root.
+void outline(ArrayRef<Operation *> ops) {
+  Operation *root = ops.back();
+  llvm::SmallPtrSet<Operation *, 16> inside(ops.begin(), ops.end());
+  SmallVector<Value> inputs;
+  SmallVector<Operation *> constants;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && inside.contains(def))
+        continue;
+      if (def && def->hasTrait<OpTrait::ConstantLike>()) {
+        if (!llvm::is_contained(constants, def))
+          constants.push_back(def);
+      } else if (!llvm::is_contained(inputs, operand)) {
+        inputs.push_back(operand);
+      }
+    }
+
+  OpBuilder builder(root);
+  auto fusion = FusionOp::create(builder, root->getLoc(),
+                                 root->getResultTypes(), inputs);
+  Block &body = fusion.getBody().emplaceBlock();
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body.addArgument(input.getType(), input.getLoc()));
+  builder.setInsertionPointToStart(&body);
+  for (Operation *constant : constants)
+    builder.clone(*constant, mapping);
+  for (Operation *op : ops)
+    builder.clone(*op, mapping);
+  SmallVector<Value> results;
+  for (Value result : root->getResults())
+    results.push_back(mapping.lookup(result));
+  YieldOp::create(builder, root->getLoc(), results);
+
+  root->replaceAllUsesWith(fusion->getResults());
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+}
+
+struct MegFusePass : public mlir::meg::impl::MegFuseBase<MegFusePass> {
+  using MegFuseBase::MegFuseBase;
+
+  void runOnOperation() override {
+    llvm::DenseSet<Operation *> taken;
+    SmallVector<SmallVector<Operation *>> groups;
+    for (Block &block : getOperation().getBody()) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : block)
+        ops.push_back(&op);
+      for (Operation *op : llvm::reverse(ops)) {
+        if (!isFusible(op) || taken.contains(op))
+          continue;
+        SmallVector<Operation *> group = growGroup(op, taken);
+        taken.insert(group.begin(), group.end());
+        if (group.size() > 1)
+          groups.push_back(std::move(group));
+      }
+    }
+    for (ArrayRef<Operation *> group : groups)
+      outline(group);
+  }
+};
+
+} // namespace

@@ -1,0 +1,258 @@
+//===- OutlineCudaGraphs.cpp - the meg-outline-cuda-graphs pass --------===//
+//
+// Cuts each public function's body into runs of capturable ops (one run
+// per step, or one per layer phase) and wraps each run in a
+// meg.graph_region. Parameter references and constants that a run reads
+// are cloned into it, so a region's operands are the activations it reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/Support/Regex.h"
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGOUTLINECUDAGRAPHS
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+/// Ops that are copied into every region that reads them instead of being
+/// passed in: they name storage or values, they compute nothing.
+bool isClonedIntoRegions(Operation *op) {
+  return isa<ParamRefOp>(op) || op->hasTrait<OpTrait::ConstantLike>();
+}
+
+/// Why `op` cannot be captured in a graph, or empty if it can.
+StringRef notCapturable(Operation *op, bool captureCollectives) {
+  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllGatherStartOp,
+          ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op) &&
+      !captureCollectives)
+    return "collectives are captured only with capture-collectives";
+  if (isa<func::CallOp>(op))
+    return "calls must be inlined first";
+  if (isa<GraphRegionOp>(op))
+    return "already in a graph region";
+  if (op->getNumRegions() != 0 && !isa<FusionOp>(op))
+    return "ops with regions other than fusions are not captured";
+  return {};
+}
+
+/// The layer a parameter belongs to (`...layers.<N>.`, `...blocks.<N>.` as
+/// in `transformer_blocks.<N>.`), or -1.
+int64_t layerOfName(StringRef name) {
+  static const llvm::Regex layerName(
+      "(^|\\.)(layers|[a-z_]*blocks)\\.([0-9]+)\\.");
+  SmallVector<StringRef> groups;
+  int64_t index;
+  if (!layerName.match(name, &groups) || groups[3].getAsInteger(10, index))
+    return -1;
+  return index;
+}
+
+/// Layer of an op that reads no parameter: it goes with the op before it.
+constexpr int64_t kNoParameter = -2;
+
+/// The layer an op works on, from the parameters it reads directly: -1 if
+/// they belong to no layer (embedding, head), kNoParameter if it reads none.
+int64_t layerOf(Operation *op) {
+  int64_t layer = kNoParameter;
+  for (Value operand : op->getOperands())
+    if (auto ref = operand.getDefiningOp<ParamRefOp>())
+      layer = std::max(layer, layerOfName(ref.getName()));
+  return layer;
+}
+
+struct Run {
+  SmallVector<Operation *> ops;
+  std::string name;
+  int64_t layer = -1;
+};
+
+struct MegOutlineCudaGraphsPass
+    : public mlir::meg::impl::MegOutlineCudaGraphsBase<
+          MegOutlineCudaGraphsPass> {
+  using MegOutlineCudaGraphsBase::MegOutlineCudaGraphsBase;
+
+  void runOnOperation() override {
+    if (scope != "step" && scope != "layer") {
+      getOperation().emitError()
+          << "meg-outline-cuda-graphs: unknown scope '" << scope
+          << "'; expected step or layer";
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        outlineFunction(func);
+  }
+
+  void outlineFunction(func::FuncOp func) {
+    SmallVector<Run> runs = scope == "step" ? stepRuns(func) : layerRuns(func);
+    bool hasBackward = llvm::any_of(runs, [](const Run &run) {
+      return StringRef(run.name).ends_with(".backward");
+    });
+    GraphRegionOp previous;
+    for (Run &run : runs) {
+      GraphRegionOp region = outline(run);
+      if (!region)
+        continue;
+      if (scope == "layer" && hasBackward &&
+          StringRef(run.name).ends_with(".forward") &&
+          !layerTrains(run.layer))
+        region.setForwardOnly(true);
+      if (shareIoBuffers && previous && region->getNumResults() == 1 &&
+          previous->getNumResults() == 1 &&
+          llvm::is_contained(region.getInputs(), previous->getResult(0)) &&
+          phaseOf(previous.getName()) == phaseOf(region.getName()))
+        region.setShareIo(true);
+      previous = region;
+    }
+  }
+
+  static StringRef phaseOf(StringRef name) { return name.rsplit('.').second; }
+
+  /// Whether any parameter of `layer` is trainable.
+  bool layerTrains(int64_t layer) {
+    for (auto param : getOperation().getOps<ParamOp>())
+      if (param.isTrainable() && layerOfName(param.getSymName()) == layer)
+        return true;
+    return false;
+  }
+
+  void reject(Operation *op, StringRef reason) {
+    if (remarks)
+      op->emitRemark() << "not captured in a CUDA graph: '" << op->getName()
+                       << "' " << reason;
+  }
+
+  /// The ops regions are made of, in order, with a null entry wherever an
+  /// op that cannot be captured splits them.
+  SmallVector<Operation *> capturableSequence(func::FuncOp func) {
+    SmallVector<Operation *> sequence;
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (isClonedIntoRegions(&op))
+        continue;
+      StringRef reason = notCapturable(&op, captureCollectives);
+      if (!reason.empty())
+        reject(&op, reason);
+      sequence.push_back(reason.empty() ? &op : nullptr);
+    }
+    return sequence;
+  }
+
+  /// Maximal runs of capturable ops.
+  SmallVector<Run> stepRuns(func::FuncOp func) {
+    SmallVector<Run> runs(1);
+    for (Operation *op : capturableSequence(func)) {
+      if (op)
+        runs.back().ops.push_back(op);
+      else if (!runs.back().ops.empty())
+        runs.emplace_back();
+    }
+    if (runs.back().ops.empty())
+      runs.pop_back();
+    for (auto [index, run] : llvm::enumerate(runs))
+      run.name = (func.getName() + ".step" +
+                  (runs.size() > 1 ? "." + Twine(index) : Twine()))
+                     .str();
+    return runs;
+  }
+
+  /// Runs of capturable ops on one layer; ops of no layer stay outside.
+  SmallVector<Run> layerRuns(func::FuncOp func) {
+    static const char *const kPhases[] = {"forward", "backward", "optimizer"};
+    SmallVector<Run> runs;
+    llvm::DenseMap<int64_t, unsigned> seen;
+    int64_t current = -1;
+    bool splitNext = true;
+    for (Operation *op : capturableSequence(func)) {
+      if (!op) {
+        splitNext = true;
+        continue;
+      }
+      int64_t layer = layerOf(op);
+      if (layer == kNoParameter)
+        layer = current;
+      if (layer < 0 || layer != current || splitNext) {
+        current = layer;
+        splitNext = false;
+        if (layer < 0)
+          continue;
+        unsigned occurrence = seen[layer]++;
+        Run run;
+        run.layer = layer;
+        run.name = "layers." + std::to_string(layer) + "." +
+                   (occurrence < 3 ? kPhases[occurrence]
+                                   : "part" + std::to_string(occurrence));
+        runs.push_back(std::move(run));
+      }
+      if (layer >= 0)
+        runs.back().ops.push_back(op);
+    }
+    return runs;
+  }
+
+  /// Wraps `run` into a region; null if the run is empty.
+  GraphRegionOp outline(Run &run) {
+    if (run.ops.empty())
+      return {};
+    llvm::SmallPtrSet<Operation *, 32> inside(run.ops.begin(), run.ops.end());
+    SmallVector<Value> inputs, results;
+    SmallVector<Operation *> cloned;
+    // Fusions, the only ops with regions here, are isolated from above:
+    // the operands of the run's own ops are everything it reads.
+    for (Operation *op : run.ops)
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && inside.contains(def))
+          continue;
+        if (def && isClonedIntoRegions(def)) {
+          if (!llvm::is_contained(cloned, def))
+            cloned.push_back(def);
+        } else if (!llvm::is_contained(inputs, operand)) {
+          inputs.push_back(operand);
+        }
+      }
+    for (Operation *op : run.ops)
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !inside.contains(
+                  run.ops.front()->getBlock()->findAncestorOpInBlock(*user));
+            }))
+          results.push_back(result);
+
+    Operation *last = run.ops.back();
+    OpBuilder builder(last->getContext());
+    builder.setInsertionPointAfter(last);
+    auto region = GraphRegionOp::create(
+        builder, run.ops.front()->getLoc(), ValueRange(results).getTypes(),
+        builder.getStringAttr(run.name), UnitAttr(), UnitAttr(), inputs);
+    Block &body = region.getBody().emplaceBlock();
+    IRMapping mapping;
+    for (Value input : inputs)
+      mapping.map(input, body.addArgument(input.getType(), input.getLoc()));
+    builder.setInsertionPointToStart(&body);
+    for (Operation *op : cloned)
+      builder.clone(*op, mapping);
+    for (Operation *op : run.ops)
+      builder.clone(*op, mapping);
+    SmallVector<Value> yielded;
+    for (Value result : results)
+      yielded.push_back(mapping.lookup(result));
+    YieldOp::create(builder, region.getLoc(), yielded);
+    for (auto [result, replacement] : llvm::zip(results, region.getResults()))
+      result.replaceAllUsesWith(replacement);
+    for (Operation *op : llvm::reverse(run.ops))
+      op->erase();
+    return region;
+  }
+};
+
+} // namespace

@@ -1,0 +1,67 @@
+// Chooses a Session's device by name and creates it.
+#include "Device.h"
+
+#include "Fail.h"
+#include "cpu/CpuDevice.h"
+#include "megrt/Session.h"
+
+#if MEGRT_WITH_CUDA
+#include "cuda/CudaDevice.h"
+#endif
+
+#include <optional>
+
+namespace megrt {
+namespace {
+
+[[noreturn]] void failUnknownDevice(const std::string &name) {
+  std::string supported;
+  for (const std::string &device : supportedDevices())
+    supported += (supported.empty() ? "" : ", ") + device;
+#if MEGRT_WITH_CUDA
+  supported += " (cuda:N selects CUDA device N)";
+#endif
+  fail("unknown device '", name, "'; this runtime supports: ", supported);
+}
+
+#if MEGRT_WITH_CUDA
+/// The N of "cuda:N" (0 for "cuda"), or nullopt if `name` is neither.
+std::optional<int> cudaOrdinal(const std::string &name) {
+  if (name == "cuda")
+    return 0;
+  const std::string prefix = "cuda:";
+  if (name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  std::string digits = name.substr(prefix.size());
+  // Nine digits always fit an int.
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoi(digits);
+}
+#endif
+
+} // namespace
+
+// Declared in megrt/Session.h; defined here with the devices it lists.
+std::vector<std::string> supportedDevices() {
+#if MEGRT_WITH_CUDA
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
+
+std::unique_ptr<Device> createDevice(const std::string &name,
+                                     const Program &program,
+                                     std::vector<Tensor> &parameters) {
+  if (name == "cpu")
+    return std::make_unique<CpuDevice>(program, parameters);
+#if MEGRT_WITH_CUDA
+  if (std::optional<int> ordinal = cudaOrdinal(name))
+    return std::make_unique<CudaDevice>(program, *ordinal, parameters);
+#endif
+  failUnknownDevice(name);
+}
+
+} // namespace megrt

@@ -1,0 +1,44 @@
+// The part of a Session that differs between devices: where parameters
+// live and how entries run.
+#ifndef MEGRT_SRC_DEVICE_H
+#define MEGRT_SRC_DEVICE_H
+
+#include "megrt/Program.h"
+#include "megrt/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace megrt {
+
+/// Executes a program's entries. The Session keeps the parameters' host
+/// tensors as the source of truth for its API and tells the device when one
+/// is written or about to be read, so that a device with its own memory can
+/// mirror them.
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// Runs entry `index` of the program; `inputs` match the entry's inputs
+  /// (in order, dtype and shape checked). Returns its outputs in order.
+  virtual std::vector<Tensor>
+  run(size_t index, const std::vector<const Tensor *> &inputs) = 0;
+
+  /// The host tensor of parameter `index` was overwritten.
+  virtual void parameterWritten(size_t index) = 0;
+  /// The host tensor of parameter `index` is about to be read: bring it up to
+  /// date with the device's copy.
+  virtual void parameterRead(size_t index) = 0;
+};
+
+/// Creates the device named `name` ("cpu", "cuda" or "cuda:N"). `parameters`
+/// holds one host tensor per program parameter, never reallocated, and
+/// outlives the device.
+std::unique_ptr<Device> createDevice(const std::string &name,
+                                     const Program &program,
+                                     std::vector<Tensor> &parameters);
+
+} // namespace megrt
+
+#endif // MEGRT_SRC_DEVICE_H

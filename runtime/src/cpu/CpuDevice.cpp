@@ -1,0 +1,33 @@
+// The CPU device: entries run on the host, directly on the parameters'
+// host tensors.
+#include "cpu/CpuDevice.h"
+
+#include "FbTypes.h"
+
+#include <cstring>
+
+namespace megrt {
+
+CpuDevice::CpuDevice(const Program &program, std::vector<Tensor> &parameters)
+    : program_(program), parameters_(parameters),
+      module_(flatbufferOf(program)), entries_(program.entries().size()) {}
+
+std::vector<Tensor> CpuDevice::run(size_t index,
+                                   const std::vector<const Tensor *> &inputs) {
+  std::unique_ptr<CpuEntry> &entry = entries_[index];
+  if (!entry)
+    entry = std::make_unique<CpuEntry>(
+        *flatbufferOf(program_).entries()->Get(static_cast<uint32_t>(index)),
+        parameters_, module_);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    std::memcpy(entry->inputs()[i].data(), inputs[i]->data(),
+                inputs[i]->sizeBytes());
+  // Outputs start from zero on every run, so a result never depends on a
+  // previous call.
+  for (Tensor &output : entry->outputs())
+    std::memset(output.data(), 0, output.sizeBytes());
+  entry->execute();
+  return entry->outputs();
+}
+
+} // namespace megrt

@@ -1,0 +1,36 @@
+// The CPU device: entries run on the host, directly on the parameters'
+// host tensors.
+#ifndef MEGRT_SRC_CPU_CPUDEVICE_H
+#define MEGRT_SRC_CPU_CPUDEVICE_H
+
+#include "Device.h"
+#include "cpu/CpuEntry.h"
+#include "cpu/CpuModule.h"
+
+#include <memory>
+#include <vector>
+
+namespace megrt {
+
+class CpuDevice final : public Device {
+public:
+  /// Loads the program's CPU module.
+  CpuDevice(const Program &program, std::vector<Tensor> &parameters);
+
+  std::vector<Tensor> run(size_t index,
+                          const std::vector<const Tensor *> &inputs) override;
+  // Kernels use the host tensors themselves: nothing to mirror.
+  void parameterWritten(size_t) override {}
+  void parameterRead(size_t) override {}
+
+private:
+  Program program_;
+  std::vector<Tensor> &parameters_;
+  CpuModule module_;
+  /// One per entry, prepared on its first run.
+  std::vector<std::unique_ptr<CpuEntry>> entries_;
+};
+
+} // namespace megrt
+
+#endif // MEGRT_SRC_CPU_CPUDEVICE_H

@@ -1,0 +1,105 @@
+// cuBLASLt, loaded with dlopen like the driver, and the handle and
+// workspace a Session's matrix products share.
+#include "cuda/CublasLt.h"
+
+#include "Fail.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace megrt {
+namespace {
+
+struct CloseLibrary {
+  void operator()(void *handle) const { dlclose(handle); }
+};
+
+/// The library's file name and the paths tried, in order: the toolkit's
+/// lib64 is often not on the loader's path.
+std::vector<std::string> candidatePaths() {
+  std::string name = concat("libcublasLt.so.", CUBLAS_VER_MAJOR);
+  std::vector<std::string> paths = {name};
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    paths.push_back(concat(home, "/lib64/", name));
+  paths.push_back("/usr/local/cuda/lib64/" + name);
+  paths.push_back("/usr/local/cuda/lib/" + name);
+  return paths;
+}
+
+CublasLtLibrary loadCublasLt() {
+  std::unique_ptr<void, CloseLibrary> library;
+  std::string path, reasons;
+  for (const std::string &candidate : candidatePaths()) {
+    library.reset(dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL));
+    if (library) {
+      path = candidate;
+      break;
+    }
+    const char *reason = dlerror();
+    reasons += concat(reasons.empty() ? "" : "; ",
+                      reason ? reason : candidate + ": cannot be loaded");
+  }
+  if (!library)
+    fail("Gemm commands on CUDA need cuBLASLt ", CUBLAS_VER_MAJOR,
+         ", which could not be loaded (", reasons,
+         "); set CUDA_HOME or LD_LIBRARY_PATH to the CUDA toolkit");
+
+  CublasLtLibrary cublas;
+  auto resolve = [&](const char *name, auto &function) {
+    void *address = dlsym(library.get(), name);
+    if (!address)
+      fail("'", path, "' has no '", name, "'; is it cuBLASLt ",
+           CUBLAS_VER_MAJOR, "?");
+    function =
+        reinterpret_cast<std::remove_reference_t<decltype(function)>>(address);
+  };
+#define MEGRT_CUBLASLT_FUNCTION(name) resolve(#name, cublas.name);
+#include "cuda/CublasLt.def"
+#undef MEGRT_CUBLASLT_FUNCTION
+
+  // cublasLt.h's types and enums are only guaranteed within a major version.
+  size_t version = cublas.cublasLtGetVersion();
+  if (version / 10000 != CUBLAS_VER_MAJOR)
+    fail("'", path, "' is cuBLASLt ", version / 10000, ".",
+         version % 10000 / 100, ", but megrt was built for cuBLASLt ",
+         CUBLAS_VER_MAJOR, ".x");
+  // cuBLASLt stays loaded for the life of the process.
+  library.release();
+  return cublas;
+}
+
+} // namespace
+
+const CublasLtLibrary &cublasLt() {
+  // A failed load throws out of the initialisation, so the next call tries
+  // again.
+  static const CublasLtLibrary library = loadCublasLt();
+  return library;
+}
+
+void checkCublas(cublasStatus_t status, const char *call,
+                 const std::string &object) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return;
+  const CublasLtLibrary &cublas = cublasLt();
+  const char *name = cublas.cublasLtGetStatusName(status);
+  const char *text = cublas.cublasLtGetStatusString(status);
+  fail(object, ": ", call, " failed: ", name ? name : "cublasStatus_t ",
+       name ? "" : std::to_string(status), " (", text ? text : "unknown", ")");
+}
+
+CublasLtContext::CublasLtContext(const std::string &device)
+    : workspace_(kWorkspaceBytes,
+                 concat("the cuBLASLt workspace on ", device)) {
+  checkCublas(cublasLt().cublasLtCreate(&handle_), "cublasLtCreate", device);
+}
+
+CublasLtContext::~CublasLtContext() {
+  if (handle_)
+    cublasLt().cublasLtDestroy(handle_);
+}
+
+} // namespace megrt

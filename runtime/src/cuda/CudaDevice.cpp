@@ -1,0 +1,165 @@
+// A CUDA device: entries run on a GPU, with the parameters mirrored in
+// device memory.
+#include "cuda/CudaDevice.h"
+
+#include "Fail.h"
+#include "FbTypes.h"
+#include "cuda/CudaDriver.h"
+
+#include <algorithm>
+
+namespace megrt {
+namespace {
+
+bool hasGemm(const fb::Program &program) {
+  for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
+    const fb::Entry &entry = *program.entries()->Get(i);
+    for (uint32_t j = 0; j < sizeOf(entry.commands()); ++j)
+      if (entry.commands()->Get(j)->op_type() == fb::CommandOp::Gemm)
+        return true;
+  }
+  return false;
+}
+
+uint64_t scratchBytes(const fb::Program &program) {
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i)
+    bytes = std::max(bytes, program.kernels()->Get(i)->cuda_scratch_bytes());
+  return bytes;
+}
+
+} // namespace
+
+CudaDevice::CudaDevice(const Program &program, int ordinal,
+                       std::vector<Tensor> &parameters)
+    : program_(program), parameters_(parameters), context_(ordinal),
+      module_(flatbufferOf(program), context_),
+      newer_(parameters.size(), Newer::Host),
+      scratch_(
+          scratchBytes(flatbufferOf(program)),
+          concat("the CUDA kernels' scratch on ", context_.description())) {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    parameterMemory_.emplace_back(
+        parameters_[i].sizeBytes(),
+        concat(parameterName(i), " on ", context_.description()));
+    parameterAddresses_.push_back(parameterMemory_.back().get());
+  }
+  if (hasGemm(flatbufferOf(program)))
+    cublas_ = std::make_unique<CublasLtContext>(context_.description());
+  entries_.resize(program.entries().size());
+}
+
+CudaDevice::~CudaDevice() {
+  // The members' destructors free device memory and unload the module: they
+  // need the context current and the stream idle.
+  context_.makeCurrentQuietly();
+  context_.synchronizeQuietly();
+}
+
+std::string CudaDevice::parameterName(size_t index) const {
+  return concat("parameter '", program_.parameters()[index].name, "'");
+}
+
+void CudaDevice::parameterWritten(size_t index) { newer_[index] = Newer::Host; }
+
+void CudaDevice::parameterRead(size_t index) {
+  if (newer_[index] != Newer::Device)
+    return;
+  Tensor &host = parameters_[index];
+  if (host.sizeBytes() > 0) {
+    context_.makeCurrent();
+    std::string what =
+        concat(parameterName(index), ", copied from ", context_.description());
+    checkCuda(
+        cudaDriver().cuMemcpyDtoHAsync(host.data(), parameterAddresses_[index],
+                                       host.sizeBytes(), context_.stream()),
+        "cuMemcpyDtoHAsync", what);
+    context_.synchronize(what);
+  }
+  newer_[index] = Newer::Neither;
+}
+
+void CudaDevice::uploadParameters() {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (newer_[i] != Newer::Host)
+      continue;
+    const Tensor &host = parameters_[i];
+    if (host.sizeBytes() > 0)
+      checkCuda(
+          cudaDriver().cuMemcpyHtoDAsync(parameterAddresses_[i], host.data(),
+                                         host.sizeBytes(), context_.stream()),
+          "cuMemcpyHtoDAsync",
+          concat(parameterName(i), ", copied to ", context_.description()));
+    newer_[i] = Newer::Neither;
+  }
+}
+
+CudaEntry &CudaDevice::prepare(size_t index) {
+  std::unique_ptr<CudaEntry> &entry = entries_[index];
+  if (!entry) {
+    const fb::Program &program = flatbufferOf(program_);
+    entry = std::make_unique<CudaEntry>(
+        *program.entries()->Get(static_cast<uint32_t>(index)),
+        concat("entry '", program_.entries()[index].name, "'"),
+        CudaEntryResources{program, module_, parameterAddresses_,
+                           scratch_.get(), cublas_.get()});
+  }
+  return *entry;
+}
+
+std::vector<Tensor> CudaDevice::run(size_t index,
+                                    const std::vector<const Tensor *> &inputs) {
+  context_.makeCurrent();
+  const EntrySpec &spec = program_.entries()[index];
+  std::string where =
+      concat("entry '", spec.name, "' on ", context_.description());
+  const CudaDriver &driver = cudaDriver();
+  CUstream stream = context_.stream();
+  CudaEntry &entry = prepare(index);
+  std::vector<Tensor> outputs;
+  try {
+    uploadParameters();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i]->sizeBytes() > 0)
+        checkCuda(driver.cuMemcpyHtoDAsync(entry.inputs()[i].get(),
+                                           inputs[i]->data(),
+                                           inputs[i]->sizeBytes(), stream),
+                  "cuMemcpyHtoDAsync",
+                  concat(where, ": input '", spec.inputs[i].name, "'"));
+    // Outputs start from zero on every run, so a result never depends on a
+    // previous call.
+    for (size_t i = 0; i < entry.outputs().size(); ++i)
+      if (entry.outputs()[i].size() > 0)
+        checkCuda(driver.cuMemsetD8Async(entry.outputs()[i].get(), 0,
+                                         entry.outputs()[i].size(), stream),
+                  "cuMemsetD8Async",
+                  concat(where, ": output '", spec.outputs[i].name, "'"));
+    // From here on the device holds what the entry may have written, even
+    // if a command fails part way.
+    for (uint32_t parameter : entry.parametersUsed())
+      newer_[parameter] = Newer::Device;
+    entry.execute(stream);
+    // Faults of the commands, which run asynchronously, surface here.
+    context_.synchronize(concat(where, ": running its commands"));
+
+    for (size_t i = 0; i < spec.outputs.size(); ++i) {
+      Tensor &output =
+          outputs.emplace_back(spec.outputs[i].dtype, spec.outputs[i].shape);
+      if (output.sizeBytes() > 0)
+        checkCuda(driver.cuMemcpyDtoHAsync(output.data(),
+                                           entry.outputs()[i].get(),
+                                           output.sizeBytes(), stream),
+                  "cuMemcpyDtoHAsync",
+                  concat(where, ": output '", spec.outputs[i].name, "'"));
+    }
+    context_.synchronize(concat(where, ": copying its outputs"));
+  } catch (...) {
+    // Leave no copy in flight into or out of host memory that is about to
+    // be released.
+    context_.synchronizeQuietly();
+    throw;
+  }
+  return outputs;
+}
+
+} // namespace megrt

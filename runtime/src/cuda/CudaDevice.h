@@ -1,0 +1,57 @@
+// A CUDA device: entries run on a GPU, with the parameters mirrored in
+// device memory.
+#ifndef MEGRT_SRC_CUDA_CUDADEVICE_H
+#define MEGRT_SRC_CUDA_CUDADEVICE_H
+
+#include "Device.h"
+#include "cuda/CublasLt.h"
+#include "cuda/CudaContext.h"
+#include "cuda/CudaEntry.h"
+#include "cuda/CudaModule.h"
+#include "cuda/DeviceMemory.h"
+
+#include <memory>
+#include <vector>
+
+namespace megrt {
+
+class CudaDevice final : public Device {
+public:
+  /// Opens CUDA device `ordinal`, loads the program's CUDA module, and
+  /// allocates the parameters, the kernels' scratch and, for programs with
+  /// Gemm commands, cuBLASLt's workspace.
+  CudaDevice(const Program &program, int ordinal,
+             std::vector<Tensor> &parameters);
+  ~CudaDevice() override;
+
+  std::vector<Tensor> run(size_t index,
+                          const std::vector<const Tensor *> &inputs) override;
+  void parameterWritten(size_t index) override;
+  void parameterRead(size_t index) override;
+
+private:
+  /// Which copy of a parameter holds its current value.
+  enum class Newer : uint8_t { Neither, Host, Device };
+
+  CudaEntry &prepare(size_t index);
+  void uploadParameters();
+  std::string parameterName(size_t index) const;
+
+  Program program_;
+  std::vector<Tensor> &parameters_;
+  // Declared first so that everything below is released while the context
+  // is still alive.
+  CudaContext context_;
+  CudaModule module_;
+  std::vector<DeviceMemory> parameterMemory_;
+  std::vector<CUdeviceptr> parameterAddresses_;
+  std::vector<Newer> newer_;
+  DeviceMemory scratch_;
+  std::unique_ptr<CublasLtContext> cublas_;
+  /// One per entry, prepared on its first run.
+  std::vector<std::unique_ptr<CudaEntry>> entries_;
+};
+
+} // namespace megrt
+
+#endif // MEGRT_SRC_CUDA_CUDADEVICE_H

@@ -1,0 +1,164 @@
+// One entry of a program prepared for a CUDA device: device arena, input and
+// output storage, and its commands with every buffer resolved to a device
+// address.
+#include "cuda/CudaEntry.h"
+
+#include "Fail.h"
+#include "FbTypes.h"
+#include "cuda/CudaDriver.h"
+
+#include <algorithm>
+
+namespace megrt {
+namespace {
+
+std::vector<DeviceMemory>
+allocate(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>> *specs,
+         const std::string &what) {
+  std::vector<DeviceMemory> memory;
+  for (uint32_t i = 0; i < sizeOf(specs); ++i) {
+    const fb::TensorSpec &spec = *specs->Get(i);
+    std::string name = concat(what, " '", spec.name()->str(), "'");
+    memory.emplace_back(
+        byteSize(toDType(spec.dtype()), toShape(spec.shape()), name), name);
+  }
+  return memory;
+}
+
+/// Grid or block dimensions, the missing ones 1.
+std::array<unsigned, 3> launchDims(const flatbuffers::Vector<uint32_t> *dims) {
+  std::array<unsigned, 3> result = {1, 1, 1};
+  for (uint32_t i = 0; i < sizeOf(dims) && i < 3; ++i)
+    result[i] = dims->Get(i);
+  return result;
+}
+
+} // namespace
+
+CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
+                     const CudaEntryResources &resources)
+    : arena_(entry.plan() ? entry.plan()->arena_bytes() : 0, where + ": arena"),
+      inputs_(allocate(entry.inputs(), where + ": input")),
+      outputs_(allocate(entry.outputs(), where + ": output")) {
+  std::vector<CUdeviceptr> buffers;
+  for (uint32_t i = 0; i < sizeOf(entry.buffers()); ++i)
+    buffers.push_back(resolve(*entry.buffers()->Get(i), resources));
+  std::sort(parametersUsed_.begin(), parametersUsed_.end());
+  parametersUsed_.erase(
+      std::unique(parametersUsed_.begin(), parametersUsed_.end()),
+      parametersUsed_.end());
+
+  size_t copyTempBytes = 0;
+  for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i) {
+    const fb::Command *command = entry.commands()->Get(i);
+    std::string at = concat(where, ", command ", i);
+    if (const fb::KernelLaunch *launch = command->op_as_KernelLaunch()) {
+      addLaunches(*launch, buffers, resources, at + " (launch)");
+    } else if (const fb::Gemm *gemm = command->op_as_Gemm()) {
+      // The device creates the cuBLASLt context for any program with a Gemm.
+      CUdeviceptr bias = gemm->bias() >= 0 ? buffers[gemm->bias()] : 0;
+      commands_.emplace_back(std::in_place_type<CudaGemm>, toGemmParams(*gemm),
+                             buffers[gemm->a()], buffers[gemm->b()],
+                             buffers[gemm->c()], bias, *resources.cublas,
+                             at + " (gemm)");
+    } else if (const fb::Copy *copy = command->op_as_Copy()) {
+      CUdeviceptr src = buffers[copy->src()] + copy->src_offset();
+      CUdeviceptr dst = buffers[copy->dst()] + copy->dst_offset();
+      auto bytes = static_cast<size_t>(copy->bytes());
+      if (bytes == 0 || src == dst)
+        continue;
+      bool overlapping = src < dst + bytes && dst < src + bytes;
+      if (overlapping)
+        copyTempBytes = std::max(copyTempBytes, bytes);
+      commands_.emplace_back(
+          Copy{src, dst, bytes, overlapping, at + " (copy)"});
+    }
+  }
+  copyTemp_ =
+      DeviceMemory(copyTempBytes, where + ": temporary for overlapping copies");
+}
+
+CUdeviceptr CudaEntry::resolve(const fb::Buffer &buffer,
+                               const CudaEntryResources &resources) {
+  switch (buffer.kind()) {
+  case fb::BufferKind::arena:
+    return arena_.get() + buffer.offset();
+  case fb::BufferKind::parameter:
+    parametersUsed_.push_back(buffer.index());
+    return resources.parameters[buffer.index()] + buffer.offset();
+  case fb::BufferKind::input:
+    return inputs_[buffer.index()].get() + buffer.offset();
+  case fb::BufferKind::output:
+    return outputs_[buffer.index()].get() + buffer.offset();
+  }
+  return 0;
+}
+
+void CudaEntry::addLaunches(const fb::KernelLaunch &launch,
+                            const std::vector<CUdeviceptr> &buffers,
+                            const CudaEntryResources &resources,
+                            const std::string &where) {
+  const fb::Kernel &kernel = *resources.program.kernels()->Get(launch.kernel());
+  for (uint32_t j = 0; j < sizeOf(kernel.cuda_launches()); ++j) {
+    const fb::CudaLaunch &cuda = *kernel.cuda_launches()->Get(j);
+    uint32_t numArgs = sizeOf(cuda.args());
+    Launch resolved{resources.module.function(launch.kernel(), j),
+                    launchDims(cuda.grid()),
+                    launchDims(cuda.block()),
+                    cuda.shared_bytes(),
+                    std::make_unique<CUdeviceptr[]>(numArgs),
+                    std::make_unique<void *[]>(numArgs),
+                    concat(where, ", kernel '", kernel.name()->str(),
+                           "', CUDA launch ", j, " ('", cuda.entry()->str(),
+                           "')")};
+    for (uint32_t a = 0; a < numArgs; ++a) {
+      const fb::CudaArg *arg = cuda.args()->Get(a);
+      // Verification keeps scratch offsets inside the kernel's scratch and
+      // argument numbers below the launch's argument count.
+      resolved.values[a] = arg->scratch()
+                               ? resources.scratch + arg->value()
+                               : buffers[launch.args()->Get(
+                                     static_cast<uint32_t>(arg->value()))];
+      resolved.kernelParams[a] = &resolved.values[a];
+    }
+    commands_.emplace_back(std::move(resolved));
+  }
+}
+
+void CudaEntry::execute(CUstream stream) const {
+  for (const Command &command : commands_) {
+    if (const auto *launch = std::get_if<Launch>(&command))
+      runLaunch(*launch, stream);
+    else if (const auto *gemm = std::get_if<CudaGemm>(&command))
+      gemm->run(stream);
+    else
+      runCopy(std::get<Copy>(command), stream);
+  }
+}
+
+void CudaEntry::runLaunch(const Launch &launch, CUstream stream) const {
+  checkCuda(cudaDriver().cuLaunchKernel(
+                launch.function, launch.grid[0], launch.grid[1], launch.grid[2],
+                launch.block[0], launch.block[1], launch.block[2],
+                launch.sharedBytes, stream, launch.kernelParams.get(), nullptr),
+            "cuLaunchKernel", launch.where);
+}
+
+void CudaEntry::runCopy(const Copy &copy, CUstream stream) const {
+  const CudaDriver &driver = cudaDriver();
+  if (!copy.overlapping) {
+    checkCuda(driver.cuMemcpyDtoDAsync(copy.dst, copy.src, copy.bytes, stream),
+              "cuMemcpyDtoDAsync", copy.where);
+    return;
+  }
+  // Commands run one after another on the stream, so one temporary serves
+  // every overlapping copy of the entry.
+  checkCuda(
+      driver.cuMemcpyDtoDAsync(copyTemp_.get(), copy.src, copy.bytes, stream),
+      "cuMemcpyDtoDAsync", copy.where + " (into the temporary)");
+  checkCuda(
+      driver.cuMemcpyDtoDAsync(copy.dst, copyTemp_.get(), copy.bytes, stream),
+      "cuMemcpyDtoDAsync", copy.where + " (out of the temporary)");
+}
+
+} // namespace megrt
