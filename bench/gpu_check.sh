@@ -8,6 +8,7 @@
 #   here:  /usr/bin/python3 bench/gpu_prepare.py
 #   there: bash bench/gpu_check.sh
 set -uo pipefail
+export LD_LIBRARY_PATH=${CUDA_HOME:-/usr/local/cuda}/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")/.."
 root=$(pwd)
 check=$root/.gpucheck
@@ -36,6 +37,13 @@ if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   exit 1
 fi
 echo "built in $(( $(date +%s) - start )) s"
+
+echo "== runtime CUDA tests (GoogleTest, built by gpu_prepare.py)"
+timeout 120 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda' \
+  >"$out/gtest.log" 2>&1
+echo "megrt-tests exit status $? ($(grep -c '^\[       OK' "$out/gtest.log") ok," \
+  "$(grep -c '^\[  FAILED' "$out/gtest.log") failed lines)"
+grep -E '^\[  FAILED|Failure|error' "$out/gtest.log" | head -20
 
 echo "== device copy bandwidth (PyTorch, for reference)"
 timeout 120 python3 - <<'EOF' 2>&1 | tee "$out/bandwidth.txt"

@@ -81,6 +81,16 @@ def main():
                     os.path.join(out, "deps", "include", "flatbuffers"))
     shutil.copy(shutil.which("flatc"), os.path.join(out, "deps", "bin"))
 
+    # The runtime's CUDA tests, built here (GoogleTest is not on the GPU
+    # machine) without BLAS so that they need no library beyond libc and
+    # libstdc++; the runtime itself is built there.
+    tests_build = os.path.join(options.build, "gpucheck-tests")
+    run(["cmake", "-S", os.path.join(ROOT, "runtime"), "-B", tests_build,
+         "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DMEGRT_CPU_BLAS=OFF"])
+    run(["cmake", "--build", tests_build, "--target", "megrt-tests"])
+    shutil.copy(os.path.join(tests_build, "test", "megrt-tests"),
+                os.path.join(out, "deps", "bin"))
+
     rng = np.random.default_rng(0)
     for name, gen, entry, steps in CASES:
         case = os.path.join(out, "cases", name)
