@@ -3,7 +3,9 @@
 # Python (no LLVM/MLIR), builds the runtime with its CUDA backend, runs the
 # cases that bench/gpu_prepare.py compiled on a development machine (carry
 # .gpucheck/) with `megc-run --device cuda` against the CPU runtime's
-# outputs, and prints one table. Logs go to $OUT (or /tmp/megc-gpucheck).
+# outputs, checks megc's llama against PyTorch autograd and AdamW, runs the
+# benchmarks against PyTorch, and prints the tables. Logs go to $OUT (or
+# /tmp/megc-gpucheck).
 #
 #   here:  /usr/bin/python3 bench/gpu_prepare.py
 #   there: bash bench/gpu_check.sh
@@ -67,5 +69,11 @@ echo "== cases (megc-run --device cuda against the CPU runtime)"
 timeout 420 python3 bench/gpu_compare.py --megc-run "$build/megc-run" \
   --cases "$check/cases" --out "$out"
 status=$?
+
+echo "== PyTorch reference (transformers LlamaForCausalLM, float64 autograd and AdamW)"
+timeout 180 python3 bench/torch_reference.py --cases "$check/cases" || status=1
+
+echo "== benchmarks"
+timeout 300 python3 bench/gpu_bench.py --megc-run "$build/megc-run" --out "$out" || status=1
 echo "gpu check exit status $status"
 exit $status

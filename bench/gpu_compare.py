@@ -83,9 +83,11 @@ def check_case(name, case, megc_run, out):
     row["ok"] = all(e <= tolerance for e in errors.values())
     gpu = step_times(result.stdout)
     cpu = step_times(open(os.path.join(case, "ref_log.txt")).read())
-    # The first step loads modules and plans; later steps are steady.
-    row["gpu_ms"] = f"{statistics.median(gpu[1:] or gpu):.3f}"
-    row["cpu_ms"] = f"{statistics.median(cpu[1:] or cpu):.3f}"
+    # The first step loads modules and plans; only later steps are steady,
+    # so one-step cases report no time.
+    if len(gpu) > 1 and len(cpu) > 1:
+        row["gpu_ms"] = f"{statistics.median(gpu[1:]):.3f}"
+        row["cpu_ms"] = f"{statistics.median(cpu[1:]):.3f}"
     with open(os.path.join(out, f"{name}.errors.json"), "w") as f:
         json.dump(errors, f, indent=1)
     return row
@@ -111,8 +113,9 @@ def main():
         print(f"{rows[-1]['case']}: {'PASS' if rows[-1]['ok'] else 'FAIL'} "
               f"{rows[-1]['worst']} {rows[-1]['error']}", flush=True)
     print()
+    # cpu ms is the preparing machine's (bench/gpu_prepare.py), not this one's.
     print(f"{'case':22} {'entry':11} {'result':6} {'gpu ms':>9} "
-          f"{'cpu ms':>9}  worst relative error / error")
+          f"{'prep cpu':>9}  worst relative error / error")
     for row in rows:
         print(f"{row['case']:22} {row['entry']:11} "
               f"{'PASS' if row['ok'] else 'FAIL':6} {row['gpu_ms']:>9} "

@@ -21,13 +21,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name, megc gen arguments, entry, steps. The small presets check
 # correctness of every kernel; "llama_large" gives step times worth reading.
+# The llama configuration that bench/torch_reference.py rebuilds in PyTorch.
+TORCH_LLAMA = dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=96,
+                   vocab=256, seq=16, batch=2, eps=1e-5, theta=10000.0,
+                   lr=0.01, betas=[0.9, 0.95], adam_eps=1e-8,
+                   weight_decay=0.1)
+TORCH_LLAMA_GEN = [
+    "llama", "--train", "--layers", "2", "--hidden", "64", "--heads", "4",
+    "--kv-heads", "2", "--ffn", "96", "--vocab", "256", "--seq", "16",
+    "--batch", "2", "--norm-eps", "1e-5", "--rope-theta", "10000",
+    "--lr", "0.01", "--betas", "0.9,0.95", "--adam-eps", "1e-8",
+    "--weight-decay", "0.1"]
+
 CASES = [
     ("llama_f32_forward", ["llama"], "forward", 1),
     ("llama_bf16_forward", ["llama", "--dtype", "bf16"], "forward", 1),
     ("llama_rope_variant", ["llama", "--rotary-interleaved",
                             "--rotary-percent", "0.5"], "forward", 1),
-    ("llama_f32_grad", ["llama", "--train"], "grad", 1),
-    ("llama_f32_train", ["llama", "--train"], "train_step", 10),
+    ("llama_f32_grad", TORCH_LLAMA_GEN, "grad", 1),
+    ("llama_f32_train", TORCH_LLAMA_GEN, "train_step", 10),
     ("mmdit_f32_forward", ["mmdit", "--layers", "1"], "forward", 1),
     ("flux_f32_forward", ["flux", "--layers", "1"], "forward", 1),
     ("flux_f32_grad", ["flux", "--layers", "1", "--train"], "grad", 1),
@@ -66,6 +78,56 @@ def make_input(rng, dtype, shape):
     if dtype == "f32":
         return (0.5 * rng.standard_normal(shape)).astype(np.float32)
     sys.exit(f"no input generator for dtype {dtype}")
+
+
+# The llama whose forward+backward bench/gpu_bench.py times against PyTorch.
+BENCH_LLAMA = dict(layers=4, hidden=1024, heads=16, kv_heads=8, ffn=2816,
+                   vocab=8192, seq=1024, batch=4, dtype="bf16")
+
+
+def prepare_benchmarks(megc, out):
+    """Artifacts only: bench/gpu_bench.py makes the (large) inputs there."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import rope_cpu
+    shape = (2, 4096, 32, 128)
+    for dtype in ("f32", "bf16"):
+        folder = os.path.join(out, f"rope_{dtype}")
+        os.makedirs(folder)
+        with open(f"{folder}/model.mlir", "w") as f:
+            f.write(rope_cpu.unfused_module(*shape, shape[3], dtype, False))
+        run([megc, f"{folder}/model.mlir", "--target=cpu,cuda",
+             "-o", f"{folder}/model.megc"])
+        with open(f"{folder}/spec.json", "w") as f:
+            json.dump({"shape": [*shape, shape[3]], "dtype": dtype}, f)
+
+    folder = os.path.join(out, "gemm_bf16")
+    os.makedirs(folder)
+    m = n = k = 8192
+    with open(f"{folder}/model.mlir", "w") as f:
+        f.write(f"""func.func @matmul(%a: tensor<{m}x{k}xbf16> {{meg.name = "a"}},
+    %b: tensor<{k}x{n}xbf16> {{meg.name = "b"}}) -> tensor<{m}x{n}xbf16> {{
+  %c = meg.matmul %a, %b : tensor<{m}x{k}xbf16>, tensor<{k}x{n}xbf16>
+  return %c : tensor<{m}x{n}xbf16>
+}}
+""")
+    run([megc, f"{folder}/model.mlir", "--target=cpu,cuda",
+         "-o", f"{folder}/model.megc"])
+    with open(f"{folder}/spec.json", "w") as f:
+        json.dump({"mnk": [m, n, k]}, f)
+
+    folder = os.path.join(out, "llama_grad")
+    os.makedirs(folder)
+    c = BENCH_LLAMA
+    gen = ["llama", "--train"]
+    for flag in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
+                 "seq", "batch", "dtype"):
+        gen += ["--" + flag.replace("_", "-"), str(c[flag])]
+    run([megc, "gen", *gen, "-o", f"{folder}/model.mlir"])
+    run([megc, f"{folder}/model.mlir", "--target=cpu,cuda",
+         "--cuda-graphs=layer", "--share-io-buffers",
+         "-o", f"{folder}/model.megc"])
+    with open(f"{folder}/spec.json", "w") as f:
+        json.dump({"config": c}, f)
 
 
 def main():
@@ -113,9 +175,17 @@ def main():
                      if entry == "train_step" else [])], cwd=case)
         with open(f"{case}/ref_log.txt", "w") as f:
             f.write(log)
+        spec = {"entry": entry, "steps": steps, "args": args,
+                "dtype": "bf16" if "bf16" in gen else "f32"}
+        if gen is TORCH_LLAMA_GEN:
+            # The weights before any step, for the PyTorch reference.
+            run([megc_run, "model.megc", "--entry", "forward", "--params",
+                 f"init:{SEED}", "--input", "input_ids=inputs/input_ids.npy",
+                 "--save-params", "initial.safetensors"], cwd=case)
+            spec["torch_llama"] = TORCH_LLAMA
         with open(f"{case}/case.json", "w") as f:
-            json.dump({"entry": entry, "steps": steps, "args": args,
-                       "dtype": "bf16" if "bf16" in gen else "f32"}, f)
+            json.dump(spec, f)
+    prepare_benchmarks(megc, os.path.join(out, "bench"))
     size = sum(os.path.getsize(os.path.join(d, f))
                for d, _, files in os.walk(out) for f in files)
     print(f"{out}: {size / 2**20:.1f} MiB")
