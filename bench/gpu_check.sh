@@ -75,5 +75,10 @@ timeout 180 python3 bench/torch_reference.py --cases "$check/cases" || status=1
 
 echo "== benchmarks"
 timeout 300 python3 bench/gpu_bench.py --megc-run "$build/megc-run" --out "$out" || status=1
+
+echo "== CPU training step against PyTorch CPU eager (this machine's cores)"
+gunzip -c "$check/bench/megc-run-cpu.gz" >"$build/megc-run-cpu" &&
+  chmod +x "$build/megc-run-cpu" &&
+  timeout 240 python3 bench/cpu_train_bench.py --megc-run "$build/megc-run-cpu" || status=1
 echo "gpu check exit status $status"
 exit $status

@@ -40,6 +40,10 @@ CASES = [
                             "--rotary-percent", "0.5"], "forward", 1),
     ("llama_f32_grad", TORCH_LLAMA_GEN, "grad", 1),
     ("llama_f32_train", TORCH_LLAMA_GEN, "train_step", 10),
+    ("llama_bf16_master_train", TORCH_LLAMA_GEN + [
+        "--dtype", "bf16", "--precision",
+        "main_params=f32,main_grads=f32,exp_avg=f32,exp_avg_sq=f32"],
+     "train_step", 10),
     ("mmdit_f32_forward", ["mmdit", "--layers", "1"], "forward", 1),
     ("flux_f32_forward", ["flux", "--layers", "1"], "forward", 1),
     ("flux_f32_grad", ["flux", "--layers", "1", "--train"], "grad", 1),
@@ -85,6 +89,11 @@ BENCH_LLAMA = dict(layers=4, hidden=1024, heads=16, kv_heads=8, ffn=2816,
                    vocab=8192, seq=1024, batch=4, dtype="bf16")
 
 
+# The llama whose CPU training step bench/cpu_train_bench.py times.
+CPU_LLAMA = dict(layers=4, hidden=512, heads=8, kv_heads=8, ffn=1376,
+                 vocab=4096, seq=256, batch=2)
+
+
 def prepare_benchmarks(megc, out):
     """Artifacts only: bench/gpu_bench.py makes the (large) inputs there."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -114,6 +123,30 @@ def prepare_benchmarks(megc, out):
          "-o", f"{folder}/model.megc"])
     with open(f"{folder}/spec.json", "w") as f:
         json.dump({"mnk": [m, n, k]}, f)
+
+    # A CPU training step for bench/cpu_train_bench.py, and a megc-run
+    # linked statically with OpenBLAS to run it (the runtime built on the
+    # GPU machine has no BLAS).
+    folder = os.path.join(out, "llama_train_cpu")
+    os.makedirs(folder)
+    c = CPU_LLAMA
+    gen = ["llama", "--train"]
+    for flag in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
+                 "seq", "batch"):
+        gen += ["--" + flag.replace("_", "-"), str(c[flag])]
+    run([megc, "gen", *gen, "-o", f"{folder}/model.mlir"])
+    run([megc, f"{folder}/model.mlir", "-o", f"{folder}/model.megc"])
+    with open(f"{folder}/spec.json", "w") as f:
+        json.dump({"config": c}, f)
+    build = os.path.dirname(os.path.dirname(megc))
+    static = os.path.join(out, "megc-run-cpu")
+    run(["g++", "-O2", "-std=c++17",
+         os.path.join(ROOT, "tools", "megc-run", "megc-run.cpp"),
+         "-I", os.path.join(ROOT, "runtime", "include"), "-o", static,
+         os.path.join(build, "runtime", "libmegrt.a"),
+         "/usr/lib/x86_64-linux-gnu/libopenblas.a", "-lpthread", "-ldl",
+         "-static-libstdc++", "-static-libgcc"])
+    run(["gzip", "-9", static])
 
     folder = os.path.join(out, "llama_grad")
     os.makedirs(folder)
@@ -177,12 +210,12 @@ def main():
             f.write(log)
         spec = {"entry": entry, "steps": steps, "args": args,
                 "dtype": "bf16" if "bf16" in gen else "f32"}
-        if gen is TORCH_LLAMA_GEN:
+        if gen[:len(TORCH_LLAMA_GEN)] == TORCH_LLAMA_GEN:
             # The weights before any step, for the PyTorch reference.
             run([megc_run, "model.megc", "--entry", "forward", "--params",
                  f"init:{SEED}", "--input", "input_ids=inputs/input_ids.npy",
                  "--save-params", "initial.safetensors"], cwd=case)
-            spec["torch_llama"] = TORCH_LLAMA
+            spec["torch_llama"] = dict(TORCH_LLAMA, dtype=spec["dtype"])
         with open(f"{case}/case.json", "w") as f:
             json.dump(spec, f)
     prepare_benchmarks(megc, os.path.join(out, "bench"))

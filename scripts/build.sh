@@ -6,6 +6,11 @@ build=${MEGC_BUILD_DIR:-$root/build}
 
 "$root/scripts/setup.sh"
 
+# Cache keys relative to the repository: the Python package's pip install
+# (scripts/test.sh) builds the same objects in a sibling directory, and
+# ccache serves them from this build.
+export CCACHE_BASEDIR=$root
+
 if [ ! -f "$build/build.ninja" ]; then
   cmake -G Ninja -S "$root" -B "$build" \
     -DCMAKE_BUILD_TYPE=Release \

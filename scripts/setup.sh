@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs every package megc needs on a fresh Debian 12 machine; idempotent.
+# Installs every package megc needs on a fresh Debian 12 machine, and the
+# Python build tools into a virtual environment in the build directory
+# (never the system's pip); idempotent.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${MEGC_BUILD_DIR:-$root/build}
 
 apt_packages=(
   build-essential cmake ninja-build lld ccache git python3
@@ -8,7 +12,7 @@ apt_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libflatbuffers-dev flatbuffers-compiler
   libopenblas-dev libopenmpi-dev openmpi-bin
-  python3-numpy
+  python3-numpy python3-dev python3-venv python3-pytest
 )
 
 missing=()
@@ -26,5 +30,18 @@ if ((${#missing[@]})); then
 else
   echo "setup: all Debian packages present"
 fi
+
+# nanobind for the Python bindings, at the version python-bindings/
+# pyproject.toml asks for, so that both builds of the extension agree.
+nanobind=$(/usr/bin/python3 - "$root/python-bindings/pyproject.toml" <<'PY'
+import sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    requires = tomllib.load(f)["build-system"]["requires"]
+print(next(r for r in requires if r.startswith("nanobind")))
+PY
+)
+venv=$build/venv
+[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+"$venv/bin/pip" install -q "$nanobind"
 
 echo "setup: done"

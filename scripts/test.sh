@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds megc and runs the whole test suite: lit (FileCheck) and ctest
-# (GoogleTest); prints both summaries and fails if either fails.
+# Builds megc and runs the whole test suite: lit (FileCheck), ctest
+# (GoogleTest) and pytest (the Python package against the build, and one
+# `pip install ./python-bindings` into a fresh virtual environment); prints
+# every summary and fails if any fails.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MEGC_BUILD_DIR:-$root/build}
@@ -12,4 +14,12 @@ echo "== lit =="
 /usr/lib/llvm-22/bin/lit -sv "$build/test" || status=1
 echo "== ctest =="
 ctest --test-dir "$build" --output-on-failure || status=1
+echo "== pytest =="
+# The pip install builds in a sibling of the build directory, where the
+# relative ccache keys (see build.sh) match the main build's.
+(cd "$build" &&
+  CCACHE_BASEDIR=$root PYTHONPATH="$build/python" MEGC_BUILD_DIR="$build" \
+  MEGC_PIP_INSTALL_TEST=1 MEGC_WHEEL_BUILD_DIR="$build-wheel" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  "$root/python-bindings/tests") || status=1
 exit $status

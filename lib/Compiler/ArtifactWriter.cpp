@@ -39,6 +39,8 @@ fb::InitKind initKindOf(const std::string &kind) {
     return fb::InitKind::normal;
   if (kind == "uniform")
     return fb::InitKind::uniform;
+  if (kind == "copy")
+    return fb::InitKind::copy;
   return fb::InitKind::zeros;
 }
 
@@ -66,7 +68,9 @@ public:
           builder, builder.CreateString(param.name),
           dtypeOf(param.type.getElementType()), shape(param.type),
           param.trainable, initKindOf(param.initKind), param.initScale,
-          /*sharding=*/0, param.state));
+          /*sharding=*/0, param.state,
+          param.initSource.empty() ? 0
+                                   : builder.CreateString(param.initSource)));
     std::vector<flatbuffers::Offset<fb::Entry>> entries;
     for (const EntryDesc &entry : program.entries)
       entries.push_back(writeEntry(entry));

@@ -55,7 +55,8 @@ public:
       program.parameters.push_back(
           {param.getSymName().str(), param.getTensorType(),
            param.isTrainable(), stringifyInitKind(init.getKind()).str(),
-           init.getScale().convertToDouble(), param.getState()});
+           init.getScale().convertToDouble(), param.getState(),
+           init.getSource() ? init.getSource().getValue().str() : ""});
     }
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isPrivate() || func.isExternal())

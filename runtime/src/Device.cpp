@@ -54,12 +54,13 @@ std::vector<std::string> supportedDevices() {
 
 std::unique_ptr<Device> createDevice(const std::string &name,
                                      const Program &program,
-                                     std::vector<Tensor> &parameters) {
+                                     std::vector<Tensor> &parameters,
+                                     const DeviceOptions &options) {
   if (name == "cpu")
-    return std::make_unique<CpuDevice>(program, parameters);
+    return std::make_unique<CpuDevice>(program, parameters, options);
 #if MEGRT_WITH_CUDA
   if (std::optional<int> ordinal = cudaOrdinal(name))
-    return std::make_unique<CudaDevice>(program, *ordinal, parameters);
+    return std::make_unique<CudaDevice>(program, *ordinal, parameters, options);
 #endif
   failUnknownDevice(name);
 }

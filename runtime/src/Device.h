@@ -12,6 +12,18 @@
 
 namespace megrt {
 
+class Trace;
+
+/// How a device runs entries, from the SessionOptions.
+struct DeviceOptions {
+  /// Run graph regions as graphs (CUDA graphs on a GPU, recorded command
+  /// lists on the CPU) rather than command by command.
+  bool graphs = true;
+  /// Receives an event per entry run, graph run and command run outside a
+  /// graph; null when tracing is off. Outlives the device.
+  Trace *trace = nullptr;
+};
+
 /// Executes a program's entries. The Session keeps the parameters' host
 /// tensors as the source of truth for its API and tells the device when one
 /// is written or about to be read, so that a device with its own memory can
@@ -37,7 +49,8 @@ public:
 /// outlives the device.
 std::unique_ptr<Device> createDevice(const std::string &name,
                                      const Program &program,
-                                     std::vector<Tensor> &parameters);
+                                     std::vector<Tensor> &parameters,
+                                     const DeviceOptions &options);
 
 } // namespace megrt
 

@@ -62,9 +62,17 @@ void initializeParameter(Tensor &tensor, const ParameterSpec &spec,
       return scale * (2.0 * random.uniform(i) - 1.0);
     });
     return;
+  case InitKind::Copy:
+    fail("parameter '", spec.name, "' is a copy of '", spec.initSource,
+         "', filled from it rather than initialised");
   }
   fail("parameter '", spec.name, "': invalid init kind ",
        static_cast<int>(spec.initKind));
+}
+
+void copyParameter(Tensor &to, const Tensor &from) {
+  std::vector<float> values = from.toFloats();
+  fillFloats(to, [&](int64_t i) { return values[i]; });
 }
 
 } // namespace megrt

@@ -15,8 +15,13 @@ namespace megrt {
 /// parameters, so programs compiled with and without a pass compare equal.
 /// Values are computed in double, rounded to f32, then (for bf16/f16) to the
 /// parameter's dtype.
+/// Copies (InitKind::Copy) are filled by copyParameter instead.
 void initializeParameter(Tensor &tensor, const ParameterSpec &spec,
                          uint64_t seed);
+
+/// `to` = `from` converted to `to`'s floating-point dtype (same shape),
+/// rounding to nearest even.
+void copyParameter(Tensor &to, const Tensor &from);
 
 } // namespace megrt
 

@@ -104,7 +104,8 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
                      static_cast<InitKind>(param.init_kind()),
                      param.init_scale(),
                      std::nullopt,
-                     param.state()};
+                     param.state(),
+                     toString(param.init_source())};
   if (const fb::Sharding *sharding = param.sharding()) {
     std::vector<std::string> axes;
     for (uint32_t i = 0; i < sizeOf(sharding->axes()); ++i)

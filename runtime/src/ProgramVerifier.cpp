@@ -45,6 +45,38 @@ void verifyTensorSpecs(
   }
 }
 
+/// A copy names another parameter of its shape that is not a copy itself;
+/// no other kind names a source.
+void verifyCopySource(const fb::Program &program, const fb::Parameter &param) {
+  std::string where = concat("parameter '", param.name()->str(), "'");
+  std::string source = toString(param.init_source());
+  if (param.init_kind() != fb::InitKind::copy) {
+    if (!source.empty())
+      fail(where, ": init '", fb::EnumNameInitKind(param.init_kind()),
+           "' names a source parameter '", source, "'");
+    return;
+  }
+  if (!isFloatingPoint(toDType(param.dtype())))
+    fail(where, ": a copy needs a floating-point dtype, found ",
+         dtypeName(toDType(param.dtype())));
+  for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i) {
+    const fb::Parameter *from = program.parameters()->Get(i);
+    if (toString(from->name()) != source)
+      continue;
+    if (toShape(from->shape()) != toShape(param.shape()))
+      fail(where, ": copies '", source, "' of shape ",
+           formatShape(toShape(from->shape())), " but has shape ",
+           formatShape(toShape(param.shape())));
+    if (from->init_kind() == fb::InitKind::copy)
+      fail(where, ": copies '", source, "', which is itself a copy");
+    if (!isFloatingPoint(toDType(from->dtype())))
+      fail(where, ": copies '", source, "' of dtype ",
+           dtypeName(toDType(from->dtype())));
+    return;
+  }
+  fail(where, ": copies '", source, "', which is not a parameter");
+}
+
 void verifyParameter(const fb::Parameter &param, const std::string &where) {
   checkedTensorBytes(param.dtype(), param.shape(), where);
   if (!isValid(param.init_kind()))
@@ -98,6 +130,7 @@ public:
       verifyBuffer(i);
     for (uint32_t i = 0; i < sizeOf(entry_.commands()); ++i)
       verifyCommand(i);
+    verifyGraphRegions();
   }
 
 private:
@@ -301,6 +334,37 @@ private:
              " in memory; BLAS needs them distinct");
   }
 
+  /// Devices run each region's commands as one graph among the others, so
+  /// regions must be non-empty command ranges of the entry, in command
+  /// order and disjoint.
+  void verifyGraphRegions() {
+    uint64_t numCommands = sizeOf(entry_.commands());
+    uint64_t previousEnd = 0;
+    std::string previous;
+    for (uint32_t i = 0; i < sizeOf(entry_.graphs()); ++i) {
+      const fb::GraphRegion *region = entry_.graphs()->Get(i);
+      std::string name = toString(region->name());
+      if (name.empty())
+        fail(where_, ", graph region ", i, " has an empty name");
+      std::string where = concat(where_, ", graph region '", name, "'");
+      if (region->num_commands() == 0)
+        fail(where, ": expected at least one command, found 0");
+      // In 64 bits, first + num cannot overflow.
+      uint64_t first = region->first_command();
+      uint64_t end = first + region->num_commands();
+      if (end > numCommands)
+        fail(where, ": commands [", first, ", ", end,
+             ") extend past the entry's ", numCommands, " commands");
+      if (first < previousEnd)
+        fail(where, ": commands [", first, ", ", end,
+             ") start before the end of the previous region '", previous,
+             "' at command ", previousEnd,
+             "; regions must be in command order and must not overlap");
+      previousEnd = end;
+      previous = name;
+    }
+  }
+
   static BufferExtent extentOf(const fb::Buffer &buffer) {
     return {buffer.kind(), buffer.index(), buffer.offset(),
             buffer.offset() + buffer.size_bytes()};
@@ -388,6 +452,8 @@ void verifyProgramSemantics(const fb::Program &program) {
     checkUniqueName(names, toString(param->name()), concat("parameter ", i));
     verifyParameter(*param, concat("parameter '", param->name()->str(), "'"));
   }
+  for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i)
+    verifyCopySource(program, *program.parameters()->Get(i));
 
   names.clear();
   for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i) {

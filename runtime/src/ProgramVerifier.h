@@ -10,7 +10,7 @@ namespace megrt {
 /// in range, buffers inside their storage and consistent with dtype x shape,
 /// GEMM dimensions consistent with their operands, kernel argument counts,
 /// CUDA launch shapes and arguments within the kernel's arguments and
-/// scratch.
+/// scratch, graph regions non-empty, in command order and disjoint.
 /// Throws megrt::Error naming the entry, command or buffer at fault.
 void verifyProgramSemantics(const fb::Program &program);
 

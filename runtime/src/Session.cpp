@@ -4,9 +4,12 @@
 #include "Device.h"
 #include "Fail.h"
 #include "ParameterInit.h"
+#include "Trace.h"
 #include "megrt/Safetensors.h"
 
 #include <cstring>
+#include <iostream>
+#include <optional>
 
 namespace megrt {
 namespace {
@@ -42,7 +45,23 @@ void checkTensorMatches(const Tensor &tensor, DType dtype, const Shape &shape,
 
 struct Session::Impl {
   Impl(Program program, SessionOptions options)
-      : program(std::move(program)), options(std::move(options)) {}
+      : program(std::move(program)), options(std::move(options)) {
+    if (!this->options.traceFile.empty())
+      trace = std::make_unique<Trace>();
+  }
+
+  ~Impl() {
+    // Nothing ran in a Session whose device could not be created, and a
+    // writeTrace() after the last event already reported its outcome.
+    if (!trace || !device || eventsAtLastWrite == trace->numEvents())
+      return;
+    // A destructor cannot throw, and a lost trace must not go unnoticed.
+    try {
+      trace->write(options.traceFile);
+    } catch (const std::exception &error) {
+      std::cerr << "megrt: the trace was not written: " << error.what() << "\n";
+    }
+  }
 
   const ParameterSpec &parameterSpec(std::string_view name,
                                      size_t &index) const {
@@ -65,8 +84,27 @@ struct Session::Impl {
     return parameters[index];
   }
 
+  /// Re-derives the copies (master weights) of `source`, or of every
+  /// parameter when it is not given, from the current weights.
+  void refreshCopies(std::optional<size_t> source = std::nullopt) {
+    const std::vector<ParameterSpec> &specs = program.parameters();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].initKind != InitKind::Copy)
+        continue;
+      size_t from = *program.findParameter(specs[i].initSource);
+      if (source && from != *source)
+        continue;
+      copyParameter(parameters[i], read(from));
+      device->parameterWritten(i);
+    }
+  }
+
   Program program;
   SessionOptions options;
+  // Declared before the device, which adds to it, so that it outlives it.
+  std::unique_ptr<Trace> trace;
+  /// How many events the trace held when writeTrace() last tried to write.
+  std::optional<size_t> eventsAtLastWrite;
   // Sized once: devices hold pointers into these tensors, so they are only
   // ever written in place.
   std::vector<Tensor> parameters;
@@ -78,7 +116,8 @@ Session::Session(Program program, SessionOptions options)
   for (const ParameterSpec &spec : impl_->program.parameters())
     impl_->parameters.emplace_back(spec.dtype, spec.shape);
   impl_->device =
-      createDevice(impl_->options.device, impl_->program, impl_->parameters);
+      createDevice(impl_->options.device, impl_->program, impl_->parameters,
+                   {impl_->options.cudaGraphs, impl_->trace.get()});
   initParameters(impl_->options.seed);
 }
 
@@ -91,9 +130,12 @@ const Program &Session::program() const { return impl_->program; }
 void Session::initParameters(uint64_t seed) {
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].initKind == InitKind::Copy)
+      continue;
     initializeParameter(impl_->parameters[i], specs[i], seed);
     impl_->device->parameterWritten(i);
   }
+  impl_->refreshCopies();
 }
 
 void Session::loadParameters(const std::string &path, bool allowExtra) {
@@ -133,6 +175,9 @@ void Session::load(const std::string &path, bool allowExtra, bool withState) {
       continue;
     impl_->write(i, tensors.at(specs[i].name).data());
   }
+  // Master weights follow newly loaded weights; a full state brings its own.
+  if (!withState)
+    impl_->refreshCopies();
 }
 
 void Session::saveParameters(const std::string &path) const {
@@ -164,6 +209,7 @@ void Session::setParameter(std::string_view name, const Tensor &value) {
   checkTensorMatches(value, spec.dtype, spec.shape,
                      concat("value for parameter '", name, "'"));
   impl_->write(index, value.data());
+  impl_->refreshCopies(index);
 }
 
 std::map<std::string, Tensor>
@@ -202,6 +248,13 @@ Session::run(std::string_view entryName,
   for (size_t i = 0; i < spec->outputs.size(); ++i)
     results.emplace(spec->outputs[i].name, std::move(outputs[i]));
   return results;
+}
+
+void Session::writeTrace() {
+  if (!impl_->trace)
+    fail("writeTrace: tracing is off (set SessionOptions::traceFile)");
+  impl_->eventsAtLastWrite = impl_->trace->numEvents();
+  impl_->trace->write(impl_->options.traceFile);
 }
 
 } // namespace megrt

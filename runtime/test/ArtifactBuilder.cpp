@@ -35,9 +35,10 @@ Offset<fb::Parameter> buildParameter(FlatBufferBuilder &builder,
     sharding = fb::CreateShardingDirect(builder, desc.sharding->mesh.c_str(),
                                         &axes, desc.sharding->dim);
   }
-  return fb::CreateParameterDirect(builder, desc.name.c_str(), desc.dtype,
-                                   &desc.shape, desc.trainable, desc.init,
-                                   desc.scale, sharding);
+  return fb::CreateParameterDirect(
+      builder, desc.name.c_str(), desc.dtype, &desc.shape, desc.trainable,
+      desc.init, desc.scale, sharding, desc.state,
+      desc.initSource.empty() ? nullptr : desc.initSource.c_str());
 }
 
 uint64_t defaultSize(const BufferDesc &desc) {
@@ -102,8 +103,14 @@ Offset<fb::Entry> buildEntry(FlatBufferBuilder &builder,
     commands.push_back(buildCommand(builder, command));
   auto plan = fb::CreateMemoryPlan(builder, desc.arenaBytes, desc.peakBytes,
                                    desc.unplannedBytes);
+  std::vector<Offset<fb::GraphRegion>> graphs;
+  for (const GraphDesc &graph : desc.graphs)
+    graphs.push_back(fb::CreateGraphRegionDirect(
+        builder, graph.name.c_str(), graph.first, graph.count, graph.shareIo,
+        graph.forwardOnly));
   return fb::CreateEntryDirect(builder, desc.name.c_str(), &inputs, &outputs,
-                               &buffers, &commands, plan);
+                               &buffers, &commands, plan,
+                               desc.graphs.empty() ? nullptr : &graphs);
 }
 } // namespace
 

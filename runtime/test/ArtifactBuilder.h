@@ -34,6 +34,9 @@ struct ParamDesc {
   double scale = 0.0;
   bool trainable = true;
   std::optional<ShardingDesc> sharding;
+  bool state = false;
+  /// For fb::InitKind::copy.
+  std::string initSource;
 };
 
 struct BufferDesc {
@@ -70,6 +73,14 @@ struct CopyDesc {
 using CommandDesc =
     std::variant<LaunchDesc, GemmDesc, CopyDesc, std::monostate>;
 
+struct GraphDesc {
+  std::string name;
+  uint32_t first = 0;
+  uint32_t count = 0;
+  bool shareIo = false;
+  bool forwardOnly = false;
+};
+
 struct EntryDesc {
   std::string name;
   std::vector<TensorDesc> inputs;
@@ -79,6 +90,7 @@ struct EntryDesc {
   uint64_t arenaBytes = 0;
   uint64_t peakBytes = 0;
   uint64_t unplannedBytes = 0;
+  std::vector<GraphDesc> graphs;
 };
 
 /// A CUDA launch argument: kernel argument `value`, or scratch + `value`

@@ -395,5 +395,60 @@ TEST(ProgramVerifier, CudaModuleNeedsLaunchesForEveryKernel) {
             "(loaded)");
 }
 
+TEST(ProgramVerifier, AcceptsGraphRegions) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).graphs = {{"all", 0, 2, true, true}};
+            }),
+            "(loaded)");
+  // Adjacent regions, and a name used in two entries.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).graphs = {{"gemm", 0, 1}, {"copy", 1, 1}};
+              d.entries[1].graphs = {{"copy", 0, 1}};
+            }),
+            "(loaded)");
+}
+
+TEST(ProgramVerifier, GraphRegionNeedsANameAndCommands) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).graphs = {{"a", 0, 1}, {"", 1, 1}};
+            }),
+            "entry 'forward', graph region 1 has an empty name");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).graphs = {{"g", 1, 0}};
+            }),
+            "entry 'forward', graph region 'g': expected at least one command, "
+            "found 0");
+}
+
+TEST(ProgramVerifier, GraphRegionInsideTheEntry) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) {
+        forward(d).graphs = {{"g", 1, 2}};
+      }),
+      "entry 'forward', graph region 'g': commands [1, 3) extend past the "
+      "entry's 2 commands");
+  // first + count overflows 32 bits.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).graphs = {{"g", UINT32_MAX, 2}};
+            }),
+            "entry 'forward', graph region 'g': commands [4294967295, "
+            "4294967297) extend past the entry's 2 commands");
+}
+
+TEST(ProgramVerifier, GraphRegionsInOrderAndDisjoint) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).graphs = {{"a", 0, 2}, {"b", 1, 1}};
+            }),
+            "entry 'forward', graph region 'b': commands [1, 2) start before "
+            "the end of the previous region 'a' at command 2; regions must "
+            "be in command order and must not overlap");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).graphs = {{"b", 1, 1}, {"a", 0, 1}};
+            }),
+            "entry 'forward', graph region 'a': commands [0, 1) start before "
+            "the end of the previous region 'b' at command 2; regions must "
+            "be in command order and must not overlap");
+}
+
 } // namespace
 } // namespace megrt::test

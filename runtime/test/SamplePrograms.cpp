@@ -1,6 +1,8 @@
 // Small valid programs that tests load as they are or break on purpose.
 #include "SamplePrograms.h"
 
+#include "TestFiles.h"
+
 namespace megrt::test {
 
 ProgramDesc linearProgram() {
@@ -38,6 +40,53 @@ ProgramDesc linearProgram() {
   identity.commands = {CopyDesc{0, 1, 0, 0, 32}};
 
   program.entries = {forward, identity};
+  return program;
+}
+
+ProgramDesc layeredProgram(const char *kernelsPath) {
+  ProgramDesc program;
+  program.cpuObject = readBytes(kernelsPath);
+#if defined(__aarch64__)
+  program.targetTriple = "aarch64-unknown-linux-gnu";
+#else
+  program.targetTriple = "x86_64-unknown-linux-gnu";
+#endif
+  program.kernels = {{"add", "add_constant", 2},
+                     {"mul", "multiply", 3},
+                     {"exp", "exponential", 2}};
+  program.params = {{"w", fb::DType::f32, {8}, fb::InitKind::ones, 0.0},
+                    {"m", fb::DType::f32, {4, 2}, fb::InitKind::normal, 0.5}};
+
+  EntryDesc step;
+  step.name = "step";
+  step.inputs = {{"x", fb::DType::f32, {8}}};
+  step.outputs = {{"y", fb::DType::f32, {8}},
+                  {"z", fb::DType::f32, {8}},
+                  {"g", fb::DType::f32, {2, 2}}};
+  // Buffers: 0 x, 1 t, 2 u, 3 w, 4 y, 5 z, 6 x as [2,4], 7 m, 8 g.
+  step.buffers = {
+      inputBuffer(0, {8}),    arenaBuffer(0, {8}),    arenaBuffer(64, {8}),
+      paramBuffer(0, {8}),    outputBuffer(0, {8}),   outputBuffer(1, {8}),
+      inputBuffer(0, {2, 4}), paramBuffer(1, {4, 2}), outputBuffer(2, {2, 2})};
+  GemmDesc gemm;
+  gemm.a = 6;
+  gemm.b = 7;
+  gemm.c = 8;
+  gemm.m = 2;
+  gemm.n = 2;
+  gemm.k = 4;
+  step.commands = {CopyDesc{0, 1, 0, 0, 32},
+                   LaunchDesc{0, {1, 2}},
+                   LaunchDesc{1, {2, 3, 1}},
+                   LaunchDesc{0, {1, 2}},
+                   LaunchDesc{1, {2, 3, 1}},
+                   LaunchDesc{0, {3, 3}},
+                   CopyDesc{1, 4, 0, 0, 32},
+                   LaunchDesc{2, {0, 5}},
+                   gemm};
+  step.graphs = {{"layers.0", 1, 2}, {"layers.1", 3, 3}};
+  step.arenaBytes = step.peakBytes = 96;
+  program.entries = {step};
   return program;
 }
 

@@ -15,6 +15,16 @@ ProgramDesc linearProgram();
 /// Index of the gemm command in linearProgram()'s "forward" entry.
 constexpr size_t kLinearGemmCommand = 0;
 
+/// Two "layers" as graph regions between plain commands, on the test
+/// kernels of the shared object at `kernelsPath` (TestKernels.cpp).
+/// Parameters "w" f32[8] (ones) and "m" f32[4,2] (normal 0.5). Entry "step",
+/// input x f32[8]:
+///   0 copy x -> t         region "layers.0": 1 add(t) -> u, 2 mul(u, w) -> t
+///   region "layers.1": 3 add(t) -> u, 4 mul(u, w) -> t, 5 add(w) -> w
+///   6 copy t -> y, 7 exp(x) -> z, 8 gemm g = x[2,4] * m
+/// so that y, z and g are outputs and every run changes w.
+ProgramDesc layeredProgram(const char *kernelsPath);
+
 } // namespace megrt::test
 
 #endif // MEGRT_TEST_SAMPLEPROGRAMS_H

@@ -42,15 +42,68 @@ module attributes {
 
 // -----
 
+// bf16 weights with f32 master weights, main grads and moments: the update
+// runs on the f32 copy (initialised from the weight) and the weight stores
+// its rounding; the bf16 gradient is cast once for the optimizer.
+// CHECK-DAG: meg.param @w : tensor<4xbf16>
+// CHECK-DAG: meg.param state @optimizer.main_param.w : tensor<4xf32> init #meg.init<copy(@w)>
+// CHECK-LABEL: func.func @grad
+// CHECK: %[[G:.*]] = meg.cast %{{.*}} : tensor<4xbf16> to tensor<4xf32>
+// CHECK: return %{{.*}}, %[[G]]
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[M:.*]] = meg.param_ref @optimizer.main_param.w : tensor<4xf32>
+// CHECK: %[[P:.*]], %{{.*}}, %{{.*}} = meg.adamw %[[M]], {{.*}} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
+// CHECK: %[[R:.*]] = meg.cast %[[P]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK-DAG: meg.param_store @optimizer.main_param.w, %[[P]] : tensor<4xf32>
+// CHECK-DAG: meg.param_store @w, %[[R]] : tensor<4xbf16>
 module attributes {
   meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>,
   meg.precision = #meg.precision<param = bf16, main_params = f32, main_grads = f32, grad_reduce = f32, exp_avg = f32, exp_avg_sq = f32>} {
-  // expected-error @+1 {{meg-precision: the policy keeps main parameters in 'f32' but parameter @w is 'bf16'; separate master weights are not supported yet}}
   meg.param @w : tensor<4xbf16> init #meg.init<ones>
   func.func @loss(%x: tensor<4xbf16>) -> tensor<f32> {
     %w = meg.param_ref @w : tensor<4xbf16>
-    %s = meg.reduce sum %w dims [0] : tensor<4xbf16>
+    %p = meg.mul %w, %x : tensor<4xbf16>, tensor<4xbf16>
+    %s = meg.reduce sum %p dims [0] : tensor<4xbf16>
     %l = meg.cast %s : tensor<bf16> to tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// bf16 moments and a bf16 gradient reduction dtype with f32 weights: no
+// gradient cast (main_grads is the compute dtype), the moments are stored
+// in bf16. (grad_reduce takes effect where gradients are reduced across
+// ranks, which meg-fsdp inserts.)
+// CHECK-DAG: meg.param state @optimizer.exp_avg.w : tensor<4xbf16>
+// CHECK-DAG: meg.param state @optimizer.exp_avg_sq.w : tensor<4xbf16>
+// CHECK-LABEL: func.func @grad
+// CHECK-NOT: meg.cast
+// CHECK-LABEL: func.func @train_step
+// CHECK: meg.adamw {{.*}} : tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>, tensor<i64>
+module attributes {
+  meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>,
+  meg.precision = #meg.precision<param = f32, main_params = f32, main_grads = f32, grad_reduce = bf16, exp_avg = bf16, exp_avg_sq = bf16>} {
+  meg.param @w : tensor<4xf32> init #meg.init<ones>
+  func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4xf32>
+    %p = meg.mul %w, %x : tensor<4xf32>, tensor<4xf32>
+    %l = meg.reduce sum %p dims [0] : tensor<4xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Master weights narrower than the weights cannot hold them.
+module attributes {
+  meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>,
+  meg.precision = #meg.precision<param = f32, main_params = f16, main_grads = f32, grad_reduce = f32, exp_avg = f32, exp_avg_sq = f32>} {
+  // expected-error @+1 {{meg-precision: the policy keeps main parameters in 'f16', which cannot hold parameter @w ('f32') exactly; use the parameter's dtype or f32}}
+  meg.param @w : tensor<4xf32> init #meg.init<ones>
+  func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4xf32>
+    %l = meg.reduce sum %w dims [0] : tensor<4xf32>
     return %l : tensor<f32>
   }
 }

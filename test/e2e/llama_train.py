@@ -2,7 +2,10 @@
 by megc-run. Each step must equal the AdamW rule (written here in NumPy)
 applied to the parameters, the saved moments and the gradient that the
 `grad` entry returns (itself checked against finite differences in
-llama_grad.py), and the loss on a fixed batch must fall."""
+llama_grad.py), and the loss on a fixed batch must fall. With --master,
+the weights are bf16 and the policy keeps f32 master weights: AdamW runs on
+the f32 copy, initialised from the loaded bf16 weights, and each weight is
+the bf16 rounding of its master."""
 import argparse
 import os
 import re
@@ -26,6 +29,7 @@ def adamw(p, g, m, v, t):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tmp", required=True)
+    parser.add_argument("--master", action="store_true")
     options = parser.parse_args()
     tmp = options.tmp
     os.makedirs(tmp, exist_ok=True)
@@ -36,6 +40,9 @@ def main():
            "--frozen", r"model\.layers\.1\.mlp\.up_proj", "-o", f"{tmp}/m.mlir"]
     for flag, value in cfg.items():
         gen += ["--" + flag.replace("_", "-"), str(value)]
+    if options.master:
+        gen += ["--dtype", "bf16", "--precision",
+                "main_params=f32,main_grads=f32,exp_avg=f32,exp_avg_sq=f32"]
     e2e_util.run(gen)
     e2e_util.run(["megc", f"{tmp}/m.mlir", "-o", f"{tmp}/m.megc"])
 
@@ -45,7 +52,10 @@ def main():
     for name, shape in llama_reference.parameter_shapes(full).items():
         base = 1.0 if name.endswith("norm.weight") else 0.0
         weights[name] = (base + 0.1 * rng.standard_normal(shape)).astype(np.float32)
-    e2e_util.write_safetensors(f"{tmp}/w0.safetensors", weights)
+        if options.master:
+            weights[name] = e2e_util.bf16_to_f32(e2e_util.bf16_bits(weights[name]))
+    e2e_util.write_safetensors(f"{tmp}/w0.safetensors", weights,
+                               dtype="BF16" if options.master else "F32")
     ids = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["seq"])).astype(np.int32)
     np.save(f"{tmp}/ids.npy", ids)
     np.save(f"{tmp}/labels.npy", np.roll(ids, -1, axis=1))
@@ -78,15 +88,28 @@ def main():
             grad = e2e_util.read_output(f"{tmp}/g{step}/grad.{name}.npy")
             m, v = moments.get(name, (0.0, 0.0))
             want, m, v = adamw(params[name], grad, m, v, step)
-            for got, ref, what in ((state[name], want, name),
-                                   (state[f"optimizer.exp_avg.{name}"], m, "exp_avg"),
-                                   (state[f"optimizer.exp_avg_sq.{name}"], v, "exp_avg_sq")):
+            checks = [(state[f"optimizer.exp_avg.{name}"], m, "exp_avg"),
+                      (state[f"optimizer.exp_avg_sq.{name}"], v, "exp_avg_sq")]
+            if options.master:
+                master = state[f"optimizer.main_param.{name}"]
+                checks.append((master, want, "main_param"))
+                # The weight is the master's rounding (exactly).
+                rounded = e2e_util.bf16_to_f32(e2e_util.bf16_bits(master))
+                if not np.array_equal(state[name], rounded):
+                    print(f"FAIL step {step}: {name} is not the bf16 rounding "
+                          f"of its master weight")
+                    return 1
+            else:
+                checks.append((state[name], want, name))
+            for got, ref, what in checks:
                 error = np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-12)
                 worst = max(worst, error)
                 if error > 1e-5:
                     print(f"FAIL step {step} {what} of {name}: relative error {error:.3g}")
                     return 1
-            params[name], moments[name] = state[name], (m, v)
+            params[name] = (state[f"optimizer.main_param.{name}"]
+                            if options.master else state[name])
+            moments[name] = (m, v)
         source = ["--params", "init", "--load-state", f"{tmp}/s{step}.safetensors"]
 
     # The loss on the fixed batch falls.

@@ -2,7 +2,8 @@
 //
 // Loads an artifact, initialises or loads the parameters, runs one entry
 // for a number of steps with inputs from .npy files and writes each output
-// as DIR/<output name>.npy. Depends on the runtime only.
+// as DIR/<output name>.npy. Prints each step's time and, for benchmarks,
+// their median. Depends on the runtime only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "megrt/Npy.h"
 #include "megrt/Session.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -28,14 +30,17 @@ const char *kUsage =
     "                [--input NAME=FILE.npy ...] [--output-dir DIR]\n"
     "                [--steps N] [--save-params FILE.safetensors]\n"
     "                [--save-state FILE.safetensors] [--load-state FILE]\n"
-    "                [--allow-extra-params]\n";
+    "                [--allow-extra-params] [--warmup N] [--no-cuda-graphs]\n"
+    "                [--trace FILE.json]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
-  std::string saveParams, saveState, loadState;
+  std::string saveParams, saveState, loadState, trace;
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
+  int64_t warmup = 0;
   bool allowExtraParams = false;
+  bool cudaGraphs = true;
 };
 
 /// Parses a decimal count that fits in 64 bits; false otherwise.
@@ -84,8 +89,19 @@ Options parse(int argc, char **argv) {
       if (!parseCount(text, steps) || steps < 1 || steps > (1ull << 40))
         usageError("--steps expects a positive integer, got '" + text + "'");
       options.steps = static_cast<int64_t>(steps);
+    } else if (arg == "--warmup") {
+      std::string text = value(i);
+      uint64_t warmup = 0;
+      if (!parseCount(text, warmup) || warmup > (1ull << 40))
+        usageError("--warmup expects a non-negative integer, got '" + text +
+                   "'");
+      options.warmup = static_cast<int64_t>(warmup);
     } else if (arg == "--allow-extra-params") {
       options.allowExtraParams = true;
+    } else if (arg == "--no-cuda-graphs") {
+      options.cudaGraphs = false;
+    } else if (arg == "--trace") {
+      options.trace = value(i);
     } else if (arg == "--input") {
       std::string text = value(i);
       size_t equals = text.find('=');
@@ -116,9 +132,22 @@ std::string scalarText(const megrt::Tensor &tensor) {
   return text;
 }
 
+/// The middle value, or the mean of the two middle values.
+double median(std::vector<double> values) {
+  size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  double upper = values[middle];
+  if (values.size() % 2 != 0)
+    return upper;
+  double lower = *std::max_element(values.begin(), values.begin() + middle);
+  return (lower + upper) / 2;
+}
+
 int run(const Options &options) {
   megrt::SessionOptions sessionOptions;
   sessionOptions.device = options.device;
+  sessionOptions.cudaGraphs = options.cudaGraphs;
+  sessionOptions.traceFile = options.trace;
   bool init = options.params == "init" ||
               options.params.rfind("init:", 0) == 0;
   if (options.params.rfind("init:", 0) == 0) {
@@ -138,12 +167,18 @@ int run(const Options &options) {
     inputs[name] = megrt::readNpy(path);
 
   std::map<std::string, megrt::Tensor> outputs;
+  // Warm-up steps take the first run's costs (allocation, graph capture)
+  // out of the timed ones.
+  for (int64_t step = 0; step < options.warmup; ++step)
+    outputs = session.run(options.entry, inputs);
+  std::vector<double> times;
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     outputs = session.run(options.entry, inputs);
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
+    times.push_back(ms);
     std::cout << "step " << step << "/" << options.steps << " " << options.entry
               << " " << ms << " ms";
     for (const auto &[name, tensor] : outputs) {
@@ -153,6 +188,9 @@ int run(const Options &options) {
     }
     std::cout << std::endl;
   }
+  if (times.size() > 1)
+    std::cout << "median step ms: " << median(times) << " (" << times.size()
+              << " steps)" << std::endl;
   if (!options.outputDir.empty()) {
     std::filesystem::create_directories(options.outputDir);
     for (const auto &[name, tensor] : outputs)
@@ -162,6 +200,10 @@ int run(const Options &options) {
     session.saveParameters(options.saveParams);
   if (!options.saveState.empty())
     session.saveState(options.saveState);
+  // Written here rather than by the Session's destructor, so that a trace
+  // that cannot be written is an error.
+  if (!options.trace.empty())
+    session.writeTrace();
   return 0;
 }
 

@@ -116,6 +116,8 @@ struct ParameterDesc {
   double initScale;
   /// Training state (optimizer moments, step count).
   bool state = false;
+  /// For initKind "copy": the parameter this one copies.
+  std::string initSource;
 };
 
 struct ProgramDesc {

@@ -21,7 +21,16 @@ struct TensorSpec {
   Shape shape;
 };
 
-enum class InitKind : uint8_t { Zeros = 0, Ones = 1, Normal = 2, Uniform = 3 };
+/// Copy: the value of the parameter `initSource`, converted to this one's
+/// dtype (master weights); it follows its source whenever model weights are
+/// initialised, set or loaded, and is only loaded itself with the state.
+enum class InitKind : uint8_t {
+  Zeros = 0,
+  Ones = 1,
+  Normal = 2,
+  Uniform = 3,
+  Copy = 4
+};
 
 const char *initKindName(InitKind kind);
 
@@ -41,6 +50,8 @@ struct ParameterSpec {
   std::optional<ShardingSpec> sharding;
   /// Training state (optimizer moments, step count), not a model weight.
   bool state = false;
+  /// For InitKind::Copy: the parameter it copies.
+  std::string initSource;
 };
 
 struct MemoryPlanInfo {

@@ -20,6 +20,17 @@ struct SessionOptions {
   std::string device = "cpu";
   /// Seed of the parameter initialisation done at construction.
   uint64_t seed = 0;
+  /// Run the entries' graph regions as graphs: on a CUDA device, each is
+  /// captured into a CUDA graph on the entry's first run and replayed with
+  /// one launch afterwards; the CPU records each region's command list once
+  /// and replays it. With false, their commands run one by one, so that one
+  /// artifact can compare graph replay with per-kernel launches.
+  bool cudaGraphs = true;
+  /// Empty, or the path of a Chrome trace-event JSON file (chrome://tracing,
+  /// Perfetto) written when the Session is destroyed and by writeTrace(): one
+  /// event per entry run, graph run (capture or replay) and command run
+  /// outside a graph, timed on the device (CUDA events on a GPU).
+  std::string traceFile;
 };
 
 /// The devices a Session accepts: "cpu", and "cuda" when the runtime was
@@ -47,13 +58,15 @@ public:
   const Program &program() const;
 
   /// Reinitialises every parameter: zeros, ones, normal(0, scale) or
-  /// uniform(-scale, scale). Each element is a pure function of (seed,
-  /// parameter index, element index), so results are bit-identical across
-  /// runs, thread counts and IEEE-754 platforms.
+  /// uniform(-scale, scale), and copies (master weights) from their source.
+  /// Each element is a pure function of (seed, parameter name, element
+  /// index), so results are bit-identical across runs, thread counts and
+  /// IEEE-754 platforms.
   void initParameters(uint64_t seed);
 
   /// Reads every model weight by name from a safetensors file (training
-  /// state is not looked for: it keeps its values). A missing weight, a
+  /// state is not looked for: it keeps its values, except master weights,
+  /// which are re-derived from the loaded weights). A missing weight, a
   /// dtype or shape mismatch, or (unless allowExtra) a tensor that is not a
   /// parameter is an error; nothing is changed on error.
   void loadParameters(const std::string &path, bool allowExtra = false);
@@ -67,13 +80,20 @@ public:
   /// On the CPU the reference shows the parameter live; on a CUDA device it
   /// shows its value as of this call (call again after a run).
   const Tensor &parameter(std::string_view name) const;
-  /// `value` must have the parameter's dtype and shape.
+  /// `value` must have the parameter's dtype and shape. Master weights that
+  /// copy this parameter follow it.
   void setParameter(std::string_view name, const Tensor &value);
 
   /// Runs one entry. `inputs` must hold exactly the entry's inputs with their
   /// dtypes and shapes; they are copied, never modified. Returns every output.
   std::map<std::string, Tensor>
   run(std::string_view entry, const std::map<std::string, Tensor> &inputs);
+
+  /// Writes the trace of every run so far to options.traceFile now, and
+  /// throws if tracing is off or the file cannot be written. The destructor
+  /// writes the trace only if events were added since (a failure there is
+  /// printed to stderr: destructors cannot throw).
+  void writeTrace();
 
 private:
   void load(const std::string &path, bool allowExtra, bool withState);

@@ -8,17 +8,21 @@
 
 namespace megrt {
 
-CpuDevice::CpuDevice(const Program &program, std::vector<Tensor> &parameters)
+CpuDevice::CpuDevice(const Program &program, std::vector<Tensor> &parameters,
+                     const DeviceOptions &options)
     : program_(program), parameters_(parameters),
-      module_(flatbufferOf(program)), entries_(program.entries().size()) {}
+      module_(flatbufferOf(program)), options_(options),
+      entries_(program.entries().size()) {}
 
 std::vector<Tensor> CpuDevice::run(size_t index,
                                    const std::vector<const Tensor *> &inputs) {
   std::unique_ptr<CpuEntry> &entry = entries_[index];
-  if (!entry)
+  if (!entry) {
+    const fb::Program &program = flatbufferOf(program_);
     entry = std::make_unique<CpuEntry>(
-        *flatbufferOf(program_).entries()->Get(static_cast<uint32_t>(index)),
-        parameters_, module_);
+        program, *program.entries()->Get(static_cast<uint32_t>(index)),
+        parameters_, module_, options_);
+  }
   for (size_t i = 0; i < inputs.size(); ++i)
     std::memcpy(entry->inputs()[i].data(), inputs[i]->data(),
                 inputs[i]->sizeBytes());

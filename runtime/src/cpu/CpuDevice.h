@@ -15,7 +15,8 @@ namespace megrt {
 class CpuDevice final : public Device {
 public:
   /// Loads the program's CPU module.
-  CpuDevice(const Program &program, std::vector<Tensor> &parameters);
+  CpuDevice(const Program &program, std::vector<Tensor> &parameters,
+            const DeviceOptions &options);
 
   std::vector<Tensor> run(size_t index,
                           const std::vector<const Tensor *> &inputs) override;
@@ -27,6 +28,7 @@ private:
   Program program_;
   std::vector<Tensor> &parameters_;
   CpuModule module_;
+  DeviceOptions options_;
   /// One per entry, prepared on its first run.
   std::vector<std::unique_ptr<CpuEntry>> entries_;
 };

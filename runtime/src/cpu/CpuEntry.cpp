@@ -3,7 +3,9 @@
 #include "cpu/CpuEntry.h"
 
 #include "FbTypes.h"
+#include "TraceLabels.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace megrt {
@@ -18,16 +20,20 @@ std::vector<Tensor> allocate(
 }
 } // namespace
 
-CpuEntry::CpuEntry(const fb::Entry &entry, std::vector<Tensor> &parameters,
-                   const CpuModule &module)
+CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
+                   std::vector<Tensor> &parameters, const CpuModule &module,
+                   const DeviceOptions &options)
     : arena_(entry.plan() ? entry.plan()->arena_bytes() : 0),
-      inputs_(allocate(entry.inputs())), outputs_(allocate(entry.outputs())) {
+      inputs_(allocate(entry.inputs())), outputs_(allocate(entry.outputs())),
+      graphs_(options.graphs), trace_(options.trace) {
   std::vector<uint8_t *> buffers;
   for (uint32_t i = 0; i < sizeOf(entry.buffers()); ++i)
     buffers.push_back(resolve(*entry.buffers()->Get(i), parameters));
 
   for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i) {
     const fb::Command *command = entry.commands()->Get(i);
+    if (trace_)
+      commandLabels_.push_back(commandLabel(program, *command, i));
     if (const fb::KernelLaunch *launch = command->op_as_KernelLaunch()) {
       Launch resolved{module.kernel(launch->kernel()), {}};
       for (uint32_t arg = 0; arg < sizeOf(launch->args()); ++arg)
@@ -44,6 +50,10 @@ CpuEntry::CpuEntry(const fb::Entry &entry, std::vector<Tensor> &parameters,
                                   static_cast<size_t>(copy->bytes())});
     }
   }
+  regions_ = graphRegionsOf(entry);
+  recorded_.resize(regions_.size());
+  if (trace_)
+    entryLabel_ = entryLabel(entry);
 }
 
 uint8_t *CpuEntry::resolve(const fb::Buffer &buffer,
@@ -61,17 +71,67 @@ uint8_t *CpuEntry::resolve(const fb::Buffer &buffer,
   return nullptr;
 }
 
+template <typename Work>
+void CpuEntry::timed(const TraceLabel &label, Work &&work) {
+  if (!trace_) {
+    work();
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  double startMicros = trace_->hostMicros(start);
+  work();
+  trace_->add(
+      label, startMicros,
+      std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+}
+
 void CpuEntry::execute() {
-  for (Command &command : commands_) {
-    if (auto *launch = std::get_if<Launch>(&command)) {
-      launch->kernel(launch->args.data());
-    } else if (auto *gemm = std::get_if<CpuGemm>(&command)) {
-      gemm->run();
+  timed(entryLabel_, [&] {
+    forEachStep(
+        static_cast<uint32_t>(commands_.size()), regions_, graphs_,
+        [&](uint32_t index) { runCommand(index); },
+        [&](size_t region) { runRegion(region); });
+  });
+}
+
+void CpuEntry::runCommand(uint32_t index) {
+  if (trace_)
+    timed(commandLabels_[index], [&] { run(commands_[index]); });
+  else
+    run(commands_[index]);
+}
+
+void CpuEntry::runRegion(size_t region) {
+  std::vector<Command *> &recorded = recorded_[region];
+  bool record = recorded.empty();
+  auto runRecorded = [&] {
+    if (record) {
+      const GraphRegion &spec = regions_[region];
+      for (uint32_t i = 0; i < spec.count; ++i)
+        recorded.push_back(&commands_[spec.first + i]);
+      ++recordings_;
     } else {
-      auto &copy = std::get<Copy>(command);
-      // Verification allows overlapping source and destination.
-      std::memmove(copy.dst, copy.src, copy.bytes);
+      ++replays_;
     }
+    for (Command *command : recorded)
+      run(*command);
+  };
+  if (trace_)
+    timed(graphLabel(regions_[region], /*capture=*/record), runRecorded);
+  else
+    runRecorded();
+}
+
+void CpuEntry::run(Command &command) {
+  if (auto *launch = std::get_if<Launch>(&command)) {
+    launch->kernel(launch->args.data());
+  } else if (auto *gemm = std::get_if<CpuGemm>(&command)) {
+    gemm->run();
+  } else {
+    auto &copy = std::get<Copy>(command);
+    // Verification allows overlapping source and destination.
+    std::memmove(copy.dst, copy.src, copy.bytes);
   }
 }
 

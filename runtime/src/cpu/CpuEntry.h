@@ -3,12 +3,16 @@
 #ifndef MEGRT_SRC_CPU_CPUENTRY_H
 #define MEGRT_SRC_CPU_CPUENTRY_H
 
+#include "Device.h"
+#include "GraphRegions.h"
+#include "Trace.h"
 #include "cpu/CpuGemm.h"
 #include "cpu/CpuModule.h"
 #include "megrt/AlignedBuffer.h"
 #include "megrt/Tensor.h"
 #include "megrt/megc_generated.h"
 
+#include <cstdint>
 #include <variant>
 #include <vector>
 
@@ -18,15 +22,22 @@ class CpuEntry {
 public:
   /// `parameters` must outlive this entry and never reallocate: buffers
   /// point into them.
-  CpuEntry(const fb::Entry &entry, std::vector<Tensor> &parameters,
-           const CpuModule &module);
+  CpuEntry(const fb::Program &program, const fb::Entry &entry,
+           std::vector<Tensor> &parameters, const CpuModule &module,
+           const DeviceOptions &options);
 
   /// Storage the caller fills before execute() and reads after.
   std::vector<Tensor> &inputs() { return inputs_; }
   std::vector<Tensor> &outputs() { return outputs_; }
 
-  /// Runs every command in order.
+  /// Runs every command in order. With graphs, each graph region's command
+  /// list is recorded on the first run and replayed on later ones, as a
+  /// CUDA device captures and replays it.
   void execute();
+
+  /// Region runs so far that recorded, and that replayed, a command list.
+  uint64_t graphRecordings() const { return recordings_; }
+  uint64_t graphReplays() const { return replays_; }
 
 private:
   struct Launch {
@@ -41,11 +52,27 @@ private:
   using Command = std::variant<Launch, CpuGemm, Copy>;
 
   uint8_t *resolve(const fb::Buffer &buffer, std::vector<Tensor> &parameters);
+  void runCommand(uint32_t index);
+  void runRegion(size_t region);
+  static void run(Command &command);
+  /// Runs `work`, adding an event for it to the trace if there is one.
+  template <typename Work> void timed(const TraceLabel &label, Work &&work);
 
   AlignedBuffer arena_;
   std::vector<Tensor> inputs_;
   std::vector<Tensor> outputs_;
   std::vector<Command> commands_;
+  std::vector<GraphRegion> regions_;
+  /// Per region, its commands in order once recorded (regions are never
+  /// empty).
+  std::vector<std::vector<Command *>> recorded_;
+  bool graphs_;
+  Trace *trace_;
+  /// Only filled when tracing: one label per command, and the entry's.
+  std::vector<TraceLabel> commandLabels_;
+  TraceLabel entryLabel_;
+  uint64_t recordings_ = 0;
+  uint64_t replays_ = 0;
 };
 
 } // namespace megrt

@@ -31,13 +31,14 @@ uint64_t scratchBytes(const fb::Program &program) {
 } // namespace
 
 CudaDevice::CudaDevice(const Program &program, int ordinal,
-                       std::vector<Tensor> &parameters)
+                       std::vector<Tensor> &parameters,
+                       const DeviceOptions &options)
     : program_(program), parameters_(parameters), context_(ordinal),
       module_(flatbufferOf(program), context_),
       newer_(parameters.size(), Newer::Host),
-      scratch_(
-          scratchBytes(flatbufferOf(program)),
-          concat("the CUDA kernels' scratch on ", context_.description())) {
+      scratch_(scratchBytes(flatbufferOf(program)),
+               concat("the CUDA kernels' scratch on ", context_.description())),
+      options_(options) {
   for (size_t i = 0; i < parameters_.size(); ++i) {
     parameterMemory_.emplace_back(
         parameters_[i].sizeBytes(),
@@ -46,6 +47,9 @@ CudaDevice::CudaDevice(const Program &program, int ordinal,
   }
   if (hasGemm(flatbufferOf(program)))
     cublas_ = std::make_unique<CublasLtContext>(context_.description());
+  if (options_.trace)
+    traceOrigin_ = std::make_unique<CudaEvent>(
+        concat("the trace's origin on ", context_.description()));
   entries_.resize(program.entries().size());
 }
 
@@ -102,7 +106,8 @@ CudaEntry &CudaDevice::prepare(size_t index) {
         *program.entries()->Get(static_cast<uint32_t>(index)),
         concat("entry '", program_.entries()[index].name, "'"),
         CudaEntryResources{program, module_, parameterAddresses_,
-                           scratch_.get(), cublas_.get()});
+                           scratch_.get(), cublas_.get()},
+        options_);
   }
   return *entry;
 }
@@ -138,9 +143,15 @@ std::vector<Tensor> CudaDevice::run(size_t index,
     // if a command fails part way.
     for (uint32_t parameter : entry.parametersUsed())
       newer_[parameter] = Newer::Device;
+    if (traceOrigin_ && !traceOriginRecorded_) {
+      traceOrigin_->record(stream, concat(where, ": the trace's origin"));
+      traceOriginRecorded_ = true;
+    }
     entry.execute(stream);
     // Faults of the commands, which run asynchronously, surface here.
     context_.synchronize(concat(where, ": running its commands"));
+    if (options_.trace)
+      entry.collectTrace(*options_.trace, *traceOrigin_);
 
     for (size_t i = 0; i < spec.outputs.size(); ++i) {
       Tensor &output =

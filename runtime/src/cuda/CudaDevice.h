@@ -7,6 +7,7 @@
 #include "cuda/CublasLt.h"
 #include "cuda/CudaContext.h"
 #include "cuda/CudaEntry.h"
+#include "cuda/CudaEvent.h"
 #include "cuda/CudaModule.h"
 #include "cuda/DeviceMemory.h"
 
@@ -21,7 +22,7 @@ public:
   /// allocates the parameters, the kernels' scratch and, for programs with
   /// Gemm commands, cuBLASLt's workspace.
   CudaDevice(const Program &program, int ordinal,
-             std::vector<Tensor> &parameters);
+             std::vector<Tensor> &parameters, const DeviceOptions &options);
   ~CudaDevice() override;
 
   std::vector<Tensor> run(size_t index,
@@ -48,6 +49,11 @@ private:
   std::vector<Newer> newer_;
   DeviceMemory scratch_;
   std::unique_ptr<CublasLtContext> cublas_;
+  DeviceOptions options_;
+  /// With tracing: recorded once, before the first traced run, as the zero
+  /// of the trace's times.
+  std::unique_ptr<CudaEvent> traceOrigin_;
+  bool traceOriginRecorded_ = false;
   /// One per entry, prepared on its first run.
   std::vector<std::unique_ptr<CudaEntry>> entries_;
 };

@@ -1,6 +1,6 @@
 // One entry of a program prepared for a CUDA device: device arena, input and
-// output storage, and its commands with every buffer resolved to a device
-// address.
+// output storage, its commands with every buffer resolved to a device
+// address, and the CUDA graphs of its graph regions.
 #include "cuda/CudaEntry.h"
 
 #include "Fail.h"
@@ -35,11 +35,19 @@ std::array<unsigned, 3> launchDims(const flatbuffers::Vector<uint32_t> *dims) {
 
 } // namespace
 
+// Every address a command uses is fixed when the entry is prepared: the
+// arena, inputs, outputs and copy temporary are allocated here once, and
+// the parameters, kernel scratch and cuBLASLt workspace once per Session.
+// Runs only change the bytes at those addresses, so a graph captured on the
+// first run stays valid for every later one and is replayed as it is.
 CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
-                     const CudaEntryResources &resources)
+                     const CudaEntryResources &resources,
+                     const DeviceOptions &options)
     : arena_(entry.plan() ? entry.plan()->arena_bytes() : 0, where + ": arena"),
       inputs_(allocate(entry.inputs(), where + ": input")),
-      outputs_(allocate(entry.outputs(), where + ": output")) {
+      outputs_(allocate(entry.outputs(), where + ": output")),
+      regions_(graphRegionsOf(entry)), graphs_(regions_.size()),
+      useGraphs_(options.graphs) {
   std::vector<CUdeviceptr> buffers;
   for (uint32_t i = 0; i < sizeOf(entry.buffers()); ++i)
     buffers.push_back(resolve(*entry.buffers()->Get(i), resources));
@@ -53,7 +61,8 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
     const fb::Command *command = entry.commands()->Get(i);
     std::string at = concat(where, ", command ", i);
     if (const fb::KernelLaunch *launch = command->op_as_KernelLaunch()) {
-      addLaunches(*launch, buffers, resources, at + " (launch)");
+      commands_.emplace_back(
+          resolveKernel(*launch, buffers, resources, at + " (launch)"));
     } else if (const fb::Gemm *gemm = command->op_as_Gemm()) {
       // The device creates the cuBLASLt context for any program with a Gemm.
       CUdeviceptr bias = gemm->bias() >= 0 ? buffers[gemm->bias()] : 0;
@@ -65,8 +74,8 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
       CUdeviceptr src = buffers[copy->src()] + copy->src_offset();
       CUdeviceptr dst = buffers[copy->dst()] + copy->dst_offset();
       auto bytes = static_cast<size_t>(copy->bytes());
-      if (bytes == 0 || src == dst)
-        continue;
+      if (src == dst)
+        bytes = 0;
       bool overlapping = src < dst + bytes && dst < src + bytes;
       if (overlapping)
         copyTempBytes = std::max(copyTempBytes, bytes);
@@ -76,6 +85,14 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
   }
   copyTemp_ =
       DeviceMemory(copyTempBytes, where + ": temporary for overlapping copies");
+
+  for (const GraphRegion &region : regions_)
+    regionWhere_.push_back(concat(where, ", graph region '", region.name,
+                                  "' (commands ", region.first, " to ",
+                                  region.first + region.count - 1, ")"));
+  if (options.trace)
+    trace_ = std::make_unique<CudaEntryTrace>(resources.program, entry,
+                                              regions_, where);
 }
 
 CUdeviceptr CudaEntry::resolve(const fb::Buffer &buffer,
@@ -94,11 +111,11 @@ CUdeviceptr CudaEntry::resolve(const fb::Buffer &buffer,
   return 0;
 }
 
-void CudaEntry::addLaunches(const fb::KernelLaunch &launch,
-                            const std::vector<CUdeviceptr> &buffers,
-                            const CudaEntryResources &resources,
-                            const std::string &where) {
+CudaEntry::Kernel CudaEntry::resolveKernel(
+    const fb::KernelLaunch &launch, const std::vector<CUdeviceptr> &buffers,
+    const CudaEntryResources &resources, const std::string &where) const {
   const fb::Kernel &kernel = *resources.program.kernels()->Get(launch.kernel());
+  Kernel launches;
   for (uint32_t j = 0; j < sizeOf(kernel.cuda_launches()); ++j) {
     const fb::CudaLaunch &cuda = *kernel.cuda_launches()->Get(j);
     uint32_t numArgs = sizeOf(cuda.args());
@@ -121,18 +138,59 @@ void CudaEntry::addLaunches(const fb::KernelLaunch &launch,
                                      static_cast<uint32_t>(arg->value()))];
       resolved.kernelParams[a] = &resolved.values[a];
     }
-    commands_.emplace_back(std::move(resolved));
+    launches.push_back(std::move(resolved));
   }
+  return launches;
 }
 
-void CudaEntry::execute(CUstream stream) const {
-  for (const Command &command : commands_) {
-    if (const auto *launch = std::get_if<Launch>(&command))
-      runLaunch(*launch, stream);
-    else if (const auto *gemm = std::get_if<CudaGemm>(&command))
-      gemm->run(stream);
-    else
-      runCopy(std::get<Copy>(command), stream);
+void CudaEntry::execute(CUstream stream) {
+  if (trace_)
+    trace_->beginRun(stream);
+  forEachStep(
+      static_cast<uint32_t>(commands_.size()), regions_, useGraphs_,
+      [&](uint32_t index) { runCommand(index, stream); },
+      [&](size_t region) { runRegion(region, stream); });
+  if (trace_)
+    trace_->endRun(stream);
+}
+
+void CudaEntry::collectTrace(Trace &trace, const CudaEvent &origin) const {
+  if (trace_)
+    trace_->collect(trace, origin);
+}
+
+void CudaEntry::runCommand(uint32_t index, CUstream stream) {
+  if (trace_)
+    trace_->beginCommand(index, stream);
+  enqueue(commands_[index], stream);
+  if (trace_)
+    trace_->endCommand(index, stream);
+}
+
+void CudaEntry::runRegion(size_t index, CUstream stream) {
+  const GraphRegion &region = regions_[index];
+  CudaGraph &graph = graphs_[index];
+  bool capture = graph.empty();
+  if (capture)
+    graph = CudaGraph::capture(stream, regionWhere_[index], [&] {
+      for (uint32_t i = region.first; i < region.first + region.count; ++i)
+        enqueue(commands_[i], stream);
+    });
+  if (trace_)
+    trace_->beginGraph(index, stream);
+  graph.launch(stream, regionWhere_[index]);
+  if (trace_)
+    trace_->endGraph(index, capture, stream);
+}
+
+void CudaEntry::enqueue(const Command &command, CUstream stream) const {
+  if (const auto *kernel = std::get_if<Kernel>(&command)) {
+    for (const Launch &launch : *kernel)
+      runLaunch(launch, stream);
+  } else if (const auto *gemm = std::get_if<CudaGemm>(&command)) {
+    gemm->run(stream);
+  } else {
+    runCopy(std::get<Copy>(command), stream);
   }
 }
 
@@ -145,6 +203,8 @@ void CudaEntry::runLaunch(const Launch &launch, CUstream stream) const {
 }
 
 void CudaEntry::runCopy(const Copy &copy, CUstream stream) const {
+  if (copy.bytes == 0)
+    return;
   const CudaDriver &driver = cudaDriver();
   if (!copy.overlapping) {
     checkCuda(driver.cuMemcpyDtoDAsync(copy.dst, copy.src, copy.bytes, stream),

@@ -1,10 +1,14 @@
 // One entry of a program prepared for a CUDA device: device arena, input and
-// output storage, and its commands with every buffer resolved to a device
-// address.
+// output storage, its commands with every buffer resolved to a device
+// address, and the CUDA graphs of its graph regions.
 #ifndef MEGRT_SRC_CUDA_CUDAENTRY_H
 #define MEGRT_SRC_CUDA_CUDAENTRY_H
 
+#include "Device.h"
+#include "GraphRegions.h"
+#include "cuda/CudaEntryTrace.h"
 #include "cuda/CudaGemm.h"
+#include "cuda/CudaGraph.h"
 #include "cuda/CudaModule.h"
 #include "cuda/DeviceMemory.h"
 #include "megrt/megc_generated.h"
@@ -33,9 +37,10 @@ struct CudaEntryResources {
 class CudaEntry {
 public:
   /// Allocates the entry's device memory in the current context. `where`
-  /// ("entry 'NAME'") prefixes errors.
+  /// ("entry 'NAME'") prefixes errors. With options.trace, events to time
+  /// its runs are created too.
   CudaEntry(const fb::Entry &entry, const std::string &where,
-            const CudaEntryResources &resources);
+            const CudaEntryResources &resources, const DeviceOptions &options);
 
   /// Storage the caller fills before execute() and reads after.
   const std::vector<DeviceMemory> &inputs() const { return inputs_; }
@@ -45,8 +50,14 @@ public:
     return parametersUsed_;
   }
 
-  /// Enqueues every command in order on `stream`.
-  void execute(CUstream stream) const;
+  /// Enqueues every command in order on `stream`. With graphs, each graph
+  /// region is captured into a CUDA graph on the first run and launched as
+  /// that graph; later runs only launch it.
+  void execute(CUstream stream);
+
+  /// After the stream finished a run: adds the run's events to `trace`
+  /// (tracing only), timed from `origin`.
+  void collectTrace(Trace &trace, const CudaEvent &origin) const;
 
 private:
   struct Launch {
@@ -60,22 +71,29 @@ private:
     std::unique_ptr<void *[]> kernelParams;
     std::string where;
   };
+  /// A KernelLaunch command: the kernel's CUDA launches, in order.
+  using Kernel = std::vector<Launch>;
   struct Copy {
     CUdeviceptr src;
     CUdeviceptr dst;
+    /// 0 when there is nothing to copy (no bytes, or onto itself).
     size_t bytes;
     /// Source and destination overlap: go through copyTemp_.
     bool overlapping;
     std::string where;
   };
-  using Command = std::variant<Launch, CudaGemm, Copy>;
+  /// One per command of the artifact, in order.
+  using Command = std::variant<Kernel, CudaGemm, Copy>;
 
   CUdeviceptr resolve(const fb::Buffer &buffer,
                       const CudaEntryResources &resources);
-  void addLaunches(const fb::KernelLaunch &launch,
-                   const std::vector<CUdeviceptr> &buffers,
-                   const CudaEntryResources &resources,
-                   const std::string &where);
+  Kernel resolveKernel(const fb::KernelLaunch &launch,
+                       const std::vector<CUdeviceptr> &buffers,
+                       const CudaEntryResources &resources,
+                       const std::string &where) const;
+  void enqueue(const Command &command, CUstream stream) const;
+  void runCommand(uint32_t index, CUstream stream);
+  void runRegion(size_t index, CUstream stream);
   void runLaunch(const Launch &launch, CUstream stream) const;
   void runCopy(const Copy &copy, CUstream stream) const;
 
@@ -83,10 +101,19 @@ private:
   std::vector<DeviceMemory> inputs_;
   std::vector<DeviceMemory> outputs_;
   /// Holds the source of overlapping copies (CUDA copies have no memmove
-  /// semantics).
+  /// semantics). Allocated with the entry, so that graphs capture its
+  /// address.
   DeviceMemory copyTemp_;
   std::vector<Command> commands_;
   std::vector<uint32_t> parametersUsed_;
+  std::vector<GraphRegion> regions_;
+  /// Per region, "entry 'NAME', graph region 'R' (commands A to B)".
+  std::vector<std::string> regionWhere_;
+  /// Per region, empty until its first run captures it.
+  std::vector<CudaGraph> graphs_;
+  bool useGraphs_;
+  /// Null when tracing is off.
+  std::unique_ptr<CudaEntryTrace> trace_;
 };
 
 } // namespace megrt

@@ -155,6 +155,12 @@ void CudaGemm::chooseAlgorithm() {
   };
   uint64_t workspaceBytes = CublasLtContext::kWorkspaceBytes;
   setPreference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspaceBytes);
+  // The runtime's policy is f32 math with one rounding of the output, as
+  // on the CPU. Split-K reduced in place or in output-type workspace rounds
+  // every partial sum to bf16/f16 (several ulps off after cancellation), so
+  // only split-K with f32 partials in the workspace, or none, is allowed.
+  uint32_t reductionSchemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  setPreference(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reductionSchemes);
   size_t elementBytes = elementSize(p.dtype);
   uint32_t alignA = alignmentOf(b_, p.batch, p.strideB * elementBytes);
   uint32_t alignB = alignmentOf(a_, p.batch, p.strideA * elementBytes);

@@ -5,8 +5,26 @@
 // #meg.init
 //===----------------------------------------------------------------------===//
 
-// expected-error @+1 {{unknown init kind 'gaussian'; expected zeros, ones, normal or uniform}}
+// expected-error @+1 {{unknown init kind 'gaussian'; expected zeros, ones, normal, uniform or copy}}
 meg.param @p : tensor<4xf32> init #meg.init<gaussian(0.02)>
+
+// -----
+
+// expected-error @+1 {{'meg.param' op is initialised as a copy of @missing, which is not a meg.param}}
+meg.param @p : tensor<4xf32> init #meg.init<copy(@missing)>
+
+// -----
+
+meg.param @w : tensor<4x2xbf16> init #meg.init<ones>
+// expected-error @+1 {{'meg.param' op is initialised as a copy of @w of shape [4, 2], but has shape [4]}}
+meg.param @p : tensor<4xf32> init #meg.init<copy(@w)>
+
+// -----
+
+meg.param @w : tensor<4xbf16> init #meg.init<ones>
+meg.param @m : tensor<4xf32> init #meg.init<copy(@w)>
+// expected-error @+1 {{'meg.param' op copies @m, which is itself a copy}}
+meg.param @p : tensor<4xf32> init #meg.init<copy(@m)>
 
 // -----
 

@@ -36,12 +36,14 @@ meg.submesh @quoted["axis 0"]
 // CHECK: meg.param frozen @model.norm.weight : tensor<64xbf16> init #meg.init<ones>{{$}}
 // CHECK: meg.param @model.norm.bias : tensor<64xf32> init #meg.init<zeros>{{$}}
 // CHECK: meg.param @lm_head.weight : tensor<128x64xf32> init #meg.init<uniform(0.125)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], dim = 0>{{$}}
+// CHECK: meg.param state @optimizer.main_param.lm_head.weight : tensor<128x64xf32> init #meg.init<copy(@lm_head.weight)>{{$}}
 // CHECK: meg.param frozen @frozen.sharded : tensor<8x64xf16> init #meg.init<normal(0.001)> sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], dim = 1>{{$}}
 meg.param @model.embed_tokens.weight : tensor<128x64xbf16> init #meg.init<normal(0.02)>
 meg.param frozen @model.norm.weight : tensor<64xbf16> init #meg.init<ones>
 meg.param @model.norm.bias : tensor<64xf32> init #meg.init<zeros>
 meg.param @lm_head.weight : tensor<128x64xf32> init #meg.init<uniform(0.125)>
     sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], dim = 0>
+meg.param state @optimizer.main_param.lm_head.weight : tensor<128x64xf32> init #meg.init<copy(@lm_head.weight)>
 meg.param frozen @frozen.sharded : tensor<8x64xf16> init #meg.init<normal(1.0e-3)>
     sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], dim = 1>
 
@@ -267,16 +269,17 @@ func.func @grads(%dy: tensor<2x16x64xf32>, %ids: tensor<2x16xi32>,
 }
 
 // The config attribute of meg.adamw is written in full inside `config(...)`;
-// gradient and moment dtypes follow the module's precision policy
-// (main_grads = f32, exp_avg = f32, exp_avg_sq = f16).
+// parameter, gradient and moment dtypes follow the module's precision
+// policy (main_params = f32, main_grads = f32, exp_avg = f32,
+// exp_avg_sq = f16).
 // CHECK-LABEL: func.func @optimizer
-func.func @optimizer(%p: tensor<8x4xbf16>, %g: tensor<8x4xf32>,
+func.func @optimizer(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>,
                      %m: tensor<8x4xf32>, %v: tensor<8x4xf16>,
                      %step: tensor<i64>) {
-  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} config(#meg.adamw<lr = 0.001, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>) : tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf16>, tensor<i64>
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} config(#meg.adamw<lr = 0.001, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>) : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf16>, tensor<i64>
   %0:3 = meg.adamw %p, %g, %m, %v, %step
       config(#meg.adamw<lr = 1.0e-3, beta1 = 0.0, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>)
-      : tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf16>,
+      : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf16>,
         tensor<i64>
   return
 }

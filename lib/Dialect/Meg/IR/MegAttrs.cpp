@@ -73,10 +73,19 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   std::optional<InitKind> kind = symbolizeInitKind(keyword);
   if (!kind) {
     parser.emitError(loc) << "unknown init kind '" << keyword
-                          << "'; expected zeros, ones, normal or uniform";
+                          << "'; expected zeros, ones, normal, uniform or "
+                             "copy";
     return {};
   }
   double scale = 0.0;
+  FlatSymbolRefAttr source;
+  if (*kind == InitKind::copy) {
+    if (parser.parseLParen() || parser.parseAttribute(source) ||
+        parser.parseRParen() || parser.parseGreater())
+      return {};
+    return parser.getChecked<InitAttr>(loc, parser.getContext(), *kind,
+                                      APFloat(0.0), source);
+  }
   if (*kind == InitKind::normal || *kind == InitKind::uniform) {
     FailureOr<double> value;
     if (parser.parseLParen() || failed(value = parseF64(parser)) ||
@@ -87,7 +96,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   if (parser.parseGreater())
     return {};
   return parser.getChecked<InitAttr>(loc, parser.getContext(), *kind,
-                                    APFloat(scale));
+                                    APFloat(scale), FlatSymbolRefAttr());
 }
 
 void InitAttr::print(AsmPrinter &printer) const {
@@ -97,11 +106,17 @@ void InitAttr::print(AsmPrinter &printer) const {
     printF64(printer, getScale().convertToDouble());
     printer << ')';
   }
+  if (getKind() == InitKind::copy)
+    printer << '(' << getSource() << ')';
   printer << '>';
 }
 
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               InitKind kind, APFloat scaleValue) {
+                               InitKind kind, APFloat scaleValue,
+                               FlatSymbolRefAttr source) {
+  if ((kind == InitKind::copy) != static_cast<bool>(source))
+    return emitError() << (source ? "only init kind copy names a source"
+                                  : "init kind copy needs a source parameter");
   double scale = scaleValue.convertToDouble();
   bool hasScale = kind == InitKind::normal || kind == InitKind::uniform;
   if (hasScale && !(std::isfinite(scale) && scale >= 0.0))

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ShapeUtils.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -29,6 +30,21 @@ LogicalResult ParamOp::verify() {
 }
 
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (FlatSymbolRefAttr source = getInit().getSource()) {
+    auto from = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, source);
+    if (!from)
+      return emitOpError() << "is initialised as a copy of " << source
+                           << ", which is not a meg.param";
+    if (from.getTensorType().getShape() != getTensorType().getShape())
+      return emitOpError() << "is initialised as a copy of " << source
+                           << " of shape "
+                           << formatShape(from.getTensorType().getShape())
+                           << ", but has shape "
+                           << formatShape(getTensorType().getShape());
+    if (from.getInit().getSource())
+      return emitOpError() << "copies " << source
+                           << ", which is itself a copy";
+  }
   ShardingAttr sharding = getShardingAttr();
   if (!sharding)
     return success();

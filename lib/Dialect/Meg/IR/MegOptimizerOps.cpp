@@ -31,8 +31,9 @@ LogicalResult AdamWOp::verify() {
   if (!policy)
     return success();
   for (auto [name, value, want] :
-       {std::tuple<StringRef, Value, Type>{"gradient", getGrad(),
-                                           policy.getMainGrads()},
+       {std::tuple<StringRef, Value, Type>{"parameter", getParam(),
+                                           policy.getMainParams()},
+        {"gradient", getGrad(), policy.getMainGrads()},
         {"exp_avg", getExpAvg(), policy.getExpAvg()},
         {"exp_avg_sq", getExpAvgSq(), policy.getExpAvgSq()}}) {
     Type element = cast<RankedTensorType>(value.getType()).getElementType();

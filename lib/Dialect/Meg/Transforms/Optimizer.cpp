@@ -50,15 +50,16 @@ struct MegOptimizerPass
       return signalPassFailure();
   }
 
-  /// Declares a zero-initialised state parameter before the functions.
+  /// Declares a state parameter before the functions, zero-initialised
+  /// unless `init` says otherwise.
   void declareState(OpBuilder &builder, ModuleOp module, StringRef stateName,
-                    RankedTensorType type) {
+                    RankedTensorType type, InitAttr init = {}) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(*module.getOps<func::FuncOp>().begin());
+    if (!init)
+      init = InitAttr::get(builder.getContext(), InitKind::zeros, APFloat(0.0));
     ParamOp::create(builder, module.getLoc(), builder.getStringAttr(stateName),
-                    TypeAttr::get(type),
-                    InitAttr::get(builder.getContext(), InitKind::zeros,
-                                  APFloat(0.0)),
+                    TypeAttr::get(type), init,
                     /*frozen=*/nullptr, builder.getUnitAttr(),
                     /*sharding=*/nullptr);
   }
@@ -111,11 +112,30 @@ struct MegOptimizerPass
       std::string expAvgSq = ("optimizer.exp_avg_sq." + paramName).str();
       declareState(builder, module, expAvg, expAvgType);
       declareState(builder, module, expAvgSq, expAvgSqType);
+      // Separate master weights: the optimizer updates a copy in the
+      // policy's main_params dtype, and the model weight is its rounding.
+      std::string master = paramName.str();
+      RankedTensorType masterType = type;
+      if (policy && policy.getMainParams() != type.getElementType()) {
+        master = ("optimizer.main_param." + paramName).str();
+        masterType = type.clone(policy.getMainParams());
+        declareState(builder, module, master, masterType,
+                     InitAttr::get(builder.getContext(), InitKind::copy,
+                                   APFloat(0.0),
+                                   FlatSymbolRefAttr::get(param)));
+      }
       auto update = AdamWOp::create(
-          builder, loc, read(paramName, type), value,
+          builder, loc, read(master, masterType), value,
           read(expAvg, expAvgType), read(expAvgSq, expAvgSqType), stepIndex,
           config);
-      stores.push_back({paramName.str(), update.getNewParam()});
+      if (master != paramName) {
+        stores.push_back({master, update.getNewParam()});
+        stores.push_back({paramName.str(),
+                          CastOp::create(builder, loc, type,
+                                         update.getNewParam())});
+      } else {
+        stores.push_back({paramName.str(), update.getNewParam()});
+      }
       stores.push_back({expAvg, update.getNewExpAvg()});
       stores.push_back({expAvgSq, update.getNewExpAvgSq()});
     }

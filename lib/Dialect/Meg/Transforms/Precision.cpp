@@ -49,13 +49,14 @@ struct MegPrecisionPass
       if (!param)
         continue;
       Type paramType = param.getTensorType().getElementType();
-      if (policy.getMainParams() != paramType) {
+      // Master weights must hold every model weight exactly.
+      if (policy.getMainParams() != paramType &&
+          !policy.getMainParams().isF32()) {
         mlir::emitError(param.getLoc())
-            << "meg-precision: the policy keeps main parameters "
-                            "in "
-            << policy.getMainParams() << " but parameter @" << paramName
-            << " is " << paramType
-            << "; separate master weights are not supported yet";
+            << "meg-precision: the policy keeps main parameters in "
+            << policy.getMainParams() << ", which cannot hold parameter @"
+            << paramName << " (" << paramType
+            << ") exactly; use the parameter's dtype or f32";
         return signalPassFailure();
       }
       auto type = cast<RankedTensorType>(operand.get().getType());

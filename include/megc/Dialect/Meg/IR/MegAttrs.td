@@ -77,7 +77,8 @@ def Meg_InitKind : I32EnumAttr<"InitKind", "parameter initialisation", [
     I32EnumAttrCase<"zeros", 0>,
     I32EnumAttrCase<"ones", 1>,
     I32EnumAttrCase<"normal", 2>,
-    I32EnumAttrCase<"uniform", 3>]> {
+    I32EnumAttrCase<"uniform", 3>,
+    I32EnumAttrCase<"copy", 4>]> {
   let cppNamespace = "::mlir::meg";
   let genSpecializedAttr = 0;
 }
@@ -100,16 +101,26 @@ def Meg_F64Parameter : APFloatParameter<"a 64-bit float"> {
 def Meg_InitAttr : Meg_Attr<"Init", "init"> {
   let summary = "How a parameter is initialised";
   let description = [{
-    `zeros`, `ones`, `normal(std)` (mean 0) or `uniform(bound)` (in
-    [-bound, bound]). The runtime draws from a seeded generator.
+    `zeros`, `ones`, `normal(std)` (mean 0), `uniform(bound)` (in
+    [-bound, bound]) or `copy(@param)`: the value of another parameter of
+    the same shape, converted to this one's element type (the f32 master
+    copy of a bf16 weight). The runtime draws from a seeded generator, and
+    re-derives copies whenever the model weights are set or loaded.
 
     ```mlir
     #meg.init<normal(0.02)>
     #meg.init<ones>
+    #meg.init<copy(@model.layers.0.mlp.up_proj.weight)>
     ```
   }];
   let parameters = (ins "::mlir::meg::InitKind":$kind,
-                        Meg_F64Parameter:$scale);
+                        Meg_F64Parameter:$scale,
+                        OptionalParameter<"::mlir::FlatSymbolRefAttr">:$source);
+  let builders = [
+    AttrBuilder<(ins "::mlir::meg::InitKind":$kind, "::llvm::APFloat":$scale), [{
+      return $_get($_ctxt, kind, scale, ::mlir::FlatSymbolRefAttr());
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

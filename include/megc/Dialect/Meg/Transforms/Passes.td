@@ -218,9 +218,11 @@ def MegPrecision : Pass<"meg-precision", "::mlir::ModuleOp"> {
     `grad.<parameter>` result, produced in the compute dtype, is cast to
     `main_grads` where (and only where) the two differ, so that the
     optimizer consumes gradients in the dtype the policy names. Without a
-    policy the pass changes nothing. A policy this compiler cannot hold yet
-    (`main_params` other than the parameter dtype, i.e. separate master
-    weights) is an error naming the parameter.
+    policy the pass changes nothing. A policy that cannot hold (master
+    weights `main_params` that cannot represent a parameter exactly: other
+    than its dtype and not f32) is an error naming the parameter; the
+    AdamW verifier rejects an update whose parameter, gradient or moments
+    disagree with the policy.
 
     ```mlir
     // policy: param = bf16, main_grads = f32
@@ -245,8 +247,12 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
     persistent `state` parameters: `optimizer.exp_avg.<p>` and
     `optimizer.exp_avg_sq.<p>` (zeros, in the policy's `exp_avg` /
     `exp_avg_sq` dtypes, f32 without a policy) and `optimizer.step` (an f32
-    scalar counting steps, exact up to 2^24). Parameters and state are
-    written with `meg.param_store` after all reads.
+    scalar counting steps, exact up to 2^24). When the policy keeps main
+    parameters in another dtype than a weight (bf16 weights, f32 master
+    weights), the update works on the state `optimizer.main_param.<p>`
+    (initialised as `#meg.init<copy(@p)>`) and the weight is stored as its
+    rounding. Parameters and state are written with `meg.param_store` after
+    all reads.
 
     ```mlir
     %s1 = meg.add %step, %one : tensor<f32>, tensor<f32>

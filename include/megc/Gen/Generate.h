@@ -1,0 +1,60 @@
+//===- Generate.h - a preset from `megc gen` settings -----------*- C++ -*-===//
+//
+// The settings of `megc gen` as a struct, shared by the driver and the
+// Python bindings: which flags apply to which preset, the AdamW
+// configuration, the precision policy and frozen parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_GEN_GENERATE_H
+#define MEGC_GEN_GENERATE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace megc::gen {
+
+/// One field per `megc gen` flag; a field left unset keeps the preset's
+/// default, and a set one that does not apply to the preset is an error.
+/// Errors name the flags as the driver spells them (`--kv-heads`).
+struct GenOptions {
+  /// `llama`, `mmdit` or `flux`.
+  std::string preset;
+  std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab, seq,
+      textSeq, batch, inChannels, contextDim;
+  /// `f32`, `bf16` or `f16`.
+  std::optional<std::string> dtype;
+  std::optional<bool> rotaryInterleaved;
+  std::optional<double> rotaryPercent, ropeTheta, normEps;
+
+  /// Adds the AdamW configuration; the settings below need it, except
+  /// `frozen`.
+  bool train = false;
+  std::optional<double> learningRate, weightDecay, adamEps;
+  /// `B1,B2`, as the flag takes it.
+  std::optional<std::string> betas;
+  /// KEY=DTYPE pairs in the order given, over param, main_params,
+  /// main_grads, grad_reduce, exp_avg and exp_avg_sq; keys not given default
+  /// to the model dtype for `param` and f32 for the rest.
+  std::optional<std::vector<std::pair<std::string, std::string>>> precision;
+  /// Freezes the parameters whose names match this regular expression.
+  std::optional<std::string> frozen;
+};
+
+/// Builds the preset with its training settings. Besides the returned
+/// error, invalid optimizer or precision settings are diagnosed through the
+/// context's diagnostic engine first.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+generateModel(mlir::MLIRContext &context, const GenOptions &options);
+
+} // namespace megc::gen
+
+#endif // MEGC_GEN_GENERATE_H

@@ -1,0 +1,216 @@
+//===- Generate.cpp - a preset from `megc gen` settings ----------------===//
+//
+// Checks which settings apply to the chosen preset, builds the model, then
+// adds the AdamW configuration, the precision policy and frozen parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Gen/Generate.h"
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Gen/Presets.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Regex.h"
+
+using namespace llvm;
+
+namespace megc::gen {
+
+namespace {
+Error genError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// A setting by its flag name, and whether it was given.
+struct Setting {
+  StringRef flag;
+  bool given;
+};
+
+/// Fails naming the first of `settings` that was given for `presetName`.
+Error rejectSettings(StringRef presetName, ArrayRef<Setting> settings) {
+  for (const Setting &setting : settings)
+    if (setting.given)
+      return genError("--" + setting.flag + " does not apply to the " +
+                      presetName + " preset");
+  return Error::success();
+}
+
+/// Copies a setting into `target` if it was given.
+template <typename T, typename U>
+void take(const std::optional<T> &setting, U &target) {
+  if (setting)
+    target = *setting;
+}
+
+Error readDType(const GenOptions &o, DType &type) {
+  Expected<DType> parsed = parseDType(o.dtype.value_or("f32"));
+  if (!parsed)
+    return parsed.takeError();
+  type = *parsed;
+  return Error::success();
+}
+
+void readDiT(const GenOptions &o, DiTConfig &c) {
+  take(o.layers, c.layers), take(o.hidden, c.hidden), take(o.heads, c.heads);
+  take(o.seq, c.seq), take(o.textSeq, c.textSeq), take(o.batch, c.batch);
+  take(o.inChannels, c.inChannels), take(o.contextDim, c.contextDim);
+  take(o.normEps, c.normEps);
+}
+
+void readRope(const GenOptions &o, RopeConfig &rope) {
+  rope.interleaved = o.rotaryInterleaved.value_or(false);
+  take(o.rotaryPercent, rope.percent);
+  take(o.ropeTheta, rope.theta);
+}
+
+Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context,
+                                                  const GenOptions &o) {
+  if (o.preset == "llama") {
+    if (Error error =
+            rejectSettings("llama", {{"text-seq", bool(o.textSeq)},
+                                     {"in-channels", bool(o.inChannels)},
+                                     {"context-dim", bool(o.contextDim)}}))
+      return std::move(error);
+    LlamaConfig c;
+    if (Error error = readDType(o, c.dtype))
+      return std::move(error);
+    take(o.layers, c.layers), take(o.hidden, c.hidden), take(o.heads, c.heads);
+    take(o.kvHeads, c.kvHeads), take(o.ffn, c.ffn), take(o.vocab, c.vocab);
+    take(o.seq, c.seq), take(o.batch, c.batch), take(o.normEps, c.normEps);
+    // Without --kv-heads, --heads means plain multi-head attention.
+    if (!o.kvHeads && o.heads)
+      c.kvHeads = c.heads;
+    readRope(o, c.rope);
+    return buildLlama(context, c);
+  }
+  if (o.preset == "mmdit") {
+    if (Error error = rejectSettings(
+            "mmdit", {{"kv-heads", bool(o.kvHeads)},
+                      {"ffn", bool(o.ffn)},
+                      {"vocab", bool(o.vocab)},
+                      {"rotary-interleaved", bool(o.rotaryInterleaved)},
+                      {"rotary-percent", bool(o.rotaryPercent)},
+                      {"rope-theta", bool(o.ropeTheta)}}))
+      return std::move(error);
+    MMDiTConfig c;
+    if (Error error = readDType(o, c.dtype))
+      return std::move(error);
+    readDiT(o, c);
+    return buildMMDiT(context, c);
+  }
+  if (o.preset == "flux") {
+    if (Error error = rejectSettings("flux", {{"kv-heads", bool(o.kvHeads)},
+                                              {"ffn", bool(o.ffn)},
+                                              {"vocab", bool(o.vocab)}}))
+      return std::move(error);
+    FluxConfig c;
+    if (Error error = readDType(o, c.dtype))
+      return std::move(error);
+    readDiT(o, c);
+    readRope(o, c.rope);
+    return buildFlux(context, c);
+  }
+  return genError("unknown preset '" + o.preset +
+                  "'; expected llama, mmdit or flux");
+}
+
+/// Sets `meg.precision` from the KEY=DTYPE pairs.
+Error applyPrecision(mlir::ModuleOp module,
+                     ArrayRef<std::pair<std::string, std::string>> pairs) {
+  mlir::MLIRContext *context = module.getContext();
+  mlir::Type f32 = mlir::Float32Type::get(context);
+  mlir::Type modelType = f32;
+  for (auto param : module.getOps<mlir::meg::ParamOp>()) {
+    modelType = param.getTensorType().getElementType();
+    break;
+  }
+  StringMap<mlir::Type> types = {{"param", modelType}, {"main_params", f32},
+                                 {"main_grads", f32},  {"grad_reduce", f32},
+                                 {"exp_avg", f32},     {"exp_avg_sq", f32}};
+  for (const auto &[key, value] : pairs) {
+    if (!types.count(key))
+      return genError("--precision: unknown key '" + key +
+                      "'; expected param, main_params, main_grads, "
+                      "grad_reduce, exp_avg or exp_avg_sq");
+    Expected<DType> dtype = parseDType(value);
+    if (!dtype)
+      return genError("--precision " + key + ": " +
+                      toString(dtype.takeError()));
+    types[key] = *dtype == DType::F32 ? f32
+                 : *dtype == DType::BF16
+                     ? mlir::Type(mlir::BFloat16Type::get(context))
+                     : mlir::Type(mlir::Float16Type::get(context));
+  }
+  auto policy = mlir::meg::PrecisionAttr::getChecked(
+      [&]() { return mlir::emitError(module.getLoc()); }, context,
+      types["param"], types["main_params"], types["main_grads"],
+      types["grad_reduce"], types["exp_avg"], types["exp_avg_sq"]);
+  if (!policy)
+    return genError("invalid --precision policy (see above)");
+  module->setAttr(mlir::meg::MegDialect::kPrecisionAttrName, policy);
+  return Error::success();
+}
+
+/// Adds the optimizer attribute and the precision policy, or rejects their
+/// settings without `train`.
+Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
+  if (!o.train) {
+    for (const Setting &setting :
+         {Setting{"lr", bool(o.learningRate)},
+          Setting{"weight-decay", bool(o.weightDecay)},
+          Setting{"betas", bool(o.betas)}, Setting{"adam-eps", bool(o.adamEps)},
+          Setting{"precision", bool(o.precision)}})
+      if (setting.given)
+        return genError("--" + setting.flag + " needs --train");
+    return Error::success();
+  }
+  std::string betas = o.betas.value_or("0.9,0.999");
+  auto [first, second] = StringRef(betas).split(',');
+  double beta1, beta2;
+  if (first.trim().getAsDouble(beta1) || second.trim().getAsDouble(beta2))
+    return genError("--betas expects B1,B2, got '" + betas + "'");
+  auto config = mlir::meg::AdamWAttr::getChecked(
+      [&]() { return mlir::emitError(module.getLoc()); }, module.getContext(),
+      APFloat(o.learningRate.value_or(1e-3)), APFloat(beta1), APFloat(beta2),
+      APFloat(o.adamEps.value_or(1e-8)), APFloat(o.weightDecay.value_or(0.0)));
+  if (!config)
+    return genError("invalid AdamW settings (see above)");
+  module->setAttr(mlir::meg::MegDialect::kOptimizerAttrName, config);
+  if (o.precision)
+    return applyPrecision(module, *o.precision);
+  return Error::success();
+}
+
+Error applyFrozen(mlir::ModuleOp module, StringRef frozen) {
+  Regex pattern(frozen);
+  std::string regexError;
+  if (!pattern.isValid(regexError))
+    return genError("--frozen '" + frozen + "': " + regexError);
+  int matched = 0;
+  for (auto param : module.getOps<mlir::meg::ParamOp>())
+    if (pattern.match(param.getSymName())) {
+      param.setFrozen(true);
+      ++matched;
+    }
+  if (matched == 0)
+    return genError("--frozen '" + frozen + "' matches no parameter");
+  return Error::success();
+}
+} // namespace
+
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+generateModel(mlir::MLIRContext &context, const GenOptions &options) {
+  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module = build(context, options);
+  if (!module)
+    return module.takeError();
+  if (Error error = applyOptimizer(**module, options))
+    return std::move(error);
+  if (options.frozen)
+    if (Error error = applyFrozen(**module, *options.frozen))
+      return std::move(error);
+  return module;
+}
+
+} // namespace megc::gen

@@ -1,0 +1,266 @@
+"""megc: compile transformer training graphs and run them with megrt.
+
+    import megc, numpy as np
+    ir = megc.gen.llama(layers=2, hidden=64, train=True)
+    artifact = megc.compile(ir, target="cpu")
+    session = megc.Session(artifact, device="cpu", params="init:3")
+    ids = np.zeros((2, 16), np.int32)
+    logits = session.run("forward", {"input_ids": ids})["logits"]
+
+Element types: f32 is float32, f16 float16, i32 int32 and i64 int64. NumPy
+has no bfloat16, so bf16 tensors are uint16 arrays holding the bits (as
+megc-run writes them); inputs may also be ml_dtypes' bfloat16 arrays or any
+DLPack tensor. `bfloat16_to_float32` and `float32_to_bfloat16` convert.
+Inputs are never converted between dtypes: an entry that takes i32 wants
+int32 arrays.
+
+Every failure of the compiler, the generator or the runtime raises
+`megc.Error`, whose message is the whole report (the compiler's diagnostics
+with their source lines, or the runtime's message naming the object, what
+was expected and what was found).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Union, overload
+
+import numpy as np
+
+from . import _megc, gen
+from ._megc import (
+    EntrySpec,
+    Error,
+    ParameterSpec,
+    Program,
+    TensorSpec,
+    supported_devices,
+)
+
+__all__ = [
+    "EntrySpec",
+    "Error",
+    "ParameterSpec",
+    "Program",
+    "Session",
+    "TensorSpec",
+    "bfloat16_to_float32",
+    "compile",
+    "float32_to_bfloat16",
+    "gen",
+    "supported_devices",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+ArtifactLike = Union[Program, bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+Parameters = Union[PathLike, Mapping[str, Any]]
+
+
+@overload
+def compile(
+    source: str | os.PathLike[str],
+    *,
+    target: str | Sequence[str] = ...,
+    cuda_arch: str = ...,
+    emit: Literal["artifact"] = ...,
+    no_fuse: bool = ...,
+    no_fuse_rope: bool = ...,
+    cuda_graphs: Literal["none", "step", "layer"] = ...,
+    share_io_buffers: bool = ...,
+) -> bytes: ...
+@overload
+def compile(
+    source: str | os.PathLike[str],
+    *,
+    target: str | Sequence[str] = ...,
+    cuda_arch: str = ...,
+    emit: Literal["mlir", "megrt", "ptx"],
+    no_fuse: bool = ...,
+    no_fuse_rope: bool = ...,
+    cuda_graphs: Literal["none", "step", "layer"] = ...,
+    share_io_buffers: bool = ...,
+) -> str: ...
+def compile(
+    source: str | os.PathLike[str],
+    *,
+    target: str | Sequence[str] = "cpu",
+    cuda_arch: str = "sm_90",
+    emit: str = "artifact",
+    no_fuse: bool = False,
+    no_fuse_rope: bool = False,
+    cuda_graphs: str = "none",
+    share_io_buffers: bool = False,
+) -> bytes | str:
+    """Compiles a model as `megc model.mlir` does.
+
+    `source` is meg IR text, or a path (`pathlib.Path`) to a file of it.
+    The options are the driver's flags: `target` ("cpu", "cuda", "cpu,cuda"
+    or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
+    bytes; "mlir", "megrt" and "ptx" return text), `no_fuse`,
+    `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer") and
+    `share_io_buffers`. Raises megc.Error with the diagnostics; warnings
+    become Python warnings.
+    """
+    if isinstance(source, os.PathLike):
+        name = os.fspath(source)
+        with open(name, encoding="utf-8") as file:
+            text = file.read()
+    else:
+        name, text = "<string>", source
+    targets = target.split(",") if isinstance(target, str) else list(target)
+    return _megc.compile(
+        text,
+        name,
+        targets,
+        cuda_arch,
+        emit,
+        no_fuse,
+        no_fuse_rope,
+        cuda_graphs,
+        share_io_buffers,
+    )
+
+
+def _as_program(program: ArtifactLike) -> Program:
+    if isinstance(program, Program):
+        return program
+    if isinstance(program, (bytes, bytearray, memoryview)):
+        return Program.from_bytes(bytes(program))
+    if isinstance(program, (str, os.PathLike)):
+        return Program.load(os.fspath(program))
+    raise TypeError(
+        f"expected a megc.Program, artifact bytes or a path, got {type(program).__name__}"
+    )
+
+
+def _as_array(value: Any) -> Any:
+    """What the native module takes: a C-contiguous NumPy array, or a DLPack
+    tensor as it is (which may be bfloat16, unknown to NumPy)."""
+    if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
+        return value
+    # Not ascontiguousarray: it turns scalars into 1-d arrays.
+    array = np.asarray(value, order="C")
+    if array.dtype.name == "bfloat16":
+        return array.view(np.uint16)
+    return array
+
+
+def _init_seed(params: str) -> int | None:
+    """The seed of "init" or "init:SEED", or None for anything else."""
+    if params == "init":
+        return 0
+    if not params.startswith("init:"):
+        return None
+    seed = params[len("init:") :]
+    if not seed.isdigit():
+        raise ValueError(
+            f"params {params!r}: expected init:SEED with a non-negative integer seed"
+        )
+    return int(seed)
+
+
+class Session:
+    """Runs the entries of a program on a device and owns its parameters.
+
+    `program` is a megc.Program, artifact bytes (what megc.compile returns)
+    or the path of a .megc file. `device` is "cpu", or "cuda" / "cuda:N"
+    where supported (see supported_devices()). `params` is "init" or
+    "init:SEED" (the parameters' init specs with that seed), the path of a
+    safetensors file, or a dict of arrays by parameter name; the file or
+    dict must hold every model weight (see load_params).
+    """
+
+    def __init__(
+        self,
+        program: ArtifactLike,
+        *,
+        device: str = "cpu",
+        params: Parameters = "init",
+        allow_extra_params: bool = False,
+    ) -> None:
+        seed = _init_seed(params) if isinstance(params, str) else None
+        self._native = _megc.Session(_as_program(program), device, seed or 0)
+        if seed is None:
+            self.load_params(params, allow_extra=allow_extra_params)
+
+    @property
+    def program(self) -> Program:
+        return self._native.program
+
+    def run(
+        self, entry: str, inputs: Mapping[str, Any] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Runs one entry. `inputs` must hold exactly the entry's inputs with
+        their dtypes and shapes; returns every output by name."""
+        arrays = {name: _as_array(value) for name, value in (inputs or {}).items()}
+        return self._native.run(entry, arrays)
+
+    def init_params(self, seed: int = 0) -> None:
+        """Reinitialises every parameter (training state included) from its
+        init spec; bit-identical to megc-run --params init:SEED."""
+        self._native.init_parameters(seed)
+
+    def load_params(self, source: Parameters, *, allow_extra: bool = False) -> None:
+        """Sets every model weight from a safetensors file or a dict of arrays;
+        training state keeps its values. A missing weight, a dtype or shape
+        mismatch or (unless allow_extra) a name that is not a parameter
+        raises megc.Error, and then nothing has changed."""
+        if isinstance(source, Mapping):
+            self._native.load_dict(
+                {name: _as_array(value) for name, value in source.items()},
+                allow_extra,
+                False,
+            )
+        else:
+            self._native.load_parameters(os.fspath(source), allow_extra)
+
+    def save_params(self, path: PathLike) -> None:
+        """Writes the model weights as safetensors."""
+        self._native.save_parameters(os.fspath(path))
+
+    def load_state(self, source: Parameters) -> None:
+        """Sets the full training state (weights, optimizer moments, step
+        count) from a file written by save_state or a dict from state()."""
+        if isinstance(source, Mapping):
+            self._native.load_dict(
+                {name: _as_array(value) for name, value in source.items()},
+                False,
+                True,
+            )
+        else:
+            self._native.load_state(os.fspath(source))
+
+    def save_state(self, path: PathLike) -> None:
+        """Writes the full training state as safetensors."""
+        self._native.save_state(os.fspath(path))
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """Copies of the model weights by name (what save_params writes)."""
+        return self._native.parameters(False)
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Copies of every parameter, training state included."""
+        return self._native.parameters(True)
+
+    def parameter(self, name: str) -> np.ndarray:
+        """A copy of one parameter (a weight or training state)."""
+        return self._native.parameter(name)
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        """`value` must have the parameter's dtype and shape."""
+        self._native.set_parameter(name, _as_array(value))
+
+
+def bfloat16_to_float32(bits: Any) -> np.ndarray:
+    """The values of bf16 bits (uint16), exactly."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def float32_to_bfloat16(values: Any) -> np.ndarray:
+    """bf16 bits (uint16) of float32 values, rounded to nearest even as the
+    runtime rounds; NaN stays NaN."""
+    bits = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)

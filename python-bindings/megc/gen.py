@@ -1,0 +1,110 @@
+"""Model presets as meg IR, as `megc gen` writes them.
+
+Each keyword is the flag of the same name (`kv_heads` is `--kv-heads`);
+one left as None keeps the preset's default. `betas` is a pair and
+`precision` a dict such as {"main_grads": "f32", "exp_avg": "bf16"}. Errors
+raise megc.Error and name the flags as the driver spells them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import _megc
+
+__all__ = ["flux", "llama", "mmdit"]
+
+
+def _generate(preset: str, settings: dict[str, Any]) -> str:
+    given = {key: value for key, value in settings.items() if value is not None}
+    if "betas" in given:
+        beta1, beta2 = given["betas"]
+        given["betas"] = f"{float(beta1)!r},{float(beta2)!r}"
+    if "precision" in given:
+        policy: Mapping[str, str] = given["precision"]
+        given["precision"] = list(policy.items())
+    return _megc.generate(preset, given)
+
+
+def llama(
+    *,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    ffn: int | None = None,
+    vocab: int | None = None,
+    seq: int | None = None,
+    batch: int | None = None,
+    dtype: str | None = None,
+    rotary_interleaved: bool | None = None,
+    rotary_percent: float | None = None,
+    rope_theta: float | None = None,
+    norm_eps: float | None = None,
+    train: bool = False,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    betas: tuple[float, float] | None = None,
+    adam_eps: float | None = None,
+    precision: Mapping[str, str] | None = None,
+    frozen: str | None = None,
+) -> str:
+    """A Llama decoder with Hugging Face names: `forward(input_ids) ->
+    logits` and `loss(input_ids, labels) -> loss`; with `train`, megc
+    compiles `grad` and `train_step` too."""
+    return _generate("llama", locals())
+
+
+def mmdit(
+    *,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    seq: int | None = None,
+    text_seq: int | None = None,
+    batch: int | None = None,
+    in_channels: int | None = None,
+    context_dim: int | None = None,
+    dtype: str | None = None,
+    norm_eps: float | None = None,
+    train: bool = False,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    betas: tuple[float, float] | None = None,
+    adam_eps: float | None = None,
+    precision: Mapping[str, str] | None = None,
+    frozen: str | None = None,
+) -> str:
+    """Joint text/image blocks (diffusers SD3Transformer2DModel names):
+    `forward(latents, context, conditioning) -> prediction` and `loss(...,
+    target) -> loss`."""
+    return _generate("mmdit", locals())
+
+
+def flux(
+    *,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    seq: int | None = None,
+    text_seq: int | None = None,
+    batch: int | None = None,
+    in_channels: int | None = None,
+    context_dim: int | None = None,
+    dtype: str | None = None,
+    rotary_interleaved: bool | None = None,
+    rotary_percent: float | None = None,
+    rope_theta: float | None = None,
+    norm_eps: float | None = None,
+    train: bool = False,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    betas: tuple[float, float] | None = None,
+    adam_eps: float | None = None,
+    precision: Mapping[str, str] | None = None,
+    frozen: str | None = None,
+) -> str:
+    """Single-stream blocks with parallel attention and MLP and RoPE
+    (diffusers FluxSingleTransformerBlock names), with mmdit's entries."""
+    return _generate("flux", locals())

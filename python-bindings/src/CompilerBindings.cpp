@@ -1,0 +1,250 @@
+// megc.compile and the preset generator: the driver's library calls
+// (megc/Compiler/CompilePipeline.h, megc/Gen/Generate.h) with their
+// diagnostics and LLVM's fatal errors turned into megc.Error.
+#include "Bindings.h"
+
+#include "megc/Compiler/CompilePipeline.h"
+#include "megc/Gen/Generate.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <mutex>
+
+namespace nb = nanobind;
+
+namespace megc::python {
+namespace {
+
+/// LLVM's fatal error handler belongs to the process: one compiler call at
+/// a time.
+std::mutex compilerMutex;
+
+/// LLVM exits the process after a fatal error unless the handler leaves by
+/// throwing. LLVM is built without exceptions, so the frames this unwinds
+/// release nothing: the failed call leaks what it held, which beats ending
+/// the interpreter. Reachable through user input, e.g. a --cuda-arch whose
+/// PTX version NVPTX rejects.
+[[noreturn]] void throwFatalError(void *, const char *reason, bool) {
+  throw CompilerError(std::string("LLVM ERROR: ") + reason);
+}
+
+/// What every compiler call runs under: the lock, the fatal error handler,
+/// a single-threaded context (a throw from a worker thread would terminate
+/// the process) and the diagnostics, printed as the driver prints them.
+class CompilerCall {
+public:
+  explicit CompilerCall(const mlir::DialectRegistry &registry)
+      : lock(compilerMutex), fatalErrors(throwFatalError),
+        context(registry, mlir::MLIRContext::Threading::DISABLED), stream(text),
+        printer(sourceMgr, &context, stream),
+        severities(&context, [this](mlir::Diagnostic &diagnostic) {
+          warned |=
+              diagnostic.getSeverity() == mlir::DiagnosticSeverity::Warning;
+          // Not handled here: the printer below prints it.
+          return mlir::failure();
+        }) {}
+
+  mlir::MLIRContext &getContext() { return context; }
+  llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
+
+  /// The diagnostics so far, then `message` if not empty.
+  std::string report(const std::string &message = "") {
+    std::string all = text;
+    if (!message.empty())
+      all += message;
+    while (!all.empty() && all.back() == '\n')
+      all.pop_back();
+    return all.empty() ? "failed without a diagnostic" : all;
+  }
+
+  /// Warnings (and the notes that go with them) of a call that succeeded.
+  std::optional<std::string> warnings() {
+    if (!warned)
+      return std::nullopt;
+    return report();
+  }
+
+private:
+  std::lock_guard<std::mutex> lock;
+  llvm::ScopedFatalErrorHandler fatalErrors;
+  mlir::MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  std::string text;
+  llvm::raw_string_ostream stream;
+  mlir::SourceMgrDiagnosticHandler printer;
+  mlir::ScopedDiagnosticHandler severities;
+  bool warned = false;
+};
+
+/// Issues the compiler's warnings as Python warnings; needs the GIL.
+void warn(const std::optional<std::string> &warnings) {
+  if (warnings && PyErr_WarnEx(PyExc_UserWarning, warnings->c_str(), 1) < 0)
+    throw nb::python_error();
+}
+
+nb::object compile(const std::string &source, const std::string &sourceName,
+                   const CompileOptions &options) {
+  if (llvm::Error error = verifyCompileOptions(options))
+    throw CompilerError(llvm::toString(std::move(error)));
+  static std::once_flag registered;
+  std::call_once(registered, registerCompilerPasses);
+  mlir::DialectRegistry registry;
+  registerCompilerDialects(registry);
+
+  std::string result;
+  std::optional<std::string> warnings;
+  {
+    nb::gil_scoped_release release;
+    CompilerCall call(registry);
+    call.getContext().loadAllAvailableDialects();
+    call.getSourceMgr().AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(source, sourceName),
+        llvm::SMLoc());
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceFile<mlir::ModuleOp>(call.getSourceMgr(),
+                                              &call.getContext());
+    if (!module)
+      throw CompilerError(call.report());
+    mlir::FailureOr<std::string> compiled = compileModule(*module, options);
+    if (failed(compiled))
+      throw CompilerError(call.report());
+    result = std::move(*compiled);
+    warnings = call.warnings();
+  }
+  warn(warnings);
+  if (options.emit == "artifact")
+    return nb::bytes(result.data(), result.size());
+  return nb::str(result.data(), result.size());
+}
+
+/// A setting of megc.gen by its keyword, and where it goes in GenOptions.
+template <typename T> struct Setting {
+  const char *keyword;
+  T gen::GenOptions::*field;
+};
+
+const Setting<std::optional<int64_t>> kIntSettings[] = {
+    {"layers", &gen::GenOptions::layers},
+    {"hidden", &gen::GenOptions::hidden},
+    {"heads", &gen::GenOptions::heads},
+    {"kv_heads", &gen::GenOptions::kvHeads},
+    {"ffn", &gen::GenOptions::ffn},
+    {"vocab", &gen::GenOptions::vocab},
+    {"seq", &gen::GenOptions::seq},
+    {"text_seq", &gen::GenOptions::textSeq},
+    {"batch", &gen::GenOptions::batch},
+    {"in_channels", &gen::GenOptions::inChannels},
+    {"context_dim", &gen::GenOptions::contextDim}};
+const Setting<std::optional<double>> kFloatSettings[] = {
+    {"rotary_percent", &gen::GenOptions::rotaryPercent},
+    {"rope_theta", &gen::GenOptions::ropeTheta},
+    {"norm_eps", &gen::GenOptions::normEps},
+    {"lr", &gen::GenOptions::learningRate},
+    {"weight_decay", &gen::GenOptions::weightDecay},
+    {"adam_eps", &gen::GenOptions::adamEps}};
+const Setting<std::optional<std::string>> kTextSettings[] = {
+    {"dtype", &gen::GenOptions::dtype},
+    {"betas", &gen::GenOptions::betas},
+    {"frozen", &gen::GenOptions::frozen}};
+
+/// Stores `value` in the field `keyword` names, if one of `settings` does.
+template <typename T, size_t N>
+bool store(gen::GenOptions &options, const std::string &keyword,
+           nb::handle value, const Setting<std::optional<T>> (&settings)[N]) {
+  for (const auto &setting : settings) {
+    if (keyword != setting.keyword)
+      continue;
+    T converted;
+    if (!nb::try_cast(value, converted))
+      throw nb::type_error(("megc.gen: '" + keyword + "' got " +
+                            nb::type_name(value.type()).c_str())
+                               .c_str());
+    options.*setting.field = converted;
+    return true;
+  }
+  return false;
+}
+
+gen::GenOptions genOptions(const std::string &preset, nb::dict settings) {
+  gen::GenOptions options;
+  options.preset = preset;
+  for (auto [key, value] : settings) {
+    std::string keyword = nb::cast<std::string>(key);
+    if (store(options, keyword, value, kIntSettings) ||
+        store(options, keyword, value, kFloatSettings) ||
+        store(options, keyword, value, kTextSettings))
+      continue;
+    if (keyword == "rotary_interleaved")
+      options.rotaryInterleaved = nb::cast<bool>(value);
+    else if (keyword == "train")
+      options.train = nb::cast<bool>(value);
+    else if (keyword == "precision")
+      options.precision =
+          nb::cast<std::vector<std::pair<std::string, std::string>>>(value);
+    else
+      throw nb::type_error(
+          ("megc.gen: unexpected setting '" + keyword + "'").c_str());
+  }
+  return options;
+}
+
+std::string generate(const std::string &preset, nb::dict settings) {
+  gen::GenOptions options = genOptions(preset, settings);
+  nb::gil_scoped_release release;
+  CompilerCall call((mlir::DialectRegistry()));
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+      gen::generateModel(call.getContext(), options);
+  if (!module)
+    throw CompilerError(call.report(llvm::toString(module.takeError())));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (**module)->print(os);
+  os << "\n";
+  return text;
+}
+
+} // namespace
+
+void bindCompiler(nb::module_ &m) {
+  m.def(
+      "compile",
+      [](const std::string &source, const std::string &sourceName,
+         const std::vector<std::string> &targets, const std::string &cudaArch,
+         const std::string &emit, bool noFuse, bool noFuseRope,
+         const std::string &cudaGraphs, bool shareIoBuffers) {
+        CompileOptions options;
+        options.targets = targets;
+        options.cudaArch = cudaArch;
+        options.emit = emit;
+        options.noFuse = noFuse;
+        options.noFuseRope = noFuseRope;
+        options.cudaGraphs = cudaGraphs;
+        options.shareIoBuffers = shareIoBuffers;
+        return compile(source, sourceName, options);
+      },
+      nb::arg("source"), nb::arg("source_name"), nb::arg("targets"),
+      nb::arg("cuda_arch"), nb::arg("emit"), nb::arg("no_fuse"),
+      nb::arg("no_fuse_rope"), nb::arg("cuda_graphs"),
+      nb::arg("share_io_buffers"),
+      nb::sig("def compile(source: str, source_name: str, targets: "
+              "collections.abc.Sequence[str], cuda_arch: str, emit: str, "
+              "no_fuse: bool, no_fuse_rope: bool, cuda_graphs: str, "
+              "share_io_buffers: bool) -> bytes | str"),
+      "Compiles meg IR text as `megc` does; see megc.compile.");
+  m.def("generate", &generate, nb::arg("preset"), nb::arg("settings"),
+        nb::sig("def generate(preset: str, settings: dict[str, object]) -> "
+                "str"),
+        "Writes a preset as meg IR as `megc gen` does; see megc.gen.");
+}
+
+} // namespace megc::python

@@ -1,0 +1,118 @@
+"""Parameters and training state to and from dicts of arrays and
+safetensors files, and the Program a Session runs."""
+
+import numpy as np
+import pytest
+
+import megc
+from helpers import assert_bitwise
+
+
+def test_program_describes_the_artifact(llama_artifact):
+    program = megc.Program.from_bytes(llama_artifact)
+    assert program.to_bytes() == llama_artifact
+    assert [e.name for e in program.entries] == [
+        "forward", "loss", "grad", "train_step"]
+    forward = program.entries[0]
+    assert [(t.name, t.dtype, t.shape) for t in forward.inputs] == [
+        ("input_ids", "i32", (2, 16))]
+    weights = [p for p in program.parameters if not p.state]
+    assert weights[0].name == "model.embed_tokens.weight"
+    assert weights[0].shape == (256, 64) and weights[0].trainable
+    assert any(p.state for p in program.parameters)
+    assert program.has_cpu_module
+    assert "cpu" in megc.supported_devices()
+
+
+def test_dict_round_trip(llama_artifact, batch):
+    first = megc.Session(llama_artifact, params="init:5")
+    params = first.parameters()
+    program = megc.Program.from_bytes(llama_artifact)
+    assert sorted(params) == sorted(p.name for p in program.parameters
+                                    if not p.state)
+    second = megc.Session(program, params=params)
+    for name, value in second.parameters().items():
+        assert_bitwise(value, params[name])
+    inputs = {"input_ids": batch["input_ids"]}
+    assert_bitwise(second.run("forward", inputs)["logits"],
+                   first.run("forward", inputs)["logits"])
+
+
+def test_state_round_trip_continues_training(llama_artifact, batch, tmp_path):
+    trained = megc.Session(llama_artifact, params="init:2")
+    trained.run("train_step", batch)
+    state = trained.state()
+    trained.save_state(tmp_path / "state.safetensors")
+    from_dict = megc.Session(llama_artifact)
+    from_dict.load_state(state)
+    from_file = megc.Session(llama_artifact)
+    from_file.load_state(tmp_path / "state.safetensors")
+    want = trained.run("train_step", batch)["loss"]
+    assert_bitwise(from_dict.run("train_step", batch)["loss"], want)
+    assert_bitwise(from_file.run("train_step", batch)["loss"], want)
+
+
+def test_params_file_round_trip(llama_artifact, tmp_path):
+    first = megc.Session(llama_artifact, params="init:7")
+    first.save_params(tmp_path / "p.safetensors")
+    second = megc.Session(llama_artifact, params=str(tmp_path / "p.safetensors"))
+    for name, value in first.parameters().items():
+        assert_bitwise(second.parameter(name), value)
+    second.init_params(0)
+    assert not np.array_equal(second.parameter("lm_head.weight"),
+                              first.parameter("lm_head.weight"))
+
+
+def test_bad_dicts_raise_and_change_nothing(llama_artifact):
+    session = megc.Session(llama_artifact, params="init:1")
+    params = session.parameters()
+    before = session.parameter("model.norm.weight")
+
+    missing = dict(params)
+    del missing["model.norm.weight"]
+    with pytest.raises(megc.Error, match="missing parameter 'model.norm.weight'"):
+        session.load_params(missing)
+
+    wrong = dict(params, **{"model.norm.weight": np.zeros(64)})
+    with pytest.raises(megc.Error, match="element type float64"):
+        session.load_params(wrong)
+
+    shaped = dict(params, **{"model.norm.weight": np.zeros(65, np.float32)})
+    with pytest.raises(megc.Error, match=r"is f32\[65\], expected f32\[64\]"):
+        session.load_params(shaped)
+
+    extra = dict(params, bogus=np.zeros(1, np.float32))
+    with pytest.raises(megc.Error, match="'bogus' is not a parameter"):
+        session.load_params(extra)
+    assert_bitwise(session.parameter("model.norm.weight"), before)
+    session.load_params(extra, allow_extra=True)
+
+
+def test_set_parameter(llama_artifact):
+    session = megc.Session(llama_artifact)
+    ones = np.ones(64, np.float32)
+    session.set_parameter("model.norm.weight", ones)
+    assert_bitwise(session.parameter("model.norm.weight"), ones)
+    with pytest.raises(megc.Error, match="unknown parameter 'nope'"):
+        session.parameter("nope")
+
+
+def test_dlpack_and_non_contiguous_inputs(llama_artifact, batch):
+    class OnlyDLPack:
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    session = megc.Session(llama_artifact)
+    ids = batch["input_ids"]
+    want = session.run("forward", {"input_ids": ids})["logits"]
+    assert_bitwise(
+        session.run("forward", {"input_ids": OnlyDLPack(ids)})["logits"], want)
+    strided = np.asfortranarray(ids)
+    assert_bitwise(session.run("forward", {"input_ids": strided})["logits"],
+                   want)

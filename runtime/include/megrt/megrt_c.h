@@ -1,0 +1,127 @@
+/* The megrt C API: load megc artifacts and run their entries from C and
+ * from other languages' foreign function interfaces. */
+#ifndef MEGRT_MEGRT_C_H
+#define MEGRT_MEGRT_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every function that can fail returns a status; on failure,
+ * megrt_last_error() holds the message, the same text the C++ API's
+ * megrt::Error carries (it names the object, what was expected and what
+ * was found). */
+typedef enum megrt_status {
+  MEGRT_OK = 0,
+  /* A null handle or pointer, or a dtype outside megrt_dtype. */
+  MEGRT_INVALID_ARGUMENT = 1,
+  /* What megrt::Error reports: a bad artifact, file, input or device. */
+  MEGRT_RUNTIME_ERROR = 2,
+  MEGRT_OUT_OF_MEMORY = 3,
+  /* Any other failure inside the runtime. */
+  MEGRT_INTERNAL_ERROR = 4
+} megrt_status;
+
+/* Values equal megrt::DType's. bf16 and f16 elements are the 16-bit
+ * patterns. */
+typedef enum megrt_dtype {
+  MEGRT_F32 = 0,
+  MEGRT_BF16 = 1,
+  MEGRT_F16 = 2,
+  MEGRT_I32 = 3,
+  MEGRT_I64 = 4
+} megrt_dtype;
+
+/* A named, dense, row-major tensor that the caller or the runtime owns, as
+ * each function says. `data` is NULL in the signatures of entries. */
+typedef struct megrt_tensor {
+  const char *name;
+  megrt_dtype dtype;
+  size_t rank;
+  const int64_t *shape;
+  const void *data;
+  size_t size_bytes;
+} megrt_tensor;
+
+typedef struct megrt_program megrt_program;
+typedef struct megrt_session megrt_session;
+typedef struct megrt_outputs megrt_outputs;
+
+/* The message of the calling thread's last failure ("" before any); valid
+ * until its next call into megrt. */
+const char *megrt_last_error(void);
+
+/* Loads and fully verifies an artifact. */
+megrt_status megrt_program_load(const char *path, megrt_program **program);
+megrt_status megrt_program_from_bytes(const void *data, size_t size,
+                                      megrt_program **program);
+/* Sessions keep what they need: a program may be destroyed before them. */
+void megrt_program_destroy(megrt_program *program);
+
+size_t megrt_program_entry_count(const megrt_program *program);
+/* NULL if index is out of range; valid while the program lives. */
+const char *megrt_program_entry_name(const megrt_program *program,
+                                     size_t index);
+/* The signature of an entry: how many inputs and outputs it has, and each
+ * one's name, dtype and shape (pointers into the program, data NULL). */
+megrt_status megrt_program_entry_arity(const megrt_program *program,
+                                       const char *entry, size_t *num_inputs,
+                                       size_t *num_outputs);
+megrt_status megrt_program_entry_input(const megrt_program *program,
+                                       const char *entry, size_t index,
+                                       megrt_tensor *spec);
+megrt_status megrt_program_entry_output(const megrt_program *program,
+                                        const char *entry, size_t index,
+                                        megrt_tensor *spec);
+
+/* `device` is "cpu", or "cuda" / "cuda:N" in a runtime built with CUDA
+ * support; the parameters are initialised from their init specs with
+ * `seed`. */
+megrt_status megrt_session_create(const megrt_program *program,
+                                  const char *device, uint64_t seed,
+                                  megrt_session **session);
+void megrt_session_destroy(megrt_session *session);
+
+megrt_status megrt_session_init_parameters(megrt_session *session,
+                                           uint64_t seed);
+/* Model weights by name from a safetensors file; `allow_extra` non-zero
+ * ignores tensors that are not parameters. Nothing changes on failure. */
+megrt_status megrt_session_load_parameters(megrt_session *session,
+                                           const char *path, int allow_extra);
+megrt_status megrt_session_save_parameters(megrt_session *session,
+                                           const char *path);
+/* The full training state: weights, optimizer moments and step count. */
+megrt_status megrt_session_load_state(megrt_session *session, const char *path);
+megrt_status megrt_session_save_state(megrt_session *session, const char *path);
+/* Copies a parameter into `buffer`, which must hold exactly its bytes. */
+megrt_status megrt_session_read_parameter(megrt_session *session,
+                                          const char *name, void *buffer,
+                                          size_t size_bytes);
+/* `value` (name ignored) must have the parameter's dtype and shape. */
+megrt_status megrt_session_write_parameter(megrt_session *session,
+                                           const char *name,
+                                           const megrt_tensor *value);
+
+/* Runs one entry with exactly its inputs (copied, never modified). On
+ * success `*outputs` owns every output; destroy it when done. */
+megrt_status megrt_session_run(megrt_session *session, const char *entry,
+                               const megrt_tensor *inputs, size_t num_inputs,
+                               megrt_outputs **outputs);
+
+size_t megrt_outputs_count(const megrt_outputs *outputs);
+/* Views of an output, in name order (or by name); valid until the outputs
+ * are destroyed. */
+megrt_status megrt_outputs_get(const megrt_outputs *outputs, size_t index,
+                               megrt_tensor *tensor);
+megrt_status megrt_outputs_find(const megrt_outputs *outputs, const char *name,
+                                megrt_tensor *tensor);
+void megrt_outputs_destroy(megrt_outputs *outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEGRT_MEGRT_C_H */
