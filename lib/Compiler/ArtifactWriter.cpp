@@ -148,6 +148,24 @@ private:
                                dtype);
       return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());
     }
+    if (auto *attention = std::get_if<AttentionCommand>(&command)) {
+      fb::AttentionDims dims(attention->batch, attention->seqQ,
+                             attention->seqKv, attention->heads,
+                             attention->kvHeads, attention->headDim,
+                             attention->valueDim, attention->causal,
+                             attention->scale);
+      if (attention->backward) {
+        auto op = fb::CreateAttentionGrad(
+            builder, attention->gradOut, attention->q, attention->k,
+            attention->v, attention->out, attention->gradQ, attention->gradK,
+            attention->gradV, &dims, dtype);
+        return fb::CreateCommand(builder, fb::CommandOp::AttentionGrad,
+                                 op.Union());
+      }
+      auto op = fb::CreateAttention(builder, attention->q, attention->k,
+                                    attention->v, attention->out, &dims, dtype);
+      return fb::CreateCommand(builder, fb::CommandOp::Attention, op.Union());
+    }
     const auto &copy = std::get<CopyCommand>(command);
     auto op = fb::CreateCopy(builder, copy.src, copy.dst, 0, 0, copy.bytes);
     return fb::CreateCommand(builder, fb::CommandOp::Copy, op.Union());
@@ -169,6 +187,8 @@ private:
     for (const Command &cmd : entry.commands) {
       if (auto *gemm = std::get_if<GemmCommand>(&cmd))
         dtype = dtypeOf(entry.buffers[gemm->c].type.getElementType());
+      if (auto *attention = std::get_if<AttentionCommand>(&cmd))
+        dtype = dtypeOf(entry.buffers[attention->q].type.getElementType());
       commands.push_back(command(cmd));
     }
     auto plan = fb::CreateMemoryPlan(builder, entry.plan.arenaBytes,

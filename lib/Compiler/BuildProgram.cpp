@@ -78,6 +78,7 @@ private:
   LogicalResult placeOp(Operation *op);
   LogicalResult placeKernel(Operation *op);
   LogicalResult placeGraphRegion(GraphRegionOp region);
+  LogicalResult placeAttention(Operation *op);
   LogicalResult placeLinear(LinearOp op);
   LogicalResult placeMatmul(MatmulOp op);
   uint32_t kernelIndex(func::FuncOp kernel, StringRef opName);
@@ -173,6 +174,8 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
   }
   if (auto linear = dyn_cast<LinearOp>(op))
     return placeLinear(linear);
+  if (isa<AttentionOp, AttentionGradOp>(op))
+    return placeAttention(op);
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return placeMatmul(matmul);
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -205,6 +208,62 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     return op->emitError() << "'" << op->getName()
                            << "' is not supported by the program lowering yet";
   return placeKernel(op);
+}
+
+/// Attention and its gradient run as the runtime's fused attention (which
+/// never materialises the scores) rather than as generated kernels.
+LogicalResult ProgramBuilder::placeAttention(Operation *op) {
+  auto forward = dyn_cast<AttentionOp>(op);
+  auto backward = dyn_cast<AttentionGradOp>(op);
+  Value q = forward ? forward.getQuery() : backward.getQuery();
+  Value k = forward ? forward.getKey() : backward.getKey();
+  Value v = forward ? forward.getValue() : backward.getValue();
+  SmallVector<Value> reads = {q, k, v};
+  if (backward)
+    reads.append({backward.getOutput(), backward.getGrad()});
+  SmallVector<uint32_t> in;
+  for (Value value : reads) {
+    FailureOr<uint32_t> buffer = bufferFor(value);
+    if (failed(buffer))
+      return failure();
+    in.push_back(*buffer);
+  }
+  SmallVector<uint32_t> out;
+  for (Value result : op->getResults()) {
+    uint32_t buffer = addBuffer(BufferKind::Arena, 0,
+                                cast<RankedTensorType>(result.getType()));
+    buffers[result] = buffer;
+    out.push_back(buffer);
+  }
+  ArrayRef<int64_t> qShape = cast<RankedTensorType>(q.getType()).getShape();
+  ArrayRef<int64_t> kShape = cast<RankedTensorType>(k.getType()).getShape();
+  ArrayRef<int64_t> vShape = cast<RankedTensorType>(v.getType()).getShape();
+  AttentionCommand command;
+  command.backward = static_cast<bool>(backward);
+  command.q = in[0];
+  command.k = in[1];
+  command.v = in[2];
+  command.batch = qShape[0];
+  command.seqQ = qShape[1];
+  command.heads = qShape[2];
+  command.headDim = qShape[3];
+  command.seqKv = kShape[1];
+  command.kvHeads = kShape[2];
+  command.valueDim = vShape[3];
+  command.causal = forward ? forward.getCausal() : backward.getCausal();
+  command.scale = static_cast<float>(
+      (forward ? forward.getScale() : backward.getScale()).convertToDouble());
+  if (backward) {
+    command.out = in[3];
+    command.gradOut = in[4];
+    command.gradQ = out[0];
+    command.gradK = out[1];
+    command.gradV = out[2];
+  } else {
+    command.out = out[0];
+  }
+  entry->commands.push_back(command);
+  return success();
 }
 
 /// The region's ops are placed like the function's, on the same buffers;

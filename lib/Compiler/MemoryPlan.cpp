@@ -43,6 +43,14 @@ std::vector<uint32_t> buffersOf(const Command &command) {
       used.push_back(gemm->bias);
     return used;
   }
+  if (auto *attention = std::get_if<AttentionCommand>(&command)) {
+    std::vector<uint32_t> used = {attention->q, attention->k, attention->v,
+                                  attention->out};
+    if (attention->backward)
+      used.insert(used.end(), {attention->gradOut, attention->gradQ,
+                               attention->gradK, attention->gradV});
+    return used;
+  }
   const auto &copy = std::get<CopyCommand>(command);
   return {copy.src, copy.dst};
 }

@@ -97,6 +97,18 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
           os << " + %b" << gemm->bias;
         os << " m " << gemm->m << " n " << gemm->n << " k " << gemm->k
            << " batch " << gemm->batch;
+      } else if (auto *a = std::get_if<AttentionCommand>(&command)) {
+        if (a->backward)
+          os << "attention_grad %b" << a->gradQ << ", %b" << a->gradK
+             << ", %b" << a->gradV << " = (%b" << a->gradOut << ", %b" << a->q
+             << ", %b" << a->k << ", %b" << a->v << ", %b" << a->out << ")";
+        else
+          os << "attention %b" << a->out << " = (%b" << a->q << ", %b" << a->k
+             << ", %b" << a->v << ")";
+        os << " b " << a->batch << " sq " << a->seqQ << " skv " << a->seqKv
+           << " h " << a->heads << " hkv " << a->kvHeads << " d "
+           << a->headDim << " dv " << a->valueDim
+           << (a->causal ? " causal" : "") << " scale " << a->scale;
       } else {
         const auto &copy = std::get<CopyCommand>(command);
         os << "copy %b" << copy.dst << " <- %b" << copy.src << " bytes "

@@ -1,6 +1,8 @@
 // Semantic verification of a structurally valid artifact.
 #include "ProgramVerifier.h"
 
+#include "AttentionCommand.h"
+
 #include "Fail.h"
 #include "FbTypes.h"
 
@@ -236,10 +238,62 @@ private:
       return verifyGemm(*command->op_as_Gemm(), where + " (gemm)");
     case fb::CommandOp::Copy:
       return verifyCopy(*command->op_as_Copy(), where + " (copy)");
+    case fb::CommandOp::Attention:
+    case fb::CommandOp::AttentionGrad:
+      return verifyAttention(*command, where + " (attention)");
     }
     fail(where, ": unknown operation type ",
          static_cast<int>(command->op_type()),
          " (written by a newer compiler?)");
+  }
+
+  /// Dimensions positive, heads a multiple of kv_heads, a floating-point
+  /// dtype, and every operand a buffer of that dtype and exactly its size.
+  void verifyAttention(const fb::Command &command, const std::string &where) {
+    const fb::AttentionDims *dims =
+        command.op_as_Attention() ? command.op_as_Attention()->dims()
+                                  : command.op_as_AttentionGrad()->dims();
+    fb::DType dtype = command.op_as_Attention()
+                          ? command.op_as_Attention()->dtype()
+                          : command.op_as_AttentionGrad()->dtype();
+    if (!dims)
+      fail(where, ": no dimensions");
+    if (!isValid(dtype) || !isFloatingPoint(toDType(dtype)))
+      fail(where, ": expected a floating-point dtype, found value ",
+           static_cast<int>(dtype));
+    AttentionOperands ops = *attentionOperands(command);
+    const AttentionShape &s = ops.shape;
+    if (s.batch < 1 || s.seqQ < 1 || s.seqKv < 1 || s.heads < 1 ||
+        s.kvHeads < 1 || s.headDim < 1 || s.valueDim < 1 ||
+        s.heads % s.kvHeads != 0)
+      fail(where, ": invalid dimensions (", describeAttention(s),
+           "): each must be positive and heads a multiple of kv_heads");
+    if (!std::isfinite(s.scale))
+      fail(where, ": scale ", s.scale, " is not finite");
+    auto operand = [&](uint32_t index, const char *role,
+                       std::initializer_list<int64_t> shape) {
+      const fb::Buffer &buffer = bufferAt(index, where, role);
+      int64_t want = 1;
+      for (int64_t dim : shape)
+        if (__builtin_mul_overflow(want, dim, &want))
+          fail(where, ": ", role, " size overflows");
+      if (buffer.dtype() != dtype ||
+          numElements(toShape(buffer.shape()), where) != want)
+        fail(where, ": ", role, " (buffer ", index, ", ",
+             formatType(toDType(buffer.dtype()), toShape(buffer.shape())),
+             ") is not ", want, " elements of ", dtypeName(toDType(dtype)),
+             " for ", describeAttention(s));
+    };
+    operand(ops.q, "q", {s.batch, s.seqQ, s.heads, s.headDim});
+    operand(ops.k, "k", {s.batch, s.seqKv, s.kvHeads, s.headDim});
+    operand(ops.v, "v", {s.batch, s.seqKv, s.kvHeads, s.valueDim});
+    operand(ops.out, "out", {s.batch, s.seqQ, s.heads, s.valueDim});
+    if (ops.backward) {
+      operand(ops.gradOut, "grad_out", {s.batch, s.seqQ, s.heads, s.valueDim});
+      operand(ops.gradQ, "grad_q", {s.batch, s.seqQ, s.heads, s.headDim});
+      operand(ops.gradK, "grad_k", {s.batch, s.seqKv, s.kvHeads, s.headDim});
+      operand(ops.gradV, "grad_v", {s.batch, s.seqKv, s.kvHeads, s.valueDim});
+    }
   }
 
   void verifyLaunch(const fb::KernelLaunch &launch, const std::string &where) {

@@ -2,6 +2,8 @@
 // same on every device.
 #include "TraceLabels.h"
 
+#include "AttentionCommand.h"
+
 #include "FbTypes.h"
 
 namespace megrt {
@@ -20,6 +22,19 @@ TraceLabel commandLabel(const fb::Program &program, const fb::Command &command,
         .number("batch", gemm->batch())
         .text("dtype", dtypeName(toDType(gemm->dtype())));
     return {"gemm", "gemm", args.str()};
+  }
+  if (std::optional<AttentionOperands> attention = attentionOperands(command)) {
+    const AttentionShape &s = attention->shape;
+    args.number("batch", s.batch)
+        .number("seq_q", s.seqQ)
+        .number("seq_kv", s.seqKv)
+        .number("heads", s.heads)
+        .number("kv_heads", s.kvHeads)
+        .number("head_dim", s.headDim)
+        .flag("causal", s.causal)
+        .text("dtype", dtypeName(s.dtype));
+    const char *name = attention->backward ? "attention_grad" : "attention";
+    return {name, "attention", args.str()};
   }
   const fb::Copy *copy = command.op_as_Copy();
   args.number("bytes", static_cast<int64_t>(copy->bytes()));

@@ -1,7 +1,8 @@
-"""Installs the build into a fresh prefix, builds examples/embed (a copy,
-so that nothing but the prefix can be reached) against it, compiles a
-training preset with the installed megc, and checks that the C++ and C
-examples train exactly as the installed megc-run does."""
+"""Installs the build into a fresh prefix, builds examples/embed and the C
+API test (copies, so that nothing but the prefix can be reached) against
+it, compiles a training preset with the installed megc, checks that the
+C++ and C examples train exactly as the installed megc-run does, and runs
+the C API test."""
 import argparse
 import pathlib
 import re
@@ -42,12 +43,17 @@ def main():
             assert str(tree) not in text, f"{file} refers to {tree}"
     assert not (prefix / "include" / "megrt" / "ArtifactSeal.h").exists()
 
-    source = tmp / "embed-src"
-    shutil.copytree(args.src / "examples" / "embed", source)
-    build = tmp / "embed-build"
-    run(["cmake", "-G", "Ninja", "-S", source, "-B", build,
-         f"-DCMAKE_PREFIX_PATH={prefix}"])
-    run(["cmake", "--build", build])
+    def build_against_prefix(project, name):
+        source = tmp / f"{name}-src"
+        shutil.copytree(project, source)
+        binary = tmp / f"{name}-build"
+        run(["cmake", "-G", "Ninja", "-S", source, "-B", binary,
+             f"-DCMAKE_PREFIX_PATH={prefix}"])
+        run(["cmake", "--build", binary])
+        return binary
+
+    build = build_against_prefix(args.src / "examples" / "embed", "embed")
+    capi = build_against_prefix(pathlib.Path(__file__).parent / "capi", "capi")
 
     bin_dir = prefix / "bin"
     run([bin_dir / "megc", "gen", "llama", "--layers", "1", "--hidden", "32",
@@ -92,6 +98,7 @@ def main():
     assert result.returncode == 1
     assert "loading the artifact failed (status 2)" in result.stderr
     assert "missing.megc" in result.stderr, result.stderr
+    print(run([capi / "capi_test", model, tmp]), end="")
     print("embed: C++ and C examples match megc-run")
 
 

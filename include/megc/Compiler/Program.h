@@ -53,7 +53,20 @@ struct CopyCommand {
   uint64_t bytes;
 };
 
-using Command = std::variant<LaunchCommand, GemmCommand, CopyCommand>;
+/// Fused attention (runtime/schema/megc.fbs, Attention / AttentionGrad):
+/// forward reads q, k, v and writes out; backward also reads gradOut and
+/// writes gradQ, gradK, gradV.
+struct AttentionCommand {
+  bool backward = false;
+  uint32_t q, k, v, out;
+  uint32_t gradOut = 0, gradQ = 0, gradK = 0, gradV = 0;
+  int64_t batch, seqQ, seqKv, heads, kvHeads, headDim, valueDim;
+  bool causal;
+  float scale;
+};
+
+using Command =
+    std::variant<LaunchCommand, GemmCommand, CopyCommand, AttentionCommand>;
 
 struct TensorSpec {
   std::string name;

@@ -222,9 +222,9 @@ void attentionForward(const AttentionShape &s, const void *q, const void *k,
   }
 }
 
-void attentionBackward(const AttentionShape &s, const void *dout,
-                       const void *q, const void *k, const void *v,
-                       const void *out, void *dq, void *dk, void *dv) {
+void attentionBackward(const AttentionShape &s, const void *dout, const void *q,
+                       const void *k, const void *v, const void *out, void *dq,
+                       void *dk, void *dv) {
   checkAttentionShape(s);
   Layout layout(s);
   KeyTile tile(s);

@@ -11,8 +11,8 @@ namespace megrt {
 /// tiles with an online softmax (running maximum and sum), so the memory used
 /// besides the tensors is a few tiles, never seqQ x seqKv; the math is f32
 /// and each output element is rounded once.
-void attentionForward(const AttentionShape &shape, const void *q,
-                      const void *k, const void *v, void *out);
+void attentionForward(const AttentionShape &shape, const void *q, const void *k,
+                      const void *v, void *out);
 
 /// The gradients dq, dk, dv of attentionForward given the output gradient
 /// dout and the forward's output `out`, recomputing the probabilities tile

@@ -2,8 +2,10 @@
 // storage, and its commands with every buffer resolved to an address.
 #include "cpu/CpuEntry.h"
 
+#include "AttentionCommand.h"
 #include "FbTypes.h"
 #include "TraceLabels.h"
+#include "cpu/CpuAttention.h"
 
 #include <chrono>
 #include <cstring>
@@ -48,6 +50,14 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
       commands_.emplace_back(Copy{buffers[copy->src()] + copy->src_offset(),
                                   buffers[copy->dst()] + copy->dst_offset(),
                                   static_cast<size_t>(copy->bytes())});
+    } else if (std::optional<AttentionOperands> a =
+                   attentionOperands(*command)) {
+      commands_.emplace_back(Attention{
+          a->shape, a->backward, buffers[a->q], buffers[a->k], buffers[a->v],
+          buffers[a->out], a->backward ? buffers[a->gradOut] : nullptr,
+          a->backward ? buffers[a->gradQ] : nullptr,
+          a->backward ? buffers[a->gradK] : nullptr,
+          a->backward ? buffers[a->gradV] : nullptr});
     }
   }
   regions_ = graphRegionsOf(entry);
@@ -128,6 +138,12 @@ void CpuEntry::run(Command &command) {
     launch->kernel(launch->args.data());
   } else if (auto *gemm = std::get_if<CpuGemm>(&command)) {
     gemm->run();
+  } else if (auto *a = std::get_if<Attention>(&command)) {
+    if (a->backward)
+      attentionBackward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
+                        a->gradQ, a->gradK, a->gradV);
+    else
+      attentionForward(a->shape, a->q, a->k, a->v, a->out);
   } else {
     auto &copy = std::get<Copy>(command);
     // Verification allows overlapping source and destination.

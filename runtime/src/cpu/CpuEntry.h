@@ -3,6 +3,7 @@
 #ifndef MEGRT_SRC_CPU_CPUENTRY_H
 #define MEGRT_SRC_CPU_CPUENTRY_H
 
+#include "AttentionShape.h"
 #include "Device.h"
 #include "GraphRegions.h"
 #include "Trace.h"
@@ -49,7 +50,16 @@ private:
     uint8_t *dst;
     size_t bytes;
   };
-  using Command = std::variant<Launch, CpuGemm, Copy>;
+  /// The operands of AttentionOperands resolved to addresses.
+  struct Attention {
+    AttentionShape shape;
+    bool backward;
+    const uint8_t *q, *k, *v;
+    uint8_t *out;
+    const uint8_t *gradOut;
+    uint8_t *gradQ, *gradK, *gradV;
+  };
+  using Command = std::variant<Launch, CpuGemm, Copy, Attention>;
 
   uint8_t *resolve(const fb::Buffer &buffer, std::vector<Tensor> &parameters);
   void runCommand(uint32_t index);

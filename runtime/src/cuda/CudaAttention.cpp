@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #if MEGRT_ATTENTION_FATBIN
 namespace megrt {
@@ -26,18 +28,21 @@ namespace {
 
 using attention::AttentionParams;
 
+/// The scratch's parts start at multiples of this from its start.
+constexpr size_t kScratchAlignment = 256;
+
+/// Grid dimensions y and z hold heads and batches.
+constexpr int64_t kMaxGridYZ = 65535;
+
+#if MEGRT_ATTENTION_FATBIN
 /// Dynamic shared memory a launch may use without opting in.
 constexpr unsigned kDefaultSharedBytes = 48 * 1024;
 
 /// Room for the JIT's messages; longer logs are cut.
 constexpr size_t kJitLogBytes = 16 * 1024;
 
-constexpr size_t kScratchAlignment = 256;
-
-/// Grid dimensions y and z hold heads and batches.
-constexpr int64_t kMaxGridYZ = 65535;
-
 constexpr DType kDTypes[] = {DType::F32, DType::BF16, DType::F16};
+#endif
 
 size_t alignScratch(size_t bytes) {
   return (bytes + kScratchAlignment - 1) / kScratchAlignment *
@@ -126,9 +131,8 @@ CudaAttention::CudaAttention(const CudaContext &context) : context_(context) {
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
                             CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   // Sizes travel as integers cast to pointers, as the driver API specifies.
-  void *values[] = {
-      errorLog.data(),
-      reinterpret_cast<void *>(static_cast<uintptr_t>(kJitLogBytes))};
+  void *values[] = {errorLog.data(), reinterpret_cast<void *>(
+                                         static_cast<uintptr_t>(kJitLogBytes))};
   CUresult result = driver.cuModuleLoadDataEx(
       &module_, kFlashAttentionFatbin, std::size(options), options, values);
   if (result != CUDA_SUCCESS) {
@@ -202,8 +206,8 @@ void launch(CUfunction function, const std::string &name,
                                         stream, arguments, nullptr),
             "cuLaunchKernel",
             concat("flash-attention kernel '", name, "' for ",
-                   describeAttention(shape), " (grid ", gridX, "x", gridY,
-                   "x", gridZ, ", ", shared, " bytes of shared memory)"));
+                   describeAttention(shape), " (grid ", gridX, "x", gridY, "x",
+                   gridZ, ", ", shared, " bytes of shared memory)"));
 }
 
 } // namespace
@@ -222,8 +226,7 @@ void CudaAttention::forward(const AttentionShape &shape, CUdeviceptr q,
   std::string name = kernelName("fwd", shape.dtype, tier);
   launch(function(name), name, shape, params,
          blocks(shape.seqQ, attention::kForwardQueries),
-         static_cast<unsigned>(shape.heads),
-         static_cast<unsigned>(shape.batch),
+         static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch),
          attention::forwardSharedBytes(tier), stream);
 }
 
@@ -238,9 +241,9 @@ void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
   if (scratchBytes < layout.total)
     fail(describeAttention(shape), ": the backward needs ", layout.total,
          " bytes of scratch, given ", scratchBytes);
-  if (scratch % kScratchAlignment != 0)
-    fail(describeAttention(shape), ": the backward's scratch must be ",
-         kScratchAlignment, "-byte aligned");
+  if (scratch % sizeof(float) != 0)
+    fail(describeAttention(shape), ": the backward's scratch at 0x",
+         std::hex, scratch, " is not 4-byte aligned");
   AttentionParams params = paramsOf(shape);
   params.q = q;
   params.k = k;
@@ -260,8 +263,7 @@ void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
   std::string stats = kernelName("bwd_stats", shape.dtype, tier);
   launch(function(stats), stats, shape, params,
          blocks(shape.seqQ, attention::kForwardQueries),
-         static_cast<unsigned>(shape.heads),
-         static_cast<unsigned>(shape.batch),
+         static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch),
          attention::forwardSharedBytes(tier), stream);
   std::string kv = kernelName("bwd_kv", shape.dtype, tier);
   launch(function(kv), kv, shape, params,
@@ -273,9 +275,9 @@ void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
   constexpr int64_t kMaxConvertBlocks = 4096;
   int64_t elements = shape.batch * shape.seqQ * shape.heads * shape.headDim;
   std::string convert = dqKernelName(shape.dtype);
-  int64_t convertBlocks = std::min(
-      kMaxConvertBlocks,
-      (elements + attention::kThreads - 1) / attention::kThreads);
+  int64_t convertBlocks =
+      std::min(kMaxConvertBlocks,
+               (elements + attention::kThreads - 1) / attention::kThreads);
   launch(function(convert), convert, shape, params,
          static_cast<unsigned>(convertBlocks), 1, 1, 0, stream);
 }

@@ -21,8 +21,8 @@ namespace megrt {
 /// faults surface at the stream's next synchronisation.
 class CudaAttention {
 public:
-  /// Loads the embedded module into `context` (which is made current).
-  /// Fails in a runtime built without nvcc.
+  /// Loads the embedded module into `context` (which is made current and
+  /// must outlive this object). Fails in a runtime built without nvcc.
   explicit CudaAttention(const CudaContext &context);
   ~CudaAttention();
   CudaAttention(const CudaAttention &) = delete;
@@ -34,8 +34,8 @@ public:
 
   /// dq, dk, dv from dout and the forward's inputs and output; dk and dv
   /// sum over the query heads sharing a KV head. `scratch` must hold
-  /// backwardScratchBytes(shape) bytes, 256-byte aligned (as cuMemAlloc
-  /// returns), and must not be used by other work until the launches finish.
+  /// backwardScratchBytes(shape) bytes, 4-byte aligned, and must not be used
+  /// by other work until the launches finish.
   void backward(const AttentionShape &shape, CUdeviceptr dout, CUdeviceptr q,
                 CUdeviceptr k, CUdeviceptr v, CUdeviceptr out, CUdeviceptr dq,
                 CUdeviceptr dk, CUdeviceptr dv, CUdeviceptr scratch,
@@ -44,7 +44,7 @@ public:
   /// The backward's scratch: each query row's log-sum-exp and delta =
   /// rowsum(dout * out) (2 * batch * heads * seqQ floats) and an f32
   /// accumulator of dq (batch * seqQ * heads * headDim floats), each part
-  /// starting at a multiple of 256 bytes.
+  /// starting a multiple of 256 bytes after the scratch's start.
   static size_t backwardScratchBytes(const AttentionShape &shape);
 
 private:

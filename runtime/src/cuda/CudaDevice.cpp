@@ -11,12 +11,15 @@
 namespace megrt {
 namespace {
 
-bool hasGemm(const fb::Program &program) {
+/// Whether any entry has a command of one of `types`.
+bool hasCommand(const fb::Program &program,
+                std::initializer_list<fb::CommandOp> types) {
   for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
     const fb::Entry &entry = *program.entries()->Get(i);
     for (uint32_t j = 0; j < sizeOf(entry.commands()); ++j)
-      if (entry.commands()->Get(j)->op_type() == fb::CommandOp::Gemm)
-        return true;
+      for (fb::CommandOp type : types)
+        if (entry.commands()->Get(j)->op_type() == type)
+          return true;
   }
   return false;
 }
@@ -45,8 +48,11 @@ CudaDevice::CudaDevice(const Program &program, int ordinal,
         concat(parameterName(i), " on ", context_.description()));
     parameterAddresses_.push_back(parameterMemory_.back().get());
   }
-  if (hasGemm(flatbufferOf(program)))
+  if (hasCommand(flatbufferOf(program), {fb::CommandOp::Gemm}))
     cublas_ = std::make_unique<CublasLtContext>(context_.description());
+  if (hasCommand(flatbufferOf(program),
+                 {fb::CommandOp::Attention, fb::CommandOp::AttentionGrad}))
+    attention_ = std::make_unique<CudaAttention>(context_);
   if (options_.trace)
     traceOrigin_ = std::make_unique<CudaEvent>(
         concat("the trace's origin on ", context_.description()));
@@ -106,7 +112,7 @@ CudaEntry &CudaDevice::prepare(size_t index) {
         *program.entries()->Get(static_cast<uint32_t>(index)),
         concat("entry '", program_.entries()[index].name, "'"),
         CudaEntryResources{program, module_, parameterAddresses_,
-                           scratch_.get(), cublas_.get()},
+                           scratch_.get(), cublas_.get(), attention_.get()},
         options_);
   }
   return *entry;

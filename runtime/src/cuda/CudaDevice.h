@@ -5,6 +5,7 @@
 
 #include "Device.h"
 #include "cuda/CublasLt.h"
+#include "cuda/CudaAttention.h"
 #include "cuda/CudaContext.h"
 #include "cuda/CudaEntry.h"
 #include "cuda/CudaEvent.h"
@@ -49,6 +50,7 @@ private:
   std::vector<Newer> newer_;
   DeviceMemory scratch_;
   std::unique_ptr<CublasLtContext> cublas_;
+  std::unique_ptr<CudaAttention> attention_;
   DeviceOptions options_;
   /// With tracing: recorded once, before the first traced run, as the zero
   /// of the trace's times.

@@ -3,6 +3,8 @@
 // address, and the CUDA graphs of its graph regions.
 #include "cuda/CudaEntry.h"
 
+#include "AttentionCommand.h"
+
 #include "Fail.h"
 #include "FbTypes.h"
 #include "cuda/CudaDriver.h"
@@ -57,6 +59,7 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
       parametersUsed_.end());
 
   size_t copyTempBytes = 0;
+  size_t attentionScratchBytes = 0;
   for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i) {
     const fb::Command *command = entry.commands()->Get(i);
     std::string at = concat(where, ", command ", i);
@@ -81,10 +84,25 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
         copyTempBytes = std::max(copyTempBytes, bytes);
       commands_.emplace_back(
           Copy{src, dst, bytes, overlapping, at + " (copy)"});
+    } else if (std::optional<AttentionOperands> a =
+                   attentionOperands(*command)) {
+      // The device loads the attention kernels for any program with one.
+      if (a->backward)
+        attentionScratchBytes = std::max(
+            attentionScratchBytes,
+            CudaAttention::backwardScratchBytes(a->shape));
+      commands_.emplace_back(Attention{
+          a->shape, a->backward, buffers[a->q], buffers[a->k], buffers[a->v],
+          buffers[a->out], a->backward ? buffers[a->gradOut] : 0,
+          a->backward ? buffers[a->gradQ] : 0,
+          a->backward ? buffers[a->gradK] : 0,
+          a->backward ? buffers[a->gradV] : 0, resources.attention});
     }
   }
   copyTemp_ =
       DeviceMemory(copyTempBytes, where + ": temporary for overlapping copies");
+  attentionScratch_ = DeviceMemory(
+      attentionScratchBytes, where + ": scratch of the attention backward");
 
   for (const GraphRegion &region : regions_)
     regionWhere_.push_back(concat(where, ", graph region '", region.name,
@@ -189,6 +207,14 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
       runLaunch(launch, stream);
   } else if (const auto *gemm = std::get_if<CudaGemm>(&command)) {
     gemm->run(stream);
+  } else if (const auto *a = std::get_if<Attention>(&command)) {
+    if (a->backward)
+      a->kernels->backward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
+                           a->gradQ, a->gradK, a->gradV,
+                           attentionScratch_.get(), attentionScratch_.size(),
+                           stream);
+    else
+      a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, stream);
   } else {
     runCopy(std::get<Copy>(command), stream);
   }

@@ -6,6 +6,7 @@
 
 #include "Device.h"
 #include "GraphRegions.h"
+#include "cuda/CudaAttention.h"
 #include "cuda/CudaEntryTrace.h"
 #include "cuda/CudaGemm.h"
 #include "cuda/CudaGraph.h"
@@ -32,6 +33,8 @@ struct CudaEntryResources {
   CUdeviceptr scratch;
   /// Null when the program has no Gemm command.
   const CublasLtContext *cublas;
+  /// Null when the program has no Attention or AttentionGrad command.
+  const CudaAttention *attention;
 };
 
 class CudaEntry {
@@ -82,8 +85,16 @@ private:
     bool overlapping;
     std::string where;
   };
+  /// The operands of AttentionOperands resolved to device addresses; the
+  /// backward's scratch is the entry's attentionScratch_.
+  struct Attention {
+    AttentionShape shape;
+    bool backward;
+    CUdeviceptr q, k, v, out, gradOut, gradQ, gradK, gradV;
+    const CudaAttention *kernels;
+  };
   /// One per command of the artifact, in order.
-  using Command = std::variant<Kernel, CudaGemm, Copy>;
+  using Command = std::variant<Kernel, CudaGemm, Copy, Attention>;
 
   CUdeviceptr resolve(const fb::Buffer &buffer,
                       const CudaEntryResources &resources);
@@ -104,6 +115,9 @@ private:
   /// semantics). Allocated with the entry, so that graphs capture its
   /// address.
   DeviceMemory copyTemp_;
+  /// The scratch of the attention backward (the largest any command needs),
+  /// allocated with the entry for the same reason.
+  DeviceMemory attentionScratch_;
   std::vector<Command> commands_;
   std::vector<uint32_t> parametersUsed_;
   std::vector<GraphRegion> regions_;

@@ -95,17 +95,23 @@ struct MegOutlineCudaGraphsPass
 
   void outlineFunction(func::FuncOp func) {
     SmallVector<Run> runs = scope == "step" ? stepRuns(func) : layerRuns(func);
-    bool hasBackward = llvm::any_of(runs, [](const Run &run) {
-      return StringRef(run.name).ends_with(".backward");
-    });
+    bool hasBackward = false;
+    llvm::DenseSet<int64_t> layersWithBackward;
+    for (const Run &run : runs)
+      if (StringRef(run.name).ends_with(".backward")) {
+        hasBackward = true;
+        layersWithBackward.insert(run.layer);
+      }
     GraphRegionOp previous;
     for (Run &run : runs) {
       GraphRegionOp region = outline(run);
       if (!region)
         continue;
+      // A frozen layer still has a backward when gradients must pass
+      // through it to trainable layers before it.
       if (scope == "layer" && hasBackward &&
           StringRef(run.name).ends_with(".forward") &&
-          !layerTrains(run.layer))
+          !layerTrains(run.layer) && !layersWithBackward.contains(run.layer))
         region.setForwardOnly(true);
       if (shareIoBuffers && previous && region->getNumResults() == 1 &&
           previous->getNumResults() == 1 &&

@@ -16,7 +16,7 @@ extern __shared__ Float4 attentionShared[];
 // block per SM (shared memory allows no more) and may use up to 255
 // registers rather than spill its accumulators.
 #define MEGRT_ATTENTION_TIER(T, NAME, TIER)                                    \
-  extern "C" __global__ void __launch_bounds__(kThreads, TIER <= 128 ? 2 : 1) \
+  extern "C" __global__ void __launch_bounds__(kThreads, TIER <= 128 ? 2 : 1)  \
       megrt_attention_fwd_##NAME##_d##TIER(AttentionParams p) {                \
     megrt::attention::attentionForwardBlock<T, TIER, false>(                   \
         p, reinterpret_cast<float *>(attentionShared));                        \

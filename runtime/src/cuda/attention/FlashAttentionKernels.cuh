@@ -31,9 +31,7 @@ struct alignas(16) Float4 {
 };
 
 /// Four elements moved by one global access when the address is aligned.
-template <typename T> struct alignas(4 * sizeof(T)) Packed4 {
-  T v[4];
-};
+template <typename T> struct alignas(4 * sizeof(T)) Packed4 { T v[4]; };
 
 __device__ __forceinline__ float toFloat(float x) { return x; }
 __device__ __forceinline__ float toFloat(__nv_bfloat16 x) {
@@ -120,8 +118,8 @@ __device__ void loadTile(float *tile, const T *source, int64_t rowStride,
 
 /// Writes the first `count` (1 to 4) of `values` to `to`.
 template <typename T>
-__device__ __forceinline__ void store4(T *to, const float *values, int64_t count,
-                                       bool packed) {
+__device__ __forceinline__ void store4(T *to, const float *values,
+                                       int64_t count, bool packed) {
   if (packed && count == 4) {
     Packed4<T> y;
 #pragma unroll
@@ -136,18 +134,17 @@ __device__ __forceinline__ void store4(T *to, const float *values, int64_t count
       to[i] = fromFloat<T>(values[i]);
 }
 
-/// One block: 64 queries of head blockIdx.y of batch blockIdx.z, from query
-/// 64 * blockIdx.x. Walks the keys 64 at a time with an online softmax (the
-/// running maximum and sum of each row, in base 2). Forward: writes out.
-/// kStatistics (the backward's first kernel): skips the values and writes
-/// each row's log2-sum-exp2 and delta = rowsum(dout * out), and zeros the
-/// rows' dq accumulator.
+/// One block: 64 queries of head blockIdx.y of batch blockIdx.z, the
+/// (gridDim.x - 1 - blockIdx.x)-th such tile. Walks the keys 64 at a time with
+/// an online softmax (the running maximum and sum of each row, in base 2).
+/// Forward: writes out. kStatistics (the backward's first kernel): skips the
+/// values and writes each row's log2-sum-exp2 and delta = rowsum(dout * out),
+/// and zeros the rows' dq accumulator.
 ///
 /// Shared memory (forwardSharedBytes): the Q tile, one tile that holds K and
 /// then V, and the probabilities.
 template <typename T, int kTier, bool kStatistics>
-__device__ void attentionForwardBlock(const AttentionParams &p,
-                                      float *shared) {
+__device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
   constexpr int kRows = kForwardQueries, kKeys = kForwardKeys;
   constexpr int kColGroups = kThreads / (kRows / 4);
   constexpr int kKeysPerThread = kKeys / kColGroups;
@@ -164,7 +161,10 @@ __device__ void attentionForwardBlock(const AttentionParams &p,
   const int rowGroup = threadIdx.x / kColGroups;
   const int col = threadIdx.x % kColGroups;
   const int64_t b = blockIdx.z, h = blockIdx.y;
-  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  // Blocks start in index order: under the causal mask the last query tiles
+  // see the most keys, so they take the first indices and the short tiles
+  // fill the tail.
+  const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRows;
   const int64_t g = h / (p.heads / p.kvHeads);
   const int64_t rows = minOf(kRows, p.seqQ - q0);
   const int64_t offset = p.seqKv - p.seqQ;
@@ -270,10 +270,9 @@ __device__ void attentionForwardBlock(const AttentionParams &p,
       for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int j = 0; j < kKeysPerThread; ++j)
-          pTile[(4 * rowGroup + i) * kPStride + col + kColGroups * j] =
-              s[i][j];
-      loadTile<T, kKeys, kTier>(kvTile, v + k0 * vRowStride, vRowStride,
-                                keys, p.valueDim, packedV);
+          pTile[(4 * rowGroup + i) * kPStride + col + kColGroups * j] = s[i][j];
+      loadTile<T, kKeys, kTier>(kvTile, v + k0 * vRowStride, vRowStride, keys,
+                                p.valueDim, packedV);
       __syncthreads();
 
 #pragma unroll 2
@@ -318,8 +317,8 @@ __device__ void attentionForwardBlock(const AttentionParams &p,
 #pragma unroll
         for (int c = 0; c < 4; ++c)
           values[c] = acc[i][4 * m + c] * inverse;
-        store4(out + r * outRowStride + c0, values,
-               minOf(4, p.valueDim - c0), packedOut);
+        store4(out + r * outRowStride + c0, values, minOf(4, p.valueDim - c0),
+               packedOut);
       }
     }
   } else {
@@ -345,8 +344,7 @@ __device__ void attentionForwardBlock(const AttentionParams &p,
       if (r < rows && col == 0) {
         // +inf for a query that sees no key: its probabilities
         // exp2(score - lse) are then zero.
-        lse[q0 + r] =
-            rowSum[i] > 0.0f ? rowMax[i] + log2f(rowSum[i]) : kPosInf;
+        lse[q0 + r] = rowSum[i] > 0.0f ? rowMax[i] + log2f(rowSum[i]) : kPosInf;
         delta[q0 + r] = dot;
       }
     }
@@ -452,11 +450,10 @@ __device__ void attentionBackwardBlock(const AttentionParams &p,
       // The previous query tile's readers of qTile, doTile, pTile, dsTile
       // and the statistics are done.
       __syncthreads();
-      loadTile<T, kQueries, kTier>(qTile, q + q0 * qRowStride, qRowStride,
-                                   rows, p.headDim, packedQ);
+      loadTile<T, kQueries, kTier>(qTile, q + q0 * qRowStride, qRowStride, rows,
+                                   p.headDim, packedQ);
       loadTile<T, kQueries, kTier>(doTile, dout + q0 * outRowStride,
-                                   outRowStride, rows, p.valueDim,
-                                   packedDout);
+                                   outRowStride, rows, p.valueDim, packedDout);
       for (int e = threadIdx.x; e < kQueries; e += kThreads) {
         lseTile[e] = e < rows ? lse[q0 + e] : kPosInf;
         deltaTile[e] = e < rows ? delta[q0 + e] : 0.0f;

@@ -29,13 +29,17 @@ constexpr int kForwardKeys = 64;
 /// The backward's dk/dv kernel runs one block per tile of keys of one KV
 /// head, walking every query tile of the heads sharing it. The tile has 32
 /// keys in the 256 tier, so that its shared memory fits in 227 KiB.
-MEGRT_ATTENTION_HOST_DEVICE constexpr int backwardKeys(int tier) { return tier == 256 ? 32 : 64; }
+MEGRT_ATTENTION_HOST_DEVICE constexpr int backwardKeys(int tier) {
+  return tier == 256 ? 32 : 64;
+}
 constexpr int kBackwardQueries = 64;
 
 /// f32 shared-memory rows are padded by 4 floats: rows stay 16-byte aligned
 /// for vector loads, and threads reading rows that are 1 apart hit
 /// different banks.
-MEGRT_ATTENTION_HOST_DEVICE constexpr int paddedRow(int columns) { return columns + 4; }
+MEGRT_ATTENTION_HOST_DEVICE constexpr int paddedRow(int columns) {
+  return columns + 4;
+}
 
 /// Q tile, K (then V) tile, and the probabilities.
 MEGRT_ATTENTION_HOST_DEVICE constexpr unsigned forwardSharedBytes(int tier) {

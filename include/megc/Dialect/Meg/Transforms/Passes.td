@@ -142,7 +142,8 @@ def MegOutlineCudaGraphs : Pass<"meg-outline-cuda-graphs", "::mlir::ModuleOp"> {
     previous region of the same kind; the static memory plan then gives both
     one buffer, so no copy happens between the graphs. A multi-output layer
     (MMDiT) is graphed without chaining. A layer with no trainable parameter
-    gets `forward_only` in a function that also runs a backward. Collectives
+    and no backward of its own (nothing trainable before it needs gradients
+    through it) gets `forward_only` in a function that runs a backward. Collectives
     are captured only with `capture-collectives`; an op that is not captured
     gets a remark (with `remarks`) naming it and the reason.
 
