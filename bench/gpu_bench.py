@@ -175,6 +175,21 @@ def llama_bench(megc_run, out, rows):
                          out, f"llama_{label}", extra)
         results[label] = [ms for (cat, _), ms in times.items()
                           if cat == "entry"][0]
+    # Where a step's device time goes, from the per-command trace.
+    events = json.load(open(os.path.join(out, "llama_launches.trace.json")))
+    per_kind = {}
+    runs = 0
+    for event in events["traceEvents"]:
+        if event.get("cat") == "entry":
+            runs += 1
+        elif event.get("cat") in ("kernel", "gemm", "copy", "attention"):
+            name = event["name"]
+            kind = (name.split("_", 1)[1] if event["cat"] == "kernel"
+                    else name)
+            per_kind[kind] = per_kind.get(kind, 0.0) + event["dur"] / 1e3
+    top = sorted(per_kind.items(), key=lambda item: -item[1])[:10]
+    print("llama fwd+bwd device time by kind (ms per step): " + ", ".join(
+        f"{kind} {ms / max(runs, 1):.2f}" for kind, ms in top), flush=True)
     from transformers import LlamaConfig, LlamaForCausalLM
     config = LlamaConfig(
         vocab_size=cfg["vocab"], hidden_size=cfg["hidden"],

@@ -10,6 +10,9 @@
 #include "megc/Compiler/Program.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
@@ -79,6 +82,7 @@ private:
   LogicalResult placeKernel(Operation *op);
   LogicalResult placeGraphRegion(GraphRegionOp region);
   LogicalResult placeAttention(Operation *op);
+  LogicalResult placeEmbeddingGrad(EmbeddingGradOp op);
   LogicalResult placeLinear(LinearOp op);
   LogicalResult placeMatmul(MatmulOp op);
   uint32_t kernelIndex(func::FuncOp kernel, StringRef opName);
@@ -176,6 +180,8 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     return placeLinear(linear);
   if (isa<AttentionOp, AttentionGradOp>(op))
     return placeAttention(op);
+  if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op))
+    return placeEmbeddingGrad(embeddingGrad);
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return placeMatmul(matmul);
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -459,6 +465,75 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
   gemm.strideB = rhs.getRank() > 2 ? gemm.k * gemm.n : 0;
   gemm.strideC = gemm.m * gemm.n;
   gemm.c = addBuffer(BufferKind::Arena, 0, result);
+  buffers[op.getResult()] = gemm.c;
+  entry->commands.push_back(gemm);
+  return success();
+}
+
+/// The table gradient as one-hot rows times the output gradient: a kernel
+/// writes onehot[t, v] = (ids[t] == v), and a GEMM computes
+/// onehot^T x grad. A scatter-add in loops would compare every token with
+/// every row (vocab x tokens x dim); the GEMM does that work on the matrix
+/// units and sums each row in f32 with one rounding, like the others.
+LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
+  auto table = cast<RankedTensorType>(op.getType());
+  auto ids = cast<RankedTensorType>(op.getIds().getType());
+  int64_t vocab = table.getDimSize(0), dim = table.getDimSize(1);
+  int64_t tokens = product(ids.getShape());
+  SmallVector<int64_t> oneHotShape(ids.getShape());
+  oneHotShape.push_back(vocab);
+  auto oneHotType =
+      RankedTensorType::get(oneHotShape, table.getElementType());
+
+  Location loc = op.getLoc();
+  builder.setInsertionPointToEnd(program.kernelModule->getBody());
+  auto kernel = func::FuncOp::create(
+      builder, loc, "kernel", builder.getFunctionType({ids}, {oneHotType}));
+  Block *body = kernel.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  int64_t rank = oneHotType.getRank();
+  MLIRContext *context = builder.getContext();
+  AffineMap idsMap = AffineMap::getMultiDimIdentityMap(rank, context)
+                         .getMajorSubMap(rank - 1);
+  Value empty = tensor::EmptyOp::create(builder, loc, oneHotShape,
+                                        table.getElementType());
+  auto generic = linalg::GenericOp::create(
+      builder, loc, TypeRange{oneHotType}, ValueRange{body->getArgument(0)},
+      ValueRange{empty},
+      {idsMap, AffineMap::getMultiDimIdentityMap(rank, context)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value row = linalg::IndexOp::create(b, l, rank - 1);
+        Value id = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+        Value match =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, id);
+        Type element = args[1].getType();
+        Value one = arith::ConstantOp::create(b, l, b.getFloatAttr(element, 1));
+        Value zero =
+            arith::ConstantOp::create(b, l, b.getFloatAttr(element, 0));
+        linalg::YieldOp::create(
+            b, l, Value(arith::SelectOp::create(b, l, match, one, zero)));
+      });
+  func::ReturnOp::create(builder, loc, generic.getResult(0));
+
+  FailureOr<uint32_t> idsBuffer = bufferFor(op.getIds());
+  FailureOr<uint32_t> gradBuffer = bufferFor(op.getGrad());
+  if (failed(idsBuffer) || failed(gradBuffer))
+    return failure();
+  LaunchCommand launch;
+  launch.kernel = kernelIndex(kernel, "meg.embedding_grad.one_hot");
+  uint32_t oneHot = addBuffer(BufferKind::Arena, 0, oneHotType);
+  launch.args = {*idsBuffer, oneHot};
+  entry->commands.push_back(launch);
+
+  GemmCommand gemm;
+  gemm.a = oneHot;
+  gemm.b = *gradBuffer;
+  gemm.transA = true;
+  gemm.m = vocab;
+  gemm.n = dim;
+  gemm.k = tokens;
+  gemm.c = addBuffer(BufferKind::Arena, 0, table);
   buffers[op.getResult()] = gemm.c;
   entry->commands.push_back(gemm);
   return success();

@@ -99,8 +99,8 @@ def compile(
     or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
     bytes; "mlir", "megrt" and "ptx" return text), `no_fuse`,
     `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer") and
-    `share_io_buffers`. Raises megc.Error with the diagnostics; warnings
-    become Python warnings.
+    `share_io_buffers`. Raises megc.Error with the diagnostics; what a
+    successful compilation reports (warnings) becomes a Python warning.
     """
     if isinstance(source, os.PathLike):
         name = os.fspath(source)

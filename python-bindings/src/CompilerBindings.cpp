@@ -19,6 +19,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <mutex>
+#include <optional>
 
 namespace nb = nanobind;
 
@@ -40,36 +41,28 @@ std::mutex compilerMutex;
 
 /// What every compiler call runs under: the lock, the fatal error handler,
 /// a single-threaded context (a throw from a worker thread would terminate
-/// the process) and the diagnostics, printed as the driver prints them.
+/// the process) and its diagnostics, collected as the driver prints them.
 class CompilerCall {
 public:
   explicit CompilerCall(const mlir::DialectRegistry &registry)
       : lock(compilerMutex), fatalErrors(throwFatalError),
         context(registry, mlir::MLIRContext::Threading::DISABLED), stream(text),
-        printer(sourceMgr, &context, stream),
-        severities(&context, [this](mlir::Diagnostic &diagnostic) {
-          warned |=
-              diagnostic.getSeverity() == mlir::DiagnosticSeverity::Warning;
-          // Not handled here: the printer below prints it.
-          return mlir::failure();
-        }) {}
+        printer(sourceMgr, &context, stream) {}
 
   mlir::MLIRContext &getContext() { return context; }
   llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
 
   /// The diagnostics so far, then `message` if not empty.
   std::string report(const std::string &message = "") {
-    std::string all = text;
-    if (!message.empty())
-      all += message;
+    std::string all = text + message;
     while (!all.empty() && all.back() == '\n')
       all.pop_back();
     return all.empty() ? "failed without a diagnostic" : all;
   }
 
-  /// Warnings (and the notes that go with them) of a call that succeeded.
-  std::optional<std::string> warnings() {
-    if (!warned)
+  /// What a call that succeeded reported (warnings, remarks), if anything.
+  std::optional<std::string> diagnostics() {
+    if (text.empty())
       return std::nullopt;
     return report();
   }
@@ -82,13 +75,13 @@ private:
   std::string text;
   llvm::raw_string_ostream stream;
   mlir::SourceMgrDiagnosticHandler printer;
-  mlir::ScopedDiagnosticHandler severities;
-  bool warned = false;
 };
 
-/// Issues the compiler's warnings as Python warnings; needs the GIL.
-void warn(const std::optional<std::string> &warnings) {
-  if (warnings && PyErr_WarnEx(PyExc_UserWarning, warnings->c_str(), 1) < 0)
+/// Issues what a compilation that succeeded reported as one Python
+/// warning, as the driver prints it; needs the GIL.
+void warn(const std::optional<std::string> &diagnostics) {
+  if (diagnostics &&
+      PyErr_WarnEx(PyExc_UserWarning, diagnostics->c_str(), 1) < 0)
     throw nb::python_error();
 }
 
@@ -102,7 +95,7 @@ nb::object compile(const std::string &source, const std::string &sourceName,
   registerCompilerDialects(registry);
 
   std::string result;
-  std::optional<std::string> warnings;
+  std::optional<std::string> diagnostics;
   {
     nb::gil_scoped_release release;
     CompilerCall call(registry);
@@ -119,9 +112,9 @@ nb::object compile(const std::string &source, const std::string &sourceName,
     if (failed(compiled))
       throw CompilerError(call.report());
     result = std::move(*compiled);
-    warnings = call.warnings();
+    diagnostics = call.diagnostics();
   }
-  warn(warnings);
+  warn(diagnostics);
   if (options.emit == "artifact")
     return nb::bytes(result.data(), result.size());
   return nb::str(result.data(), result.size());
