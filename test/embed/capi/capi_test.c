@@ -99,8 +99,7 @@ int main(int argc, char **argv) {
   EXPECT(strcmp(spec.name, "input_ids") == 0 && spec.dtype == MEGRT_I32);
   EXPECT(spec.rank == 2 && spec.shape[0] == 2 && spec.shape[1] == 16);
   EXPECT(spec.data == NULL && spec.size_bytes == sizeof ids);
-  EXPECT(megrt_program_entry_output(program, "forward", 0, &spec) ==
-         MEGRT_OK);
+  EXPECT(megrt_program_entry_output(program, "forward", 0, &spec) == MEGRT_OK);
   EXPECT(strcmp(spec.name, "logits") == 0 && spec.dtype == MEGRT_F32);
   EXPECT(megrt_program_entry_input(program, "forward", 1, &spec) ==
          MEGRT_RUNTIME_ERROR);
@@ -142,8 +141,8 @@ int main(int argc, char **argv) {
   }
   EXPECT(megrt_session_read_parameter(session, "model.norm.weight", norm,
                                       sizeof norm) == MEGRT_OK);
-  EXPECT(megrt_session_read_parameter(session, "model.norm.weight", norm,
-                                      4) == MEGRT_RUNTIME_ERROR);
+  EXPECT(megrt_session_read_parameter(session, "model.norm.weight", norm, 4) ==
+         MEGRT_RUNTIME_ERROR);
   EXPECT(megrt_session_read_parameter(session, "nope", norm, 4) ==
          MEGRT_RUNTIME_ERROR);
   EXPECT(contains(megrt_last_error(), "unknown parameter 'nope'"));
