@@ -140,10 +140,14 @@ FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
   registerLLVMDialectTranslation(*context);
   registerGPUDialectTranslation(*context);
   registerNVVMDialectTranslation(*context);
-  // sm_90 needs PTX 8.0 or newer; the default PTX version aborts instead.
+  // The oldest PTX version the chip accepts: NVPTX aborts on an older one
+  // (PTX 8.0 for sm_90, 8.6 for sm_100, 8.7 for sm_120).
+  unsigned chip = 0;
+  arch.drop_front(3).getAsInteger(10, chip);
+  StringRef ptx = chip >= 120 ? "+ptx87" : chip >= 100 ? "+ptx86" : "+ptx80";
   std::string lowering =
-      ("builtin.module(nvvm-attach-target{chip=" + arch +
-       " features=+ptx80 O=3},gpu.module(expand-strided-metadata,"
+      ("builtin.module(nvvm-attach-target{chip=" + arch + " features=" + ptx +
+       " O=3},gpu.module(expand-strided-metadata,"
        "lower-affine,convert-scf-to-cf,arith-expand{include-bf16=true},"
        "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true}),"
        "reconcile-unrealized-casts,gpu-module-to-binary{format=isa "
