@@ -13,6 +13,7 @@ apt_packages=(
   libflatbuffers-dev flatbuffers-compiler
   libopenblas-dev libopenmpi-dev openmpi-bin
   python3-numpy python3-dev python3-venv python3-pytest
+  graphviz  # scripts/docs.sh renders docs/pipeline.svg
 )
 
 missing=()
