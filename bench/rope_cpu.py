@@ -4,15 +4,17 @@ One function applies RoPE, written unfused as a framework exports it
 (slices, negation, concat, two multiplies and an add on [1, S, 1, R]
 tables, cast to the activation dtype), to x [B, S, H, D]. It is compiled
 twice: with meg-fuse-rope (one meg.rope kernel) and with --no-fuse-rope
-(one kernel per op). Both run through megc-run on the same inputs; the
-baseline in the same run is NumPy evaluating the same unfused formula in
-float32 (bf16 has no NumPy type, so bf16 compares fused with unfused megc
-only). Reports median step times and ratios.
+(one kernel per op). Both run through megc-run on the same inputs, timed by
+the trace (kernel time, without megc-run's copies); the baselines in the
+same run are PyTorch CPU eager (when torch is importable) and NumPy (f32
+only) evaluating the same unfused formula. Reports medians and ratios.
 
-Usage: /usr/bin/python3 bench/rope_cpu.py [--build build] [--steps 5]
+Usage: python3 bench/rope_cpu.py [--build build] [--steps 5] (a Python with
+numpy, and torch for the PyTorch baseline)
        [--seq 2048] [--heads 16] [--head-dim 128] [--percent 1.0]
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -88,9 +90,46 @@ def numpy_unfused(x, cos, sin, r, interleaved):
     return np.concatenate([y, x[..., r:]], axis=-1) if r < x.shape[-1] else y
 
 
-def step_ms(output):
-    return statistics.median(
-        float(v) for v in re.findall(r" ([0-9.]+) ms", output)[1:])
+def kernel_ms(trace, steps):
+    """Median time of the RoPE kernels per run, from megc-run's trace."""
+    events = json.load(open(trace))["traceEvents"]
+    runs, per_run = 0, []
+    for event in events:
+        if event["cat"] == "entry":
+            runs += 1
+            per_run.append(0.0)
+        elif event["cat"] == "kernel" and per_run:
+            per_run[-1] += event["dur"] / 1e3
+    return statistics.median(per_run[-steps:])
+
+
+def torch_unfused_ms(x, cos, sin, r, interleaved, dtype, steps):
+    """PyTorch CPU eager on the unfused formula, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    tdtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+    tx = torch.tensor(x).to(tdtype)
+    tc = torch.tensor(cos).to(tdtype)[None, :, None, :]
+    ts = torch.tensor(sin).to(tdtype)[None, :, None, :]
+
+    def unfused():
+        xr = tx[..., :r]
+        if interleaved:
+            rh = torch.stack([-xr[..., 1::2], xr[..., 0::2]], -1).reshape(
+                xr.shape)
+        else:
+            rh = torch.cat([-xr[..., r // 2:], xr[..., :r // 2]], -1)
+        y = xr * tc + rh * ts
+        return torch.cat([y, tx[..., r:]], -1) if r < tx.shape[-1] else y
+
+    samples = []
+    for _ in range(steps + 1):
+        start = time.perf_counter()
+        unfused()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples[1:])
 
 
 def main():
@@ -108,10 +147,12 @@ def main():
     r = int(d * options.percent)
     rng = np.random.default_rng(0)
     freqs = np.arange(s)[:, None] / 10000.0 ** (np.arange(0, r, 2) / r)
-    print(f"RoPE x[{b}, {s}, {h}, {d}], rotary dim {r}, "
-          f"median of {options.steps - 1} steps after one warm-up")
+    print(f"RoPE x[{b}, {s}, {h}, {d}], rotary dim {r}: megc kernel time "
+          f"from the trace, baselines timed in this process; median of "
+          f"{options.steps} runs after one warm-up")
     print(f"{'dtype':5} {'form':11} {'fused ms':>9} {'unfused ms':>10} "
-          f"{'numpy ms':>9} {'unfused/fused':>13} {'numpy/fused':>11}")
+          f"{'numpy ms':>9} {'torch ms':>9} {'unfused/fused':>13} "
+          f"{'numpy/fused':>11} {'torch/fused':>11}")
     with tempfile.TemporaryDirectory() as tmp:
         for dtype in ("f32", "bf16"):
             for interleaved in (False, True):
@@ -136,29 +177,37 @@ def main():
                     subprocess.run([f"{bin_dir}/megc", f"{tmp}/rope.mlir",
                                     *flags, "-o", f"{tmp}/{variant}.megc"],
                                    check=True)
-                    out = subprocess.run(
+                    subprocess.run(
                         [f"{bin_dir}/megc-run", f"{tmp}/{variant}.megc",
-                         "--entry", "rope", "--steps", str(options.steps),
+                         "--entry", "rope", "--warmup", "1", "--steps",
+                         str(options.steps), "--trace", f"{tmp}/trace.json",
                          "--input", f"x={tmp}/x.npy",
                          "--input", f"cos={tmp}/cos.npy",
                          "--input", f"sin={tmp}/sin.npy"],
-                        check=True, capture_output=True, text=True).stdout
-                    times[variant] = step_ms(out)
-                numpy_ms = ""
-                ratio = ""
+                        check=True, capture_output=True, text=True)
+                    times[variant] = kernel_ms(f"{tmp}/trace.json",
+                                               options.steps)
+                fused = times["fused"]
+                numpy_ms, numpy_ratio = "", ""
                 if dtype == "f32":
                     samples = []
-                    for _ in range(options.steps):
+                    for _ in range(options.steps + 1):
                         start = time.perf_counter()
                         numpy_unfused(x, cos, sin, r, interleaved)
                         samples.append((time.perf_counter() - start) * 1e3)
-                    numpy_ms = f"{statistics.median(samples[1:]):.2f}"
-                    ratio = f"{float(numpy_ms) / times['fused']:.2f}x"
+                    numpy_value = statistics.median(samples[1:])
+                    numpy_ms = f"{numpy_value:.2f}"
+                    numpy_ratio = f"{numpy_value / fused:.2f}x"
+                torch_value = torch_unfused_ms(x, cos, sin, r, interleaved,
+                                               dtype, options.steps)
+                torch_ms = "" if torch_value is None else f"{torch_value:.2f}"
+                torch_ratio = ("" if torch_value is None
+                               else f"{torch_value / fused:.2f}x")
                 form = "interleaved" if interleaved else "half-split"
-                print(f"{dtype:5} {form:11} {times['fused']:9.2f} "
-                      f"{times['unfused']:10.2f} {numpy_ms:>9} "
-                      f"{times['unfused'] / times['fused']:12.2f}x "
-                      f"{ratio:>11}", flush=True)
+                print(f"{dtype:5} {form:11} {fused:9.2f} "
+                      f"{times['unfused']:10.2f} {numpy_ms:>9} {torch_ms:>9} "
+                      f"{times['unfused'] / fused:12.2f}x "
+                      f"{numpy_ratio:>11} {torch_ratio:>11}", flush=True)
 
 
 if __name__ == "__main__":
