@@ -168,7 +168,10 @@ class Session:
     where supported (see supported_devices()). `params` is "init" or
     "init:SEED" (the parameters' init specs with that seed), the path of a
     safetensors file, or a dict of arrays by parameter name; the file or
-    dict must hold every model weight (see load_params).
+    dict must hold every model weight (see load_params). `cuda_graphs`
+    False runs graph regions command by command; `trace` is the path of a
+    Chrome trace-event file with device timings of every command, written
+    by write_trace() and when the session is released.
     """
 
     def __init__(
@@ -178,9 +181,13 @@ class Session:
         device: str = "cpu",
         params: Parameters = "init",
         allow_extra_params: bool = False,
+        cuda_graphs: bool = True,
+        trace: str | os.PathLike | None = None,
     ) -> None:
         seed = _init_seed(params) if isinstance(params, str) else None
-        self._native = _megc.Session(_as_program(program), device, seed or 0)
+        self._native = _megc.Session(
+            _as_program(program), device, seed or 0, cuda_graphs,
+            os.fspath(trace) if trace is not None else "")
         if seed is None:
             self.load_params(params, allow_extra=allow_extra_params)
 
@@ -195,6 +202,10 @@ class Session:
         their dtypes and shapes; returns every output by name."""
         arrays = {name: _as_array(value) for name, value in (inputs or {}).items()}
         return self._native.run(entry, arrays)
+
+    def write_trace(self) -> None:
+        """Writes the trace file now (the session was created with `trace`)."""
+        self._native.write_trace()
 
     def init_params(self, seed: int = 0) -> None:
         """Reinitialises every parameter (training state included) from its

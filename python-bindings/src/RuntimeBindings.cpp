@@ -273,14 +273,23 @@ void bindSession(nb::module_ &m) {
       .def(
           "__init__",
           [](SessionHandle *self, const megrt::Program &program,
-             const std::string &device, uint64_t seed) {
+             const std::string &device, uint64_t seed, bool cudaGraphs,
+             const std::string &trace) {
             megrt::SessionOptions options;
             options.device = device;
             options.seed = seed;
+            options.cudaGraphs = cudaGraphs;
+            options.traceFile = trace;
             nb::gil_scoped_release release;
             new (self) SessionHandle(program, std::move(options));
           },
-          nb::arg("program"), nb::arg("device"), nb::arg("seed"))
+          nb::arg("program"), nb::arg("device"), nb::arg("seed"),
+          nb::arg("cuda_graphs") = true, nb::arg("trace") = "")
+      .def(
+          "write_trace",
+          [](SessionHandle &self) {
+            self.locked([&](megrt::Session &s) { s.writeTrace(); });
+          })
       .def_prop_ro(
           "program",
           [](const SessionHandle &self) { return self.session.program(); })

@@ -116,3 +116,22 @@ def test_dlpack_and_non_contiguous_inputs(llama_artifact, batch):
     strided = np.asfortranarray(ids)
     assert_bitwise(session.run("forward", {"input_ids": strided})["logits"],
                    want)
+
+
+def test_trace_and_graph_options(llama_ir, batch, tmp_path):
+    """A session writes a Chrome trace of its runs; graph regions replayed
+    or run command by command give the same training."""
+    import json
+
+    artifact = megc.compile(llama_ir, target="cpu", cuda_graphs="layer")
+    trace = tmp_path / "trace.json"
+    graphs = megc.Session(artifact, params="init:2", trace=trace)
+    plain = megc.Session(artifact, params="init:2", cuda_graphs=False)
+    for _ in range(2):
+        want = plain.run("train_step", batch)["loss"]
+        assert_bitwise(graphs.run("train_step", batch)["loss"], want)
+    graphs.write_trace()
+    events = json.loads(trace.read_text())["traceEvents"]
+    categories = {event["cat"] for event in events}
+    assert {"entry", "graph", "gemm"} <= categories
+    assert sum(event["cat"] == "entry" for event in events) == 2
