@@ -66,3 +66,22 @@ func.func @two_reductions(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>)
   %m = meg.neg %x : tensor<2x16x64xf32>
   return %s, %m : tensor<2x16x64xf32>, tensor<2x16x64xf32>
 }
+
+// -----
+
+// Horizontal fusion: independent elementwise work over one shape (the
+// cosine and sine tables of RoPE) becomes one region with two results,
+// placed before the matrix product that reads both.
+// CHECK-LABEL: func.func @horizontal
+// CHECK: %[[F:.*]]:2 = meg.fusion(%arg0) : (tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<16x8xf32>):
+// CHECK-NEXT: %[[C:.*]] = meg.cos %[[A]]
+// CHECK-NEXT: %[[S:.*]] = meg.sin %[[A]]
+// CHECK-NEXT: meg.yield %[[C]], %[[S]]
+// CHECK: meg.matmul %[[F]]#0, %[[F]]#1
+func.func @horizontal(%x: tensor<16x8xf32>) -> tensor<16x16xf32> {
+  %c = meg.cos %x : tensor<16x8xf32>
+  %s = meg.sin %x : tensor<16x8xf32>
+  %m = meg.matmul %c, %s transpose_rhs : tensor<16x8xf32>, tensor<16x8xf32>
+  return %m : tensor<16x16xf32>
+}

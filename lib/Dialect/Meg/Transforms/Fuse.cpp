@@ -113,6 +113,103 @@ void outline(ArrayRef<Operation *> ops) {
     op->erase();
 }
 
+/// Elementwise work horizontal fusion may join: a lone elementwise op, or a
+/// fusion region without a row reduction.
+bool isHorizontalCandidate(Operation *op) {
+  if (isElementwise(op))
+    return true;
+  auto fusion = dyn_cast<FusionOp>(op);
+  return fusion && llvm::none_of(fusion.getBody().front(), [](Operation &op) {
+           return isRowReduction(&op);
+         });
+}
+
+/// Whether `later` can absorb `earlier` (before it in the block): the same
+/// result shape, and no use of `earlier`'s results up to `later` (so
+/// `later` does not depend on it, directly or through ops in between, and
+/// the merged region can stand where `later` stands).
+bool canMerge(Operation *earlier, Operation *later) {
+  auto shape = [](Operation *op) {
+    return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+  };
+  if (shape(earlier) != shape(later))
+    return false;
+  for (Operation *user : earlier->getUsers()) {
+    Operation *top = later->getBlock()->findAncestorOpInBlock(*user);
+    if (!top || !later->isBeforeInBlock(top))
+      return false;
+  }
+  return true;
+}
+
+/// Copies `op` (a fusion's body, or the op itself) into `body` with
+/// `mapping`, its constants and inputs mapped already; returns the values
+/// it yields.
+SmallVector<Value> cloneInto(OpBuilder &builder, Operation *op,
+                             IRMapping &mapping) {
+  auto fusion = dyn_cast<FusionOp>(op);
+  if (!fusion)
+    return SmallVector<Value>(builder.clone(*op, mapping)->getResults());
+  Block &region = fusion.getBody().front();
+  for (auto [input, arg] : llvm::zip(fusion.getInputs(), region.getArguments()))
+    mapping.map(arg, mapping.lookup(input));
+  for (Operation &inner : region.without_terminator())
+    builder.clone(inner, mapping);
+  SmallVector<Value> yielded;
+  for (Value value : region.getTerminator()->getOperands())
+    yielded.push_back(mapping.lookup(value));
+  return yielded;
+}
+
+/// One fusion where `later` stands, computing both `earlier`'s and
+/// `later`'s results.
+Operation *merge(Operation *earlier, Operation *later) {
+  SmallVector<Value> inputs;
+  SmallVector<Operation *> constants;
+  for (Operation *op : {earlier, later})
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>()) {
+        if (!llvm::is_contained(constants, def))
+          constants.push_back(def);
+      } else if (!llvm::is_contained(inputs, operand)) {
+        inputs.push_back(operand);
+      }
+    }
+  SmallVector<Type> types(earlier->getResultTypes());
+  llvm::append_range(types, later->getResultTypes());
+  OpBuilder builder(later);
+  auto fusion = FusionOp::create(builder, later->getLoc(), types, inputs);
+  Block &body = fusion.getBody().emplaceBlock();
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body.addArgument(input.getType(), input.getLoc()));
+  builder.setInsertionPointToStart(&body);
+  for (Operation *constant : constants)
+    builder.clone(*constant, mapping);
+  SmallVector<Value> yielded = cloneInto(builder, earlier, mapping);
+  llvm::append_range(yielded, cloneInto(builder, later, mapping));
+  YieldOp::create(builder, later->getLoc(), yielded);
+  unsigned count = earlier->getNumResults();
+  earlier->replaceAllUsesWith(fusion->getResults().take_front(count));
+  later->replaceAllUsesWith(fusion->getResults().drop_front(count));
+  earlier->erase();
+  later->erase();
+  return fusion;
+}
+
+/// Horizontal fusion: joins independent elementwise work over one shape
+/// into one region (one kernel with several results).
+void mergeHorizontally(Block &block) {
+  Operation *candidate = nullptr;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (!isHorizontalCandidate(&op))
+      continue;
+    candidate = candidate && canMerge(candidate, &op) ? merge(candidate, &op)
+                                                      : &op;
+  }
+}
+
 struct MegFusePass : public mlir::meg::impl::MegFuseBase<MegFusePass> {
   using MegFuseBase::MegFuseBase;
 
@@ -134,6 +231,8 @@ struct MegFusePass : public mlir::meg::impl::MegFuseBase<MegFusePass> {
     }
     for (ArrayRef<Operation *> group : groups)
       outline(group);
+    for (Block &block : getOperation().getBody())
+      mergeHorizontally(block);
   }
 };
 

@@ -102,9 +102,12 @@ def MegFuse : Pass<"meg-fuse", "::mlir::func::FuncOp"> {
     producer is inside the region, so no intermediate is written out. A
     region holds at most one row reduction (rms_norm, layer_norm, softmax,
     cross-entropy), which thereby absorbs the residual add or the casts
-    before it and the elementwise work after it. Each region becomes one
-    kernel, named after the ops it holds; matrix products, data movement
-    and collectives stay outside. Constants are cloned into the region.
+    before it and the elementwise work after it. Then horizontal fusion
+    joins independent elementwise work over one shape (lone ops or regions
+    without a row reduction, none reading the other) into one region with
+    several results. Each region becomes one kernel, named after the ops it
+    holds; matrix products, data movement and collectives stay outside.
+    Constants are cloned into the region.
 
     ```mlir
     // before
