@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RegionBody.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
@@ -94,13 +95,8 @@ void outline(ArrayRef<Operation *> ops) {
   OpBuilder builder(root);
   auto fusion = FusionOp::create(builder, root->getLoc(),
                                  root->getResultTypes(), inputs);
-  Block &body = fusion.getBody().emplaceBlock();
   IRMapping mapping;
-  for (Value input : inputs)
-    mapping.map(input, body.addArgument(input.getType(), input.getLoc()));
-  builder.setInsertionPointToStart(&body);
-  for (Operation *constant : constants)
-    builder.clone(*constant, mapping);
+  beginRegionBody(fusion.getBody(), inputs, constants, builder, mapping);
   for (Operation *op : ops)
     builder.clone(*op, mapping);
   SmallVector<Value> results;
@@ -180,13 +176,8 @@ Operation *merge(Operation *earlier, Operation *later) {
   llvm::append_range(types, later->getResultTypes());
   OpBuilder builder(later);
   auto fusion = FusionOp::create(builder, later->getLoc(), types, inputs);
-  Block &body = fusion.getBody().emplaceBlock();
   IRMapping mapping;
-  for (Value input : inputs)
-    mapping.map(input, body.addArgument(input.getType(), input.getLoc()));
-  builder.setInsertionPointToStart(&body);
-  for (Operation *constant : constants)
-    builder.clone(*constant, mapping);
+  beginRegionBody(fusion.getBody(), inputs, constants, builder, mapping);
   SmallVector<Value> yielded = cloneInto(builder, earlier, mapping);
   llvm::append_range(yielded, cloneInto(builder, later, mapping));
   YieldOp::create(builder, later->getLoc(), yielded);

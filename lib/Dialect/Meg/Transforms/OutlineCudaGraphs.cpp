@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RegionBody.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
@@ -240,13 +241,8 @@ struct MegOutlineCudaGraphsPass
     auto region = GraphRegionOp::create(
         builder, run.ops.front()->getLoc(), ValueRange(results).getTypes(),
         builder.getStringAttr(run.name), UnitAttr(), UnitAttr(), inputs);
-    Block &body = region.getBody().emplaceBlock();
     IRMapping mapping;
-    for (Value input : inputs)
-      mapping.map(input, body.addArgument(input.getType(), input.getLoc()));
-    builder.setInsertionPointToStart(&body);
-    for (Operation *op : cloned)
-      builder.clone(*op, mapping);
+    beginRegionBody(region.getBody(), inputs, cloned, builder, mapping);
     for (Operation *op : run.ops)
       builder.clone(*op, mapping);
     SmallVector<Value> yielded;
