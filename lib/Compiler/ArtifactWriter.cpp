@@ -145,7 +145,10 @@ private:
                                gemm->m, gemm->n, gemm->k, gemm->batch,
                                gemm->strideA, gemm->strideB, gemm->strideC,
                                gemm->transA, gemm->transB, 1.0f, 0.0f,
-                               dtype);
+                               dtype,
+                               gemm->geluEpilogue
+                                   ? fb::GemmEpilogue::gelu_tanh
+                                   : fb::GemmEpilogue::none);
       return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());
     }
     if (auto *attention = std::get_if<AttentionCommand>(&command)) {

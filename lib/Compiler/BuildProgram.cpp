@@ -94,6 +94,8 @@ private:
   std::map<std::string, uint32_t> kernelByBody;
   EntryDesc *entry = nullptr;
   llvm::DenseMap<Value, uint32_t> buffers;
+  /// Ops already carried out by another command (an epilogue).
+  llvm::DenseSet<Operation *> absorbed;
 };
 
 uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
@@ -144,6 +146,8 @@ FailureOr<uint32_t> ProgramBuilder::bufferFor(Value value) {
 }
 
 LogicalResult ProgramBuilder::placeOp(Operation *op) {
+  if (absorbed.contains(op))
+    return success();
   if (op->hasTrait<OpTrait::ConstantLike>())
     return success(); // cloned into the kernels that read it
   if (auto ref = dyn_cast<ParamRefOp>(op)) {
@@ -438,6 +442,17 @@ LogicalResult ProgramBuilder::placeLinear(LinearOp op) {
   gemm.c = addBuffer(BufferKind::Arena, 0,
                      cast<RankedTensorType>(op.getType()));
   buffers[op.getResult()] = gemm.c;
+  // A tanh GELU that alone reads the product becomes the GEMM's epilogue
+  // (cuBLASLt applies it in the matmul's epilogue; no kernel, no pass over
+  // memory). In training the backward also reads the product, so it stays.
+  if (op->hasOneUse())
+    if (auto gelu = dyn_cast<GeluOp>(*op->user_begin()))
+      if (gelu.getApproximate() == GeluApproximation::tanh &&
+          gelu->getBlock() == op->getBlock()) {
+        gemm.geluEpilogue = true;
+        buffers[gelu.getResult()] = gemm.c;
+        absorbed.insert(gelu);
+      }
   entry->commands.push_back(gemm);
   return success();
 }

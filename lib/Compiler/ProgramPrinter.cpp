@@ -96,7 +96,8 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
         if (gemm->bias >= 0)
           os << " + %b" << gemm->bias;
         os << " m " << gemm->m << " n " << gemm->n << " k " << gemm->k
-           << " batch " << gemm->batch;
+           << " batch " << gemm->batch
+           << (gemm->geluEpilogue ? " epilogue gelu_tanh" : "");
       } else if (auto *a = std::get_if<AttentionCommand>(&command)) {
         if (a->backward)
           os << "attention_grad %b" << a->gradQ << ", %b" << a->gradK

@@ -37,6 +37,9 @@ inline bool isValid(fb::DType dtype) {
 inline bool isValid(fb::InitKind kind) {
   return kind >= fb::InitKind::MIN && kind <= fb::InitKind::MAX;
 }
+inline bool isValid(fb::GemmEpilogue epilogue) {
+  return epilogue >= fb::GemmEpilogue::MIN && epilogue <= fb::GemmEpilogue::MAX;
+}
 inline bool isValid(fb::BufferKind kind) {
   return kind >= fb::BufferKind::MIN && kind <= fb::BufferKind::MAX;
 }

@@ -18,13 +18,16 @@ struct GemmParams {
   bool transA, transB;
   float alpha, beta;
   DType dtype;
+  /// tanh-approximated GELU on C after the bias.
+  bool geluEpilogue = false;
 };
 
 inline GemmParams toGemmParams(const fb::Gemm &gemm) {
   return {gemm.m(),        gemm.n(),        gemm.k(),
           gemm.batch(),    gemm.stride_a(), gemm.stride_b(),
           gemm.stride_c(), gemm.trans_a(),  gemm.trans_b(),
-          gemm.alpha(),    gemm.beta(),     toDType(gemm.dtype())};
+          gemm.alpha(),    gemm.beta(),     toDType(gemm.dtype()),
+          gemm.epilogue() == fb::GemmEpilogue::gelu_tanh};
 }
 
 } // namespace megrt

@@ -333,6 +333,9 @@ private:
   void verifyGemm(const fb::Gemm &gemm, const std::string &where) {
     if (!isValid(gemm.dtype()))
       fail(where, ": invalid dtype value ", static_cast<int>(gemm.dtype()));
+    if (!isValid(gemm.epilogue()))
+      fail(where, ": invalid epilogue value ",
+           static_cast<int>(gemm.epilogue()));
     if (!isFloatingPoint(toDType(gemm.dtype())))
       fail(where, ": expected a floating-point dtype, found ",
            dtypeName(toDType(gemm.dtype())));

@@ -61,7 +61,8 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
     auto op = fb::CreateGemm(
         builder, gemm->a, gemm->b, gemm->c, gemm->bias, gemm->m, gemm->n,
         gemm->k, gemm->batch, gemm->strideA, gemm->strideB, gemm->strideC,
-        gemm->transA, gemm->transB, gemm->alpha, gemm->beta, gemm->dtype);
+        gemm->transA, gemm->transB, gemm->alpha, gemm->beta, gemm->dtype,
+        gemm->epilogue);
     return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());
   }
   if (const auto *copy = std::get_if<CopyDesc>(&desc)) {

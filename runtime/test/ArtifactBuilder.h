@@ -62,6 +62,7 @@ struct GemmDesc {
   bool transA = false, transB = false;
   float alpha = 1.0f, beta = 0.0f;
   fb::DType dtype = fb::DType::f32;
+  fb::GemmEpilogue epilogue = fb::GemmEpilogue::none;
 };
 
 struct CopyDesc {

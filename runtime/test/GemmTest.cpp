@@ -22,6 +22,8 @@ struct GemmCase {
   /// A and C go through the arena at offsets of a few elements, so that
   /// they are only element-aligned.
   bool offsetOperands = false;
+  /// tanh-approximated GELU after the bias.
+  bool gelu = false;
 };
 
 int64_t spanOf(int64_t batch, int64_t stride, int64_t matrix) {
@@ -48,6 +50,8 @@ ProgramDesc gemmProgram(const GemmCase &gc) {
                 gc.m,       gc.n,       gc.k,       gc.batch,
                 gc.strideA, gc.strideB, gc.strideC, gc.transA,
                 gc.transB,  gc.alpha,   gc.beta,    gc.dtype};
+  if (gc.gelu)
+    gemm.epilogue = fb::GemmEpilogue::gelu_tanh;
   if (gc.bias) {
     entry.inputs.push_back({"bias", gc.dtype, {gc.n}});
     entry.buffers.push_back(inputBuffer(3, {gc.n}, gc.dtype));
@@ -104,6 +108,12 @@ std::vector<double> reference(const GemmCase &gc,
         int64_t index = batch * gc.strideC + i * gc.n + j;
         out[index] =
             gc.alpha * sum + gc.beta * c[index] + (gc.bias ? bias[j] : 0.0);
+        if (gc.gelu) {
+          double x = out[index];
+          out[index] = 0.5 * x *
+                       (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                        (x + 0.044715 * x * x * x)));
+        }
         magnitude[index] = std::abs(gc.alpha) * absSum +
                            std::abs(gc.beta * c[index]) +
                            (gc.bias ? std::abs(bias[j]) : 0.0);
@@ -210,6 +220,19 @@ TEST_P(Gemm, Bf16Broadcast) {
   GemmCase gc{4, 6, 8, 2, 0, 48, 24, false, true};
   gc.dtype = fb::DType::bf16;
   checkGemm(gc);
+}
+
+TEST_P(Gemm, GeluEpilogue) {
+  for (fb::DType dtype : {fb::DType::f32, fb::DType::bf16}) {
+    GemmCase gc{6, 10, 16};
+    gc.transB = true;
+    gc.bias = true;
+    gc.gelu = true;
+    gc.dtype = dtype;
+    checkGemm(gc);
+    gc.bias = false;
+    checkGemm(gc);
+  }
 }
 
 TEST_P(Gemm, F16BatchedWithBias) {

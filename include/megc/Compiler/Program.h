@@ -46,6 +46,8 @@ struct GemmCommand {
   int32_t bias = -1;
   int64_t m, n, k, batch = 1, strideA = 0, strideB = 0, strideC = 0;
   bool transA = false, transB = false;
+  /// Applies tanh-approximated GELU to C (after the bias).
+  bool geluEpilogue = false;
 };
 
 struct CopyCommand {

@@ -7,6 +7,7 @@
 #if MEGRT_CPU_BLAS
 #include <cblas.h>
 #endif
+#include <cmath>
 #include <limits>
 
 namespace megrt {
@@ -56,11 +57,17 @@ void gemmF32(const GemmParams &p, const float *a, const float *b, float *c,
                 static_cast<blasint>(p.n), static_cast<blasint>(p.k), p.alpha,
                 a + batch * p.strideA, lda, b + batch * p.strideB, ldb, p.beta,
                 cBatch, ldc);
-    if (!bias)
-      continue;
-    for (int64_t row = 0; row < p.m; ++row)
-      for (int64_t col = 0; col < p.n; ++col)
-        cBatch[row * p.n + col] += bias[col];
+    if (bias)
+      for (int64_t row = 0; row < p.m; ++row)
+        for (int64_t col = 0; col < p.n; ++col)
+          cBatch[row * p.n + col] += bias[col];
+    if (p.geluEpilogue)
+      for (int64_t i = 0; i < p.m * p.n; ++i) {
+        float x = cBatch[i];
+        cBatch[i] = 0.5f * x *
+                    (1.0f + std::tanh(0.7978845608028654f *
+                                      (x + 0.044715f * x * x * x)));
+      }
   }
 }
 #else

@@ -93,11 +93,16 @@ CudaGemm::CudaGemm(const GemmParams &params, CUdeviceptr a, CUdeviceptr b,
   cublasOperation_t opB = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   setDescAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, opA, where_);
   setDescAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, opB, where_);
+  if (p.geluEpilogue && !bias_)
+    setDescAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                     CUBLASLT_EPILOGUE_GELU, where_);
   if (bias_) {
     // The bias runs along the rows of the column-major C^T (n of them) and
     // is broadcast over its columns and batches (bias batch stride 0).
     setDescAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                     CUBLASLT_EPILOGUE_BIAS, where_);
+                     p.geluEpilogue ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                    : CUBLASLT_EPILOGUE_BIAS,
+                     where_);
     const void *biasPointer = pointer(bias_);
     setDescAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, biasPointer,
                      where_);
