@@ -199,17 +199,35 @@ megrt_status megrt_program_entry_output(const megrt_program *program,
   return entryTensor(program, entry, index, /*output=*/true, spec);
 }
 
-megrt_status megrt_session_create(const megrt_program *program,
-                                  const char *device, uint64_t seed,
-                                  megrt_session **session) {
+megrt_status megrt_session_create_with_options(const megrt_program *program,
+                                               const char *device,
+                                               uint64_t seed, int cuda_graphs,
+                                               const char *trace,
+                                               megrt_session **session) {
   return guarded([&] {
     const char *function = "megrt_session_create";
     require(session, function, "session");
     megrt::SessionOptions options;
     options.device = require(device, function, "device");
     options.seed = seed;
+    options.cudaGraphs = cuda_graphs != 0;
+    options.traceFile = trace ? trace : "";
     *session = new megrt_session{megrt::Session(
         require(program, function, "program")->program, options)};
+  });
+}
+
+megrt_status megrt_session_create(const megrt_program *program,
+                                  const char *device, uint64_t seed,
+                                  megrt_session **session) {
+  return megrt_session_create_with_options(program, device, seed, 1, nullptr,
+                                           session);
+}
+
+megrt_status megrt_session_write_trace(megrt_session *session) {
+  return guarded([&] {
+    require(session, "megrt_session_write_trace", "session")
+        ->session.writeTrace();
   });
 }
 

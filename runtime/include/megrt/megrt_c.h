@@ -83,6 +83,16 @@ megrt_status megrt_program_entry_output(const megrt_program *program,
 megrt_status megrt_session_create(const megrt_program *program,
                                   const char *device, uint64_t seed,
                                   megrt_session **session);
+/* As megrt_session_create, with `cuda_graphs` zero to run graph regions
+ * command by command, and `trace` (NULL: none) the path of a Chrome
+ * trace-event file with device timings of every command, written by
+ * megrt_session_write_trace and when the session is destroyed. */
+megrt_status megrt_session_create_with_options(const megrt_program *program,
+                                               const char *device,
+                                               uint64_t seed, int cuda_graphs,
+                                               const char *trace,
+                                               megrt_session **session);
+megrt_status megrt_session_write_trace(megrt_session *session);
 void megrt_session_destroy(megrt_session *session);
 
 megrt_status megrt_session_init_parameters(megrt_session *session,

@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
   megrt_outputs *outputs = NULL;
   megrt_tensor spec, output;
   size_t numInputs = 0, numOutputs = 0, size = 0, i;
-  char state[4096], params[4096];
+  char state[4096], params[4096], trace[4096];
   float norm[32], ones[32], first, second;
   void *bytes;
 
@@ -172,6 +172,24 @@ int main(int argc, char **argv) {
   EXPECT(megrt_session_load_parameters(restored, state, 0) == MEGRT_OK);
   EXPECT(megrt_session_load_state(restored, params) == MEGRT_RUNTIME_ERROR);
   EXPECT(contains(megrt_last_error(), "missing parameter"));
+
+  /* Options: graph regions run command by command train the same; a trace
+   * is written on request. */
+  {
+    megrt_session *plain = NULL;
+    FILE *file;
+    snprintf(trace, sizeof trace, "%s/trace.json", argv[2]);
+    EXPECT(megrt_session_create_with_options(program, "cpu", 3, 0, trace,
+                                             &plain) == MEGRT_OK);
+    EXPECT(megrt_session_init_parameters(restored, 3) == MEGRT_OK);
+    EXPECT(trainStep(plain) == trainStep(restored));
+    EXPECT(megrt_session_write_trace(plain) == MEGRT_OK);
+    file = fopen(trace, "r");
+    EXPECT(file != NULL && fgetc(file) == '{');
+    if (file)
+      fclose(file);
+    megrt_session_destroy(plain);
+  }
 
   megrt_session_destroy(restored);
   megrt_session_destroy(session);
