@@ -1,6 +1,7 @@
 // KernelLaunch on the CPU: kernels from a shared object embedded in the
 // artifact, loaded from memory.
 #include "ArtifactBuilder.h"
+#include "SamplePrograms.h"
 #include "TestFiles.h"
 #include "megrt/Error.h"
 #include "megrt/Session.h"
@@ -26,16 +27,7 @@ constexpr uint16_t kHostElfMachine = 62;
 /// the arena (copy x in, add_constant, multiply, copy out), and z = exp(x)
 /// straight from input to output.
 ProgramDesc kernelProgram(const char *kernelsPath) {
-  ProgramDesc program;
-  program.cpuObject = readBytes(kernelsPath);
-#if defined(__aarch64__)
-  program.targetTriple = "aarch64-unknown-linux-gnu";
-#else
-  program.targetTriple = "x86_64-unknown-linux-gnu";
-#endif
-  program.kernels = {{"add", "add_constant", 2},
-                     {"mul", "multiply", 3},
-                     {"exp", "exponential", 2}};
+  ProgramDesc program = testKernelsProgram(kernelsPath);
   program.params = {{"w", fb::DType::f32, {8}, fb::InitKind::ones, 0.0}};
   EntryDesc entry;
   entry.name = "step";

@@ -43,7 +43,7 @@ ProgramDesc linearProgram() {
   return program;
 }
 
-ProgramDesc layeredProgram(const char *kernelsPath) {
+ProgramDesc testKernelsProgram(const char *kernelsPath) {
   ProgramDesc program;
   program.cpuObject = readBytes(kernelsPath);
 #if defined(__aarch64__)
@@ -54,6 +54,11 @@ ProgramDesc layeredProgram(const char *kernelsPath) {
   program.kernels = {{"add", "add_constant", 2},
                      {"mul", "multiply", 3},
                      {"exp", "exponential", 2}};
+  return program;
+}
+
+ProgramDesc layeredProgram(const char *kernelsPath) {
+  ProgramDesc program = testKernelsProgram(kernelsPath);
   program.params = {{"w", fb::DType::f32, {8}, fb::InitKind::ones, 0.0},
                     {"m", fb::DType::f32, {4, 2}, fb::InitKind::normal, 0.5}};
 

@@ -15,6 +15,11 @@ ProgramDesc linearProgram();
 /// Index of the gemm command in linearProgram()'s "forward" entry.
 constexpr size_t kLinearGemmCommand = 0;
 
+/// A program holding only the shared object at `kernelsPath`
+/// (TestKernels.cpp) for the host, with its kernels "add" (add_constant, 2
+/// args), "mul" (multiply, 3) and "exp" (exponential, 2).
+ProgramDesc testKernelsProgram(const char *kernelsPath);
+
 /// Two "layers" as graph regions between plain commands, on the test
 /// kernels of the shared object at `kernelsPath` (TestKernels.cpp).
 /// Parameters "w" f32[8] (ones) and "m" f32[4,2] (normal 0.5). Entry "step",
