@@ -1,0 +1,101 @@
+// Collective communication between the ranks of a multi-rank run: the world
+// of processes started by a launcher (mpirun), and one group per registered
+// submesh. MPI carries host buffers; NCCL carries CUDA device buffers.
+#ifndef MEGRT_SRC_COMM_COMMUNICATOR_H
+#define MEGRT_SRC_COMM_COMMUNICATOR_H
+
+#include "megrt/DType.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace megrt::comm {
+
+enum class CollectiveKind : uint8_t { AllGather = 0, ReduceScatter = 1, AllReduce = 2 };
+
+/// Avg divides the sum by the group size.
+enum class ReduceOp : uint8_t { Sum = 0, Avg = 1 };
+
+/// Where a group's buffers live.
+enum class MemorySpace : uint8_t { Host, Cuda };
+
+const char *collectiveName(CollectiveKind kind);
+
+/// This rank's view of a group of ranks (one registered submesh).
+class Group {
+public:
+  virtual ~Group() = default;
+
+  /// This rank's index in the group, and the group size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Starts a collective and returns its handle for wait(). AllGather: src
+  /// holds `count` elements, dst size() * count (this rank's part included).
+  /// ReduceScatter: src holds size() * count, dst count (this rank's piece).
+  /// AllReduce: both hold count (src == dst is allowed). src and dst must
+  /// stay untouched until wait() returns. For a Cuda group, `stream` is the
+  /// CUstream the collective is ordered on; for a Host group it is ignored.
+  /// 16-bit floats are reduced with f32 arithmetic.
+  virtual uint64_t start(CollectiveKind kind, const void *src, void *dst,
+                         size_t count, DType dtype, ReduceOp op,
+                         void *stream) = 0;
+
+  /// Completes a started collective (for a Cuda group: its work is ordered
+  /// before later work on the stream). Throws megrt::Error naming the
+  /// collective, the group and the timeout when it does not complete in
+  /// time, or when a peer failed.
+  virtual void wait(uint64_t handle) = 0;
+
+  /// start() then wait().
+  void run(CollectiveKind kind, const void *src, void *dst, size_t count,
+           DType dtype, ReduceOp op, void *stream) {
+    wait(start(kind, src, dst, count, dtype, op, stream));
+  }
+};
+
+struct WorldOptions {
+  /// How long a collective, a split or a broadcast may take before this
+  /// rank gives up with an error (a peer died or stalled). The environment
+  /// variable MEGRT_COMM_TIMEOUT (seconds) overrides the default.
+  double timeoutSeconds = 300;
+};
+
+/// The processes of the run.
+class World {
+public:
+  virtual ~World() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// The rank among the processes of this host (selects the CUDA device).
+  virtual int localRank() const = 0;
+  /// "single process", "MPI (Open MPI 4.1.4)", ... for messages.
+  virtual std::string describe() const = 0;
+
+  /// Collective over the world, like MPI_Comm_split: the ranks passing the
+  /// same color form a group, ordered by key. The group carries buffers of
+  /// `space` (Cuda groups use NCCL, bootstrapped through this world).
+  virtual std::unique_ptr<Group> split(int color, int key,
+                                       MemorySpace space) = 0;
+
+  /// Host-memory helpers over the whole world (blocking, with the timeout).
+  virtual void broadcast(void *data, size_t bytes, int root) = 0;
+  /// out (size() * bytes, on every rank) receives every rank's `in`.
+  virtual void allGatherBytes(const void *in, void *out, size_t bytes) = 0;
+  virtual void barrier() = 0;
+};
+
+/// Connects to the launcher's world: Open MPI (OMPI_COMM_WORLD_SIZE/RANK/
+/// LOCAL_RANK) or a PMI launcher (PMI_SIZE/PMI_RANK); without a launcher, or
+/// with a world of one, a single-process world that needs no MPI. MPI is
+/// loaded at run time (the megrt_mpi plugin); its absence is an error only
+/// for a world of more than one rank. The world lives until the process
+/// exits (MPI cannot be initialised twice); later calls return the same one.
+World &connectWorld(const WorldOptions &options = {});
+
+} // namespace megrt::comm
+
+#endif // MEGRT_SRC_COMM_COMMUNICATOR_H
