@@ -13,7 +13,11 @@
 
 namespace megrt::comm {
 
-enum class CollectiveKind : uint8_t { AllGather = 0, ReduceScatter = 1, AllReduce = 2 };
+enum class CollectiveKind : uint8_t {
+  AllGather = 0,
+  ReduceScatter = 1,
+  AllReduce = 2
+};
 
 /// Avg divides the sum by the group size.
 enum class ReduceOp : uint8_t { Sum = 0, Avg = 1 };

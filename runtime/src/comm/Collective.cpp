@@ -1,0 +1,79 @@
+// What every backend checks about a collective before starting it.
+#include "comm/Collective.h"
+
+#include "Fail.h"
+
+namespace megrt::comm {
+namespace {
+
+const char *reduceOpName(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Avg:
+    return "avg";
+  }
+  return "<invalid reduce op>";
+}
+
+bool isReduction(CollectiveKind kind) {
+  return kind == CollectiveKind::ReduceScatter ||
+         kind == CollectiveKind::AllReduce;
+}
+
+} // namespace
+
+const char *collectiveName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  }
+  return "<invalid collective>";
+}
+
+std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
+                               size_t count, int groupSize) {
+  std::string what = collectiveName(kind);
+  what += isReduction(kind) ? concat(" (", reduceOpName(op), ", ")
+                            : std::string(" (");
+  return concat(what, dtypeName(dtype), ", ", count,
+                " elements) on a group of ", groupSize,
+                groupSize == 1 ? " rank" : " ranks");
+}
+
+void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
+                     size_t count, int groupSize) {
+  if (static_cast<uint8_t>(kind) >
+      static_cast<uint8_t>(CollectiveKind::AllReduce))
+    fail("invalid collective kind ", static_cast<int>(kind));
+  if (static_cast<uint8_t>(dtype) > static_cast<uint8_t>(DType::I64))
+    fail(collectiveName(kind), ": invalid dtype value ",
+         static_cast<int>(dtype));
+  if (!isReduction(kind))
+    return;
+  if (static_cast<uint8_t>(op) > static_cast<uint8_t>(ReduceOp::Avg))
+    fail(collectiveName(kind), ": invalid reduce op ", static_cast<int>(op));
+  if (op == ReduceOp::Avg && !isFloatingPoint(dtype))
+    fail(describeCollective(kind, dtype, op, count, groupSize),
+         ": an average needs a floating-point dtype (f32, bf16 or f16); "
+         "sum the integers instead");
+}
+
+size_t sourceCount(CollectiveKind kind, size_t count, int groupSize) {
+  return kind == CollectiveKind::ReduceScatter ? count * groupSize : count;
+}
+
+size_t destinationCount(CollectiveKind kind, size_t count, int groupSize) {
+  return kind == CollectiveKind::AllGather ? count * groupSize : count;
+}
+
+void failUnknownCollectiveHandle(uint64_t handle, const std::string &group) {
+  fail(group, ": wait for collective handle ", handle,
+       ", which is not pending (never started, or already waited for)");
+}
+
+} // namespace megrt::comm

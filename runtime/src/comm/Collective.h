@@ -1,0 +1,65 @@
+// What every backend (single process, MPI, NCCL) checks about a collective
+// before starting it, and the table of started collectives behind the
+// handles start() returns.
+#ifndef MEGRT_SRC_COMM_COLLECTIVE_H
+#define MEGRT_SRC_COMM_COLLECTIVE_H
+
+#include "comm/Communicator.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace megrt::comm {
+
+/// "all_reduce (sum, bf16, 1024 elements) on a group of 4 ranks", for
+/// messages.
+std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
+                               size_t count, int groupSize);
+
+/// Throws megrt::Error unless every backend can run the collective: the
+/// enums are in range, and reductions are sums of any dtype or averages of
+/// floats (an integer average would need a rounding rule).
+void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
+                     size_t count, int groupSize);
+
+/// Elements of src and of dst for `count` as start() takes it.
+size_t sourceCount(CollectiveKind kind, size_t count, int groupSize);
+size_t destinationCount(CollectiveKind kind, size_t count, int groupSize);
+
+/// Throws megrt::Error: `group` has no collective pending under `handle`.
+[[noreturn]] void failUnknownCollectiveHandle(uint64_t handle,
+                                              const std::string &group);
+
+/// Started collectives by handle; handles are never reused, so waiting
+/// twice for one is an error rather than a wait for another collective.
+template <typename Pending> class PendingCollectives {
+public:
+  uint64_t add(Pending pending) {
+    uint64_t handle = next_++;
+    pending_.emplace(handle, std::move(pending));
+    return handle;
+  }
+
+  /// Removes and returns the collective of `handle`; throws megrt::Error
+  /// naming `group` when none is pending under it.
+  Pending take(uint64_t handle, const std::string &group) {
+    auto found = pending_.find(handle);
+    if (found == pending_.end())
+      failUnknownCollectiveHandle(handle, group);
+    Pending pending = std::move(found->second);
+    pending_.erase(found);
+    return pending;
+  }
+
+  bool empty() const { return pending_.empty(); }
+
+private:
+  std::unordered_map<uint64_t, Pending> pending_;
+  uint64_t next_ = 1;
+};
+
+} // namespace megrt::comm
+
+#endif // MEGRT_SRC_COMM_COLLECTIVE_H

@@ -1,0 +1,61 @@
+// The world of a process started without a launcher: host collectives of a
+// group of one are copies.
+#include "comm/SingleProcessWorld.h"
+
+#include "Fail.h"
+#include "comm/Collective.h"
+
+#include <cstring>
+
+namespace megrt::comm {
+namespace {
+
+class SingleProcessGroup : public Group {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+
+  uint64_t start(CollectiveKind kind, const void *src, void *dst, size_t count,
+                 DType dtype, ReduceOp op, void *) override {
+    checkCollective(kind, dtype, op, count, 1);
+    // With one rank every collective is the identity, Avg included.
+    if (count && src != dst)
+      std::memmove(dst, src, count * elementSize(dtype));
+    return pending_.add(kind);
+  }
+
+  void wait(uint64_t handle) override {
+    pending_.take(handle, "the single-process host group");
+  }
+
+private:
+  PendingCollectives<CollectiveKind> pending_;
+};
+
+} // namespace
+
+std::unique_ptr<Group> SingleProcessWorld::split(int color, int,
+                                                 MemorySpace space) {
+  if (color < 0)
+    fail("split: color ", color,
+         " is negative; colors name groups and "
+         "must be >= 0");
+  if (space != MemorySpace::Host)
+    fail("split: the single-process world makes host groups only");
+  return std::make_unique<SingleProcessGroup>();
+}
+
+void SingleProcessWorld::broadcast(void *, size_t, int root) {
+  if (root != 0)
+    fail("broadcast from rank ", root,
+         " in a single-process world, whose "
+         "only rank is 0");
+}
+
+void SingleProcessWorld::allGatherBytes(const void *in, void *out,
+                                        size_t bytes) {
+  if (bytes && in != out)
+    std::memmove(out, in, bytes);
+}
+
+} // namespace megrt::comm
