@@ -41,8 +41,8 @@ std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
   what += isReduction(kind) ? concat(" (", reduceOpName(op), ", ")
                             : std::string(" (");
   return concat(what, dtypeName(dtype), ", ", count,
-                " elements) on a group of ", groupSize,
-                groupSize == 1 ? " rank" : " ranks");
+                count == 1 ? " element" : " elements", ") on a group of ",
+                groupSize, groupSize == 1 ? " rank" : " ranks");
 }
 
 void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,

@@ -2,8 +2,8 @@
 // environment.
 #include "comm/Communicator.h"
 
-#include "Fail.h"
 #include "comm/LaunchEnvironment.h"
+#include "comm/MpiPluginLoader.h"
 #include "comm/SingleProcessWorld.h"
 
 #include <mutex>
@@ -13,13 +13,10 @@ namespace {
 
 std::unique_ptr<World> makeWorld(const WorldOptions &options) {
   LaunchEnvironment environment = readLaunchEnvironment();
-  communicationTimeout(options.timeoutSeconds);
+  double timeoutSeconds = communicationTimeout(options.timeoutSeconds);
   if (environment.size == 1)
     return std::make_unique<SingleProcessWorld>();
-  fail("the launcher started a world of ", environment.size, " ranks (",
-       environment.source,
-       "), but multi-process worlds are not supported "
-       "yet by this build of megrt");
+  return connectMpiWorld(environment, timeoutSeconds);
 }
 
 } // namespace

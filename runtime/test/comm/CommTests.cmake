@@ -11,8 +11,43 @@ target_link_libraries(megrt_comm_standalone PUBLIC ${CMAKE_DL_LIBS})
 add_executable(megrt-comm-tests
   ${CMAKE_CURRENT_LIST_DIR}/CollectiveTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/LaunchEnvironmentTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/MpiPluginLoaderTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SingleProcessWorldTest.cpp)
 target_link_libraries(megrt-comm-tests PRIVATE megrt_comm_standalone
   GTest::gtest_main)
 target_compile_options(megrt-comm-tests PRIVATE ${MEGRT_WARNINGS})
 gtest_discover_tests(megrt-comm-tests)
+
+# Tests run by every rank under mpirun, through the MPI plugin; the test
+# program itself does not link MPI, as megrt does not.
+if(TARGET megrt_mpi)
+  add_executable(megrt-comm-mpi-tests
+    ${CMAKE_CURRENT_LIST_DIR}/MpiTestMain.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/MpiTimeoutTest.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/MpiWorldTest.cpp)
+  target_link_libraries(megrt-comm-mpi-tests PRIVATE megrt_comm_standalone
+    GTest::gtest GTest::gmock)
+  target_compile_options(megrt-comm-mpi-tests PRIVATE ${MEGRT_WARNINGS})
+  add_dependencies(megrt-comm-mpi-tests megrt_mpi)
+
+  set(run_mpi_test ${CMAKE_COMMAND} -DMPIEXEC=${MPIEXEC_EXECUTABLE}
+      -DNUMPROC_FLAG=${MPIEXEC_NUMPROC_FLAG}
+      -DPROGRAM=$<TARGET_FILE:megrt-comm-mpi-tests>)
+  # A limit well above the tests' time, so that a hang fails rather than
+  # waits for ctest's timeout.
+  add_test(NAME megrt-comm-mpi.4-ranks
+    COMMAND ${run_mpi_test} -DRANKS=4 -DTIMEOUT=60
+            "-DARGS=--gtest_filter=-MpiTimeoutTest.*"
+            -P ${CMAKE_CURRENT_LIST_DIR}/RunMpiTest.cmake)
+  add_test(NAME megrt-comm-mpi.2-ranks
+    COMMAND ${run_mpi_test} -DRANKS=2 -DTIMEOUT=60
+            "-DARGS=--gtest_filter=-MpiTimeoutTest.*"
+            -P ${CMAKE_CURRENT_LIST_DIR}/RunMpiTest.cmake)
+  # Rank 1 stalls for 40 s; rank 0 times out after 2 s and aborts the job.
+  add_test(NAME megrt-comm-mpi.timeout
+    COMMAND ${run_mpi_test} -DRANKS=2 -DTIMEOUT=2 -DMODE=abort
+            -DMAX_SECONDS=25 "-DARGS=--gtest_filter=MpiTimeoutTest.*"
+            -P ${CMAKE_CURRENT_LIST_DIR}/RunMpiTest.cmake)
+  set_tests_properties(megrt-comm-mpi.4-ranks megrt-comm-mpi.2-ranks
+    megrt-comm-mpi.timeout PROPERTIES TIMEOUT 300 PROCESSORS 2)
+endif()

@@ -1,0 +1,282 @@
+// The MPI world and its host groups, run by every rank under mpirun (see
+// CommTests.cmake): each rank contributes rankValues(rank) and checks the
+// results against sums computed here. Tests call the same collectives on
+// every rank whatever they find, so that a failure cannot hang the others.
+#include "comm/Communicator.h"
+
+#include "RankValues.h"
+#include "megrt/Error.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace megrt::comm {
+namespace {
+
+using test::fromBf16;
+using test::rankSum;
+using test::rankValues;
+using test::toBf16;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr size_t kCount = 29;
+
+World &world() { return connectWorld(); }
+
+std::unique_ptr<Group> wholeWorld() {
+  return world().split(0, world().rank(), MemorySpace::Host);
+}
+
+TEST(MpiWorldTest, MatchesLauncher) {
+  EXPECT_GT(world().size(), 1);
+  EXPECT_THAT(world().describe(), StartsWith("MPI (Open MPI v"));
+  if (const char *rank = std::getenv("OMPI_COMM_WORLD_RANK")) {
+    EXPECT_EQ(world().rank(), std::atoi(rank));
+  }
+  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) {
+    EXPECT_EQ(world().localRank(), std::atoi(local));
+  }
+}
+
+TEST(MpiWorldTest, BroadcastAndAllGatherBytes) {
+  int root = world().size() - 1;
+  int message[2] = {0, 0};
+  if (world().rank() == root) {
+    message[0] = 42;
+    message[1] = root;
+  }
+  world().broadcast(message, sizeof(message), root);
+  EXPECT_EQ(message[0], 42);
+  EXPECT_EQ(message[1], root);
+
+  struct Entry {
+    int rank;
+    int square;
+  } mine{world().rank(), world().rank() * world().rank()};
+  std::vector<Entry> all(world().size());
+  world().allGatherBytes(&mine, all.data(), sizeof(Entry));
+  for (int r = 0; r < world().size(); ++r) {
+    EXPECT_EQ(all[r].rank, r);
+    EXPECT_EQ(all[r].square, r * r);
+  }
+  world().barrier();
+}
+
+TEST(MpiWorldTest, AllGather) {
+  std::unique_ptr<Group> group = wholeWorld();
+  int size = group->size();
+  ASSERT_EQ(size, world().size());
+  EXPECT_EQ(group->rank(), world().rank());
+
+  std::vector<float> f32(kCount * size);
+  group->run(CollectiveKind::AllGather,
+             rankValues(group->rank(), kCount).data(), f32.data(), kCount,
+             DType::F32, ReduceOp::Sum, nullptr);
+  std::vector<uint16_t> bf16(kCount * size);
+  group->run(CollectiveKind::AllGather,
+             toBf16(rankValues(group->rank(), kCount)).data(), bf16.data(),
+             kCount, DType::BF16, ReduceOp::Sum, nullptr);
+  // Integers are gathered as bytes, wide values included.
+  int64_t wide[2] = {int64_t(group->rank()) << 40, -group->rank()};
+  std::vector<int64_t> wides(2 * size);
+  group->run(CollectiveKind::AllGather, wide, wides.data(), 2, DType::I64,
+             ReduceOp::Sum, nullptr);
+
+  std::vector<float> bf16Values = fromBf16(bf16);
+  for (int r = 0; r < size; ++r) {
+    std::vector<float> expected = rankValues(r, kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+      EXPECT_EQ(f32[r * kCount + i], expected[i]) << r << " " << i;
+      EXPECT_EQ(bf16Values[r * kCount + i], expected[i]) << r << " " << i;
+    }
+    EXPECT_EQ(wides[2 * r], int64_t(r) << 40);
+    EXPECT_EQ(wides[2 * r + 1], -r);
+  }
+}
+
+TEST(MpiWorldTest, AllGatherInPlace) {
+  std::unique_ptr<Group> group = wholeWorld();
+  std::vector<float> data(kCount * group->size(), -1);
+  std::vector<float> mine = rankValues(group->rank(), kCount);
+  std::memcpy(data.data() + group->rank() * kCount, mine.data(),
+              kCount * sizeof(float));
+  group->run(CollectiveKind::AllGather, data.data() + group->rank() * kCount,
+             data.data(), kCount, DType::F32, ReduceOp::Sum, nullptr);
+  for (int r = 0; r < group->size(); ++r)
+    EXPECT_EQ(data[r * kCount + 3], rankValues(r, kCount)[3]);
+}
+
+/// Reduce-scatter and all-reduce of f32 and bf16, sum and average.
+class MpiReduceTest : public ::testing::TestWithParam<ReduceOp> {};
+
+TEST_P(MpiReduceTest, ReduceScatter) {
+  ReduceOp op = GetParam();
+  std::unique_ptr<Group> group = wholeWorld();
+  int size = group->size(), rank = group->rank();
+  std::vector<float> src = rankValues(rank, kCount * size);
+  std::vector<float> f32(kCount);
+  group->run(CollectiveKind::ReduceScatter, src.data(), f32.data(), kCount,
+             DType::F32, op, nullptr);
+  std::vector<uint16_t> bf16(kCount);
+  group->run(CollectiveKind::ReduceScatter, toBf16(src).data(), bf16.data(),
+             kCount, DType::BF16, op, nullptr);
+
+  std::vector<float> bf16Values = fromBf16(bf16);
+  double divisor = op == ReduceOp::Avg ? size : 1;
+  for (size_t i = 0; i < kCount; ++i) {
+    double expected = rankSum(size, rank * kCount + i) / divisor;
+    EXPECT_EQ(f32[i], static_cast<float>(expected)) << i;
+    EXPECT_EQ(bf16Values[i], bf16ToFloat(floatToBf16(expected))) << i;
+  }
+}
+
+TEST_P(MpiReduceTest, AllReduce) {
+  ReduceOp op = GetParam();
+  std::unique_ptr<Group> group = wholeWorld();
+  int size = group->size();
+  std::vector<float> f32 = rankValues(group->rank(), kCount);
+  // In place (src == dst).
+  group->run(CollectiveKind::AllReduce, f32.data(), f32.data(), kCount,
+             DType::F32, op, nullptr);
+  std::vector<uint16_t> bf16(kCount);
+  group->run(CollectiveKind::AllReduce,
+             toBf16(rankValues(group->rank(), kCount)).data(), bf16.data(),
+             kCount, DType::BF16, op, nullptr);
+  std::vector<uint16_t> f16(kCount);
+  std::vector<uint16_t> f16Source(kCount);
+  for (size_t i = 0; i < kCount; ++i)
+    f16Source[i] = floatToF16(rankValues(group->rank(), kCount)[i]);
+  group->run(CollectiveKind::AllReduce, f16Source.data(), f16.data(), kCount,
+             DType::F16, op, nullptr);
+
+  double divisor = op == ReduceOp::Avg ? size : 1;
+  std::vector<float> bf16Values = fromBf16(bf16);
+  for (size_t i = 0; i < kCount; ++i) {
+    double expected = rankSum(size, i) / divisor;
+    EXPECT_EQ(f32[i], static_cast<float>(expected)) << i;
+    EXPECT_EQ(bf16Values[i], bf16ToFloat(floatToBf16(expected))) << i;
+    EXPECT_EQ(f16ToFloat(f16[i]), f16ToFloat(floatToF16(expected))) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SumAndAvg, MpiReduceTest,
+                         ::testing::Values(ReduceOp::Sum, ReduceOp::Avg),
+                         [](const auto &info) {
+                           return info.param == ReduceOp::Sum ? "Sum" : "Avg";
+                         });
+
+TEST(MpiWorldTest, IntegerSums) {
+  std::unique_ptr<Group> group = wholeWorld();
+  int size = group->size(), rank = group->rank();
+  int32_t narrow[3] = {rank, -rank, 1};
+  group->run(CollectiveKind::AllReduce, narrow, narrow, 3, DType::I32,
+             ReduceOp::Sum, nullptr);
+  int64_t wide = int64_t(rank + 1) << 33;
+  int64_t wideSum = 0;
+  group->run(CollectiveKind::AllReduce, &wide, &wideSum, 1, DType::I64,
+             ReduceOp::Sum, nullptr);
+  int triangle = size * (size - 1) / 2;
+  EXPECT_EQ(narrow[0], triangle);
+  EXPECT_EQ(narrow[1], -triangle);
+  EXPECT_EQ(narrow[2], size);
+  EXPECT_EQ(wideSum, int64_t(triangle + size) << 33);
+}
+
+TEST(MpiWorldTest, LargeAllReduce) {
+  std::unique_ptr<Group> group = wholeWorld();
+  const size_t count = size_t(1) << 18;
+  std::vector<float> data(count);
+  for (size_t i = 0; i < count; ++i)
+    data[i] = static_cast<float>((group->rank() + 1) * (i % 1000));
+  group->run(CollectiveKind::AllReduce, data.data(), data.data(), count,
+             DType::F32, ReduceOp::Sum, nullptr);
+  int size = group->size();
+  size_t mismatches = 0;
+  for (size_t i = 0; i < count; ++i)
+    mismatches +=
+        data[i] != static_cast<float>(size * (size + 1) / 2 * (i % 1000));
+  EXPECT_EQ(mismatches, 0u);
+}
+
+/// Pairs of neighbours (color rank / 2) ordered by descending world rank
+/// (key -rank); then the evens and the odds.
+TEST(MpiWorldTest, SplitsByColorAndKey) {
+  int rank = world().rank(), size = world().size();
+  ASSERT_EQ(size % 2, 0) << "the split test needs an even world";
+  std::unique_ptr<Group> pairs =
+      world().split(rank / 2, -rank, MemorySpace::Host);
+  std::unique_ptr<Group> parity =
+      world().split(rank % 2, rank, MemorySpace::Host);
+
+  int32_t members[2] = {-1, -1};
+  pairs->run(CollectiveKind::AllGather, &rank, members, 1, DType::I32,
+             ReduceOp::Sum, nullptr);
+  EXPECT_EQ(pairs->size(), 2);
+  EXPECT_EQ(pairs->rank(), rank % 2 == 1 ? 0 : 1);
+  EXPECT_EQ(members[0], rank / 2 * 2 + 1);
+  EXPECT_EQ(members[1], rank / 2 * 2);
+
+  std::vector<int32_t> sameParity(size / 2, -1);
+  parity->run(CollectiveKind::AllGather, &rank, sameParity.data(), 1,
+              DType::I32, ReduceOp::Sum, nullptr);
+  EXPECT_EQ(parity->size(), size / 2);
+  EXPECT_EQ(parity->rank(), rank / 2);
+  for (int i = 0; i < size / 2; ++i)
+    EXPECT_EQ(sameParity[i], 2 * i + rank % 2);
+
+  // A sum over each pair only.
+  float value = static_cast<float>(rank), pairSum = 0;
+  pairs->run(CollectiveKind::AllReduce, &value, &pairSum, 1, DType::F32,
+             ReduceOp::Sum, nullptr);
+  EXPECT_EQ(pairSum, static_cast<float>(4 * (rank / 2) + 1));
+}
+
+/// Two collectives on two groups in flight at once, waited for in the
+/// other order.
+TEST(MpiWorldTest, OverlappingCollectives) {
+  int rank = world().rank(), size = world().size();
+  std::unique_ptr<Group> all = wholeWorld();
+  std::unique_ptr<Group> pairs =
+      world().split(rank / 2, rank, MemorySpace::Host);
+  std::vector<float> reduced = rankValues(rank, kCount);
+  std::vector<uint16_t> gathered(kCount * pairs->size());
+  std::vector<uint16_t> mine = toBf16(rankValues(rank, kCount));
+  uint64_t first =
+      all->start(CollectiveKind::AllReduce, reduced.data(), reduced.data(),
+                 kCount, DType::F32, ReduceOp::Avg, nullptr);
+  uint64_t second =
+      pairs->start(CollectiveKind::AllGather, mine.data(), gathered.data(),
+                   kCount, DType::BF16, ReduceOp::Sum, nullptr);
+  pairs->wait(second);
+  all->wait(first);
+  for (size_t i = 0; i < kCount; ++i)
+    EXPECT_EQ(reduced[i], static_cast<float>(rankSum(size, i) / size));
+  std::vector<float> gatheredValues = fromBf16(gathered);
+  for (int member = 0; member < pairs->size(); ++member)
+    EXPECT_EQ(gatheredValues[member * kCount + 5],
+              rankValues(rank / 2 * 2 + member, kCount)[5]);
+}
+
+TEST(MpiWorldTest, ErrorsCrossThePlugin) {
+  std::unique_ptr<Group> group = wholeWorld();
+  try {
+    group->wait(12345);
+    ADD_FAILURE() << "expected megrt::Error";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(), HasSubstr("wait for collective handle 12345, "
+                                        "which is not pending"));
+  }
+  int32_t value = 1;
+  EXPECT_THROW(group->run(CollectiveKind::AllReduce, &value, &value, 1,
+                          DType::I32, ReduceOp::Avg, nullptr),
+               Error);
+  EXPECT_THROW(world().broadcast(&value, 4, world().size()), Error);
+  EXPECT_THROW(world().split(-1, 0, MemorySpace::Host), Error);
+}
+
+} // namespace
+} // namespace megrt::comm
