@@ -45,6 +45,12 @@ std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                 groupSize, groupSize == 1 ? " rank" : " ranks");
 }
 
+std::string timeoutMessage(const std::string &what, double timeoutSeconds) {
+  return concat(what, " did not complete within ", timeoutSeconds,
+                " s; a peer rank may have died or stalled (MEGRT_COMM_TIMEOUT "
+                "sets the limit)");
+}
+
 void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                      size_t count, int groupSize) {
   if (static_cast<uint8_t>(kind) >

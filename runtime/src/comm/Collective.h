@@ -18,6 +18,10 @@ namespace megrt::comm {
 std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                                size_t count, int groupSize);
 
+/// "<what> did not complete within N s; a peer rank may have died or
+/// stalled (MEGRT_COMM_TIMEOUT sets the limit)": every backend's timeout.
+std::string timeoutMessage(const std::string &what, double timeoutSeconds);
+
 /// Throws megrt::Error unless every backend can run the collective: the
 /// enums are in range, and reductions are sums of any dtype or averages of
 /// floats (an integer average would need a rounding rule).

@@ -11,6 +11,7 @@ add_library(megrt_comm OBJECT
   ${MEGRT_COMM_DIR}/Communicator.cpp
   ${MEGRT_COMM_DIR}/LaunchEnvironment.cpp
   ${MEGRT_COMM_DIR}/MpiPluginLoader.cpp
+  ${MEGRT_COMM_DIR}/RuntimeWorld.cpp
   ${MEGRT_COMM_DIR}/SingleProcessWorld.cpp)
 target_include_directories(megrt_comm PRIVATE
   ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
@@ -18,6 +19,18 @@ set_target_properties(megrt_comm PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_compile_options(megrt_comm PRIVATE ${MEGRT_WARNINGS})
 target_compile_definitions(megrt_comm PRIVATE
   MEGRT_WITH_CUDA=$<BOOL:${MEGRT_WITH_CUDA}>)
+# CUDA groups are NCCL's, loaded with dlopen like the driver: headers only
+# (nccl.h is in the toolkit's include directory), never libnccl or libcuda.
+if(MEGRT_WITH_CUDA)
+  target_sources(megrt_comm PRIVATE
+    ${MEGRT_COMM_DIR}/nccl/NcclGroup.cpp
+    ${MEGRT_COMM_DIR}/nccl/NcclGroups.cpp
+    ${MEGRT_COMM_DIR}/nccl/NcclLibrary.cpp)
+  target_include_directories(megrt_comm SYSTEM PRIVATE
+    ${CUDAToolkit_INCLUDE_DIRS})
+else()
+  target_sources(megrt_comm PRIVATE ${MEGRT_COMM_DIR}/NoCudaGroups.cpp)
+endif()
 target_sources(megrt PRIVATE $<TARGET_OBJECTS:megrt_comm>)
 
 find_package(MPI COMPONENTS C QUIET)

@@ -4,6 +4,7 @@
 
 #include "comm/LaunchEnvironment.h"
 #include "comm/MpiPluginLoader.h"
+#include "comm/RuntimeWorld.h"
 #include "comm/SingleProcessWorld.h"
 
 #include <mutex>
@@ -14,9 +15,10 @@ namespace {
 std::unique_ptr<World> makeWorld(const WorldOptions &options) {
   LaunchEnvironment environment = readLaunchEnvironment();
   double timeoutSeconds = communicationTimeout(options.timeoutSeconds);
-  if (environment.size == 1)
-    return std::make_unique<SingleProcessWorld>();
-  return connectMpiWorld(environment, timeoutSeconds);
+  std::unique_ptr<World> host =
+      environment.size == 1 ? std::make_unique<SingleProcessWorld>()
+                            : connectMpiWorld(environment, timeoutSeconds);
+  return std::make_unique<RuntimeWorld>(std::move(host), timeoutSeconds);
 }
 
 } // namespace

@@ -47,10 +47,13 @@ public:
                          size_t count, DType dtype, ReduceOp op,
                          void *stream) = 0;
 
-  /// Completes a started collective (for a Cuda group: its work is ordered
-  /// before later work on the stream). Throws megrt::Error naming the
-  /// collective, the group and the timeout when it does not complete in
-  /// time, or when a peer failed.
+  /// Completes a started collective. For a Cuda group the host blocks until
+  /// the collective's work on the GPU is done (so not while the stream is
+  /// being captured into a CUDA graph); later work on the stream follows it
+  /// anyway. Throws megrt::Error naming the collective, the group and the
+  /// timeout when it does not complete in time, or when a peer failed;
+  /// after a timeout the group (an MPI world: every group) is unusable, and
+  /// an MPI process aborts the job at exit instead of finalising MPI.
   virtual void wait(uint64_t handle) = 0;
 
   /// start() then wait().
@@ -80,8 +83,10 @@ public:
   virtual std::string describe() const = 0;
 
   /// Collective over the world, like MPI_Comm_split: the ranks passing the
-  /// same color form a group, ordered by key. The group carries buffers of
-  /// `space` (Cuda groups use NCCL, bootstrapped through this world).
+  /// same color (>= 0) form a group, ordered by key. The group carries
+  /// buffers of `space`. Cuda groups use NCCL, bootstrapped through this
+  /// world (a world of one included), on the CUDA context current on the
+  /// calling thread, which must stay current for the group's collectives.
   virtual std::unique_ptr<Group> split(int color, int key,
                                        MemorySpace space) = 0;
 
@@ -95,9 +100,11 @@ public:
 /// Connects to the launcher's world: Open MPI (OMPI_COMM_WORLD_SIZE/RANK/
 /// LOCAL_RANK) or a PMI launcher (PMI_SIZE/PMI_RANK); without a launcher, or
 /// with a world of one, a single-process world that needs no MPI. MPI is
-/// loaded at run time (the megrt_mpi plugin); its absence is an error only
-/// for a world of more than one rank. The world lives until the process
-/// exits (MPI cannot be initialised twice); later calls return the same one.
+/// loaded at run time (the megrt_mpi plugin, from $MEGRT_MPI_PLUGIN if set,
+/// else the build tree, else the install's libdir); its absence is an error
+/// only for a world of more than one rank. The world lives until the process
+/// exits (MPI cannot be initialised twice); later calls return the same one
+/// and ignore their options.
 World &connectWorld(const WorldOptions &options = {});
 
 } // namespace megrt::comm

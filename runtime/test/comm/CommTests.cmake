@@ -7,12 +7,27 @@ add_library(megrt_comm_standalone STATIC
 target_include_directories(megrt_comm_standalone
   PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(megrt_comm_standalone PUBLIC ${CMAKE_DL_LIBS})
+if(MEGRT_WITH_CUDA)
+  target_sources(megrt_comm_standalone PRIVATE
+    ${PROJECT_SOURCE_DIR}/src/cuda/CudaDriver.cpp)
+  target_include_directories(megrt_comm_standalone SYSTEM
+    PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+endif()
 
 add_executable(megrt-comm-tests
   ${CMAKE_CURRENT_LIST_DIR}/CollectiveTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/LaunchEnvironmentTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/MpiPluginLoaderTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RuntimeWorldTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SingleProcessWorldTest.cpp)
+# The NCCL test skips, with its reason, where there is no GPU.
+if(MEGRT_WITH_CUDA)
+  target_sources(megrt-comm-tests PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/NcclGroupTest.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/NcclLibraryTest.cpp)
+endif()
+target_compile_definitions(megrt-comm-tests PRIVATE
+  MEGRT_WITH_CUDA=$<BOOL:${MEGRT_WITH_CUDA}>)
 target_link_libraries(megrt-comm-tests PRIVATE megrt_comm_standalone
   GTest::gtest_main)
 target_compile_options(megrt-comm-tests PRIVATE ${MEGRT_WARNINGS})
@@ -29,6 +44,10 @@ if(TARGET megrt_mpi)
     GTest::gtest GTest::gmock)
   target_compile_options(megrt-comm-mpi-tests PRIVATE ${MEGRT_WARNINGS})
   add_dependencies(megrt-comm-mpi-tests megrt_mpi)
+  if(MEGRT_WITH_CUDA)
+    target_sources(megrt-comm-mpi-tests PRIVATE
+      ${CMAKE_CURRENT_LIST_DIR}/MpiNcclTest.cpp)
+  endif()
 
   set(run_mpi_test ${CMAKE_COMMAND} -DMPIEXEC=${MPIEXEC_EXECUTABLE}
       -DNUMPROC_FLAG=${MPIEXEC_NUMPROC_FLAG}

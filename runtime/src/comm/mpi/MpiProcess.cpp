@@ -2,6 +2,7 @@
 #include "comm/mpi/MpiProcess.h"
 
 #include "Fail.h"
+#include "comm/Collective.h"
 #include "comm/mpi/MpiTypes.h"
 
 #include <chrono>
@@ -144,10 +145,7 @@ void waitForRequest(MPI_Request &request, double timeoutSeconds,
       return;
     auto now = Clock::now();
     if (now >= deadline) {
-      std::string message = concat(
-          what, " did not complete within ", timeoutSeconds,
-          " s; a peer rank may have died or stalled (MEGRT_COMM_TIMEOUT sets "
-          "the limit)");
+      std::string message = timeoutMessage(what, timeoutSeconds);
       std::unique_lock<std::mutex> lock = lockMpi();
       markMpiBroken(message);
       throw Error(message);

@@ -1,0 +1,162 @@
+// A CUDA group: collectives of an NCCL communicator on the caller's
+// stream, completed by a timed wait.
+#include "comm/nccl/NcclGroup.h"
+
+#include "Fail.h"
+#include "comm/nccl/NcclLibrary.h"
+#include "cuda/CudaDriver.h"
+
+#include <utility>
+
+namespace megrt::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclDataType_t ncclType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return ncclFloat32;
+  case DType::BF16:
+    return ncclBfloat16;
+  case DType::F16:
+    return ncclFloat16;
+  case DType::I32:
+    return ncclInt32;
+  case DType::I64:
+    return ncclInt64;
+  }
+  fail("invalid dtype value ", static_cast<int>(dtype));
+}
+
+Clock::time_point deadlineAfter(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+} // namespace
+
+NcclGroup::Event::Event(const std::string &what) {
+  checkCuda(cudaDriver().cuEventCreate(&event_, CU_EVENT_DEFAULT),
+            "cuEventCreate", what);
+}
+
+NcclGroup::Event::~Event() {
+  if (event_)
+    cudaDriver().cuEventDestroy(event_);
+}
+
+NcclGroup::Event &NcclGroup::Event::operator=(Event &&other) noexcept {
+  std::swap(event_, other.event_);
+  return *this;
+}
+
+NcclGroup::NcclGroup(ncclComm_t comm, int worldRank, int color,
+                     double timeoutSeconds)
+    : comm_(comm), worldRank_(worldRank), color_(color),
+      timeoutSeconds_(timeoutSeconds) {
+  const NcclLibrary &library = nccl();
+  checkNccl(library.ncclCommCount(comm_, &size_), "ncclCommCount", comm_,
+            describeGroup());
+  checkNccl(library.ncclCommUserRank(comm_, &rank_), "ncclCommUserRank", comm_,
+            describeGroup());
+}
+
+NcclGroup::~NcclGroup() {
+  if (!comm_)
+    return;
+  // Errors cannot be reported from here: a communicator that does not
+  // finalise in time is aborted instead.
+  const NcclLibrary &library = nccl();
+  try {
+    checkNccl(library.ncclCommFinalize(comm_), "ncclCommFinalize", comm_,
+              describeGroup());
+    waitForNccl(comm_, deadlineAfter(timeoutSeconds_), timeoutSeconds_,
+                describeGroup());
+    library.ncclCommDestroy(comm_);
+  } catch (const Error &) {
+    // waitForNccl aborted the communicator, unless ncclCommFinalize failed.
+  }
+}
+
+std::string NcclGroup::describeGroup() const {
+  return concat("rank ", worldRank_, ": the CUDA group of color ", color_);
+}
+
+void NcclGroup::checkUsable(const std::string &what) const {
+  if (!comm_)
+    fail(what, ": the group's NCCL communicator was aborted after an earlier "
+               "failure");
+}
+
+uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
+                          size_t count, DType dtype, ReduceOp op,
+                          void *stream) {
+  checkCollective(kind, dtype, op, count, size_);
+  std::string what = concat("rank ", worldRank_, ": ",
+                            describeCollective(kind, dtype, op, count, size_),
+                            " (color ", color_, ", NCCL)");
+  checkUsable(what);
+  const CudaDriver &driver = cudaDriver();
+  const NcclLibrary &library = nccl();
+  auto cuStream = static_cast<CUstream>(stream);
+  Pending pending{Event(what), Event(what), what};
+  checkCuda(driver.cuEventRecord(pending.begin.get(), cuStream),
+            "cuEventRecord", what);
+  ncclDataType_t type = ncclType(dtype);
+  ncclRedOp_t reduce = op == ReduceOp::Avg ? ncclAvg : ncclSum;
+  ncclResult_t result = ncclSuccess;
+  const char *call = "";
+  switch (kind) {
+  case CollectiveKind::AllGather:
+    call = "ncclAllGather";
+    result = library.ncclAllGather(src, dst, count, type, comm_, cuStream);
+    break;
+  case CollectiveKind::ReduceScatter:
+    call = "ncclReduceScatter";
+    result = library.ncclReduceScatter(src, dst, count, type, reduce, comm_,
+                                       cuStream);
+    break;
+  case CollectiveKind::AllReduce:
+    call = "ncclAllReduce";
+    result =
+        library.ncclAllReduce(src, dst, count, type, reduce, comm_, cuStream);
+    break;
+  }
+  // A nonblocking communicator may still be enqueuing: the second event
+  // must follow the collective's work on the stream.
+  try {
+    completeNccl(result, call, comm_, deadlineAfter(timeoutSeconds_),
+                 timeoutSeconds_, what);
+  } catch (const Error &) {
+    comm_ = nullptr;
+    throw;
+  }
+  checkCuda(driver.cuEventRecord(pending.end.get(), cuStream), "cuEventRecord",
+            what);
+  return pending_.add(std::move(pending));
+}
+
+void NcclGroup::wait(uint64_t handle) {
+  Pending pending = pending_.take(handle, describeGroup());
+  checkUsable(pending.what);
+  const CudaDriver &driver = cudaDriver();
+  CUresult status = CUDA_ERROR_NOT_READY;
+  auto finished = [&] {
+    float milliseconds = 0;
+    status = driver.cuEventElapsedTime(&milliseconds, pending.begin.get(),
+                                       pending.end.get());
+    return status != CUDA_ERROR_NOT_READY;
+  };
+  try {
+    waitForNccl(comm_, deadlineAfter(timeoutSeconds_), timeoutSeconds_,
+                pending.what, finished);
+  } catch (const Error &) {
+    comm_ = nullptr;
+    throw;
+  }
+  checkCuda(status, "cuEventElapsedTime (waiting for the collective)",
+            pending.what);
+}
+
+} // namespace megrt::comm

@@ -1,0 +1,52 @@
+// A CUDA group of one rank still runs NCCL (a communicator of its own), so
+// that the NCCL path is exercised on a single GPU; skipped without one.
+#include "comm/Communicator.h"
+
+#include "CudaTestDevice.h"
+#include "RankValues.h"
+#include "ScopedEnvironment.h"
+
+#include <gtest/gtest.h>
+
+namespace megrt::comm {
+namespace {
+
+using test::CudaTestDevice;
+using test::fromBf16;
+using test::rankValues;
+using test::toBf16;
+
+TEST(NcclGroupTest, GroupOfOneOnOneGpu) {
+  if (std::optional<std::string> reason = test::cudaUnavailable(1))
+    GTEST_SKIP() << *reason;
+  test::ScopedEnvironment env;
+  env.clearLauncher();
+  CudaTestDevice device(0);
+  std::unique_ptr<Group> group = connectWorld().split(0, 0, MemorySpace::Cuda);
+  EXPECT_EQ(group->rank(), 0);
+  EXPECT_EQ(group->size(), 1);
+
+  const size_t count = 1000;
+  std::vector<float> values = rankValues(2, count);
+  float *f32 = device.upload(values);
+  float *f32Out = device.allocate<float>(count);
+  uint16_t *bf16 = device.upload(toBf16(values));
+  uint16_t *bf16Out = device.allocate<uint16_t>(count);
+  // Two collectives in flight, waited for in the other order.
+  uint64_t first = group->start(CollectiveKind::AllReduce, f32, f32Out, count,
+                                DType::F32, ReduceOp::Avg, device.stream());
+  uint64_t second =
+      group->start(CollectiveKind::AllGather, bf16, bf16Out, count, DType::BF16,
+                   ReduceOp::Sum, device.stream());
+  group->wait(second);
+  group->wait(first);
+  EXPECT_EQ(device.download(f32Out, count), values);
+  EXPECT_EQ(fromBf16(device.download(bf16Out, count)), values);
+
+  group->run(CollectiveKind::ReduceScatter, bf16, bf16, count, DType::BF16,
+             ReduceOp::Sum, device.stream());
+  EXPECT_EQ(fromBf16(device.download(bf16, count)), values);
+}
+
+} // namespace
+} // namespace megrt::comm
