@@ -1,5 +1,6 @@
-# The communicator tests: megrt-comm-tests runs in one process; they link
-# the comm objects and the megrt sources those need, not all of megrt.
+# The communicator tests (ctest -L comm): megrt-comm-tests in one process,
+# megrt-comm-mpi-tests under mpirun. Both link the comm objects and the few
+# megrt sources they need rather than all of megrt.
 add_library(megrt_comm_standalone STATIC
   $<TARGET_OBJECTS:megrt_comm>
   ${PROJECT_SOURCE_DIR}/src/DType.cpp
@@ -31,7 +32,7 @@ target_compile_definitions(megrt-comm-tests PRIVATE
 target_link_libraries(megrt-comm-tests PRIVATE megrt_comm_standalone
   GTest::gtest_main)
 target_compile_options(megrt-comm-tests PRIVATE ${MEGRT_WARNINGS})
-gtest_discover_tests(megrt-comm-tests)
+gtest_discover_tests(megrt-comm-tests PROPERTIES LABELS comm)
 
 # Tests run by every rank under mpirun, through the MPI plugin; the test
 # program itself does not link MPI, as megrt does not.
@@ -68,5 +69,6 @@ if(TARGET megrt_mpi)
             -DMAX_SECONDS=25 "-DARGS=--gtest_filter=MpiTimeoutTest.*"
             -P ${CMAKE_CURRENT_LIST_DIR}/RunMpiTest.cmake)
   set_tests_properties(megrt-comm-mpi.4-ranks megrt-comm-mpi.2-ranks
-    megrt-comm-mpi.timeout PROPERTIES TIMEOUT 300 PROCESSORS 2)
+    megrt-comm-mpi.timeout PROPERTIES TIMEOUT 300 PROCESSORS 2
+    LABELS "comm;mpi")
 endif()
