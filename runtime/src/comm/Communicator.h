@@ -27,7 +27,9 @@ enum class MemorySpace : uint8_t { Host, Cuda };
 
 const char *collectiveName(CollectiveKind kind);
 
-/// This rank's view of a group of ranks (one registered submesh).
+/// This rank's view of a group of ranks (one registered submesh). One thread
+/// at a time uses a group; different groups may be used from different
+/// threads.
 class Group {
 public:
   virtual ~Group() = default;
