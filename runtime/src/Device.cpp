@@ -2,6 +2,7 @@
 #include "Device.h"
 
 #include "Fail.h"
+#include "comm/Communicator.h"
 #include "cpu/CpuDevice.h"
 #include "megrt/Session.h"
 
@@ -25,10 +26,12 @@ namespace {
 }
 
 #if MEGRT_WITH_CUDA
-/// The N of "cuda:N" (0 for "cuda"), or nullopt if `name` is neither.
-std::optional<int> cudaOrdinal(const std::string &name) {
+/// The N of "cuda:N", or for "cuda" the local rank of a multi-rank world
+/// (one GPU per rank) and 0 otherwise; nullopt if `name` is neither.
+std::optional<int> cudaOrdinal(const std::string &name,
+                               const comm::World *world) {
   if (name == "cuda")
-    return 0;
+    return world && world->size() > 1 ? world->localRank() : 0;
   const std::string prefix = "cuda:";
   if (name.compare(0, prefix.size(), prefix) != 0)
     return std::nullopt;
@@ -59,7 +62,7 @@ std::unique_ptr<Device> createDevice(const std::string &name,
   if (name == "cpu")
     return std::make_unique<CpuDevice>(program, parameters, options);
 #if MEGRT_WITH_CUDA
-  if (std::optional<int> ordinal = cudaOrdinal(name))
+  if (std::optional<int> ordinal = cudaOrdinal(name, options.world))
     return std::make_unique<CudaDevice>(program, *ordinal, parameters, options);
 #endif
   failUnknownDevice(name);

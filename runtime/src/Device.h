@@ -12,6 +12,9 @@
 
 namespace megrt {
 
+namespace comm {
+class World;
+}
 class Trace;
 
 /// How a device runs entries, from the SessionOptions.
@@ -22,6 +25,10 @@ struct DeviceOptions {
   /// Receives an event per entry run, graph run and command run outside a
   /// graph; null when tracing is off. Outlives the device.
   Trace *trace = nullptr;
+  /// The world of a program with a mesh (null without one): the device
+  /// creates the groups its collectives run on (connectGroups), in its own
+  /// memory space.
+  comm::World *world = nullptr;
 };
 
 /// Executes a program's entries. The Session keeps the parameters' host
@@ -44,9 +51,11 @@ public:
   virtual void parameterRead(size_t index) = 0;
 };
 
-/// Creates the device named `name` ("cpu", "cuda" or "cuda:N"). `parameters`
-/// holds one host tensor per program parameter, never reallocated, and
-/// outlives the device.
+/// Creates the device named `name` ("cpu", "cuda" or "cuda:N"; "cuda" is
+/// the CUDA device of the rank's local rank in a world of more than one
+/// rank). `parameters` holds one host tensor per program parameter (this
+/// rank's piece of a sharded one), never reallocated, and outlives the
+/// device.
 std::unique_ptr<Device> createDevice(const std::string &name,
                                      const Program &program,
                                      std::vector<Tensor> &parameters,

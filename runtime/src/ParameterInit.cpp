@@ -45,22 +45,33 @@ void fillFloats(Tensor &tensor, const Generate &generate) {
 
 void initializeParameter(Tensor &tensor, const ParameterSpec &spec,
                          uint64_t seed) {
+  initializeParameterPiece(tensor, spec, seed, 0, tensor.numElements());
+}
+
+void initializeParameterPiece(Tensor &tensor, const ParameterSpec &spec,
+                              uint64_t seed, int64_t first,
+                              int64_t totalElements) {
   CounterRandom random(seed, hashName(spec.name));
   double scale = spec.initScale;
+  // Element i of the piece is element first + i of the whole; padding is 0.
+  auto piece = [&](auto value) {
+    fillFloats(tensor, [&](int64_t i) {
+      int64_t index = first + i;
+      return index < totalElements ? value(index) : 0.0;
+    });
+  };
   switch (spec.initKind) {
   case InitKind::Zeros:
-    fillFloats(tensor, [](int64_t) { return 0.0; });
+    piece([](int64_t) { return 0.0; });
     return;
   case InitKind::Ones:
-    fillFloats(tensor, [](int64_t) { return 1.0; });
+    piece([](int64_t) { return 1.0; });
     return;
   case InitKind::Normal:
-    fillFloats(tensor, [&](int64_t i) { return scale * random.normal(i); });
+    piece([&](int64_t i) { return scale * random.normal(i); });
     return;
   case InitKind::Uniform:
-    fillFloats(tensor, [&](int64_t i) {
-      return scale * (2.0 * random.uniform(i) - 1.0);
-    });
+    piece([&](int64_t i) { return scale * (2.0 * random.uniform(i) - 1.0); });
     return;
   case InitKind::Copy:
     fail("parameter '", spec.name, "' is a copy of '", spec.initSource,
@@ -71,8 +82,15 @@ void initializeParameter(Tensor &tensor, const ParameterSpec &spec,
 }
 
 void copyParameter(Tensor &to, const Tensor &from) {
+  copyParameterPiece(to, from, 0);
+}
+
+void copyParameterPiece(Tensor &to, const Tensor &from, int64_t first) {
   std::vector<float> values = from.toFloats();
-  fillFloats(to, [&](int64_t i) { return values[i]; });
+  auto total = static_cast<int64_t>(values.size());
+  fillFloats(to, [&](int64_t i) {
+    return first + i < total ? static_cast<double>(values[first + i]) : 0.0;
+  });
 }
 
 } // namespace megrt

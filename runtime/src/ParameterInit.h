@@ -19,9 +19,21 @@ namespace megrt {
 void initializeParameter(Tensor &tensor, const ParameterSpec &spec,
                          uint64_t seed);
 
+/// A piece of a parameter: element i of `tensor` is element first + i of
+/// the tensor of `totalElements` elements that initializeParameter would
+/// fill, or zero from totalElements on (the padding of a sharded
+/// parameter), so that every rank's piece equals that of a single rank.
+void initializeParameterPiece(Tensor &tensor, const ParameterSpec &spec,
+                              uint64_t seed, int64_t first,
+                              int64_t totalElements);
+
 /// `to` = `from` converted to `to`'s floating-point dtype (same shape),
 /// rounding to nearest even.
 void copyParameter(Tensor &to, const Tensor &from);
+
+/// Element i of `to` is element first + i of `from` converted to `to`'s
+/// dtype, or zero past the end of `from`.
+void copyParameterPiece(Tensor &to, const Tensor &from, int64_t first);
 
 } // namespace megrt
 

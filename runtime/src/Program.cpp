@@ -85,7 +85,11 @@ void verifyStructure(const std::vector<uint8_t> &bytes) {
 }
 
 TensorSpec toTensorSpec(const fb::TensorSpec &spec) {
-  return {spec.name()->str(), toDType(spec.dtype()), toShape(spec.shape())};
+  std::optional<uint32_t> split;
+  if (spec.split() >= 0)
+    split = static_cast<uint32_t>(spec.split());
+  return {spec.name()->str(), toDType(spec.dtype()), toShape(spec.shape()),
+          split};
 }
 
 std::vector<TensorSpec> toTensorSpecs(
@@ -106,14 +110,39 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
                      std::nullopt,
                      param.state(),
                      toString(param.init_source())};
-  if (const fb::Sharding *sharding = param.sharding()) {
-    std::vector<std::string> axes;
-    for (uint32_t i = 0; i < sizeOf(sharding->axes()); ++i)
-      axes.push_back(toString(sharding->axes()->Get(i)));
+  if (const fb::Sharding *sharding = param.sharding())
     spec.sharding =
-        ShardingSpec{toString(sharding->mesh()), axes, sharding->dim()};
-  }
+        ShardingSpec{sharding->submesh(), toShape(sharding->full_shape())};
   return spec;
+}
+
+/// Verification guarantees unique axis names, positive sizes and submesh
+/// axes that name mesh axes.
+void readMesh(const fb::Program &root, Program::Impl &impl) {
+  const fb::Mesh *mesh = root.mesh();
+  if (!mesh)
+    return;
+  MeshSpec spec{toString(mesh->name()), {}, 1};
+  for (uint32_t i = 0; i < sizeOf(mesh->axes()); ++i) {
+    const fb::MeshAxis &axis = *mesh->axes()->Get(i);
+    spec.axes.push_back({toString(axis.name()), axis.size()});
+    spec.numRanks *= axis.size();
+  }
+  for (uint32_t i = 0; i < sizeOf(root.submeshes()); ++i) {
+    const fb::Submesh &submesh = *root.submeshes()->Get(i);
+    SubmeshSpec group{{}, {}, 1};
+    for (uint32_t j = 0; j < sizeOf(submesh.axes()); ++j) {
+      std::string name = toString(submesh.axes()->Get(j));
+      for (size_t a = 0; a < spec.axes.size(); ++a)
+        if (spec.axes[a].name == name) {
+          group.axisIndices.push_back(a);
+          group.size *= spec.axes[a].size;
+        }
+      group.axes.push_back(std::move(name));
+    }
+    impl.submeshes.push_back(std::move(group));
+  }
+  impl.mesh = std::move(spec);
 }
 
 void describe(Program::Impl &impl) {
@@ -142,6 +171,8 @@ void describe(Program::Impl &impl) {
   }
   impl.hasCpuModule = root.cpu() != nullptr;
   impl.hasCudaModule = root.cuda() != nullptr;
+  readMesh(root, impl);
+  impl.checksum = root.checksum();
 }
 
 } // namespace
@@ -188,6 +219,22 @@ const std::vector<KernelSpec> &Program::kernels() const {
 }
 bool Program::hasCpuModule() const { return impl_->hasCpuModule; }
 bool Program::hasCudaModule() const { return impl_->hasCudaModule; }
+const std::optional<MeshSpec> &Program::mesh() const { return impl_->mesh; }
+const std::vector<SubmeshSpec> &Program::submeshes() const {
+  return impl_->submeshes;
+}
+uint64_t Program::checksum() const { return impl_->checksum; }
+
+std::string Program::describeMesh() const {
+  if (!impl_->mesh)
+    return "(no mesh)";
+  std::string text = "@" + impl_->mesh->name + " [";
+  for (size_t i = 0; i < impl_->mesh->axes.size(); ++i) {
+    const MeshAxis &axis = impl_->mesh->axes[i];
+    text += concat(i ? ", " : "", axis.name, "=", axis.size);
+  }
+  return text + "]";
+}
 const uint8_t *Program::bytes() const { return impl_->bytes.data(); }
 size_t Program::size() const { return impl_->bytes.size(); }
 

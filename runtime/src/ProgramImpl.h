@@ -5,6 +5,7 @@
 #include "megrt/Program.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct Program::Impl {
   std::vector<KernelSpec> kernels;
   bool hasCpuModule = false;
   bool hasCudaModule = false;
+  std::optional<MeshSpec> mesh;
+  std::vector<SubmeshSpec> submeshes;
+  uint64_t checksum = 0;
 };
 
 } // namespace megrt

@@ -5,9 +5,12 @@
 
 #include "Fail.h"
 #include "FbTypes.h"
+#include "MeshVerifier.h"
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -36,7 +39,7 @@ uint64_t checkedTensorBytes(fb::DType dtype,
 
 void verifyTensorSpecs(
     const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>> *specs,
-    const std::string &what) {
+    bool isInput, const MeshVerifier &mesh, const std::string &what) {
   std::set<std::string> names;
   for (uint32_t i = 0; i < sizeOf(specs); ++i) {
     const fb::TensorSpec *spec = specs->Get(i);
@@ -44,10 +47,45 @@ void verifyTensorSpecs(
     checkUniqueName(names, toString(spec->name()), where);
     where = concat(what, " '", spec->name()->str(), "'");
     checkedTensorBytes(spec->dtype(), spec->shape(), where);
+    mesh.verifySplit(*spec, isInput, where);
   }
 }
 
-/// A copy names another parameter of its shape that is not a copy itself;
+/// A sharded copy takes its piece of a replicated source of its full shape,
+/// or copies a source sharded the same way elementwise; a replicated copy
+/// copies a replicated source of its shape.
+void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
+                      const std::string &where) {
+  std::string source = from.name()->str();
+  const fb::Sharding *sharding = param.sharding();
+  const fb::Sharding *fromSharding = from.sharding();
+  if (!sharding) {
+    if (fromSharding)
+      fail(where, ": copies '", source,
+           "', which is sharded, but is not sharded itself");
+  } else if (!fromSharding) {
+    if (toShape(from.shape()) != toShape(sharding->full_shape()))
+      fail(where, ": copies '", source, "' of shape ",
+           formatShape(toShape(from.shape())),
+           " but is sharded with full shape ",
+           formatShape(toShape(sharding->full_shape())));
+    return;
+  } else if (fromSharding->submesh() != sharding->submesh() ||
+             toShape(fromSharding->full_shape()) !=
+                 toShape(sharding->full_shape())) {
+    fail(where, ": copies '", source, "', sharded over submesh ",
+         fromSharding->submesh(), " with full shape ",
+         formatShape(toShape(fromSharding->full_shape())),
+         ", but is sharded over submesh ", sharding->submesh(),
+         " with full shape ", formatShape(toShape(sharding->full_shape())));
+  }
+  if (toShape(from.shape()) != toShape(param.shape()))
+    fail(where, ": copies '", source, "' of shape ",
+         formatShape(toShape(from.shape())), " but has shape ",
+         formatShape(toShape(param.shape())));
+}
+
+/// A copy names another parameter of its layout that is not a copy itself;
 /// no other kind names a source.
 void verifyCopySource(const fb::Program &program, const fb::Parameter &param) {
   std::string where = concat("parameter '", param.name()->str(), "'");
@@ -65,10 +103,7 @@ void verifyCopySource(const fb::Program &program, const fb::Parameter &param) {
     const fb::Parameter *from = program.parameters()->Get(i);
     if (toString(from->name()) != source)
       continue;
-    if (toShape(from->shape()) != toShape(param.shape()))
-      fail(where, ": copies '", source, "' of shape ",
-           formatShape(toShape(from->shape())), " but has shape ",
-           formatShape(toShape(param.shape())));
+    verifyCopyLayout(param, *from, where);
     if (from->init_kind() == fb::InitKind::copy)
       fail(where, ": copies '", source, "', which is itself a copy");
     if (!isFloatingPoint(toDType(from->dtype())))
@@ -79,7 +114,8 @@ void verifyCopySource(const fb::Program &program, const fb::Parameter &param) {
   fail(where, ": copies '", source, "', which is not a parameter");
 }
 
-void verifyParameter(const fb::Parameter &param, const std::string &where) {
+void verifyParameter(const fb::Parameter &param, const MeshVerifier &mesh,
+                     const std::string &where) {
   checkedTensorBytes(param.dtype(), param.shape(), where);
   if (!isValid(param.init_kind()))
     fail(where, ": invalid init kind value ",
@@ -93,14 +129,7 @@ void verifyParameter(const fb::Parameter &param, const std::string &where) {
   if (random && !(std::isfinite(param.init_scale()) && param.init_scale() >= 0))
     fail(where, ": expected a finite non-negative init_scale, found ",
          param.init_scale());
-  if (const fb::Sharding *sharding = param.sharding()) {
-    int64_t rank = sizeOf(param.shape());
-    if (sharding->dim() < 0 || sharding->dim() >= rank)
-      fail(where, ": sharding dim ", sharding->dim(),
-           " is out of range for rank ", rank);
-    if (toString(sharding->mesh()).empty() || sizeOf(sharding->axes()) == 0)
-      fail(where, ": sharding needs a mesh and at least one axis");
-  }
+  mesh.verifySharding(param, where);
 }
 
 /// A buffer's bytes, and which storage (arena, or one parameter, input or
@@ -121,17 +150,21 @@ struct BufferExtent {
 class EntryVerifier {
 public:
   EntryVerifier(const fb::Program &program, const fb::Entry &entry,
-                std::string where)
-      : program_(program), entry_(entry), where_(std::move(where)) {}
+                const MeshVerifier &mesh, std::string where)
+      : program_(program), entry_(entry), mesh_(mesh),
+        where_(std::move(where)) {}
 
   void verify() {
-    verifyTensorSpecs(entry_.inputs(), where_ + ": input");
-    verifyTensorSpecs(entry_.outputs(), where_ + ": output");
+    verifyTensorSpecs(entry_.inputs(), /*isInput=*/true, mesh_,
+                      where_ + ": input");
+    verifyTensorSpecs(entry_.outputs(), /*isInput=*/false, mesh_,
+                      where_ + ": output");
     verifyPlan();
     for (uint32_t i = 0; i < sizeOf(entry_.buffers()); ++i)
       verifyBuffer(i);
     for (uint32_t i = 0; i < sizeOf(entry_.commands()); ++i)
       verifyCommand(i);
+    verifyWaited();
     verifyGraphRegions();
   }
 
@@ -241,6 +274,11 @@ private:
     case fb::CommandOp::Attention:
     case fb::CommandOp::AttentionGrad:
       return verifyAttention(*command, where + " (attention)");
+    case fb::CommandOp::Collective:
+      return verifyCollective(*command->op_as_Collective(), index,
+                              where + " (collective)");
+    case fb::CommandOp::Wait:
+      return verifyWait(*command->op_as_Wait(), index, where + " (wait)");
     }
     fail(where, ": unknown operation type ",
          static_cast<int>(command->op_type()),
@@ -391,9 +429,113 @@ private:
              " in memory; BLAS needs them distinct");
   }
 
+  /// Buffers of the collective's dtype, large enough for `count` elements
+  /// on this rank (times the group size for an all_gather's destination and
+  /// the source of a reduce_scatter or a slice); reductions on
+  /// floating-point dtypes only; source and destination disjoint, except an
+  /// all_reduce in place.
+  void verifyCollective(const fb::Collective &collective, uint32_t index,
+                        const std::string &where) {
+    if (!isValid(collective.kind()))
+      fail(where, ": invalid kind value ", static_cast<int>(collective.kind()));
+    if (!isValid(collective.reduce()))
+      fail(where, ": invalid reduce value ",
+           static_cast<int>(collective.reduce()));
+    if (!isValid(collective.dtype()))
+      fail(where, ": invalid dtype value ",
+           static_cast<int>(collective.dtype()));
+    fb::CollectiveKind kind = collective.kind();
+    const char *name = fb::EnumNameCollectiveKind(kind);
+    DType dtype = toDType(collective.dtype());
+    int64_t group = mesh_.groupSize(collective.submesh(), where);
+    bool reduces = kind == fb::CollectiveKind::reduce_scatter ||
+                   kind == fb::CollectiveKind::all_reduce;
+    if (reduces && !isFloatingPoint(dtype))
+      fail(where, ": ", name,
+           " reduces, which needs a floating-point dtype, "
+           "found ",
+           dtypeName(dtype));
+
+    uint64_t count = collective.count();
+    uint64_t groupCount;
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(group),
+                               &groupCount) ||
+        groupCount > static_cast<uint64_t>(INT64_MAX) / elementSize(dtype))
+      fail(where, ": count ", count, " x ", group, " ranks overflows");
+    uint64_t srcCount = kind == fb::CollectiveKind::reduce_scatter ||
+                                kind == fb::CollectiveKind::slice
+                            ? groupCount
+                            : count;
+    uint64_t dstCount =
+        kind == fb::CollectiveKind::all_gather ? groupCount : count;
+    std::string what = concat(name, " of ", count, " ", dtypeName(dtype),
+                              " elements per rank over ",
+                              mesh_.describeSubmesh(collective.submesh()));
+    BufferExtent used[2];
+    for (int i = 0; i < 2; ++i) {
+      bool isSrc = i == 0;
+      uint32_t bufferIndex = isSrc ? collective.src() : collective.dst();
+      const char *role = isSrc ? "source" : "destination";
+      const fb::Buffer &buffer = bufferAt(bufferIndex, where, role);
+      std::string described = concat(
+          role, " (buffer ", bufferIndex, ", ",
+          formatType(toDType(buffer.dtype()), toShape(buffer.shape())), ")");
+      if (buffer.dtype() != collective.dtype())
+        fail(where, ": ", described, " does not have the collective's dtype ",
+             dtypeName(dtype));
+      uint64_t needed = isSrc ? srcCount : dstCount;
+      auto found =
+          static_cast<uint64_t>(numElements(toShape(buffer.shape()), where));
+      if (found < needed)
+        fail(where, ": the ", what, " needs ", needed, " elements in its ",
+             described, ", which has ", found);
+      used[i] = extentOf(buffer);
+      used[i].end = used[i].begin + needed * elementSize(dtype);
+    }
+    bool inPlace = used[0].begin == used[1].begin && used[0].overlaps(used[1]);
+    if (used[0].overlaps(used[1]) &&
+        !(inPlace && kind == fb::CollectiveKind::all_reduce))
+      fail(where, ": source and destination of the ", name,
+           " overlap in memory; only an all_reduce may run in place (same "
+           "address)");
+    if (collective.async())
+      waitedBy_[index] = -1;
+  }
+
+  /// Each async collective is completed by exactly one later Wait.
+  void verifyWait(const fb::Wait &wait, uint32_t index,
+                  const std::string &where) {
+    uint32_t target = wait.collective();
+    if (target >= index)
+      fail(where, ": waits for command ", target,
+           ", which is not an earlier command");
+    const fb::Collective *collective =
+        entry_.commands()->Get(target)->op_as_Collective();
+    if (!collective || !collective->async())
+      fail(where, ": waits for command ", target,
+           ", which is not an async collective");
+    int64_t &waitedBy = waitedBy_.at(target);
+    if (waitedBy >= 0)
+      fail(where, ": command ", target, " was already waited for by command ",
+           waitedBy);
+    waitedBy = index;
+  }
+
+  void verifyWaited() {
+    for (auto [collective, waitedBy] : waitedBy_)
+      if (waitedBy < 0)
+        fail(
+            where_, ", command ", collective, " (collective): the async ",
+            fb::EnumNameCollectiveKind(
+                entry_.commands()->Get(collective)->op_as_Collective()->kind()),
+            " is never waited for; the entry must end with no collective "
+            "pending");
+  }
+
   /// Devices run each region's commands as one graph among the others, so
   /// regions must be non-empty command ranges of the entry, in command
-  /// order and disjoint.
+  /// order and disjoint; communication stays outside them (a graph replays
+  /// without the host, which drives the collectives of a Host group).
   void verifyGraphRegions() {
     uint64_t numCommands = sizeOf(entry_.commands());
     uint64_t previousEnd = 0;
@@ -417,9 +559,23 @@ private:
              ") start before the end of the previous region '", previous,
              "' at command ", previousEnd,
              "; regions must be in command order and must not overlap");
+      for (uint64_t c = first; c < end; ++c)
+        if (communicates(*entry_.commands()->Get(c)))
+          fail(where, ": command ", c, " (",
+               fb::EnumNameCommandOp(entry_.commands()->Get(c)->op_type()),
+               ") is inside the region; collectives that communicate and "
+               "waits must stay outside graph regions");
       previousEnd = end;
       previous = name;
     }
+  }
+
+  /// A Wait, or a Collective other than a slice (a local copy that graphs
+  /// can hold).
+  static bool communicates(const fb::Command &command) {
+    if (const fb::Collective *collective = command.op_as_Collective())
+      return collective->kind() != fb::CollectiveKind::slice;
+    return command.op_type() == fb::CommandOp::Wait;
   }
 
   static BufferExtent extentOf(const fb::Buffer &buffer) {
@@ -444,8 +600,12 @@ private:
 
   const fb::Program &program_;
   const fb::Entry &entry_;
+  const MeshVerifier &mesh_;
   std::string where_;
   uint64_t arenaBytes_ = 0;
+  /// Per async collective (by command index), the Wait that completes it,
+  /// or -1 while none has.
+  std::map<uint32_t, int64_t> waitedBy_;
 };
 
 /// CUDA's limit on the threads of one block, on every architecture so far.
@@ -503,11 +663,13 @@ void verifyKernel(const fb::Kernel &kernel, bool hasCudaModule,
 } // namespace
 
 void verifyProgramSemantics(const fb::Program &program) {
+  MeshVerifier mesh(program);
   std::set<std::string> names;
   for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i) {
     const fb::Parameter *param = program.parameters()->Get(i);
     checkUniqueName(names, toString(param->name()), concat("parameter ", i));
-    verifyParameter(*param, concat("parameter '", param->name()->str(), "'"));
+    verifyParameter(*param, mesh,
+                    concat("parameter '", param->name()->str(), "'"));
   }
   for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i)
     verifyCopySource(program, *program.parameters()->Get(i));
@@ -524,7 +686,8 @@ void verifyProgramSemantics(const fb::Program &program) {
   for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
     const fb::Entry *entry = program.entries()->Get(i);
     checkUniqueName(names, toString(entry->name()), concat("entry ", i));
-    EntryVerifier(program, *entry, concat("entry '", entry->name()->str(), "'"))
+    EntryVerifier(program, *entry, mesh,
+                  concat("entry '", entry->name()->str(), "'"))
         .verify();
   }
 }

@@ -3,11 +3,15 @@
 
 #include "Device.h"
 #include "Fail.h"
+#include "MeshLayout.h"
 #include "ParameterInit.h"
 #include "Trace.h"
+#include "comm/Communicator.h"
 #include "megrt/Safetensors.h"
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -41,12 +45,93 @@ void checkTensorMatches(const Tensor &tensor, DType dtype, const Shape &shape,
          formatShape(shape));
 }
 
+std::string joinRanks(const std::vector<int> &ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += concat(i ? ", " : "", ranks[i]);
+  return text;
+}
+
+/// Fails on every rank unless every rank loaded an artifact with the same
+/// checksum, naming the ranks by the artifact they loaded.
+void checkSameArtifact(const Program &program, comm::World &world) {
+  uint64_t mine = program.checksum();
+  std::vector<uint64_t> all(static_cast<size_t>(world.size()));
+  world.allGatherBytes(&mine, all.data(), sizeof mine);
+  // In order of each checksum's first rank.
+  std::vector<std::pair<uint64_t, std::vector<int>>> loaded;
+  for (int rank = 0; rank < world.size(); ++rank) {
+    auto same = std::find_if(loaded.begin(), loaded.end(), [&](auto &entry) {
+      return entry.first == all[rank];
+    });
+    if (same == loaded.end())
+      loaded.push_back({all[rank], {rank}});
+    else
+      same->second.push_back(rank);
+  }
+  if (loaded.size() == 1)
+    return;
+  std::string groups;
+  for (const auto &[checksum, ranks] : loaded)
+    groups += concat(groups.empty() ? "" : "; ", joinRanks(ranks),
+                     " loaded the artifact with checksum ", std::hex, checksum,
+                     std::dec);
+  fail("the ranks loaded different artifacts (", groups,
+       "): every rank must load the same .megc file");
+}
+
+/// The world of a program with a mesh, with the mesh's number of ranks and
+/// the same artifact on every rank; null without a mesh.
+comm::World *connect(const Program &program, double timeoutSeconds) {
+  if (!program.mesh())
+    return nullptr;
+  comm::WorldOptions options;
+  options.timeoutSeconds = timeoutSeconds;
+  comm::World &world = comm::connectWorld(options);
+  int64_t needed = program.mesh()->numRanks;
+  // Checked before any communication, so that each rank fails alone.
+  if (world.size() != needed)
+    fail("the artifact's mesh ", program.describeMesh(), " needs ", needed,
+         " ranks, but this run has ", world.size(), " (", world.describe(),
+         "; start it with mpirun -n ", needed, ")");
+  checkSameArtifact(program, world);
+  return &world;
+}
+
+/// Rank N > 0 of a multi-rank run writes "DIR/STEM.rankN.EXT".
+std::string tracePathOf(const std::string &path, int rank) {
+  if (path.empty() || rank == 0)
+    return path;
+  std::filesystem::path file(path);
+  return (file.parent_path() / concat(file.stem().string(), ".rank", rank,
+                                      file.extension().string()))
+      .string();
+}
+
+/// Elements [first, first + shape[0]) of `full` (dim 0 rows when `full` is
+/// the global tensor of a split input, elements of the flattened tensor
+/// for a sharded parameter), zero past its end.
+Tensor pieceOf(const Tensor &full, int64_t first, const Shape &shape) {
+  Tensor piece(full.dtype(), shape);
+  if (piece.sizeBytes() == 0)
+    return piece;
+  size_t rowBytes = piece.sizeBytes() / static_cast<size_t>(shape[0]);
+  size_t begin = static_cast<size_t>(first) * rowBytes;
+  if (begin < full.sizeBytes())
+    std::memcpy(piece.data(), full.data() + begin,
+                std::min(piece.sizeBytes(), full.sizeBytes() - begin));
+  return piece;
+}
+
 } // namespace
 
 struct Session::Impl {
   Impl(Program program, SessionOptions options)
-      : program(std::move(program)), options(std::move(options)) {
-    if (!this->options.traceFile.empty())
+      : program(std::move(program)), options(std::move(options)),
+        world(connect(this->program, this->options.commTimeoutSeconds)),
+        layout(this->program), rank(world ? world->rank() : 0),
+        tracePath(tracePathOf(this->options.traceFile, rank)) {
+    if (!tracePath.empty())
       trace = std::make_unique<Trace>();
   }
 
@@ -57,7 +142,7 @@ struct Session::Impl {
       return;
     // A destructor cannot throw, and a lost trace must not go unnoticed.
     try {
-      trace->write(options.traceFile);
+      trace->write(tracePath);
     } catch (const std::exception &error) {
       std::cerr << "megrt: the trace was not written: " << error.what() << "\n";
     }
@@ -94,13 +179,76 @@ struct Session::Impl {
       size_t from = *program.findParameter(specs[i].initSource);
       if (source && from != *source)
         continue;
-      copyParameter(parameters[i], read(from));
+      // Verification allows a sharded copy of a replicated source, or of a
+      // source sharded the same way.
+      if (specs[i].sharding && !specs[from].sharding)
+        copyParameterPiece(parameters[i], read(from), pieceStart(specs[i]));
+      else
+        copyParameter(parameters[i], read(from));
       device->parameterWritten(i);
     }
   }
 
+  /// Where this rank's piece of a sharded parameter starts in the
+  /// flattened full tensor.
+  int64_t pieceStart(const ParameterSpec &spec) const {
+    return layout.indexInGroup(spec.sharding->submesh, rank) * spec.shape[0];
+  }
+
+  /// What files hold of a parameter: its full shape when it is sharded.
+  static const Shape &fileShape(const ParameterSpec &spec) {
+    return spec.sharding ? spec.sharding->fullShape : spec.shape;
+  }
+
+  /// The full tensor of sharded parameter `index` from the pieces of every
+  /// rank of its group, on rank 0 (the others get an unfilled tensor).
+  /// Every rank must call it.
+  Tensor gather(size_t index) const {
+    const ParameterSpec &spec = program.parameters()[index];
+    const Tensor &piece = read(index);
+    size_t bytes = piece.sizeBytes();
+    std::vector<uint8_t> pieces(bytes * static_cast<size_t>(world->size()));
+    world->allGatherBytes(piece.data(), pieces.data(), bytes);
+    Tensor full(spec.dtype, spec.sharding->fullShape);
+    if (rank != 0)
+      return full;
+    uint32_t submesh = spec.sharding->submesh;
+    int group = layout.groupOf(submesh, rank);
+    size_t elementBytes = elementSize(spec.dtype);
+    auto total = static_cast<size_t>(full.numElements());
+    for (int peer = 0; peer < world->size(); ++peer) {
+      if (layout.groupOf(submesh, peer) != group)
+        continue;
+      // The padding past the full tensor's end is dropped.
+      auto first = static_cast<size_t>(layout.indexInGroup(submesh, peer) *
+                                       spec.shape[0]);
+      if (first >= total)
+        continue;
+      size_t count =
+          std::min(static_cast<size_t>(spec.shape[0]), total - first);
+      std::memcpy(full.data() + first * elementBytes,
+                  pieces.data() + static_cast<size_t>(peer) * bytes,
+                  count * elementBytes);
+    }
+    return full;
+  }
+
+  /// What run() takes for `input`: the global tensor of a split input.
+  Shape callerShape(const TensorSpec &input) const {
+    Shape shape = input.shape;
+    if (input.split)
+      shape[0] *= layout.groupSize(*input.split);
+    return shape;
+  }
+
   Program program;
   SessionOptions options;
+  /// Null for a program without a mesh.
+  comm::World *world;
+  MeshLayout layout;
+  int rank;
+  /// options.traceFile, or this rank's variant of it.
+  std::string tracePath;
   // Declared before the device, which adds to it, so that it outlives it.
   std::unique_ptr<Trace> trace;
   /// How many events the trace held when writeTrace() last tried to write.
@@ -115,9 +263,9 @@ Session::Session(Program program, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(program), std::move(options))) {
   for (const ParameterSpec &spec : impl_->program.parameters())
     impl_->parameters.emplace_back(spec.dtype, spec.shape);
-  impl_->device =
-      createDevice(impl_->options.device, impl_->program, impl_->parameters,
-                   {impl_->options.cudaGraphs, impl_->trace.get()});
+  impl_->device = createDevice(
+      impl_->options.device, impl_->program, impl_->parameters,
+      {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world});
   initParameters(impl_->options.seed);
 }
 
@@ -127,12 +275,24 @@ Session &Session::operator=(Session &&) noexcept = default;
 
 const Program &Session::program() const { return impl_->program; }
 
+int Session::rank() const { return impl_->rank; }
+
+int Session::worldSize() const {
+  return impl_->world ? impl_->world->size() : 1;
+}
+
 void Session::initParameters(uint64_t seed) {
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].initKind == InitKind::Copy)
+    const ParameterSpec &spec = specs[i];
+    if (spec.initKind == InitKind::Copy)
       continue;
-    initializeParameter(impl_->parameters[i], specs[i], seed);
+    if (spec.sharding)
+      initializeParameterPiece(
+          impl_->parameters[i], spec, seed, impl_->pieceStart(spec),
+          numElements(spec.sharding->fullShape, spec.name));
+    else
+      initializeParameter(impl_->parameters[i], spec, seed);
     impl_->device->parameterWritten(i);
   }
   impl_->refreshCopies();
@@ -161,7 +321,7 @@ void Session::load(const std::string &path, bool allowExtra, bool withState) {
     if (found == tensors.end())
       fail("'", path, "': missing parameter '", spec.name, "' (expected ",
            formatType(spec.dtype, spec.shape), ")");
-    checkTensorMatches(found->second, spec.dtype, spec.shape,
+    checkTensorMatches(found->second, spec.dtype, Impl::fileShape(spec),
                        concat("'", path, "': parameter '", spec.name, "'"));
   }
   if (!allowExtra)
@@ -173,7 +333,13 @@ void Session::load(const std::string &path, bool allowExtra, bool withState) {
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!wanted(specs[i]))
       continue;
-    impl_->write(i, tensors.at(specs[i].name).data());
+    const Tensor &tensor = tensors.at(specs[i].name);
+    if (specs[i].sharding)
+      impl_->write(
+          i,
+          pieceOf(tensor, impl_->pieceStart(specs[i]), specs[i].shape).data());
+    else
+      impl_->write(i, tensor.data());
   }
   // Master weights follow newly loaded weights; a full state brings its own.
   if (!withState)
@@ -191,10 +357,21 @@ void Session::saveState(const std::string &path) const {
 void Session::save(const std::string &path, bool withState) const {
   std::map<std::string, Tensor> tensors;
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
-  for (size_t i = 0; i < specs.size(); ++i)
-    if (withState || !specs[i].state)
+  bool writer = impl_->rank == 0;
+  // Every rank gathers the sharded parameters in the same order.
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!withState && specs[i].state)
+      continue;
+    if (specs[i].sharding) {
+      Tensor full = impl_->gather(i);
+      if (writer)
+        tensors.emplace(specs[i].name, std::move(full));
+    } else if (writer) {
       tensors.emplace(specs[i].name, impl_->read(i));
-  writeSafetensors(path, tensors);
+    }
+  }
+  if (writer)
+    writeSafetensors(path, tensors);
 }
 
 const Tensor &Session::parameter(std::string_view name) const {
@@ -222,12 +399,19 @@ Session::run(std::string_view entryName,
          "'; the program has entries: ", joinSpecNames(program.entries()));
   std::string where = concat("entry '", spec->name, "'");
   for (const TensorSpec &input : spec->inputs) {
+    Shape shape = impl_->callerShape(input);
     auto found = inputs.find(input.name);
     if (found == inputs.end())
       fail(where, ": missing input '", input.name, "' (expected ",
-           formatType(input.dtype, input.shape), ")");
-    checkTensorMatches(found->second, input.dtype, input.shape,
-                       concat(where, ": input '", input.name, "'"));
+           formatType(input.dtype, shape), ")");
+    std::string what = concat(where, ": input '", input.name, "'");
+    if (input.split && found->second.shape() != shape)
+      fail(what, " is split over submesh ", *input.split, " (",
+           impl_->layout.groupSize(*input.split),
+           " ranks): expected the global shape ", formatShape(shape), " (",
+           input.shape[0], " rows per rank), found ",
+           formatShape(found->second.shape()));
+    checkTensorMatches(found->second, input.dtype, shape, what);
   }
   for (const auto &[name, tensor] : inputs) {
     bool known = false;
@@ -238,9 +422,20 @@ Session::run(std::string_view entryName,
            "'; expected inputs: ", joinSpecNames(spec->inputs));
   }
 
+  // This rank's rows of split inputs; reserved, so that pointers stay valid.
+  std::vector<Tensor> rows;
+  rows.reserve(spec->inputs.size());
   std::vector<const Tensor *> ordered;
-  for (const TensorSpec &input : spec->inputs)
-    ordered.push_back(&inputs.at(input.name));
+  for (const TensorSpec &input : spec->inputs) {
+    const Tensor &given = inputs.at(input.name);
+    if (!input.split) {
+      ordered.push_back(&given);
+      continue;
+    }
+    int64_t first =
+        impl_->layout.indexInGroup(*input.split, impl_->rank) * input.shape[0];
+    ordered.push_back(&rows.emplace_back(pieceOf(given, first, input.shape)));
+  }
   std::vector<Tensor> outputs =
       impl_->device->run(spec - program.entries().data(), ordered);
 
@@ -254,7 +449,7 @@ void Session::writeTrace() {
   if (!impl_->trace)
     fail("writeTrace: tracing is off (set SessionOptions::traceFile)");
   impl_->eventsAtLastWrite = impl_->trace->numEvents();
-  impl_->trace->write(impl_->options.traceFile);
+  impl_->trace->write(impl_->tracePath);
 }
 
 } // namespace megrt

@@ -6,7 +6,54 @@
 
 #include "FbTypes.h"
 
+#include <string>
+#include <utility>
+
 namespace megrt {
+namespace {
+
+/// The ranks of a group of submesh `index` and its axes ("dp_outer,dp_shard").
+std::pair<int64_t, std::string> submeshOf(const fb::Program &program,
+                                          uint32_t index) {
+  const fb::Submesh &submesh = *program.submeshes()->Get(index);
+  int64_t size = 1;
+  std::string axes;
+  for (uint32_t i = 0; i < sizeOf(submesh.axes()); ++i) {
+    std::string name = toString(submesh.axes()->Get(i));
+    axes += (i ? "," : "") + name;
+    for (uint32_t a = 0; a < sizeOf(program.mesh()->axes()); ++a)
+      if (toString(program.mesh()->axes()->Get(a)->name()) == name)
+        size *= program.mesh()->axes()->Get(a)->size();
+  }
+  return {size, axes};
+}
+
+/// Named after its kind; bytes is the larger of its source and destination
+/// on this rank (count x group size elements for an all_gather or a
+/// reduce_scatter), or what a slice copies.
+TraceLabel collectiveLabel(const fb::Program &program,
+                           const fb::Collective &collective, TraceArgs &args) {
+  auto [groupSize, axes] = submeshOf(program, collective.submesh());
+  DType dtype = toDType(collective.dtype());
+  int64_t elements = static_cast<int64_t>(collective.count());
+  if (collective.kind() == fb::CollectiveKind::all_gather ||
+      collective.kind() == fb::CollectiveKind::reduce_scatter)
+    elements *= groupSize;
+  args.number("submesh", collective.submesh())
+      .text("axes", axes)
+      .number("ranks", groupSize)
+      .number("count", static_cast<int64_t>(collective.count()))
+      .text("dtype", dtypeName(dtype))
+      .number("bytes", elements * static_cast<int64_t>(elementSize(dtype)))
+      .flag("async", collective.async());
+  if (collective.kind() == fb::CollectiveKind::reduce_scatter ||
+      collective.kind() == fb::CollectiveKind::all_reduce)
+    args.text("reduce", fb::EnumNameReduceOp(collective.reduce()));
+  return {fb::EnumNameCollectiveKind(collective.kind()), "collective",
+          args.str()};
+}
+
+} // namespace
 
 TraceLabel commandLabel(const fb::Program &program, const fb::Command &command,
                         uint32_t index) {
@@ -35,6 +82,12 @@ TraceLabel commandLabel(const fb::Program &program, const fb::Command &command,
         .text("dtype", dtypeName(s.dtype));
     const char *name = attention->backward ? "attention_grad" : "attention";
     return {name, "attention", args.str()};
+  }
+  if (const fb::Collective *collective = command.op_as_Collective())
+    return collectiveLabel(program, *collective, args);
+  if (const fb::Wait *wait = command.op_as_Wait()) {
+    args.number("collective", wait->collective());
+    return {"wait", "collective", args.str()};
   }
   const fb::Copy *copy = command.op_as_Copy();
   args.number("bytes", static_cast<int64_t>(copy->bytes()));

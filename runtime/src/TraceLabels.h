@@ -10,9 +10,13 @@
 namespace megrt {
 
 /// Command `index` of an entry: a kernel launch (category "kernel", named
-/// after the kernel), a Gemm ("gemm", args m n k batch dtype) or a Copy
-/// ("copy", args bytes); every one has its command index in args. A new
-/// kind of command (collectives) gets its category and args here.
+/// after the kernel), a Gemm ("gemm", args m n k batch dtype), a Copy
+/// ("copy", args bytes), an attention ("attention"), a Collective
+/// ("collective", named all_gather / reduce_scatter / all_reduce / slice, args
+/// submesh axes ranks count dtype bytes async reduce) or a Wait
+/// ("collective", named "wait", args collective); every one has its
+/// command index in args. A new kind of command gets its category and
+/// args here.
 TraceLabel commandLabel(const fb::Program &program, const fb::Command &command,
                         uint32_t index);
 

@@ -13,7 +13,7 @@ using flatbuffers::Offset;
 Offset<fb::TensorSpec> buildTensorSpec(FlatBufferBuilder &builder,
                                        const TensorDesc &desc) {
   return fb::CreateTensorSpecDirect(builder, desc.name.c_str(), desc.dtype,
-                                    &desc.shape);
+                                    &desc.shape, desc.split);
 }
 
 std::vector<Offset<fb::TensorSpec>>
@@ -28,13 +28,9 @@ buildTensorSpecs(FlatBufferBuilder &builder,
 Offset<fb::Parameter> buildParameter(FlatBufferBuilder &builder,
                                      const ParamDesc &desc) {
   Offset<fb::Sharding> sharding = 0;
-  if (desc.sharding) {
-    std::vector<Offset<flatbuffers::String>> axes;
-    for (const std::string &axis : desc.sharding->axes)
-      axes.push_back(builder.CreateString(axis));
-    sharding = fb::CreateShardingDirect(builder, desc.sharding->mesh.c_str(),
-                                        &axes, desc.sharding->dim);
-  }
+  if (desc.sharding)
+    sharding = fb::CreateShardingDirect(builder, desc.sharding->submesh,
+                                        &desc.sharding->fullShape);
   return fb::CreateParameterDirect(
       builder, desc.name.c_str(), desc.dtype, &desc.shape, desc.trainable,
       desc.init, desc.scale, sharding, desc.state,
@@ -69,6 +65,16 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
     auto op = fb::CreateCopy(builder, copy->src, copy->dst, copy->srcOffset,
                              copy->dstOffset, copy->bytes);
     return fb::CreateCommand(builder, fb::CommandOp::Copy, op.Union());
+  }
+  if (const auto *c = std::get_if<CollectiveDesc>(&desc)) {
+    auto op =
+        fb::CreateCollective(builder, c->kind, c->submesh, c->reduce, c->dtype,
+                             c->count, c->src, c->dst, c->async);
+    return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());
+  }
+  if (const auto *wait = std::get_if<WaitDesc>(&desc)) {
+    auto op = fb::CreateWait(builder, wait->collective);
+    return fb::CreateCommand(builder, fb::CommandOp::Wait, op.Union());
   }
   return fb::CreateCommand(builder);
 }
@@ -135,10 +141,25 @@ std::vector<uint8_t> buildArtifact(const ProgramDesc &desc) {
     cuda =
         fb::CreateCudaModuleDirect(builder, desc.cuda->arch.c_str(),
                                    desc.cuda->ptx.c_str(), &desc.cuda->cubin);
+  Offset<fb::Mesh> mesh = 0;
+  if (desc.mesh) {
+    std::vector<Offset<fb::MeshAxis>> axes;
+    for (const auto &[name, size] : desc.mesh->axes)
+      axes.push_back(fb::CreateMeshAxisDirect(builder, name.c_str(), size));
+    mesh = fb::CreateMeshDirect(builder, desc.mesh->name.c_str(), &axes);
+  }
+  std::vector<Offset<fb::Submesh>> submeshes;
+  for (const std::vector<std::string> &axes : desc.submeshes) {
+    std::vector<Offset<flatbuffers::String>> names;
+    for (const std::string &axis : axes)
+      names.push_back(builder.CreateString(axis));
+    submeshes.push_back(fb::CreateSubmeshDirect(builder, &names));
+  }
   // A non-zero placeholder so that the checksum field is stored.
-  auto root = fb::CreateProgramDirect(builder, desc.formatVersion,
-                                      desc.producer.c_str(), &params, &entries,
-                                      &kernels, cpu, cuda, /*checksum=*/1);
+  auto root = fb::CreateProgramDirect(
+      builder, desc.formatVersion, desc.producer.c_str(), &params, &entries,
+      &kernels, cpu, cuda, mesh, desc.submeshes.empty() ? nullptr : &submeshes,
+      /*checksum=*/1);
   fb::FinishProgramBuffer(builder, root);
   std::vector<uint8_t> bytes(builder.GetBufferPointer(),
                              builder.GetBufferPointer() + builder.GetSize());

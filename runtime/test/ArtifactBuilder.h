@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -18,12 +19,13 @@ struct TensorDesc {
   std::string name;
   fb::DType dtype = fb::DType::f32;
   Shape shape;
+  /// A submesh index for a split input, -1 for none.
+  int32_t split = -1;
 };
 
 struct ShardingDesc {
-  std::string mesh;
-  std::vector<std::string> axes;
-  int64_t dim = 0;
+  uint32_t submesh = 0;
+  Shape fullShape;
 };
 
 struct ParamDesc {
@@ -70,9 +72,23 @@ struct CopyDesc {
   uint64_t srcOffset = 0, dstOffset = 0, bytes = 0;
 };
 
+struct CollectiveDesc {
+  fb::CollectiveKind kind = fb::CollectiveKind::all_reduce;
+  uint32_t submesh = 0;
+  fb::ReduceOp reduce = fb::ReduceOp::sum;
+  fb::DType dtype = fb::DType::f32;
+  uint64_t count = 0;
+  uint32_t src = 0, dst = 0;
+  bool async = false;
+};
+
+struct WaitDesc {
+  uint32_t collective = 0;
+};
+
 /// std::monostate writes a command without an operation.
-using CommandDesc =
-    std::variant<LaunchDesc, GemmDesc, CopyDesc, std::monostate>;
+using CommandDesc = std::variant<LaunchDesc, GemmDesc, CopyDesc, CollectiveDesc,
+                                 WaitDesc, std::monostate>;
 
 struct GraphDesc {
   std::string name;
@@ -126,6 +142,11 @@ struct CudaModuleDesc {
   std::vector<uint8_t> cubin;
 };
 
+struct MeshDesc {
+  std::string name = "world";
+  std::vector<std::pair<std::string, int64_t>> axes;
+};
+
 struct ProgramDesc {
   uint32_t formatVersion = kFormatVersion;
   std::string producer = "megrt-test";
@@ -136,6 +157,9 @@ struct ProgramDesc {
   std::optional<std::vector<uint8_t>> cpuObject;
   std::string targetTriple;
   std::optional<CudaModuleDesc> cuda;
+  std::optional<MeshDesc> mesh;
+  /// The axes of each submesh.
+  std::vector<std::vector<std::string>> submeshes;
 };
 
 std::vector<uint8_t> buildArtifact(const ProgramDesc &desc);

@@ -52,8 +52,9 @@ std::pair<uint64_t, uint64_t> countGraphRuns(bool graphs, int runs) {
   CpuModule module(flatbuffer);
   DeviceOptions options;
   options.graphs = graphs;
+  SubmeshGroups noGroups;
   CpuEntry entry(flatbuffer, *flatbuffer.entries()->Get(0), parameters, module,
-                 options);
+                 noGroups, options);
   for (int i = 0; i < runs; ++i)
     entry.execute();
   return {entry.graphRecordings(), entry.graphReplays()};

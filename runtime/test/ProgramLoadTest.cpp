@@ -61,16 +61,43 @@ TEST(ProgramLoad, DescribesAValidArtifact) {
 
 TEST(ProgramLoad, KeepsSharding) {
   ProgramDesc desc = linearProgram();
-  desc.params[0].sharding = ShardingDesc{"world", {"dp_outer", "dp_shard"}, 1};
-  desc.params[0].trainable = false;
+  desc.mesh = MeshDesc{"world", {{"dp_outer", 2}, {"dp_shard", 2}}};
+  desc.submeshes = {{"dp_shard"}, {"dp_outer", "dp_shard"}};
+  // b f32[3] becomes the piece of a [2,5] tensor over 4 ranks (3 x 4 >= 10).
+  desc.params[1].sharding = ShardingDesc{1, {2, 5}};
+  desc.params[1].trainable = false;
   Program program = Program::fromBytes(buildArtifact(desc));
-  const ParameterSpec &w = program.parameters()[0];
-  EXPECT_FALSE(w.trainable);
-  ASSERT_TRUE(w.sharding.has_value());
-  EXPECT_EQ(w.sharding->mesh, "world");
-  EXPECT_EQ(w.sharding->axes,
-            (std::vector<std::string>{"dp_outer", "dp_shard"}));
-  EXPECT_EQ(w.sharding->dim, 1);
+  const ParameterSpec &b = program.parameters()[1];
+  EXPECT_FALSE(b.trainable);
+  ASSERT_TRUE(b.sharding.has_value());
+  EXPECT_EQ(b.sharding->submesh, 1u);
+  EXPECT_EQ(b.sharding->fullShape, (Shape{2, 5}));
+  EXPECT_FALSE(program.parameters()[0].sharding.has_value());
+}
+
+TEST(ProgramLoad, KeepsTheMeshAndSubmeshes) {
+  ProgramDesc desc = linearProgram();
+  EXPECT_FALSE(Program::fromBytes(buildArtifact(desc)).mesh().has_value());
+  desc.mesh = MeshDesc{"world", {{"dp_outer", 2}, {"dp_shard", 3}}};
+  desc.submeshes = {{"dp_shard"}, {"dp_shard", "dp_outer"}};
+  desc.entries[0].inputs[0].split = 0;
+  Program program = Program::fromBytes(buildArtifact(desc));
+  ASSERT_TRUE(program.mesh().has_value());
+  EXPECT_EQ(program.mesh()->name, "world");
+  ASSERT_EQ(program.mesh()->axes.size(), 2u);
+  EXPECT_EQ(program.mesh()->axes[1].name, "dp_shard");
+  EXPECT_EQ(program.mesh()->axes[1].size, 3);
+  EXPECT_EQ(program.mesh()->numRanks, 6);
+  EXPECT_EQ(program.describeMesh(), "@world [dp_outer=2, dp_shard=3]");
+  ASSERT_EQ(program.submeshes().size(), 2u);
+  EXPECT_EQ(program.submeshes()[1].axes,
+            (std::vector<std::string>{"dp_shard", "dp_outer"}));
+  EXPECT_EQ(program.submeshes()[1].axisIndices, (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(program.submeshes()[0].size, 3);
+  EXPECT_EQ(program.submeshes()[1].size, 6);
+  EXPECT_EQ(program.findEntry("forward")->inputs[0].split,
+            std::optional<uint32_t>(0));
+  EXPECT_EQ(program.findEntry("identity")->inputs[0].split, std::nullopt);
 }
 
 TEST(ProgramLoad, LoadsFromFile) {

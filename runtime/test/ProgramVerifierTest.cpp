@@ -218,11 +218,14 @@ TEST(ProgramVerifier, RandomInitNeedsAFloatDType) {
             "-1");
 }
 
-TEST(ProgramVerifier, ShardingDimInRange) {
+TEST(ProgramVerifier, ShardedParameterIsOneDimensional) {
   EXPECT_EQ(errorAfter([](ProgramDesc &d) {
-              d.params[0].sharding = ShardingDesc{"world", {"dp"}, 2};
+              d.mesh = MeshDesc{"world", {{"dp", 2}}};
+              d.submeshes = {{"dp"}};
+              d.params[0].sharding = ShardingDesc{0, {8, 3}};
             }),
-            "parameter 'w': sharding dim 2 is out of range for rank 2");
+            "parameter 'w': sharding: a sharded parameter holds a piece of "
+            "the flattened tensor and must be 1-D, found shape [4,3]");
 }
 
 TEST(ProgramVerifier, PlanPeakFitsTheArena) {

@@ -95,4 +95,69 @@ ProgramDesc layeredProgram(const char *kernelsPath) {
   return program;
 }
 
+ProgramDesc dataParallelProgram(int64_t outer, int64_t shard,
+                                int64_t extraPadding) {
+  ProgramDesc program;
+  program.mesh = MeshDesc{"world", {{"dp_outer", outer}, {"dp_shard", shard}}};
+  program.submeshes = {{"dp_shard"}, {"dp_outer", "dp_shard"}, {"dp_outer"}};
+  int64_t n = (15 + shard - 1) / shard + extraPadding;
+  int64_t c = 8 / shard;
+  program.params = {{"w",
+                     fb::DType::f32,
+                     {n},
+                     fb::InitKind::normal,
+                     0.5,
+                     true,
+                     ShardingDesc{0, {3, 5}}},
+                    {"full", fb::DType::f32, {3, 5}, fb::InitKind::normal, 0.5},
+                    {"piece",
+                     fb::DType::f32,
+                     {n},
+                     fb::InitKind::copy,
+                     0.0,
+                     true,
+                     ShardingDesc{0, {3, 5}},
+                     false,
+                     "full"}};
+
+  EntryDesc step;
+  step.name = "step";
+  step.inputs = {{"x", fb::DType::f32, {2, 4}, /*split=*/1}};
+  step.outputs = {{"gathered", fb::DType::f32, {shard * n}},
+                  {"sum", fb::DType::f32, {2, 4}},
+                  {"outer_avg", fb::DType::f32, {2, 4}},
+                  {"scattered", fb::DType::f32, {c}},
+                  {"sliced", fb::DType::f32, {c}},
+                  {"shard_sum", fb::DType::f32, {2, 4}}};
+  // Buffers: 0 x, 1 x as [8], 2 w, 3 gathered, 4 sum, 5 outer_avg,
+  // 6 scattered, 7 sliced, 8 t, 9 shard_sum.
+  step.buffers = {inputBuffer(0, {2, 4}),  inputBuffer(0, {8}),
+                  paramBuffer(0, {n}),     outputBuffer(0, {shard * n}),
+                  outputBuffer(1, {2, 4}), outputBuffer(2, {2, 4}),
+                  outputBuffer(3, {c}),    outputBuffer(4, {c}),
+                  arenaBuffer(0, {2, 4}),  outputBuffer(5, {2, 4})};
+  using Kind = fb::CollectiveKind;
+  auto collective = [](Kind kind, uint32_t submesh, fb::ReduceOp reduce,
+                       uint64_t count, uint32_t src, uint32_t dst,
+                       bool async = false) {
+    return CollectiveDesc{kind,  submesh, reduce, fb::DType::f32,
+                          count, src,     dst,    async};
+  };
+  step.commands = {collective(Kind::all_gather, 0, fb::ReduceOp::sum,
+                              static_cast<uint64_t>(n), 2, 3, /*async=*/true),
+                   collective(Kind::all_reduce, 1, fb::ReduceOp::sum, 8, 0, 4),
+                   collective(Kind::all_reduce, 2, fb::ReduceOp::avg, 8, 0, 5),
+                   collective(Kind::reduce_scatter, 0, fb::ReduceOp::sum,
+                              static_cast<uint64_t>(c), 1, 6),
+                   collective(Kind::slice, 0, fb::ReduceOp::sum,
+                              static_cast<uint64_t>(c), 1, 7),
+                   CopyDesc{0, 8, 0, 0, 32},
+                   collective(Kind::all_reduce, 0, fb::ReduceOp::sum, 8, 8, 8),
+                   CopyDesc{8, 9, 0, 0, 32},
+                   WaitDesc{0}};
+  step.arenaBytes = step.peakBytes = 32;
+  program.entries = {step};
+  return program;
+}
+
 } // namespace megrt::test

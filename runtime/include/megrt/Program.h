@@ -15,10 +15,17 @@
 
 namespace megrt {
 
+/// An input or output of an entry. `shape` is what one rank's device
+/// holds.
 struct TensorSpec {
   std::string name;
   DType dtype;
   Shape shape;
+  /// Data parallelism (inputs only): an index into Program::submeshes().
+  /// Session::run takes the global tensor, whose dim 0 is shape[0] times
+  /// the group size, and rank i of the group runs on rows
+  /// [i * shape[0], (i + 1) * shape[0]).
+  std::optional<uint32_t> split;
 };
 
 /// Copy: the value of the parameter `initSource`, converted to this one's
@@ -34,10 +41,38 @@ enum class InitKind : uint8_t {
 
 const char *initKindName(InitKind kind);
 
+/// The parameter is this rank's piece of a larger tensor: the tensor of
+/// shape `fullShape`, flattened row-major and zero-padded to n * group size
+/// elements, where [n] is the parameter's (1-D) shape; rank i of the group
+/// Program::submeshes()[submesh] holds elements [i * n, (i + 1) * n).
 struct ShardingSpec {
-  std::string mesh;
+  uint32_t submesh;
+  Shape fullShape;
+};
+
+struct MeshAxis {
+  std::string name;
+  int64_t size;
+};
+
+/// The devices of a run: one rank per device, numbered row-major over the
+/// axes (the last axis varies fastest).
+struct MeshSpec {
+  std::string name;
+  std::vector<MeshAxis> axes;
+  /// The product of the axes' sizes.
+  int64_t numRanks;
+};
+
+/// A registered group of mesh axes; a Session creates one communicator for
+/// each submesh that a collective uses. A rank's index in the group is
+/// row-major over its coordinates on `axes`, in this order.
+struct SubmeshSpec {
   std::vector<std::string> axes;
-  int64_t dim;
+  /// Index in MeshSpec::axes of each of `axes`.
+  std::vector<size_t> axisIndices;
+  /// The product of the sizes of `axes`: the ranks of one group.
+  int64_t size;
 };
 
 struct ParameterSpec {
@@ -47,10 +82,13 @@ struct ParameterSpec {
   bool trainable;
   InitKind initKind;
   double initScale;
+  /// Set when the parameter holds one rank's piece of a larger tensor.
   std::optional<ShardingSpec> sharding;
   /// Training state (optimizer moments, step count), not a model weight.
   bool state = false;
-  /// For InitKind::Copy: the parameter it copies.
+  /// For InitKind::Copy: the parameter it copies. A sharded copy's source
+  /// is either replicated, with the copy's full shape (the copy holds the
+  /// piece of it), or sharded in the same way (elementwise).
   std::string initSource;
 };
 
@@ -94,6 +132,14 @@ public:
   const std::vector<KernelSpec> &kernels() const;
   bool hasCpuModule() const;
   bool hasCudaModule() const;
+  /// The mesh the program runs on; nullopt for a single-rank program.
+  const std::optional<MeshSpec> &mesh() const;
+  const std::vector<SubmeshSpec> &submeshes() const;
+  /// "@world [dp_outer=2, dp_shard=2]", or "(no mesh)", for messages.
+  std::string describeMesh() const;
+  /// FNV-1a 64 of the artifact (the seal, megrt/ArtifactSeal.h): equal
+  /// checksums mean the same artifact.
+  uint64_t checksum() const;
 
   /// nullptr if there is no entry of that name.
   const EntrySpec *findEntry(std::string_view name) const;

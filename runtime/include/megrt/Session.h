@@ -16,7 +16,8 @@ namespace megrt {
 
 struct SessionOptions {
   /// "cpu", or "cuda" / "cuda:N" (CUDA device 0 / N) in a runtime built with
-  /// CUDA support (see supportedDevices()).
+  /// CUDA support (see supportedDevices()). In a world of several ranks,
+  /// "cuda" is the device of the rank's local rank (one GPU per rank).
   std::string device = "cpu";
   /// Seed of the parameter initialisation done at construction.
   uint64_t seed = 0;
@@ -29,8 +30,16 @@ struct SessionOptions {
   /// Empty, or the path of a Chrome trace-event JSON file (chrome://tracing,
   /// Perfetto) written when the Session is destroyed and by writeTrace(): one
   /// event per entry run, graph run (capture or replay) and command run
-  /// outside a graph, timed on the device (CUDA events on a GPU).
+  /// outside a graph, timed on the device (CUDA events on a GPU). In a world
+  /// of several ranks, rank N > 0 writes its own trace to this path with
+  /// ".rankN" before the extension (trace.json -> trace.rank1.json).
   std::string traceFile;
+  /// Programs with a mesh: how long a collective (or the checks at
+  /// construction) may wait for the other ranks before this rank fails,
+  /// because a peer died or stalled. MEGRT_COMM_TIMEOUT (seconds) in the
+  /// environment overrides it. The first Session of a process connects the
+  /// world, and its value stays for the process.
+  double commTimeoutSeconds = 300;
 };
 
 /// The devices a Session accepts: "cpu", and "cuda" when the runtime was
@@ -46,10 +55,23 @@ std::vector<std::string> supportedDevices();
 /// download what runs changed. A CUDA device needs the CUDA driver
 /// (libcuda.so.1) and, for Gemm commands, cuBLASLt, both loaded when the
 /// Session is created.
+///
+/// Multi-rank programs (Program::mesh() set) run as one process per rank,
+/// started by a launcher (`mpirun -n RANKS`), each creating its Session on
+/// the same artifact: construction connects the world and fails unless it
+/// has exactly the mesh's ranks and every rank loaded the same artifact.
+/// Construction, run(), saveParameters() and saveState() communicate, so
+/// every rank must make the same calls in the same order. A sharded
+/// parameter holds this rank's piece (ParameterSpec::sharding): its
+/// initialisation gives every rank the piece of the full tensor a single
+/// rank would initialise, files hold full tensors, and parameter() /
+/// setParameter() see the piece. A program without a mesh runs on one rank
+/// and never communicates.
 class Session {
 public:
   /// Loads the program's device code and initialises every parameter from its
-  /// init spec with options.seed.
+  /// init spec with options.seed. With a mesh, first connects the world and
+  /// checks its size and the artifact on every rank.
   explicit Session(Program program, SessionOptions options = {});
   ~Session();
   Session(Session &&) noexcept;
@@ -57,35 +79,52 @@ public:
 
   const Program &program() const;
 
+  /// This process's rank in the mesh's numbering and the number of ranks:
+  /// 0 and 1 for a program without a mesh.
+  int rank() const;
+  int worldSize() const;
+
   /// Reinitialises every parameter: zeros, ones, normal(0, scale) or
   /// uniform(-scale, scale), and copies (master weights) from their source.
   /// Each element is a pure function of (seed, parameter name, element
   /// index), so results are bit-identical across runs, thread counts and
-  /// IEEE-754 platforms.
+  /// IEEE-754 platforms. A sharded parameter gets the elements of its piece
+  /// of the full tensor (zeros in the padding); a sharded copy of a
+  /// replicated source takes its piece of the source.
   void initParameters(uint64_t seed);
 
   /// Reads every model weight by name from a safetensors file (training
   /// state is not looked for: it keeps its values, except master weights,
   /// which are re-derived from the loaded weights). A missing weight, a
   /// dtype or shape mismatch, or (unless allowExtra) a tensor that is not a
-  /// parameter is an error; nothing is changed on error.
+  /// parameter is an error; nothing is changed on error. The file holds
+  /// full tensors (a sharded parameter's full shape); every rank reads it
+  /// and keeps its piece.
   void loadParameters(const std::string &path, bool allowExtra = false);
-  /// Writes the model weights (every parameter that is not training state).
+  /// Writes the model weights (every parameter that is not training state)
+  /// as full tensors. With several ranks, every rank must call it: the
+  /// pieces of sharded parameters are gathered, and rank 0 alone writes the
+  /// file (the others write nothing).
   void saveParameters(const std::string &path) const;
   /// The full training state: model weights, optimizer moments and step
-  /// count, every one required on load.
+  /// count, every one required on load. Loaded and saved like the weights.
   void loadState(const std::string &path);
   void saveState(const std::string &path) const;
 
   /// On the CPU the reference shows the parameter live; on a CUDA device it
-  /// shows its value as of this call (call again after a run).
+  /// shows its value as of this call (call again after a run). For a
+  /// sharded parameter, this rank's piece (with its padding).
   const Tensor &parameter(std::string_view name) const;
-  /// `value` must have the parameter's dtype and shape. Master weights that
-  /// copy this parameter follow it.
+  /// `value` must have the parameter's dtype and shape (for a sharded
+  /// parameter, this rank's piece). Master weights that copy this parameter
+  /// follow it.
   void setParameter(std::string_view name, const Tensor &value);
 
   /// Runs one entry. `inputs` must hold exactly the entry's inputs with their
-  /// dtypes and shapes; they are copied, never modified. Returns every output.
+  /// dtypes and shapes; they are copied, never modified. An input split
+  /// over a submesh (TensorSpec::split) is the global tensor, whose dim 0 is
+  /// the entry's times the group size; this rank runs on its rows. Returns
+  /// every output (this rank's values).
   std::map<std::string, Tensor>
   run(std::string_view entry, const std::map<std::string, Tensor> &inputs);
 

@@ -3,6 +3,7 @@
 #include "cpu/CpuDevice.h"
 
 #include "FbTypes.h"
+#include "MeshLayout.h"
 
 #include <cstring>
 
@@ -12,7 +13,10 @@ CpuDevice::CpuDevice(const Program &program, std::vector<Tensor> &parameters,
                      const DeviceOptions &options)
     : program_(program), parameters_(parameters),
       module_(flatbufferOf(program)), options_(options),
-      entries_(program.entries().size()) {}
+      entries_(program.entries().size()) {
+  if (options.world)
+    groups_ = connectGroups(program, *options.world, comm::MemorySpace::Host);
+}
 
 std::vector<Tensor> CpuDevice::run(size_t index,
                                    const std::vector<const Tensor *> &inputs) {
@@ -21,7 +25,7 @@ std::vector<Tensor> CpuDevice::run(size_t index,
     const fb::Program &program = flatbufferOf(program_);
     entry = std::make_unique<CpuEntry>(
         program, *program.entries()->Get(static_cast<uint32_t>(index)),
-        parameters_, module_, options_);
+        parameters_, module_, groups_, options_);
   }
   for (size_t i = 0; i < inputs.size(); ++i)
     std::memcpy(entry->inputs()[i].data(), inputs[i]->data(),

@@ -4,6 +4,7 @@
 #define MEGRT_SRC_CPU_CPUDEVICE_H
 
 #include "Device.h"
+#include "MeshLayout.h"
 #include "cpu/CpuEntry.h"
 #include "cpu/CpuModule.h"
 
@@ -14,7 +15,8 @@ namespace megrt {
 
 class CpuDevice final : public Device {
 public:
-  /// Loads the program's CPU module.
+  /// Loads the program's CPU module and, in a world, creates the host
+  /// groups of the program's collectives.
   CpuDevice(const Program &program, std::vector<Tensor> &parameters,
             const DeviceOptions &options);
 
@@ -31,6 +33,9 @@ private:
   DeviceOptions options_;
   /// One per entry, prepared on its first run.
   std::vector<std::unique_ptr<CpuEntry>> entries_;
+  /// Declared after the entries, so that the groups go first: a collective
+  /// abandoned by a failed run must not outlive the buffers it writes.
+  SubmeshGroups groups_;
 };
 
 } // namespace megrt

@@ -3,6 +3,7 @@
 #include "cpu/CpuEntry.h"
 
 #include "AttentionCommand.h"
+#include "Fail.h"
 #include "FbTypes.h"
 #include "TraceLabels.h"
 #include "cpu/CpuAttention.h"
@@ -24,10 +25,12 @@ std::vector<Tensor> allocate(
 
 CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
                    std::vector<Tensor> &parameters, const CpuModule &module,
-                   const DeviceOptions &options)
+                   const SubmeshGroups &groups, const DeviceOptions &options)
     : arena_(entry.plan() ? entry.plan()->arena_bytes() : 0),
       inputs_(allocate(entry.inputs())), outputs_(allocate(entry.outputs())),
-      graphs_(options.graphs), trace_(options.trace) {
+      graphs_(options.graphs), trace_(options.trace),
+      collectives_(concat("entry '", toString(entry.name()), "'"),
+                   sizeOf(entry.commands())) {
   std::vector<uint8_t *> buffers;
   for (uint32_t i = 0; i < sizeOf(entry.buffers()); ++i)
     buffers.push_back(resolve(*entry.buffers()->Get(i), parameters));
@@ -58,6 +61,18 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
           a->backward ? buffers[a->gradQ] : nullptr,
           a->backward ? buffers[a->gradK] : nullptr,
           a->backward ? buffers[a->gradV] : nullptr});
+    } else if (const fb::Collective *c = command->op_as_Collective()) {
+      if (c->kind() == fb::CollectiveKind::slice) {
+        SliceCopy slice = toSliceCopy(*c, groups);
+        commands_.emplace_back(Copy{buffers[c->src()] + slice.srcOffset,
+                                    buffers[c->dst()],
+                                    static_cast<size_t>(slice.bytes)});
+      } else {
+        commands_.emplace_back(toCollectiveCall(
+            *c, i, groups, buffers[c->src()], buffers[c->dst()]));
+      }
+    } else if (const fb::Wait *wait = command->op_as_Wait()) {
+      commands_.emplace_back(Wait{wait->collective()});
     }
   }
   regions_ = graphRegionsOf(entry);
@@ -97,12 +112,18 @@ void CpuEntry::timed(const TraceLabel &label, Work &&work) {
 }
 
 void CpuEntry::execute() {
-  timed(entryLabel_, [&] {
-    forEachStep(
-        static_cast<uint32_t>(commands_.size()), regions_, graphs_,
-        [&](uint32_t index) { runCommand(index); },
-        [&](size_t region) { runRegion(region); });
-  });
+  collectives_.beginRun();
+  try {
+    timed(entryLabel_, [&] {
+      forEachStep(
+          static_cast<uint32_t>(commands_.size()), regions_, graphs_,
+          [&](uint32_t index) { runCommand(index); },
+          [&](size_t region) { runRegion(region); });
+    });
+  } catch (...) {
+    collectives_.abandon();
+    throw;
+  }
 }
 
 void CpuEntry::runCommand(uint32_t index) {
@@ -144,10 +165,13 @@ void CpuEntry::run(Command &command) {
                         a->gradQ, a->gradK, a->gradV);
     else
       attentionForward(a->shape, a->q, a->k, a->v, a->out);
-  } else {
-    auto &copy = std::get<Copy>(command);
+  } else if (auto *copy = std::get_if<Copy>(&command)) {
     // Verification allows overlapping source and destination.
-    std::memmove(copy.dst, copy.src, copy.bytes);
+    std::memmove(copy->dst, copy->src, copy->bytes);
+  } else if (auto *collective = std::get_if<CollectiveCall>(&command)) {
+    collectives_.run(*collective, /*stream=*/nullptr);
+  } else {
+    collectives_.wait(std::get<Wait>(command).collective);
   }
 }
 

@@ -4,6 +4,7 @@
 #define MEGRT_SRC_CPU_CPUENTRY_H
 
 #include "AttentionShape.h"
+#include "CollectiveCommand.h"
 #include "Device.h"
 #include "GraphRegions.h"
 #include "Trace.h"
@@ -22,10 +23,11 @@ namespace megrt {
 class CpuEntry {
 public:
   /// `parameters` must outlive this entry and never reallocate: buffers
-  /// point into them.
+  /// point into them. `groups` (connectGroups; empty for a program
+  /// without a mesh) outlive the entry's runs.
   CpuEntry(const fb::Program &program, const fb::Entry &entry,
            std::vector<Tensor> &parameters, const CpuModule &module,
-           const DeviceOptions &options);
+           const SubmeshGroups &groups, const DeviceOptions &options);
 
   /// Storage the caller fills before execute() and reads after.
   std::vector<Tensor> &inputs() { return inputs_; }
@@ -33,7 +35,9 @@ public:
 
   /// Runs every command in order. With graphs, each graph region's command
   /// list is recorded on the first run and replayed on later ones, as a
-  /// CUDA device captures and replays it.
+  /// CUDA device captures and replays it. A run that fails while async
+  /// collectives are in flight abandons them, and every later run fails:
+  /// their buffers may still be written by the peers' transfers.
   void execute();
 
   /// Region runs so far that recorded, and that replayed, a command list.
@@ -59,12 +63,17 @@ private:
     const uint8_t *gradOut;
     uint8_t *gradQ, *gradK, *gradV;
   };
-  using Command = std::variant<Launch, CpuGemm, Copy, Attention>;
+  /// Completes the async collective at command `collective`.
+  struct Wait {
+    uint32_t collective;
+  };
+  using Command =
+      std::variant<Launch, CpuGemm, Copy, Attention, CollectiveCall, Wait>;
 
   uint8_t *resolve(const fb::Buffer &buffer, std::vector<Tensor> &parameters);
   void runCommand(uint32_t index);
   void runRegion(size_t region);
-  static void run(Command &command);
+  void run(Command &command);
   /// Runs `work`, adding an event for it to the trace if there is one.
   template <typename Work> void timed(const TraceLabel &label, Work &&work);
 
@@ -83,6 +92,7 @@ private:
   TraceLabel entryLabel_;
   uint64_t recordings_ = 0;
   uint64_t replays_ = 0;
+  CollectivesInFlight collectives_;
 };
 
 } // namespace megrt

@@ -4,6 +4,7 @@
 
 #include "Fail.h"
 #include "FbTypes.h"
+#include "MeshLayout.h"
 #include "cuda/CudaDriver.h"
 
 #include <algorithm>
@@ -57,6 +58,11 @@ CudaDevice::CudaDevice(const Program &program, int ordinal,
     traceOrigin_ = std::make_unique<CudaEvent>(
         concat("the trace's origin on ", context_.description()));
   entries_.resize(program.entries().size());
+  if (options_.world) {
+    // NCCL creates its communicators on the current device.
+    context_.makeCurrent();
+    groups_ = connectGroups(program, *options_.world, comm::MemorySpace::Cuda);
+  }
 }
 
 CudaDevice::~CudaDevice() {
@@ -112,7 +118,8 @@ CudaEntry &CudaDevice::prepare(size_t index) {
         *program.entries()->Get(static_cast<uint32_t>(index)),
         concat("entry '", program_.entries()[index].name, "'"),
         CudaEntryResources{program, module_, parameterAddresses_,
-                           scratch_.get(), cublas_.get(), attention_.get()},
+                           scratch_.get(), cublas_.get(), attention_.get(),
+                           groups_},
         options_);
   }
   return *entry;

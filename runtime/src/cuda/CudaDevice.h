@@ -4,6 +4,7 @@
 #define MEGRT_SRC_CUDA_CUDADEVICE_H
 
 #include "Device.h"
+#include "MeshLayout.h"
 #include "cuda/CublasLt.h"
 #include "cuda/CudaAttention.h"
 #include "cuda/CudaContext.h"
@@ -21,7 +22,8 @@ class CudaDevice final : public Device {
 public:
   /// Opens CUDA device `ordinal`, loads the program's CUDA module, and
   /// allocates the parameters, the kernels' scratch and, for programs with
-  /// Gemm commands, cuBLASLt's workspace.
+  /// Gemm commands, cuBLASLt's workspace; in a world, creates the Cuda
+  /// groups of the program's collectives.
   CudaDevice(const Program &program, int ordinal,
              std::vector<Tensor> &parameters, const DeviceOptions &options);
   ~CudaDevice() override;
@@ -58,6 +60,9 @@ private:
   bool traceOriginRecorded_ = false;
   /// One per entry, prepared on its first run.
   std::vector<std::unique_ptr<CudaEntry>> entries_;
+  /// Declared after the entries, so that the groups go first: a collective
+  /// abandoned by a failed run must not outlive the buffers it writes.
+  SubmeshGroups groups_;
 };
 
 } // namespace megrt

@@ -49,7 +49,8 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
       inputs_(allocate(entry.inputs(), where + ": input")),
       outputs_(allocate(entry.outputs(), where + ": output")),
       regions_(graphRegionsOf(entry)), graphs_(regions_.size()),
-      useGraphs_(options.graphs) {
+      useGraphs_(options.graphs),
+      collectives_(where, sizeOf(entry.commands())) {
   std::vector<CUdeviceptr> buffers;
   for (uint32_t i = 0; i < sizeOf(entry.buffers()); ++i)
     buffers.push_back(resolve(*entry.buffers()->Get(i), resources));
@@ -97,6 +98,22 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
           a->backward ? buffers[a->gradQ] : 0,
           a->backward ? buffers[a->gradK] : 0,
           a->backward ? buffers[a->gradV] : 0, resources.attention});
+    } else if (const fb::Collective *c = command->op_as_Collective()) {
+      CUdeviceptr src = buffers[c->src()];
+      CUdeviceptr dst = buffers[c->dst()];
+      if (c->kind() == fb::CollectiveKind::slice) {
+        // Verification keeps a slice's source and destination apart.
+        SliceCopy slice = toSliceCopy(*c, resources.groups);
+        commands_.emplace_back(Copy{src + slice.srcOffset, dst,
+                                    static_cast<size_t>(slice.bytes), false,
+                                    at + " (slice)"});
+      } else {
+        commands_.emplace_back(toCollectiveCall(
+            *c, i, resources.groups, reinterpret_cast<const void *>(src),
+            reinterpret_cast<void *>(dst)));
+      }
+    } else if (const fb::Wait *wait = command->op_as_Wait()) {
+      commands_.emplace_back(Wait{wait->collective()});
     }
   }
   copyTemp_ =
@@ -162,14 +179,20 @@ CudaEntry::Kernel CudaEntry::resolveKernel(
 }
 
 void CudaEntry::execute(CUstream stream) {
-  if (trace_)
-    trace_->beginRun(stream);
-  forEachStep(
-      static_cast<uint32_t>(commands_.size()), regions_, useGraphs_,
-      [&](uint32_t index) { runCommand(index, stream); },
-      [&](size_t region) { runRegion(region, stream); });
-  if (trace_)
-    trace_->endRun(stream);
+  collectives_.beginRun();
+  try {
+    if (trace_)
+      trace_->beginRun(stream);
+    forEachStep(
+        static_cast<uint32_t>(commands_.size()), regions_, useGraphs_,
+        [&](uint32_t index) { runCommand(index, stream); },
+        [&](size_t region) { runRegion(region, stream); });
+    if (trace_)
+      trace_->endRun(stream);
+  } catch (...) {
+    collectives_.abandon();
+    throw;
+  }
 }
 
 void CudaEntry::collectTrace(Trace &trace, const CudaEvent &origin) const {
@@ -180,7 +203,14 @@ void CudaEntry::collectTrace(Trace &trace, const CudaEvent &origin) const {
 void CudaEntry::runCommand(uint32_t index, CUstream stream) {
   if (trace_)
     trace_->beginCommand(index, stream);
-  enqueue(commands_[index], stream);
+  // Collectives keep state between their start and their Wait, which is
+  // why they are not enqueued with the commands a graph may capture.
+  if (const auto *collective = std::get_if<CollectiveCall>(&commands_[index]))
+    collectives_.run(*collective, stream);
+  else if (const auto *wait = std::get_if<Wait>(&commands_[index]))
+    collectives_.wait(wait->collective);
+  else
+    enqueue(commands_[index], stream);
   if (trace_)
     trace_->endCommand(index, stream);
 }
@@ -215,8 +245,12 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
                            stream);
     else
       a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, stream);
+  } else if (const auto *copy = std::get_if<Copy>(&command)) {
+    runCopy(*copy, stream);
   } else {
-    runCopy(std::get<Copy>(command), stream);
+    // Verification keeps collectives that communicate, and waits, out of
+    // graph regions, the only place enqueue() would meet them.
+    fail("internal error: a collective or wait inside a graph region");
   }
 }
 

@@ -4,6 +4,7 @@
 #ifndef MEGRT_SRC_CUDA_CUDAENTRY_H
 #define MEGRT_SRC_CUDA_CUDAENTRY_H
 
+#include "CollectiveCommand.h"
 #include "Device.h"
 #include "GraphRegions.h"
 #include "cuda/CudaAttention.h"
@@ -35,6 +36,8 @@ struct CudaEntryResources {
   const CublasLtContext *cublas;
   /// Null when the program has no Attention or AttentionGrad command.
   const CudaAttention *attention;
+  /// This rank's Cuda groups (empty for a program without a mesh).
+  const SubmeshGroups &groups;
 };
 
 class CudaEntry {
@@ -55,7 +58,9 @@ public:
 
   /// Enqueues every command in order on `stream`. With graphs, each graph
   /// region is captured into a CUDA graph on the first run and launched as
-  /// that graph; later runs only launch it.
+  /// that graph; later runs only launch it. Collectives are ordered on the
+  /// stream by their groups; a run that fails with async collectives in
+  /// flight abandons them, and later runs fail.
   void execute(CUstream stream);
 
   /// After the stream finished a run: adds the run's events to `trace`
@@ -93,8 +98,13 @@ private:
     CUdeviceptr q, k, v, out, gradOut, gradQ, gradK, gradV;
     const CudaAttention *kernels;
   };
-  /// One per command of the artifact, in order.
-  using Command = std::variant<Kernel, CudaGemm, Copy, Attention>;
+  /// Completes the async collective at command `collective`.
+  struct Wait {
+    uint32_t collective;
+  };
+  /// One per command of the artifact, in order (a slice is a Copy).
+  using Command =
+      std::variant<Kernel, CudaGemm, Copy, Attention, CollectiveCall, Wait>;
 
   CUdeviceptr resolve(const fb::Buffer &buffer,
                       const CudaEntryResources &resources);
@@ -128,6 +138,7 @@ private:
   bool useGraphs_;
   /// Null when tracing is off.
   std::unique_ptr<CudaEntryTrace> trace_;
+  CollectivesInFlight collectives_;
 };
 
 } // namespace megrt

@@ -1,0 +1,105 @@
+// The artifact's Collective and Wait commands in the communicator's terms,
+// and the async collectives an entry has in flight.
+#include "CollectiveCommand.h"
+
+#include "Fail.h"
+#include "FbTypes.h"
+
+namespace megrt {
+namespace {
+
+comm::CollectiveKind toCommKind(fb::CollectiveKind kind) {
+  switch (kind) {
+  case fb::CollectiveKind::all_gather:
+    return comm::CollectiveKind::AllGather;
+  case fb::CollectiveKind::reduce_scatter:
+    return comm::CollectiveKind::ReduceScatter;
+  case fb::CollectiveKind::all_reduce:
+    return comm::CollectiveKind::AllReduce;
+  case fb::CollectiveKind::slice:
+    break;
+  }
+  fail("invalid collective kind value ", static_cast<int>(kind));
+}
+
+} // namespace
+
+CollectiveCall toCollectiveCall(const fb::Collective &collective,
+                                uint32_t index, const SubmeshGroups &groups,
+                                const void *src, void *dst) {
+  // connectGroups made a group for every submesh such a collective uses.
+  comm::Group *group = collective.count() > 0
+                           ? groups.groups.at(collective.submesh()).get()
+                           : nullptr;
+  comm::ReduceOp op = collective.reduce() == fb::ReduceOp::avg
+                          ? comm::ReduceOp::Avg
+                          : comm::ReduceOp::Sum;
+  return {group,
+          toCommKind(collective.kind()),
+          op,
+          toDType(collective.dtype()),
+          static_cast<size_t>(collective.count()),
+          src,
+          dst,
+          collective.async(),
+          index};
+}
+
+SliceCopy toSliceCopy(const fb::Collective &slice,
+                      const SubmeshGroups &groups) {
+  uint64_t bytes = slice.count() * elementSize(toDType(slice.dtype()));
+  auto index = static_cast<uint64_t>(groups.indices.at(slice.submesh()));
+  return {index * bytes, bytes};
+}
+
+CollectivesInFlight::CollectivesInFlight(std::string where, size_t numCommands)
+    : where_(std::move(where)), pending_(numCommands) {}
+
+void CollectivesInFlight::beginRun() const {
+  if (abandoned_)
+    fail(where_, ": an earlier run failed while collectives were in flight, "
+                 "so their buffers may still be written; this Session "
+                 "cannot run the entry again");
+}
+
+void CollectivesInFlight::run(const CollectiveCall &call, void *stream) {
+  if (!call.group)
+    return;
+  // A collective that failed may still be moving bytes.
+  try {
+    uint64_t handle = call.group->start(
+        call.kind, call.src, call.dst, call.count, call.dtype, call.op, stream);
+    if (call.async)
+      pending_[call.index] = InFlight{call.group, handle};
+    else
+      call.group->wait(handle);
+  } catch (...) {
+    abandoned_ = true;
+    throw;
+  }
+}
+
+void CollectivesInFlight::wait(uint32_t collective) {
+  std::optional<InFlight> &inFlight = pending_[collective];
+  // Nothing to wait for when the collective had nothing to transfer.
+  if (!inFlight)
+    return;
+  InFlight started = *inFlight;
+  inFlight.reset();
+  try {
+    started.group->wait(started.handle);
+  } catch (...) {
+    abandoned_ = true;
+    throw;
+  }
+}
+
+void CollectivesInFlight::abandon() noexcept {
+  for (std::optional<InFlight> &inFlight : pending_)
+    if (inFlight) {
+      abandoned_ = true;
+      inFlight.reset();
+    }
+}
+
+} // namespace megrt

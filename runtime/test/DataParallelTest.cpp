@@ -1,0 +1,172 @@
+// Multi-rank programs in one process: a mesh of one rank runs collectives,
+// sharded parameters and split inputs with single-rank semantics; a mesh of
+// more ranks is refused before anything runs.
+#include "ArtifactBuilder.h"
+#include "DataParallelReference.h"
+#include "MeshLayout.h"
+#include "SamplePrograms.h"
+#include "TestFiles.h"
+#include "TraceEvents.h"
+#include "megrt/Error.h"
+#include "megrt/Safetensors.h"
+#include "megrt/Session.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace megrt::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+Program dataParallel(int64_t outer, int64_t shard, int64_t extraPadding = 0) {
+  return Program::fromBytes(
+      buildArtifact(dataParallelProgram(outer, shard, extraPadding)));
+}
+
+std::string constructionError(const Program &program) {
+  try {
+    Session session(program);
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "(constructed)";
+}
+
+TEST(MeshLayout, NumbersRanksRowMajor) {
+  ProgramDesc desc = linearProgram();
+  desc.mesh = MeshDesc{"world", {{"a", 2}, {"b", 3}, {"c", 2}}};
+  desc.submeshes = {{"b"}, {"c", "a"}, {"a", "b", "c"}};
+  MeshLayout layout(Program::fromBytes(buildArtifact(desc)));
+  ASSERT_EQ(layout.numRanks(), 12);
+  // Rank 11 is (a=1, b=2, c=1); rank 4 is (0, 2, 0).
+  EXPECT_EQ(layout.groupSize(0), 3);
+  EXPECT_EQ(layout.indexInGroup(0, 11), 2);
+  EXPECT_EQ(layout.groupOf(0, 11), 1 * 2 + 1);
+  EXPECT_EQ(layout.indexInGroup(0, 4), 2);
+  EXPECT_EQ(layout.groupOf(0, 4), 0);
+  // Submesh (c, a): the index is c * 2 + a; the group is b.
+  EXPECT_EQ(layout.groupSize(1), 4);
+  EXPECT_EQ(layout.indexInGroup(1, 11), 1 * 2 + 1);
+  EXPECT_EQ(layout.indexInGroup(1, 4), 0);
+  EXPECT_EQ(layout.indexInGroup(1, 1), 2);
+  EXPECT_EQ(layout.groupOf(1, 11), 2);
+  EXPECT_EQ(layout.groupOf(1, 4), 2);
+  // Every axis: one group, the world rank as index.
+  for (int rank = 0; rank < 12; ++rank) {
+    EXPECT_EQ(layout.groupOf(2, rank), 0);
+    EXPECT_EQ(layout.indexInGroup(2, rank), rank);
+  }
+}
+
+TEST(DataParallel, MeshOfOneRankRunsLikeOneRank) {
+  Session session(dataParallel(1, 1));
+  EXPECT_EQ(session.rank(), 0);
+  EXPECT_EQ(session.worldSize(), 1);
+  Tensor x = dataParallelInput(1, 1, 3);
+  std::map<std::string, Tensor> outputs = session.run("step", {{"x", x}});
+  auto expected = dataParallelOutputs(1, 1, 0, 0, x, /*seed=*/0);
+  ASSERT_EQ(outputs.size(), expected.size());
+  for (const auto &[name, values] : expected)
+    EXPECT_EQ(outputs.at(name).toFloats(), values) << name;
+}
+
+TEST(DataParallel, TheWorldMustHaveTheMeshsRanks) {
+  EXPECT_EQ(constructionError(dataParallel(2, 2)),
+            "the artifact's mesh @world [dp_outer=2, dp_shard=2] needs 4 "
+            "ranks, but this run has 1 (single process; start it with "
+            "mpirun -n 4)");
+}
+
+TEST(DataParallel, ShardedInitIsThePieceOfTheFullInit) {
+  // Pieces of 17 for 15 elements: two padding elements.
+  Session session(dataParallel(1, 1, /*extraPadding=*/2), {"cpu", 7});
+  std::vector<float> full = fullInitialValues("w", 7);
+  std::vector<float> padded = full;
+  padded.resize(17, 0.0f);
+  EXPECT_EQ(session.parameter("w").toFloats(), padded);
+  // The copy of a replicated parameter takes its piece.
+  std::vector<float> source = session.parameter("full").toFloats();
+  EXPECT_EQ(source, fullInitialValues("full", 7));
+  source.resize(17, 0.0f);
+  EXPECT_EQ(session.parameter("piece").toFloats(), source);
+  // And follows it.
+  std::vector<float> values = testValues(15, 4);
+  session.setParameter("full", Tensor::fromFloats(DType::F32, {3, 5}, values));
+  values.resize(17, 0.0f);
+  EXPECT_EQ(session.parameter("piece").toFloats(), values);
+}
+
+TEST(DataParallel, FilesHoldFullTensors) {
+  std::string path = tempPath("params.safetensors");
+  Session session(dataParallel(1, 1, /*extraPadding=*/2), {"cpu", 3});
+  std::vector<float> w = testValues(17, 5);
+  session.setParameter("w", Tensor::fromFloats(DType::F32, {17}, w));
+  session.saveParameters(path);
+  std::map<std::string, Tensor> saved = readSafetensors(path);
+  // The padding is dropped.
+  ASSERT_EQ(saved.at("w").shape(), (Shape{3, 5}));
+  EXPECT_EQ(saved.at("w").toFloats(),
+            std::vector<float>(w.begin(), w.begin() + 15));
+  EXPECT_EQ(saved.at("piece").shape(), (Shape{3, 5}));
+
+  Session other(dataParallel(1, 1, /*extraPadding=*/2), {"cpu", 9});
+  other.loadParameters(path);
+  std::vector<float> reloaded(w.begin(), w.begin() + 15);
+  reloaded.resize(17, 0.0f);
+  EXPECT_EQ(other.parameter("w").toFloats(), reloaded);
+
+  std::map<std::string, Tensor> pieces = saved;
+  pieces["w"] = Tensor::fromFloats(DType::F32, {17}, w);
+  std::string piecesPath = tempPath("pieces.safetensors");
+  writeSafetensors(piecesPath, pieces);
+  try {
+    other.loadParameters(piecesPath);
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "'" + piecesPath +
+                  "': parameter 'w' has shape [17], expected [3,5]");
+  }
+}
+
+TEST(DataParallel, SplitInputsTakeTheGlobalTensor) {
+  Session session(dataParallel(1, 1));
+  try {
+    session.run("step", {{"x", Tensor(DType::F32, {3, 4})}});
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "entry 'step': input 'x' is split over submesh 1 (1 ranks): "
+              "expected the global shape [2,4] (2 rows per rank), found "
+              "[3,4]");
+  }
+}
+
+TEST(DataParallel, TraceShowsEachCollective) {
+  std::string path = tempPath("trace.json");
+  {
+    SessionOptions options;
+    options.traceFile = path;
+    Session session(dataParallel(1, 1), options);
+    session.run("step", {{"x", dataParallelInput(1, 1, 1)}});
+  }
+  std::vector<TraceEvent> events = readTraceEvents(path);
+  std::vector<const TraceEvent *> collectives = eventsOf(events, "collective");
+  ASSERT_EQ(collectives.size(), 7u);
+  EXPECT_EQ(collectives[0]->name, "all_gather");
+  EXPECT_EQ(collectives[0]->arg("axes").text, "dp_shard");
+  EXPECT_EQ(jsonToInt64(collectives[0]->arg("bytes"), "bytes"), 15 * 4);
+  EXPECT_EQ(collectives[0]->arg("async").boolean, true);
+  EXPECT_EQ(collectives[1]->name, "all_reduce");
+  EXPECT_EQ(collectives[1]->arg("reduce").text, "sum");
+  EXPECT_EQ(collectives[2]->arg("reduce").text, "avg");
+  EXPECT_EQ(collectives[3]->name, "reduce_scatter");
+  EXPECT_EQ(collectives[4]->name, "slice");
+  EXPECT_EQ(collectives[6]->name, "wait");
+  EXPECT_EQ(jsonToInt64(collectives[6]->arg("collective"), "collective"), 0);
+  expectNestedInEntries(events);
+}
+
+} // namespace
+} // namespace megrt::test

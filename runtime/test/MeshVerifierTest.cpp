@@ -1,0 +1,290 @@
+// Verification of multi-rank programs: the mesh and submeshes, sharded
+// parameters, split inputs, collectives and their waits, each broken
+// artifact with the message that names it.
+#include "ArtifactBuilder.h"
+#include "SamplePrograms.h"
+#include "megrt/Error.h"
+#include "megrt/Program.h"
+
+#include <functional>
+#include <gtest/gtest.h>
+
+namespace megrt::test {
+namespace {
+
+/// dataParallelProgram(2, 2) broken by `breakIt`: the error, or "(loaded)".
+std::string errorAfter(const std::function<void(ProgramDesc &)> &breakIt) {
+  ProgramDesc desc = dataParallelProgram(2, 2);
+  breakIt(desc);
+  try {
+    Program::fromBytes(buildArtifact(desc));
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "(loaded)";
+}
+
+std::vector<CommandDesc> &commands(ProgramDesc &desc) {
+  return desc.entries[0].commands;
+}
+CollectiveDesc &collective(ProgramDesc &desc, size_t index) {
+  return std::get<CollectiveDesc>(commands(desc)[index]);
+}
+
+TEST(MeshVerifier, AcceptsTheDataParallelSample) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &) {}), "(loaded)");
+}
+
+TEST(MeshVerifier, MeshAxes) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.mesh->name = ""; }),
+            "the mesh has an empty name");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.mesh->axes.clear();
+              d.submeshes.clear();
+            }),
+            "mesh @world has no axes");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.mesh->axes[1].first = ""; }),
+            "mesh @world: axis 1 has an empty name");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { d.mesh->axes[1].first = "dp_outer"; }),
+      "mesh @world: axis name 'dp_outer' is used twice");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.mesh->axes[0].second = 0; }),
+            "mesh @world: axis 'dp_outer' has size 0, expected at least 1");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.mesh->axes[0].second = 1 << 16;
+              d.mesh->axes[1].second = 1 << 16;
+            }),
+            "mesh @world: more than 2147483647 ranks");
+}
+
+TEST(MeshVerifier, SubmeshAxes) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.submeshes[2] = {}; }),
+            "submesh 2 has no axes");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.submeshes[2] = {"tp"}; }),
+            "submesh 2: 'tp' is not an axis of mesh @world (axes dp_outer, "
+            "dp_shard)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.submeshes[1] = {"dp_shard", "dp_shard"};
+            }),
+            "submesh 1: axis 'dp_shard' is listed twice");
+}
+
+TEST(MeshVerifier, MultiRankWorkNeedsAMesh) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.mesh.reset(); }),
+            "the program has 3 submeshes but no mesh to take their axes "
+            "from");
+  ProgramDesc desc = linearProgram();
+  desc.params[1].sharding = ShardingDesc{0, {3}};
+  try {
+    Program::fromBytes(buildArtifact(desc));
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "parameter 'b': sharding: refers to submesh 0, but the program "
+              "has no mesh (a multi-rank program needs one)");
+  }
+}
+
+TEST(MeshVerifier, ShardedParameters) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { d.params[0].sharding->submesh = 3; }),
+      "parameter 'w': sharding: submesh index 3 is out of range "
+      "(submesh count 3)");
+  // Pieces of 8 on 2 ranks hold at most 16 elements.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[0].sharding->fullShape = {17};
+              d.params[2].sharding->fullShape = {17};
+            }),
+            "parameter 'w': sharding: pieces of 8 elements on the submesh 0 "
+            "(dp_shard: 2 ranks) cannot hold full shape [17] (17 elements)");
+  EXPECT_EQ(errorAfter(
+                [](ProgramDesc &d) { d.params[0].sharding->fullShape = {-1}; }),
+            "parameter 'w': sharding full_shape: expected non-negative "
+            "dimensions, found shape [-1]");
+  // Padding need not be minimal.
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { d.params[0].sharding->fullShape = {2}; }),
+      "(loaded)");
+}
+
+TEST(MeshVerifier, ShardedCopies) {
+  // "piece" copies the replicated "full" [3,5]: its full shape must match.
+  EXPECT_EQ(errorAfter(
+                [](ProgramDesc &d) { d.params[2].sharding->fullShape = {15}; }),
+            "parameter 'piece': copies 'full' of shape [3,5] but is sharded "
+            "with full shape [15]");
+  // A copy sharded like its source copies elementwise.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.params[2].initSource = "w"; }),
+            "(loaded)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[2].initSource = "w";
+              d.params[2].sharding->submesh = 1;
+              d.params[2].shape = {4};
+            }),
+            "parameter 'piece': copies 'w', sharded over submesh 0 with full "
+            "shape [3,5], but is sharded over submesh 1 with full shape "
+            "[3,5]");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[1].init = fb::InitKind::copy;
+              d.params[1].initSource = "w";
+              d.params[2].initSource = "";
+              d.params[2].init = fb::InitKind::zeros;
+            }),
+            "parameter 'full': copies 'w', which is sharded, but is not "
+            "sharded itself");
+}
+
+TEST(MeshVerifier, SplitInputs) {
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { d.entries[0].inputs[0].split = 3; }),
+      "entry 'step': input 'x': split: submesh index 3 is out of range "
+      "(submesh count 3)");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { d.entries[0].inputs[0].split = -2; }),
+      "entry 'step': input 'x': invalid split -2 (-1 means not split)");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { d.entries[0].outputs[1].split = 0; }),
+      "entry 'step': output 'sum': split applies to entry inputs only");
+  ProgramDesc desc = dataParallelProgram(2, 2);
+  desc.entries[0].inputs.push_back({"scalar", fb::DType::f32, {}, 0});
+  try {
+    Program::fromBytes(buildArtifact(desc));
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "entry 'step': input 'scalar': a split input needs a dim 0, "
+              "found a scalar");
+  }
+}
+
+TEST(MeshVerifier, CollectiveOperands) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 1).submesh = 7; }),
+            "entry 'step', command 1 (collective): submesh index 7 is out of "
+            "range (submesh count 3)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 1).src = 10; }),
+            "entry 'step', command 1 (collective): source buffer index 10 is "
+            "out of range (buffer count 10)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              collective(d, 1).dtype = fb::DType::bf16;
+            }),
+            "entry 'step', command 1 (collective): source (buffer 0, "
+            "f32[2,4]) does not have the collective's dtype bf16");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              collective(d, 1).kind = static_cast<fb::CollectiveKind>(9);
+            }),
+            "entry 'step', command 1 (collective): invalid kind value 9");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              collective(d, 1).reduce = static_cast<fb::ReduceOp>(5);
+            }),
+            "entry 'step', command 1 (collective): invalid reduce value 5");
+}
+
+TEST(MeshVerifier, CollectiveCountsFitTheBuffers) {
+  // all_gather of w (8 elements) into gathered (16): 9 need 18.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 0).count = 9; }),
+            "entry 'step', command 0 (collective): the all_gather of 9 f32 "
+            "elements per rank over submesh 0 (dp_shard: 2 ranks) needs 9 "
+            "elements in its source (buffer 2, f32[8]), which has 8");
+  // reduce_scatter of 4 per rank reads 8 from x as f32[8]: 5 need 10.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 3).count = 5; }),
+            "entry 'step', command 3 (collective): the reduce_scatter of 5 "
+            "f32 elements per rank over submesh 0 (dp_shard: 2 ranks) needs "
+            "10 elements in its source (buffer 1, f32[8]), which has 8");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 1).dst = 6; }),
+            "entry 'step', command 1 (collective): the all_reduce of 8 f32 "
+            "elements per rank over submesh 1 (dp_outer, dp_shard: 4 ranks) "
+            "needs 8 elements in its destination (buffer 6, f32[4]), which "
+            "has 4");
+  // A slice reads the whole source: count x group size.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 4).count = 5; }),
+            "entry 'step', command 4 (collective): the slice of 5 f32 "
+            "elements per rank over submesh 0 (dp_shard: 2 ranks) needs 10 "
+            "elements in its source (buffer 1, f32[8]), which has 8");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              collective(d, 1).count = uint64_t(1) << 62;
+            }),
+            "entry 'step', command 1 (collective): count 4611686018427387904 "
+            "x 4 ranks overflows");
+}
+
+TEST(MeshVerifier, ReductionsNeedFloatingPoint) {
+  auto withIntegers = [](fb::CollectiveKind kind) {
+    return [kind](ProgramDesc &d) {
+      EntryDesc &step = d.entries[0];
+      step.inputs.push_back({"ids", fb::DType::i32, {8}});
+      step.outputs.push_back({"ids_out", fb::DType::i32, {16}});
+      step.buffers.push_back(inputBuffer(1, {8}, fb::DType::i32));
+      step.buffers.push_back(outputBuffer(6, {16}, fb::DType::i32));
+      step.commands.push_back(CollectiveDesc{kind, 0, fb::ReduceOp::sum,
+                                             fb::DType::i32, 8, 10, 11});
+    };
+  };
+  EXPECT_EQ(errorAfter(withIntegers(fb::CollectiveKind::all_gather)),
+            "(loaded)");
+  EXPECT_EQ(errorAfter(withIntegers(fb::CollectiveKind::all_reduce)),
+            "entry 'step', command 9 (collective): all_reduce reduces, which "
+            "needs a floating-point dtype, found i32");
+}
+
+TEST(MeshVerifier, OnlyAnAllReduceRunsInPlace) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 3).dst = 1; }),
+            "entry 'step', command 3 (collective): source and destination of "
+            "the reduce_scatter overlap in memory; only an all_reduce may run "
+            "in place (same address)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.entries[0].buffers.push_back(arenaBuffer(16, {2, 4}));
+              d.entries[0].arenaBytes = 48;
+              collective(d, 6).dst = 10;
+            }),
+            "entry 'step', command 6 (collective): source and destination of "
+            "the all_reduce overlap in memory; only an all_reduce may run in "
+            "place (same address)");
+}
+
+TEST(MeshVerifier, EachAsyncCollectiveIsWaitedForOnce) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              std::get<WaitDesc>(commands(d)[8]).collective = 8;
+            }),
+            "entry 'step', command 8 (wait): waits for command 8, which is "
+            "not an earlier command");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              std::get<WaitDesc>(commands(d)[8]).collective = 1;
+            }),
+            "entry 'step', command 8 (wait): waits for command 1, which is "
+            "not an async collective");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              std::get<WaitDesc>(commands(d)[8]).collective = 5;
+            }),
+            "entry 'step', command 8 (wait): waits for command 5, which is "
+            "not an async collective");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { commands(d).push_back(WaitDesc{0}); }),
+      "entry 'step', command 9 (wait): command 0 was already waited "
+      "for by command 8");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { commands(d).pop_back(); }),
+            "entry 'step', command 0 (collective): the async all_gather is "
+            "never waited for; the entry must end with no collective pending");
+}
+
+TEST(MeshVerifier, CommunicationStaysOutsideGraphRegions) {
+  // The copies and the slice may be captured.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.entries[0].graphs = {{"local", 4, 2}};
+            }),
+            "(loaded)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.entries[0].graphs = {{"layer", 5, 3}};
+            }),
+            "entry 'step', graph region 'layer': command 6 (Collective) is "
+            "inside the region; collectives that communicate and waits must "
+            "stay outside graph regions");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.entries[0].graphs = {{"tail", 7, 2}};
+            }),
+            "entry 'step', graph region 'tail': command 8 (Wait) is inside "
+            "the region; collectives that communicate and waits must stay "
+            "outside graph regions");
+}
+
+} // namespace
+} // namespace megrt::test
