@@ -63,14 +63,32 @@ public:
   std::string write(const ProgramDesc &program, const std::string &so,
                     const CudaModuleDesc *cudaModule) {
     std::vector<flatbuffers::Offset<fb::Parameter>> parameters;
-    for (const ParameterDesc &param : program.parameters)
+    for (const ParameterDesc &param : program.parameters) {
+      flatbuffers::Offset<fb::Sharding> sharding = 0;
+      if (param.shardSubmesh >= 0)
+        sharding = fb::CreateShardingDirect(builder, param.shardSubmesh,
+                                            &param.fullShape);
       parameters.push_back(fb::CreateParameter(
           builder, builder.CreateString(param.name),
           dtypeOf(param.type.getElementType()), shape(param.type),
           param.trainable, initKindOf(param.initKind), param.initScale,
-          /*sharding=*/0, param.state,
+          sharding, param.state,
           param.initSource.empty() ? 0
                                    : builder.CreateString(param.initSource)));
+    }
+    flatbuffers::Offset<fb::Mesh> mesh = 0;
+    if (program.mesh) {
+      std::vector<flatbuffers::Offset<fb::MeshAxis>> axes;
+      for (const auto &[name, size] : program.mesh->axes)
+        axes.push_back(
+            fb::CreateMeshAxis(builder, builder.CreateString(name), size));
+      mesh = fb::CreateMesh(builder, builder.CreateString(program.mesh->name),
+                            builder.CreateVector(axes));
+    }
+    std::vector<flatbuffers::Offset<fb::Submesh>> submeshes;
+    for (const std::vector<std::string> &axes : program.submeshes)
+      submeshes.push_back(
+          fb::CreateSubmesh(builder, builder.CreateVectorOfStrings(axes)));
     std::vector<flatbuffers::Offset<fb::Entry>> entries;
     for (const EntryDesc &entry : program.entries)
       entries.push_back(writeEntry(entry));
@@ -92,7 +110,8 @@ public:
     auto root = fb::CreateProgram(
         builder, kArtifactFormatVersion, builder.CreateString("megc"),
         builder.CreateVector(parameters), builder.CreateVector(entries),
-        builder.CreateVector(kernels), cpu, cuda, /*checksum=*/1);
+        builder.CreateVector(kernels), cpu, cuda, mesh,
+        builder.CreateVector(submeshes), /*checksum=*/1);
     // The placeholder makes FlatBuffers store the field; sealing fills it.
     fb::FinishProgramBuffer(builder, root);
     std::string bytes(
@@ -130,7 +149,7 @@ private:
   flatbuffers::Offset<fb::TensorSpec> spec(const TensorSpec &tensor) {
     return fb::CreateTensorSpec(builder, builder.CreateString(tensor.name),
                                 dtypeOf(tensor.type.getElementType()),
-                                shape(tensor.type));
+                                shape(tensor.type), tensor.split);
   }
 
   flatbuffers::Offset<fb::Command> command(const Command &command) {
@@ -169,6 +188,25 @@ private:
                                     attention->v, attention->out, &dims, dtype);
       return fb::CreateCommand(builder, fb::CommandOp::Attention, op.Union());
     }
+    if (auto *collective = std::get_if<CollectiveCommand>(&command)) {
+      fb::CollectiveKind kind = fb::CollectiveKind::all_reduce;
+      if (collective->kind == CollectiveCommand::Kind::AllGather)
+        kind = fb::CollectiveKind::all_gather;
+      else if (collective->kind == CollectiveCommand::Kind::ReduceScatter)
+        kind = fb::CollectiveKind::reduce_scatter;
+      else if (collective->kind == CollectiveCommand::Kind::Slice)
+        kind = fb::CollectiveKind::slice;
+      auto op = fb::CreateCollective(
+          builder, kind, collective->submesh,
+          collective->average ? fb::ReduceOp::avg : fb::ReduceOp::sum, dtype,
+          collective->count, collective->src, collective->dst,
+          collective->async);
+      return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());
+    }
+    if (auto *wait = std::get_if<WaitCommand>(&command)) {
+      auto op = fb::CreateWait(builder, wait->collective);
+      return fb::CreateCommand(builder, fb::CommandOp::Wait, op.Union());
+    }
     const auto &copy = std::get<CopyCommand>(command);
     auto op = fb::CreateCopy(builder, copy.src, copy.dst, 0, 0, copy.bytes);
     return fb::CreateCommand(builder, fb::CommandOp::Copy, op.Union());
@@ -192,6 +230,8 @@ private:
         dtype = dtypeOf(entry.buffers[gemm->c].type.getElementType());
       if (auto *attention = std::get_if<AttentionCommand>(&cmd))
         dtype = dtypeOf(entry.buffers[attention->q].type.getElementType());
+      if (auto *collective = std::get_if<CollectiveCommand>(&cmd))
+        dtype = dtypeOf(entry.buffers[collective->src].type.getElementType());
       commands.push_back(command(cmd));
     }
     auto plan = fb::CreateMemoryPlan(builder, entry.plan.arenaBytes,

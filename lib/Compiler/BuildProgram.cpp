@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -52,6 +53,8 @@ public:
 
   FailureOr<ProgramDesc> build() {
     program.kernelModule = ModuleOp::create(module.getLoc());
+    if (failed(describeMesh()))
+      return failure();
     for (ParamOp param : module.getOps<ParamOp>()) {
       paramIndex[param.getSymName()] = program.parameters.size();
       InitAttr init = param.getInit();
@@ -60,6 +63,15 @@ public:
            param.isTrainable(), stringifyInitKind(init.getKind()).str(),
            init.getScale().convertToDouble(), param.getState(),
            init.getSource() ? init.getSource().getValue().str() : ""});
+      if (ShardingAttr sharding = param.getShardingAttr()) {
+        FailureOr<uint32_t> group =
+            submeshIndex(param, sharding.getMesh(), sharding.getAxes());
+        if (failed(group))
+          return failure();
+        program.parameters.back().shardSubmesh = *group;
+        program.parameters.back().fullShape.assign(
+            sharding.getShape().begin(), sharding.getShape().end());
+      }
     }
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isPrivate() || func.isExternal())
@@ -74,6 +86,10 @@ public:
   }
 
 private:
+  LogicalResult describeMesh();
+  FailureOr<uint32_t> submeshIndex(Operation *user, FlatSymbolRefAttr mesh,
+                                   ArrayAttr axes);
+  LogicalResult placeCollective(Operation *op);
   LogicalResult buildEntry(func::FuncOp func);
   FailureOr<uint32_t> bufferFor(Value value);
   uint32_t addBuffer(BufferKind kind, uint32_t index, RankedTensorType type,
@@ -96,7 +112,62 @@ private:
   llvm::DenseMap<Value, uint32_t> buffers;
   /// Ops already carried out by another command (an epilogue).
   llvm::DenseSet<Operation *> absorbed;
+  /// The program's mesh, and the submesh every entry input is split over
+  /// (data parallelism under meg-fsdp); -1 without.
+  MeshOp mesh;
+  int32_t inputSplit = -1;
+  /// An async collective's future: its command index and buffers.
+  llvm::DenseMap<Value, WaitCommand> started;
 };
+
+LogicalResult ProgramBuilder::describeMesh() {
+  auto meshes = llvm::to_vector(module.getOps<MeshOp>());
+  if (meshes.empty())
+    return success();
+  if (meshes.size() > 1)
+    return meshes[1].emitError()
+           << "a program runs on one mesh; this module declares "
+           << meshes.size();
+  mesh = meshes.front();
+  MeshDesc desc{mesh.getSymName().str(), {}};
+  for (auto [name, size] :
+       llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
+    desc.axes.push_back(
+        {cast<StringAttr>(name).str(), size});
+  program.mesh = std::move(desc);
+  for (SubmeshOp submesh : module.getOps<SubmeshOp>()) {
+    std::vector<std::string> axes;
+    for (Attribute axis : submesh.getAxes())
+      axes.push_back(cast<StringAttr>(axis).str());
+    program.submeshes.push_back(std::move(axes));
+  }
+  // With FSDP, every entry input is this rank's slice of the global batch.
+  if (auto fsdp = module->getAttrOfType<FsdpAttr>(MegDialect::kFsdpAttrName)) {
+    SmallVector<Attribute> axes;
+    if (fsdp.getOuter())
+      llvm::append_range(axes, fsdp.getOuter());
+    llvm::append_range(axes, fsdp.getShard());
+    FailureOr<uint32_t> group = submeshIndex(
+        module, fsdp.getMesh(), ArrayAttr::get(module.getContext(), axes));
+    if (failed(group))
+      return failure();
+    inputSplit = *group;
+  }
+  return success();
+}
+
+FailureOr<uint32_t> ProgramBuilder::submeshIndex(Operation *user,
+                                                 FlatSymbolRefAttr meshRef,
+                                                 ArrayAttr axes) {
+  if (!mesh || meshRef.getValue() != mesh.getSymName())
+    return user->emitError() << "refers to mesh " << meshRef
+                             << ", which the program does not declare";
+  for (auto [index, submesh] : llvm::enumerate(module.getOps<SubmeshOp>()))
+    if (submesh.getAxesAttr() == axes)
+      return static_cast<uint32_t>(index);
+  return user->emitError() << "uses the group " << meshRef << axes
+                           << ", which is not a registered meg.submesh";
+}
 
 uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
                                    RankedTensorType type, int32_t aliasOf) {
@@ -120,7 +191,7 @@ LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
       return func.emitError() << "entry argument " << index
                               << " must be a ranked tensor, got "
                               << arg.getType();
-    entry->inputs.push_back({valueName(func, false, index), type});
+    entry->inputs.push_back({valueName(func, false, index), type, inputSplit});
     buffers[arg] = addBuffer(BufferKind::Input, index, type);
   }
   for (Operation &op : func.getBody().front())
@@ -212,12 +283,88 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     return placeKernel(op);
   if (auto region = dyn_cast<GraphRegionOp>(op))
     return placeGraphRegion(region);
-  if (op->getNumRegions() != 0 ||
-      isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllGatherStartOp,
-          ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op))
+  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ShardSliceOp,
+          AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp, WaitOp>(
+          op))
+    return placeCollective(op);
+  if (op->getNumRegions() != 0)
     return op->emitError() << "'" << op->getName()
                            << "' is not supported by the program lowering yet";
   return placeKernel(op);
+}
+
+/// Collectives run on contiguous buffers: gathering or scattering along a
+/// dimension is a byte-range operation only when every dimension before it
+/// has extent 1.
+LogicalResult ProgramBuilder::placeCollective(Operation *op) {
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    auto it = started.find(wait.getFuture());
+    if (it == started.end())
+      return op->emitError() << "waits for a collective this entry did not "
+                                "start";
+    entry->commands.push_back(it->second);
+    buffers[wait.getResult()] = it->second.dst;
+    return success();
+  }
+  auto input = op->getOperand(0);
+  auto inputType = cast<RankedTensorType>(input.getType());
+  RankedTensorType producedType =
+      TypeSwitch<Operation *, RankedTensorType>(op)
+          .Case<AllGatherOp, ReduceScatterOp, AllReduceOp, ShardSliceOp,
+                AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp>(
+              [](auto collective) { return collective.getProducedType(); })
+          .Default([](Operation *) { return RankedTensorType(); });
+  CollectiveCommand command{};
+  std::optional<int64_t> dim;
+  TypeSwitch<Operation *>(op)
+      .Case<AllGatherOp, AllGatherStartOp>([&](auto gather) {
+        command.kind = CollectiveCommand::Kind::AllGather;
+        dim = gather.getDim();
+      })
+      .Case<ReduceScatterOp, ReduceScatterStartOp>([&](auto scatter) {
+        command.kind = CollectiveCommand::Kind::ReduceScatter;
+        command.average = scatter.getReduce() == CollectiveReduce::avg;
+        dim = scatter.getDim();
+      })
+      .Case<ShardSliceOp>([&](ShardSliceOp slice) {
+        command.kind = CollectiveCommand::Kind::Slice;
+        dim = slice.getDim();
+      })
+      .Case<AllReduceOp, AllReduceStartOp>([&](auto reduce) {
+        command.kind = CollectiveCommand::Kind::AllReduce;
+        command.average = reduce.getReduce() == CollectiveReduce::avg;
+      });
+  if (dim)
+    for (int64_t before = 0; before < *dim; ++before)
+      if (inputType.getDimSize(before) != 1)
+        return op->emitError()
+               << "gathers or scatters along dim " << *dim
+               << ", but dim " << before << " has extent "
+               << inputType.getDimSize(before)
+               << "; the runtime moves contiguous pieces (reshape so that "
+                  "the dimension is the outermost)";
+  auto mesh = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
+  auto axes = op->getAttrOfType<ArrayAttr>("axes");
+  FailureOr<uint32_t> group = submeshIndex(op, mesh, axes);
+  FailureOr<uint32_t> src = bufferFor(input);
+  if (failed(group) || failed(src))
+    return failure();
+  command.submesh = *group;
+  command.src = *src;
+  command.dst = addBuffer(BufferKind::Arena, 0, producedType);
+  command.count = command.kind == CollectiveCommand::Kind::AllGather
+                      ? inputType.getNumElements()
+                      : producedType.getNumElements();
+  command.async = isa<AllGatherStartOp, ReduceScatterStartOp,
+                      AllReduceStartOp>(op);
+  if (command.async)
+    started[op->getResult(0)] = WaitCommand{
+        static_cast<uint32_t>(entry->commands.size()), command.src,
+        command.dst};
+  else
+    buffers[op->getResult(0)] = command.dst;
+  entry->commands.push_back(command);
+  return success();
 }
 
 /// Attention and its gradient run as the runtime's fused attention (which

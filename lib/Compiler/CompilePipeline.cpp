@@ -49,8 +49,10 @@ std::string frontEndPipeline(mlir::ModuleOp module,
   // CSE first lets q and k share one pair of tables.
   std::string fusion =
       options.noFuseRope ? "" : "cse,func.func(meg-fuse-rope),";
+  bool fsdp = module->hasAttr(mlir::meg::MegDialect::kFsdpAttrName);
   return "builtin.module(inline," + fusion +
          (training ? "meg-autodiff,meg-precision,meg-optimizer," : "") +
+         (fsdp ? "meg-fsdp," : "") +
          "canonicalize,cse,symbol-dce" +
          (options.noFuse ? "" : ",func.func(meg-fuse)") + graphs + ")";
 }

@@ -51,6 +51,10 @@ std::vector<uint32_t> buffersOf(const Command &command) {
                                attention->gradK, attention->gradV});
     return used;
   }
+  if (auto *collective = std::get_if<CollectiveCommand>(&command))
+    return {collective->src, collective->dst};
+  if (auto *wait = std::get_if<WaitCommand>(&command))
+    return {wait->src, wait->dst};
   const auto &copy = std::get<CopyCommand>(command);
   return {copy.src, copy.dst};
 }

@@ -53,6 +53,14 @@ void printLaunch(llvm::raw_ostream &os, const CudaLaunchDesc &launch) {
   os << ")\n";
 }
 
+/// Prints submesh `index` as `@mesh[axis, ...]`.
+void printSubmesh(llvm::raw_ostream &os, const ProgramDesc &program,
+                  uint32_t index) {
+  os << "@" << (program.mesh ? program.mesh->name : "?") << "[";
+  llvm::interleaveComma(program.submeshes[index], os);
+  os << "]";
+}
+
 } // namespace
 
 void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
@@ -64,6 +72,27 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
     os << "\n";
     for (const CudaLaunchDesc &launch : kernel.cudaLaunches)
       printLaunch(os, launch);
+  }
+  if (program.mesh) {
+    os << "mesh @" << program.mesh->name << " [";
+    llvm::interleaveComma(program.mesh->axes, os, [&](const auto &axis) {
+      os << axis.first << " = " << axis.second;
+    });
+    os << "]\n";
+  }
+  for (auto [index, axes] : llvm::enumerate(program.submeshes)) {
+    os << "submesh " << index << " ";
+    printSubmesh(os, program, index);
+    os << "\n";
+  }
+  for (const ParameterDesc &param : program.parameters) {
+    if (param.shardSubmesh < 0)
+      continue;
+    os << "sharded " << param.name << " : " << param.type << " of [";
+    llvm::interleaveComma(param.fullShape, os);
+    os << "] over ";
+    printSubmesh(os, program, param.shardSubmesh);
+    os << "\n";
   }
   for (const EntryDesc &entry : program.entries) {
     os << "entry " << entry.name << " arena " << entry.plan.arenaBytes
@@ -110,6 +139,19 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
            << " h " << a->heads << " hkv " << a->kvHeads << " d "
            << a->headDim << " dv " << a->valueDim
            << (a->causal ? " causal" : "") << " scale " << a->scale;
+      } else if (auto *c = std::get_if<CollectiveCommand>(&command)) {
+        static const char *const kNames[] = {"all_gather", "reduce_scatter",
+                                             "all_reduce", "shard_slice"};
+        os << kNames[static_cast<int>(c->kind)] << (c->async ? "_start" : "")
+           << " %b" << c->dst << " <- %b" << c->src << " over ";
+        printSubmesh(os, program, c->submesh);
+        os << " count " << c->count;
+        if (c->kind == CollectiveCommand::Kind::ReduceScatter ||
+            c->kind == CollectiveCommand::Kind::AllReduce)
+          os << (c->average ? " avg" : " sum");
+      } else if (auto *wait = std::get_if<WaitCommand>(&command)) {
+        os << "wait command " << wait->collective << " (%b" << wait->dst
+           << ")";
       } else {
         const auto &copy = std::get<CopyCommand>(command);
         os << "copy %b" << copy.dst << " <- %b" << copy.src << " bytes "

@@ -65,8 +65,58 @@ void readRope(const GenOptions &o, RopeConfig &rope) {
   take(o.ropeTheta, rope.theta);
 }
 
-Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context,
-                                                  const GenOptions &o) {
+/// The mesh axis sizes of --mesh, in the order dp_outer, dp_shard, tp.
+struct MeshSizes {
+  int64_t dpOuter = 1, dpShard = 1, tp = 1;
+  int64_t dataParallel() const { return dpOuter * dpShard; }
+};
+
+Expected<MeshSizes> parseMesh(StringRef text) {
+  MeshSizes sizes;
+  SmallVector<StringRef> items;
+  text.split(items, ',');
+  StringMap<bool> seen;
+  for (StringRef item : items) {
+    auto [name, value] = item.split('=');
+    name = name.trim();
+    int64_t size = 0;
+    if (value.trim().getAsInteger(10, size) || size <= 0)
+      return genError("--mesh: expected AXIS=SIZE with a positive size, got '" +
+                      item.trim() + "'");
+    if (!seen.insert({name, true}).second)
+      return genError("--mesh: axis '" + name + "' is given twice");
+    if (name == "dp_outer")
+      sizes.dpOuter = size;
+    else if (name == "dp_shard")
+      sizes.dpShard = size;
+    else if (name == "tp")
+      sizes.tp = size;
+    else
+      return genError("--mesh: unknown axis '" + name +
+                      "'; expected dp_outer, dp_shard or tp");
+  }
+  if (sizes.tp != 1)
+    return genError("--mesh: tensor parallelism (tp = " +
+                    Twine(sizes.tp) + ") is not supported; use tp=1");
+  return sizes;
+}
+
+/// Turns the global batch into one data-parallel rank's batch.
+Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh) {
+  if (!mesh)
+    return Error::success();
+  int64_t ranks = mesh->dataParallel();
+  if (batch % ranks != 0)
+    return genError("--batch " + Twine(batch) + " does not split over the " +
+                    Twine(ranks) +
+                    " data-parallel ranks of --mesh (dp_outer x dp_shard)");
+  batch /= ranks;
+  return Error::success();
+}
+
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+build(mlir::MLIRContext &context, const GenOptions &o,
+      const std::optional<MeshSizes> &mesh) {
   if (o.preset == "llama") {
     if (Error error =
             rejectSettings("llama", {{"text-seq", bool(o.textSeq)},
@@ -79,6 +129,8 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context,
     take(o.layers, c.layers), take(o.hidden, c.hidden), take(o.heads, c.heads);
     take(o.kvHeads, c.kvHeads), take(o.ffn, c.ffn), take(o.vocab, c.vocab);
     take(o.seq, c.seq), take(o.batch, c.batch), take(o.normEps, c.normEps);
+    if (Error error = localBatch(c.batch, mesh))
+      return std::move(error);
     // Without --kv-heads, --heads means plain multi-head attention.
     if (!o.kvHeads && o.heads)
       c.kvHeads = c.heads;
@@ -98,6 +150,8 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context,
     if (Error error = readDType(o, c.dtype))
       return std::move(error);
     readDiT(o, c);
+    if (Error error = localBatch(c.batch, mesh))
+      return std::move(error);
     return buildMMDiT(context, c);
   }
   if (o.preset == "flux") {
@@ -110,6 +164,8 @@ Expected<mlir::OwningOpRef<mlir::ModuleOp>> build(mlir::MLIRContext &context,
       return std::move(error);
     readDiT(o, c);
     readRope(o, c.rope);
+    if (Error error = localBatch(c.batch, mesh))
+      return std::move(error);
     return buildFlux(context, c);
   }
   return genError("unknown preset '" + o.preset +
@@ -183,6 +239,42 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
   return Error::success();
 }
 
+/// Declares the mesh @world and the #meg.fsdp configuration; meg-fsdp
+/// registers the submeshes it communicates over.
+Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
+                const MeshSizes &sizes) {
+  mlir::MLIRContext *context = module.getContext();
+  mlir::OpBuilder builder(context);
+  builder.setInsertionPointToStart(module.getBody());
+  mlir::meg::MeshOp::create(
+      builder, module.getLoc(), builder.getStringAttr("world"),
+      builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}),
+      builder.getDenseI64ArrayAttr({sizes.dpOuter, sizes.dpShard, sizes.tp}));
+  auto strategy = mlir::meg::symbolizeFsdpStrategy(o.fsdp.value_or("no_shard"));
+  if (!strategy)
+    return genError("--fsdp: unknown strategy '" + *o.fsdp +
+                    "'; expected no_shard, optim, optim_grads or "
+                    "optim_grads_params");
+  auto outer = mlir::meg::symbolizeFsdpStrategy(o.outerFsdp.value_or("no_shard"));
+  if (!outer || (*outer != mlir::meg::FsdpStrategy::no_shard &&
+                 *outer != mlir::meg::FsdpStrategy::optim))
+    return genError("--outer-fsdp: unknown strategy '" + *o.outerFsdp +
+                    "'; expected no_shard or optim");
+  if (o.outerFsdp && sizes.dpOuter == 1)
+    return genError("--outer-fsdp needs a dp_outer axis of size > 1 in --mesh");
+  auto config = mlir::meg::FsdpAttr::getChecked(
+      [&]() { return mlir::emitError(module.getLoc()); }, context, *strategy,
+      mlir::FlatSymbolRefAttr::get(context, "world"),
+      builder.getStrArrayAttr({"dp_shard"}),
+      sizes.dpOuter > 1 ? builder.getStrArrayAttr({"dp_outer"})
+                        : mlir::ArrayAttr(),
+      *outer, o.bucketMb.value_or(40));
+  if (!config)
+    return genError("invalid --fsdp settings (see above)");
+  module->setAttr(mlir::meg::MegDialect::kFsdpAttrName, config);
+  return Error::success();
+}
+
 Error applyFrozen(mlir::ModuleOp module, StringRef frozen) {
   Regex pattern(frozen);
   std::string regexError;
@@ -202,9 +294,27 @@ Error applyFrozen(mlir::ModuleOp module, StringRef frozen) {
 
 Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 generateModel(mlir::MLIRContext &context, const GenOptions &options) {
-  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module = build(context, options);
+  std::optional<MeshSizes> mesh;
+  if (options.mesh) {
+    Expected<MeshSizes> parsed = parseMesh(*options.mesh);
+    if (!parsed)
+      return parsed.takeError();
+    mesh = *parsed;
+  } else {
+    for (const Setting &setting :
+         {Setting{"fsdp", bool(options.fsdp)},
+          Setting{"outer-fsdp", bool(options.outerFsdp)},
+          Setting{"bucket-mb", bool(options.bucketMb)}})
+      if (setting.given)
+        return genError("--" + setting.flag + " needs --mesh");
+  }
+  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+      build(context, options, mesh);
   if (!module)
     return module.takeError();
+  if (mesh)
+    if (Error error = applyMesh(**module, options, *mesh))
+      return std::move(error);
   if (Error error = applyOptimizer(**module, options))
     return std::move(error);
   if (options.frozen)

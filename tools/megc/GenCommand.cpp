@@ -86,6 +86,24 @@ cl::opt<std::string> frozen("frozen",
                                      "match this regular expression"),
                             cl::sub(genSubCommand()), cl::cat(genCategory));
 
+cl::opt<std::string> mesh(
+    "mesh",
+    cl::desc("Device mesh AXIS=SIZE,... over dp_outer, dp_shard, tp (data "
+             "parallel: --batch is the global batch)"),
+    cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<std::string> fsdp(
+    "fsdp",
+    cl::desc("FSDP strategy over dp_shard (--mesh): no_shard, optim, "
+             "optim_grads, optim_grads_params (default no_shard)"),
+    cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<std::string> outerFsdp(
+    "outer-fsdp",
+    cl::desc("HSDP strategy over dp_outer: no_shard (default) or optim"),
+    cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<int64_t> bucketMb("bucket-mb",
+                          cl::desc("Gradient bucket size in MiB (default 40)"),
+                          cl::sub(genSubCommand()), cl::cat(genCategory));
+
 /// The flag's value if it was given on the command line.
 template <typename T> std::optional<T> given(const cl::opt<T> &flag) {
   if (!flag.getNumOccurrences())
@@ -122,6 +140,8 @@ gen::GenOptions readOptions() {
   if (precision.getNumOccurrences())
     o.precision = precisionPairs();
   o.frozen = given(frozen);
+  o.mesh = given(mesh), o.fsdp = given(fsdp), o.outerFsdp = given(outerFsdp);
+  o.bucketMb = given(bucketMb);
   return o;
 }
 } // namespace

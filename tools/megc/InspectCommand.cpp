@@ -57,10 +57,72 @@ void printSpecs(raw_ostream &os,
     }
 }
 
+uint64_t elementBytes(fb::DType dtype) {
+  switch (dtype) {
+  case fb::DType::bf16:
+  case fb::DType::f16:
+    return 2;
+  case fb::DType::i64:
+    return 8;
+  default:
+    return 4;
+  }
+}
+
 std::string megabytes(uint64_t bytes) {
   std::string text;
   raw_string_ostream(text) << format("%.3f MB", bytes / 1e6);
   return text;
+}
+
+/// Per kind: how many collectives an entry runs, their payload, and what a
+/// rank sends with ring algorithms ((G-1)/G of the gathered or reduced
+/// buffer for all-gather and reduce-scatter, twice that for all-reduce).
+void printCollectives(raw_ostream &os, const fb::Entry &entry,
+                      const std::vector<int64_t> &groupSizes) {
+  if (!entry.commands() || !entry.buffers())
+    return;
+  struct Totals {
+    int count = 0;
+    uint64_t payload = 0;
+    double sent = 0;
+  };
+  std::map<std::string, Totals> kinds;
+  double sent = 0;
+  for (const fb::Command *command : *entry.commands()) {
+    const fb::Collective *collective = command->op_as_Collective();
+    if (!collective || collective->submesh() >= groupSizes.size())
+      continue;
+    int64_t group = groupSizes[collective->submesh()];
+    uint64_t width = elementBytes(collective->dtype());
+    uint64_t whole = collective->count() * width;
+    double share = group > 1 ? double(group - 1) / group : 0.0;
+    double bytes = 0;
+    switch (collective->kind()) {
+    case fb::CollectiveKind::all_gather:
+    case fb::CollectiveKind::reduce_scatter:
+      whole *= group;
+      bytes = share * whole;
+      break;
+    case fb::CollectiveKind::all_reduce:
+      bytes = 2 * share * whole;
+      break;
+    case fb::CollectiveKind::slice:
+      break;
+    }
+    Totals &totals = kinds[EnumNameCollectiveKind(collective->kind())];
+    ++totals.count;
+    totals.payload += whole;
+    totals.sent += bytes;
+    sent += bytes;
+  }
+  if (kinds.empty())
+    return;
+  os << "  collectives:";
+  for (auto &[name, totals] : kinds)
+    os << " " << name << " " << totals.count << " ("
+       << megabytes(totals.payload) << ")";
+  os << "; sent per rank " << megabytes(static_cast<uint64_t>(sent)) << "\n";
 }
 } // namespace
 
@@ -102,19 +164,66 @@ int runInspect() {
      << ", produced by " << (program->producer() ? program->producer()->str() : "?")
      << "\n";
 
-  uint64_t paramBytes = 0;
-  int64_t trainable = 0;
+  // Group sizes of the registered submeshes.
+  std::vector<int64_t> groupSizes;
+  if (const fb::Mesh *mesh = program->mesh()) {
+    std::map<std::string, int64_t> axisSizes;
+    int64_t ranks = 1;
+    os << "mesh @" << (mesh->name() ? mesh->name()->str() : "?") << " [";
+    if (mesh->axes())
+      for (auto [index, axis] : llvm::enumerate(*mesh->axes())) {
+        std::string name = axis->name() ? axis->name()->str() : "?";
+        os << (index ? ", " : "") << name << " = " << axis->size();
+        axisSizes[name] = axis->size();
+        ranks *= axis->size();
+      }
+    os << "]: " << ranks << " ranks\n";
+    if (program->submeshes())
+      for (auto [index, submesh] : llvm::enumerate(*program->submeshes())) {
+        int64_t size = 1;
+        os << "  submesh " << index << ": [";
+        if (submesh->axes())
+          for (auto [i, axis] : llvm::enumerate(*submesh->axes())) {
+            os << (i ? ", " : "") << axis->str();
+            size *= axisSizes[axis->str()];
+          }
+        os << "], " << size << " ranks\n";
+        groupSizes.push_back(size);
+      }
+  }
+
+  // Per rank: a sharded parameter holds its piece.
+  uint64_t weightBytes = 0, stateBytes = 0, fullBytes = 0;
+  int64_t trainable = 0, sharded = 0;
   auto *params = program->parameters();
   if (params)
     for (const fb::Parameter *param : *params) {
-      int64_t elements = 1;
-      for (int64_t dim : *param->shape())
-        elements *= dim;
-      paramBytes += elements * (param->dtype() == fb::DType::f32 ? 4 : 2);
+      auto count = [](const flatbuffers::Vector<int64_t> *shape) {
+        int64_t elements = 1;
+        if (shape)
+          for (int64_t dim : *shape)
+            elements *= dim;
+        return elements;
+      };
+      uint64_t width = elementBytes(param->dtype());
+      uint64_t bytes = count(param->shape()) * width;
+      (param->state() ? stateBytes : weightBytes) += bytes;
+      fullBytes += param->sharding()
+                       ? count(param->sharding()->full_shape()) * width
+                       : bytes;
       trainable += param->trainable();
+      sharded += param->sharding() != nullptr;
     }
   os << "parameters: " << (params ? params->size() : 0) << " ("
-     << trainable << " trainable), " << megabytes(paramBytes) << "\n";
+     << trainable << " trainable";
+  if (sharded)
+    os << ", " << sharded << " sharded";
+  os << "), per rank " << megabytes(weightBytes + stateBytes)
+     << " (model weights " << megabytes(weightBytes) << ", training state "
+     << megabytes(stateBytes) << ")";
+  if (sharded)
+    os << " of " << megabytes(fullBytes) << " unsharded";
+  os << "\n";
 
   auto *kernels = program->kernels();
   os << "kernels: " << (kernels ? kernels->size() : 0);
@@ -151,6 +260,7 @@ int runInspect() {
       for (auto &[name, count] : counts)
         os << " " << name << " " << count;
       os << "\n";
+      printCollectives(os, *entry, groupSizes);
       if (entry->graphs() && entry->graphs()->size()) {
         os << "  graph regions: " << entry->graphs()->size() << "\n";
         for (const fb::GraphRegion *graph : *entry->graphs())

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -67,12 +68,33 @@ struct AttentionCommand {
   float scale;
 };
 
+/// A collective over the registered submesh ProgramDesc::submeshes[submesh]
+/// (runtime/schema/megc.fbs, Collective): `count` elements per rank piece.
+struct CollectiveCommand {
+  enum class Kind { AllGather, ReduceScatter, AllReduce, Slice } kind;
+  uint32_t submesh;
+  bool average = false;
+  uint32_t src, dst;
+  uint64_t count;
+  /// Started here, completed by a later WaitCommand.
+  bool async = false;
+};
+/// Completes the async collective at command index `collective`; src and
+/// dst repeat its buffers so that liveness keeps them until here.
+struct WaitCommand {
+  uint32_t collective;
+  uint32_t src, dst;
+};
 using Command =
-    std::variant<LaunchCommand, GemmCommand, CopyCommand, AttentionCommand>;
+    std::variant<LaunchCommand, GemmCommand, CopyCommand, AttentionCommand,
+                 CollectiveCommand, WaitCommand>;
 
 struct TensorSpec {
   std::string name;
   mlir::RankedTensorType type;
+  /// For a data-parallel input: the submesh over whose ranks dim 0 of the
+  /// global tensor is split.
+  int32_t split = -1;
 };
 
 struct MemoryPlan {
@@ -133,9 +155,22 @@ struct ParameterDesc {
   bool state = false;
   /// For initKind "copy": the parameter this one copies.
   std::string initSource;
+  /// A sharded parameter: the submesh it is split over and the shape of
+  /// the whole tensor (its type is this rank's 1-D piece).
+  int32_t shardSubmesh = -1;
+  std::vector<int64_t> fullShape;
+};
+
+struct MeshDesc {
+  std::string name;
+  std::vector<std::pair<std::string, int64_t>> axes;
 };
 
 struct ProgramDesc {
+  /// The mesh (absent: one rank) and the registered submeshes, each a list
+  /// of its axes.
+  std::optional<MeshDesc> mesh;
+  std::vector<std::vector<std::string>> submeshes;
   std::vector<ParameterDesc> parameters;
   std::vector<EntryDesc> entries;
   std::vector<KernelDesc> kernels;

@@ -47,6 +47,14 @@ struct GenOptions {
   std::optional<std::vector<std::pair<std::string, std::string>>> precision;
   /// Freezes the parameters whose names match this regular expression.
   std::optional<std::string> frozen;
+  /// Data parallelism: `dp_outer=2,dp_shard=4[,tp=1]` declares the mesh
+  /// @world (axes not given have size 1); the functions then take the
+  /// batch of one data-parallel rank, `batch` / (dp_outer * dp_shard).
+  std::optional<std::string> mesh;
+  /// The #meg.fsdp strategy (needs `mesh`): no_shard, optim, optim_grads
+  /// or optim_grads_params; `outerFsdp` no_shard or optim over dp_outer.
+  std::optional<std::string> fsdp, outerFsdp;
+  std::optional<int64_t> bucketMb;
 };
 
 /// Builds the preset with its training settings. Besides the returned

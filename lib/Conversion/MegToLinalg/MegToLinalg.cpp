@@ -39,7 +39,7 @@ struct ConvertMegToLinalgPass
     target.addIllegalDialect<MegDialect>();
     // Left for the program lowering: module symbols, parameter reads,
     // collectives, regions.
-    target.addLegalOp<ParamOp, ParamRefOp, MeshOp, SubmeshOp, AllGatherOp,
+    target.addLegalOp<ParamOp, ParamRefOp, MeshOp, SubmeshOp, ShardSliceOp, AllGatherOp,
                       ReduceScatterOp, AllReduceOp, AllGatherStartOp,
                       ReduceScatterStartOp, AllReduceStartOp, WaitOp,
                       FusionOp, GraphRegionOp, YieldOp>();

@@ -43,32 +43,32 @@ meg.param @p : tensor<4xf32> init #meg.init<uniform(-1.0)>
 //===----------------------------------------------------------------------===//
 
 meg.mesh @world [dp = 2]
-// expected-error @+1 {{expects a non-negative sharded dim, got -1}}
-meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], dim = -1>
+// expected-error @+1 {{expects positive extents in the full shape, got 0}}
+meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], shape = [0, 8]>
 
 // -----
 
 meg.mesh @world [dp = 2]
 // expected-error @+1 {{expects at least one sharding axis}}
-meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = [], dim = 0>
+meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = [], shape = [8]>
 
 // -----
 
 meg.mesh @world [dp = 2]
 // expected-error @+1 {{expects sharding axes to be non-empty strings, got ""}}
-meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = [""], dim = 0>
+meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = [""], shape = [8]>
 
 // -----
 
 meg.mesh @world [dp = 2]
 // expected-error @+1 {{expects sharding axes to be non-empty strings, got 1 : i64}}
-meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = [1], dim = 0>
+meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = [1], shape = [8]>
 
 // -----
 
 meg.mesh @world [dp = 2]
 // expected-error @+1 {{sharding axis 'dp' appears twice}}
-meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp", "dp"], dim = 0>
+meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp", "dp"], shape = [8]>
 
 // -----
 
@@ -313,19 +313,25 @@ func.func @f() attributes {meg.name = "step"} {
 //===----------------------------------------------------------------------===//
 
 meg.mesh @world [dp = 2]
-// expected-error @+1 {{'meg.param' op shards dim 2 of a rank-2 parameter}}
-meg.param @p : tensor<4x4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], dim = 2>
+// expected-error @+1 {{'meg.param' op is sharded, so its type must be the 1-D piece of one rank, got 'tensor<4x4xf32>'}}
+meg.param @p : tensor<4x4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], shape = [8, 4]>
+
+// -----
+
+meg.mesh @world [dp = 4]
+// expected-error @+1 {{'meg.param' op holds 2 elements per rank of a [3, 3] tensor (9 elements) over 4 ranks; at least 3 are needed}}
+meg.param @p : tensor<2xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], shape = [3, 3]>
 
 // -----
 
 // expected-error @+1 {{'meg.param' op is sharded over @world, which is not a meg.mesh}}
-meg.param @p : tensor<4x4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], dim = 0>
+meg.param @p : tensor<8xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], shape = [4, 4]>
 
 // -----
 
 meg.mesh @world [dp = 2]
 // expected-error @+1 {{'meg.param' op is sharded over axis "tp", which mesh @world does not have}}
-meg.param @p : tensor<4x4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp", "tp"], dim = 0>
+meg.param @p : tensor<8xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp", "tp"], shape = [4, 4]>
 
 // -----
 

@@ -35,17 +35,18 @@ meg.submesh @quoted["axis 0"]
 // CHECK: meg.param @model.embed_tokens.weight : tensor<128x64xbf16> init #meg.init<normal(0.02)>{{$}}
 // CHECK: meg.param frozen @model.norm.weight : tensor<64xbf16> init #meg.init<ones>{{$}}
 // CHECK: meg.param @model.norm.bias : tensor<64xf32> init #meg.init<zeros>{{$}}
-// CHECK: meg.param @lm_head.weight : tensor<128x64xf32> init #meg.init<uniform(0.125)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], dim = 0>{{$}}
-// CHECK: meg.param state @optimizer.main_param.lm_head.weight : tensor<128x64xf32> init #meg.init<copy(@lm_head.weight)>{{$}}
-// CHECK: meg.param frozen @frozen.sharded : tensor<8x64xf16> init #meg.init<normal(0.001)> sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], dim = 1>{{$}}
+// CHECK: meg.param @lm_head.weight : tensor<2048xf32> init #meg.init<uniform(0.125)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64]>{{$}}
+// CHECK: meg.param state @optimizer.main_param.lm_head.weight : tensor<2048xf32> init #meg.init<copy(@lm_head.weight)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64]>{{$}}
+// CHECK: meg.param frozen @frozen.sharded : tensor<64xf16> init #meg.init<normal(0.001)> sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], shape = [8, 64]>{{$}}
 meg.param @model.embed_tokens.weight : tensor<128x64xbf16> init #meg.init<normal(0.02)>
 meg.param frozen @model.norm.weight : tensor<64xbf16> init #meg.init<ones>
 meg.param @model.norm.bias : tensor<64xf32> init #meg.init<zeros>
-meg.param @lm_head.weight : tensor<128x64xf32> init #meg.init<uniform(0.125)>
-    sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], dim = 0>
-meg.param state @optimizer.main_param.lm_head.weight : tensor<128x64xf32> init #meg.init<copy(@lm_head.weight)>
-meg.param frozen @frozen.sharded : tensor<8x64xf16> init #meg.init<normal(1.0e-3)>
-    sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], dim = 1>
+meg.param @lm_head.weight : tensor<2048xf32> init #meg.init<uniform(0.125)>
+    sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64]>
+meg.param state @optimizer.main_param.lm_head.weight : tensor<2048xf32> init #meg.init<copy(@lm_head.weight)>
+    sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64]>
+meg.param frozen @frozen.sharded : tensor<64xf16> init #meg.init<normal(1.0e-3)>
+    sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], shape = [8, 64]>
 
 // FSDP defaults (no outer axes, outer_strategy no_shard, bucket_mb 40) are
 // elided; a nested module can carry its own configuration.

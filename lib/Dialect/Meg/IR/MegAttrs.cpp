@@ -152,11 +152,14 @@ static LogicalResult verifyAxisNames(function_ref<InFlightDiagnostic()> emitErro
 
 LogicalResult
 ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr mesh, ArrayAttr axes, int64_t dim) {
+                     FlatSymbolRefAttr mesh, ArrayAttr axes,
+                     ArrayRef<int64_t> shape) {
   if (!mesh)
     return emitError() << "expects a mesh symbol";
-  if (dim < 0)
-    return emitError() << "expects a non-negative sharded dim, got " << dim;
+  for (int64_t extent : shape)
+    if (extent <= 0)
+      return emitError() << "expects positive extents in the full shape, got "
+                         << extent;
   return verifyAxisNames(emitError, axes, "sharding");
 }
 

@@ -79,6 +79,15 @@ LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
                           ShardChange::Scatter, getDim());
 }
 
+RankedTensorType ShardSliceOp::getProducedType() {
+  return cast<RankedTensorType>(getType());
+}
+LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::Scatter, getDim());
+}
+
 RankedTensorType AllReduceOp::getProducedType() {
   return cast<RankedTensorType>(getType());
 }

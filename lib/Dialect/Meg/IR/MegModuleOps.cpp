@@ -21,12 +21,17 @@ LogicalResult ParamOp::verify() {
   RankedTensorType type = getTensorType();
   if (getFrozen() && getState())
     return emitOpError() << "cannot be both frozen and training state";
-  if (ShardingAttr sharding = getShardingAttr()) {
-    if (sharding.getDim() >= type.getRank())
-      return emitOpError() << "shards dim " << sharding.getDim()
-                           << " of a rank-" << type.getRank() << " parameter";
-  }
+  if (getShardingAttr() && type.getRank() != 1)
+    return emitOpError() << "is sharded, so its type must be the 1-D piece "
+                            "of one rank, got "
+                         << type;
   return success();
+}
+
+SmallVector<int64_t> ParamOp::getFullShape() {
+  if (ShardingAttr sharding = getShardingAttr())
+    return llvm::to_vector(sharding.getShape());
+  return llvm::to_vector(getTensorType().getShape());
 }
 
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -35,12 +40,11 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     if (!from)
       return emitOpError() << "is initialised as a copy of " << source
                            << ", which is not a meg.param";
-    if (from.getTensorType().getShape() != getTensorType().getShape())
+    if (from.getFullShape() != getFullShape())
       return emitOpError() << "is initialised as a copy of " << source
-                           << " of shape "
-                           << formatShape(from.getTensorType().getShape())
+                           << " of shape " << formatShape(from.getFullShape())
                            << ", but has shape "
-                           << formatShape(getTensorType().getShape());
+                           << formatShape(getFullShape());
     if (from.getInit().getSource())
       return emitOpError() << "copies " << source
                            << ", which is itself a copy";
@@ -53,11 +57,27 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!mesh)
     return emitOpError() << "is sharded over " << sharding.getMesh()
                          << ", which is not a meg.mesh";
-  for (Attribute axis : sharding.getAxes())
-    if (!mesh.getAxisSize(cast<StringAttr>(axis).getValue()))
+  int64_t groupSize = 1;
+  for (Attribute axis : sharding.getAxes()) {
+    std::optional<int64_t> size =
+        mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+    if (!size)
       return emitOpError() << "is sharded over axis " << axis
                            << ", which mesh " << sharding.getMesh()
                            << " does not have";
+    groupSize *= *size;
+  }
+  int64_t elements = 1;
+  for (int64_t extent : sharding.getShape())
+    elements *= extent;
+  int64_t piece = getTensorType().getDimSize(0);
+  if (piece * groupSize < elements)
+    return emitOpError() << "holds " << piece << " elements per rank of a "
+                         << formatShape(sharding.getShape()) << " tensor ("
+                         << elements << " elements) over " << groupSize
+                         << " ranks; at least "
+                         << (elements + groupSize - 1) / groupSize
+                         << " are needed";
   return success();
 }
 

@@ -126,20 +126,28 @@ def Meg_InitAttr : Meg_Attr<"Init", "init"> {
 }
 
 def Meg_ShardingAttr : Meg_Attr<"Sharding", "sharding"> {
-  let summary = "Sharding of a parameter along one dimension over mesh axes";
+  let summary = "This rank's piece of a parameter sharded over mesh axes";
   let description = [{
-    The parameter is split into equal contiguous pieces along `dim`, one per
-    device of the group formed by `axes` of `mesh` (padded to a multiple of
-    the group size).
+    The parameter is one rank's piece of a tensor of shape `shape`: that
+    tensor, flattened row-major and zero-padded to `n * G` elements (`G` the
+    size of the group formed by `axes` of `mesh`), is split into `G`
+    contiguous pieces of `n` elements, and the parameter (of type
+    `tensor<n x T>`) is the piece of this rank's index in the group
+    (row-major over its coordinates on `axes`, in the listed order).
+    meg-fsdp shards parameters this way.
 
     ```mlir
-    #meg.sharding<mesh = @world, axes = ["dp_shard"], dim = 0>
+    meg.param @w : tensor<512xf32> init #meg.init<normal(0.02)>
+        sharding #meg.sharding<mesh = @world, axes = ["dp_shard"],
+                               shape = [64, 32]>
     ```
   }];
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$axes,
-                        "int64_t":$dim);
-  let assemblyFormat = "`<` struct(params) `>`";
+                        ArrayRefParameter<"int64_t">:$shape);
+  let assemblyFormat = [{
+    `<` `mesh` `=` $mesh `,` `axes` `=` $axes `,` `shape` `=` `[` $shape `]` `>`
+  }];
   let genVerifyDecl = 1;
 }
 

@@ -95,6 +95,24 @@ def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
   }];
 }
 
+def Meg_ShardSliceOp : Meg_CollectiveOp<"shard_slice"> {
+  let summary = "Takes this rank's piece of a replicated tensor";
+  let description = Meg_GatherLikeDoc<
+      "Splits the input along `dim` into one contiguous piece per rank of the "
+      "group and returns the piece of this rank's index in the group, without "
+      "communicating (the input is the same on every rank). meg-fsdp uses it "
+      "to give the optimizer its shard of replicated weights and gradients.",
+      "%piece = meg.shard_slice %grad over @world[dp_shard] dim 0\n"
+      "        : tensor<1024xf32> -> tensor<256xf32>">.text;
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Meg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `` custom<AxisList>($axes) `dim` $dim attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
 def Meg_AllGatherStartOp : Meg_CollectiveOp<"all_gather_start"> {
   let summary = "Starts an all_gather; meg.wait yields its result";
   let description = [{

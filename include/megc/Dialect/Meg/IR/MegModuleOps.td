@@ -44,6 +44,9 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
     bool isTrainable() { return !getFrozen() && !getState(); }
+    /// The shape of the whole parameter: its type's shape, or for a sharded
+    /// parameter the shape it is a piece of.
+    ::llvm::SmallVector<int64_t> getFullShape();
   }];
   let hasVerifier = 1;
 }

@@ -273,4 +273,62 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
+  let summary = "FSDP / HSDP: shards weights, gradients and optimizer state";
+  let description = [{
+    Applies the module's `meg.fsdp` configuration (Megatron-FSDP's strategy
+    table) to every function; without one the pass changes nothing. Every
+    rank runs the functions on its own slice of the global batch (the
+    functions are written for one data-parallel rank's batch; the runtime
+    hands each rank its rows of the global inputs).
+
+    | strategy | model weights | main weights, moments | gradients |
+    |---|---|---|---|
+    | no_shard | replicated | replicated | replicated |
+    | optim | replicated | sharded | replicated |
+    | optim_grads | replicated | sharded | sharded |
+    | optim_grads_params | sharded | sharded | sharded |
+
+    Sharded parameters become their rank's 1-D piece (`#meg.sharding`): the
+    flattened tensor padded with zeros to a multiple of the group size.
+    Under `optim_grads_params`, every read of a weight becomes an
+    all-gather over the shard axes, grouped by unit (a transformer layer)
+    and started one unit ahead (`meg.all_gather_start` / `meg.wait`), and
+    the backward pass (after the loss) gathers again. Gradients are reduced
+    in buckets of `bucket_mb` in the order they become ready, in the policy's
+    `grad_reduce` dtype: reduce-scatter on the shard axes when gradients are
+    sharded, all-reduce otherwise, averaging in the collective; with outer
+    axes (HSDP), an all-reduce over them, or under `outer_strategy = optim` a
+    reduce-scatter that shards the optimizer state over both groups (and one
+    all-gather over the outer axes of each updated weight). AdamW updates
+    only the local piece; replicated weights are all-gathered from the
+    updated pieces. Entry results are averaged over the data-parallel group
+    (the loss, `grad.*` results) or gathered along dim 0 (batch-major
+    results). The pass registers the submeshes it uses: the shard axes, the
+    outer axes, the data-parallel group (outer then shard axes), and for
+    `outer_strategy = optim` the state group (shard then outer axes).
+    Frozen parameters stay replicated; a mesh axis outside the shard and
+    outer axes must have size 1.
+
+    ```mlir
+    // optim_grads_params over dp_shard = 4: before
+    meg.param @w : tensor<64x32xf32> init #meg.init<normal(0.02)>
+    %w = meg.param_ref @w : tensor<64x32xf32>
+    // after
+    meg.param @w : tensor<512xf32> init #meg.init<normal(0.02)>
+        sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [64, 32]>
+    %p = meg.param_ref @w : tensor<512xf32>
+    %f = meg.all_gather_start %p over @world[dp_shard] dim 0
+        : tensor<512xf32> -> !meg.future<tensor<2048xf32>>
+    %g = meg.wait %f : !meg.future<tensor<2048xf32>>
+    %w = meg.reshape %g : tensor<2048xf32> to tensor<64x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"step", "step", "std::string", /*default=*/"\"train_step\"",
+           "The training step whose AdamW updates are sharded">
+  ];
+}
+
 #endif // MEGC_DIALECT_MEG_TRANSFORMS_PASSES_TD

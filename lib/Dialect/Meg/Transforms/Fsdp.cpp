@@ -1,0 +1,666 @@
+//===- Fsdp.cpp - the meg-fsdp pass ------------------------------------===//
+//
+// FSDP / HSDP after Megatron-FSDP's strategy table: shards model weights,
+// master weights and optimizer state over the dp_shard group, gathers
+// sharded weights before each unit's use (one unit ahead, and again for
+// backward), reduces gradients in buckets (reduce-scatter or all-reduce on
+// dp_shard, then all-reduce or reduce-scatter on dp_outer), updates only the
+// local shard, and averages the outputs of every entry over the
+// data-parallel group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGFSDP
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+/// Where a trainable parameter and its optimizer state live.
+struct Layout {
+  ParamOp weight;
+  /// optimizer.main_param.<p>, or null when the weight is its own master.
+  ParamOp master;
+  SmallVector<int64_t> shape;
+  int64_t elements = 0;
+  /// Elements after padding, a multiple of the sharding unit.
+  int64_t padded = 0;
+  /// Elements per rank over dp_shard, and of the optimizer state.
+  int64_t weightPiece = 0, statePiece = 0;
+};
+
+/// The rewrite of one module.
+class FsdpRewriter {
+public:
+  FsdpRewriter(ModuleOp module, FsdpAttr config, StringRef step)
+      : module(module), builder(module.getContext()), config(config),
+        step(step) {}
+
+  LogicalResult run();
+
+private:
+  MLIRContext &getContext() { return *module.getContext(); }
+  LogicalResult configure();
+  ArrayAttr registerGroup(ArrayRef<Attribute> axes);
+  int64_t groupSize(ArrayAttr axes);
+  void shardParameters();
+  LogicalResult gatherWeights(func::FuncOp func);
+  LogicalResult shardOptimizer(func::FuncOp step);
+  void averageOutputs(func::FuncOp func);
+
+  // Value builders at the builder's insertion point.
+  Value paramRef(ParamOp param, Location loc);
+  Value flatten(Value value, Location loc);
+  Value padTo(Value flat, int64_t elements, Location loc);
+  Value slice1d(Value flat, int64_t offset, int64_t size, Location loc);
+  Value reshape(Value value, ArrayRef<int64_t> shape, Location loc);
+  Value castTo(Value value, Type element, Location loc);
+  Value gatherWhole(Value piece, Layout &layout, Location loc);
+
+  ModuleOp module;
+  OpBuilder builder;
+  FsdpAttr config;
+  std::string step;
+  MeshOp mesh;
+  ArrayAttr shardAxes, outerAxes, dataAxes, stateAxes;
+  int64_t shardSize = 1, outerSize = 1;
+  bool weightsSharded = false, stateSharded = false, gradsSharded = false,
+       outerOptim = false;
+  llvm::MapVector<StringRef, Layout> layouts;
+};
+
+/// The unit a parameter is gathered with: its transformer layer, or itself.
+StringRef unitOf(StringRef name) {
+  StringRef prefix = "model.layers.";
+  if (!name.starts_with(prefix))
+    return name;
+  size_t end = name.find('.', prefix.size());
+  return end == StringRef::npos ? name : name.take_front(end);
+}
+
+int64_t product(ArrayRef<int64_t> shape) {
+  int64_t result = 1;
+  for (int64_t extent : shape)
+    result *= extent;
+  return result;
+}
+
+/// The op of `block` that contains `op`.
+Operation *topLevel(Operation *op, Block *block) {
+  while (op->getBlock() != block)
+    op = op->getParentOp();
+  return op;
+}
+
+LogicalResult FsdpRewriter::run() {
+  if (failed(configure()))
+    return failure();
+  shardParameters();
+  for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+    if (func.isExternal())
+      continue;
+    if (failed(gatherWeights(func)))
+      return failure();
+    if (func.getName() == step && failed(shardOptimizer(func)))
+      return failure();
+    if (func.isPublic())
+      averageOutputs(func);
+  }
+  return success();
+}
+
+struct MegFsdpPass : public mlir::meg::impl::MegFsdpBase<MegFsdpPass> {
+  using MegFsdpBase::MegFsdpBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto config = module->getAttrOfType<FsdpAttr>(MegDialect::kFsdpAttrName);
+    if (config && failed(FsdpRewriter(module, config, step).run()))
+      signalPassFailure();
+  }
+};
+
+LogicalResult FsdpRewriter::configure() {
+  mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(module,
+                                                      config.getMesh());
+  if (!mesh)
+    return module.emitError() << "meg-fsdp: the fsdp configuration names "
+                              << config.getMesh() << ", which is not a mesh";
+  for (auto [name, size] :
+       llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())) {
+    bool used = llvm::is_contained(config.getShard().getValue(), name) ||
+                (config.getOuter() &&
+                 llvm::is_contained(config.getOuter().getValue(), name));
+    if (!used && size != 1)
+      return module.emitError()
+             << "meg-fsdp: mesh axis " << name << " has size " << size
+             << ", but only data-parallel axes (shard and outer) are "
+                "supported; tensor parallelism needs size 1";
+  }
+  FsdpStrategy strategy = config.getStrategy();
+  weightsSharded = strategy == FsdpStrategy::optim_grads_params;
+  gradsSharded = weightsSharded || strategy == FsdpStrategy::optim_grads;
+  stateSharded = strategy != FsdpStrategy::no_shard;
+  outerOptim = config.getOuterStrategy() == FsdpStrategy::optim;
+
+  shardAxes = registerGroup(config.getShard().getValue());
+  shardSize = groupSize(shardAxes);
+  SmallVector<Attribute> data;
+  if (config.getOuter()) {
+    outerAxes = registerGroup(config.getOuter().getValue());
+    outerSize = groupSize(outerAxes);
+    llvm::append_range(data, config.getOuter().getValue());
+  }
+  llvm::append_range(data, config.getShard().getValue());
+  dataAxes = registerGroup(data);
+  stateAxes = shardAxes;
+  if (outerOptim) {
+    // Shard-major, so that a rank's outer piece lies inside its dp_shard
+    // piece.
+    SmallVector<Attribute> both(config.getShard().getValue());
+    llvm::append_range(both, config.getOuter().getValue());
+    stateAxes = registerGroup(both);
+  }
+  return success();
+}
+
+int64_t FsdpRewriter::groupSize(ArrayAttr axes) {
+  int64_t size = 1;
+  for (Attribute axis : axes)
+    size *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+  return size;
+}
+
+/// Registers the group of `axes` (once) right after the mesh.
+ArrayAttr FsdpRewriter::registerGroup(ArrayRef<Attribute> axes) {
+  ArrayAttr attr = ArrayAttr::get(&getContext(), axes);
+  for (SubmeshOp submesh : module.getOps<SubmeshOp>())
+    if (submesh.getMeshAttr() == config.getMesh() &&
+        submesh.getAxesAttr() == attr)
+      return attr;
+  Operation *after = mesh;
+  for (SubmeshOp submesh : module.getOps<SubmeshOp>())
+    after = submesh;
+  builder.setInsertionPointAfter(after);
+  SubmeshOp::create(builder, mesh.getLoc(), config.getMesh(), attr);
+  return attr;
+}
+
+void FsdpRewriter::shardParameters() {
+  int64_t unit = shardSize * (outerOptim ? outerSize : 1);
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    if (!param.isTrainable())
+      continue;
+    Layout layout;
+    layout.weight = param;
+    layout.master = module.lookupSymbol<ParamOp>(
+        ("optimizer.main_param." + param.getSymName()).str());
+    layout.shape = llvm::to_vector(param.getTensorType().getShape());
+    layout.elements = product(layout.shape);
+    layout.padded = (layout.elements + unit - 1) / unit * unit;
+    layout.weightPiece = layout.padded / shardSize;
+    layout.statePiece =
+        outerOptim ? layout.weightPiece / outerSize : layout.weightPiece;
+    layouts[param.getSymName()] = layout;
+  }
+  auto shard = [&](ParamOp param, ArrayAttr axes, int64_t piece,
+                   ArrayRef<int64_t> shape) {
+    param.setType(RankedTensorType::get(
+        {piece}, param.getTensorType().getElementType()));
+    param.setShardingAttr(
+        ShardingAttr::get(&getContext(), config.getMesh(), axes, shape));
+  };
+  for (auto &[name, layout] : layouts) {
+    if (stateSharded) {
+      for (StringRef state : {"optimizer.exp_avg.", "optimizer.exp_avg_sq."})
+        if (auto moment =
+                module.lookupSymbol<ParamOp>((state + name).str()))
+          shard(moment, stateAxes, layout.statePiece, layout.shape);
+      if (layout.master)
+        shard(layout.master, stateAxes, layout.statePiece, layout.shape);
+    }
+    if (weightsSharded)
+      shard(layout.weight, shardAxes, layout.weightPiece, layout.shape);
+  }
+}
+
+Value FsdpRewriter::paramRef(ParamOp param, Location loc) {
+  return ParamRefOp::create(builder, loc, param.getTensorType(),
+                            FlatSymbolRefAttr::get(param));
+}
+
+Value FsdpRewriter::reshape(Value value, ArrayRef<int64_t> shape,
+                           Location loc) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  return ReshapeOp::create(builder, loc, type.clone(shape), value);
+}
+
+Value FsdpRewriter::flatten(Value value, Location loc) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return reshape(value, {type.getNumElements()}, loc);
+}
+
+/// Appends zeros to a 1-D tensor.
+Value FsdpRewriter::padTo(Value flat, int64_t elements, Location loc) {
+  auto type = cast<RankedTensorType>(flat.getType());
+  int64_t missing = elements - type.getDimSize(0);
+  if (missing == 0)
+    return flat;
+  auto zerosType = type.clone({missing});
+  Value zeros = arith::ConstantOp::create(
+      builder, loc, zerosType,
+      DenseElementsAttr::get(zerosType,
+                             builder.getZeroAttr(type.getElementType())));
+  return ConcatOp::create(builder, loc, ValueRange{flat, zeros}, builder.getI64IntegerAttr(0));
+}
+
+Value FsdpRewriter::slice1d(Value flat, int64_t offset, int64_t size,
+                           Location loc) {
+  if (offset == 0 &&
+      cast<RankedTensorType>(flat.getType()).getDimSize(0) == size)
+    return flat;
+  return SliceOp::create(builder, loc, flat, ArrayRef<int64_t>{offset},
+                         ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
+}
+
+Value FsdpRewriter::castTo(Value value, Type element, Location loc) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == element)
+    return value;
+  return CastOp::create(builder, loc, type.clone(element), value);
+}
+
+/// The whole weight from its dp_shard piece (blocking all-gather).
+Value FsdpRewriter::gatherWhole(Value piece, Layout &layout,
+                               Location loc) {
+  auto type = cast<RankedTensorType>(piece.getType());
+  Value full = AllGatherOp::create(builder, loc, type.clone({layout.padded}),
+                                   piece, config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+  return reshape(slice1d(full, 0, layout.elements, loc), layout.shape, loc);
+}
+
+/// Replaces every read of a sharded weight by its all-gathered value. The
+/// uses are grouped by unit (a transformer layer) and phase (forward, and
+/// backward after the loss under optim_grads_params); each group's
+/// gathers start when the previous group's values are first used and are
+/// waited for right before the group's first use.
+LogicalResult FsdpRewriter::gatherWeights(func::FuncOp func) {
+  if (!weightsSharded)
+    return success();
+  Block &body = func.getBody().front();
+  // Reads that only dead work uses (the gradient of an input nobody asks
+  // for) must not cost a gather.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [index, op] : llvm::enumerate(body))
+    position[&op] = index;
+  // The loss (named result "loss") separates forward from backward.
+  std::optional<unsigned> boundary;
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = func.getResultAttrOfType<StringAttr>(
+        index, MegDialect::kNameAttrName);
+    if (name && name.getValue() == "loss" && value.getDefiningOp() &&
+        func.getName() != "loss")
+      boundary = position[topLevel(value.getDefiningOp(), &body)];
+  }
+
+  struct Group {
+    unsigned first = ~0u;
+    Operation *firstUser = nullptr;
+    llvm::MapVector<StringRef, SmallVector<OpOperand *>> uses;
+  };
+  std::map<std::pair<std::string, bool>, Group> groups;
+  SmallVector<ParamRefOp> refs;
+  for (auto ref : body.getOps<ParamRefOp>()) {
+    auto it = layouts.find(ref.getName());
+    if (it == layouts.end())
+      continue;
+    refs.push_back(ref);
+    for (OpOperand &use : ref->getUses()) {
+      Operation *user = topLevel(use.getOwner(), &body);
+      // The sharded optimizer reads the local piece (shardOptimizer).
+      if (isa<AdamWOp>(user))
+        continue;
+      bool backward = boundary && position[user] > *boundary;
+      Group &group = groups[{unitOf(ref.getName()).str(), backward}];
+      if (position[user] < group.first) {
+        group.first = position[user];
+        group.firstUser = user;
+      }
+      group.uses[ref.getName()].push_back(&use);
+    }
+  }
+  SmallVector<Group *> order;
+  for (auto &entry : groups)
+    order.push_back(&entry.second);
+  llvm::sort(order, [](Group *a, Group *b) { return a->first < b->first; });
+
+  for (auto [index, group] : llvm::enumerate(order)) {
+    Location loc = group->firstUser->getLoc();
+    // Prefetch: start while the previous group computes.
+    builder.setInsertionPoint(index == 0 ? group->firstUser
+                                         : order[index - 1]->firstUser);
+    SmallVector<std::pair<StringRef, Value>> futures;
+    for (auto &[name, uses] : group->uses) {
+      Layout &layout = layouts[name];
+      Value piece = paramRef(layout.weight, loc);
+      auto element = layout.weight.getTensorType().getElementType();
+      auto future = FutureType::get(
+          &getContext(), RankedTensorType::get({layout.padded}, element));
+      Value started = AllGatherStartOp::create(
+          builder, loc, future, piece, config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+      futures.push_back({name, started});
+    }
+    builder.setInsertionPoint(group->firstUser);
+    for (auto [name, future] : futures) {
+      Layout &layout = layouts[name];
+      Value full = WaitOp::create(builder, loc, future);
+      full = reshape(slice1d(full, 0, layout.elements, loc), layout.shape,
+                     loc);
+      for (OpOperand *use : group->uses[name])
+        use->set(full);
+    }
+  }
+  for (ParamRefOp ref : refs)
+    if (ref->use_empty())
+      ref.erase();
+  return success();
+}
+
+/// Buckets the gradients, reduces them over the data-parallel group and
+/// runs AdamW on the local shard of the optimizer state.
+LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [index, op] : llvm::enumerate(body))
+    position[&op] = index;
+  auto policy =
+      module->getAttrOfType<PrecisionAttr>(MegDialect::kPrecisionAttrName);
+
+  struct Update {
+    AdamWOp adamw;
+    Layout *layout;
+    unsigned ready;     // position of the gradient's definition
+    int64_t offset = 0; // in its bucket (elements, per rank row)
+    Value grad;         // the reduced gradient the update reads
+  };
+  SmallVector<Update> updates;
+  for (AdamWOp adamw : body.getOps<AdamWOp>()) {
+    auto ref = adamw.getParam().getDefiningOp<ParamRefOp>();
+    StringRef name = ref ? ref.getName() : "";
+    name.consume_front("optimizer.main_param.");
+    auto it = layouts.find(name);
+    if (it == layouts.end())
+      return adamw.emitError()
+             << "meg-fsdp: cannot tell which parameter this update trains";
+    Operation *def = adamw.getGrad().getDefiningOp();
+    updates.push_back(
+        {adamw, &it->second, def ? position[topLevel(def, &body)] : 0u});
+  }
+  if (updates.empty())
+    return success();
+  llvm::sort(updates, [](const Update &a, const Update &b) {
+    return a.ready < b.ready;
+  });
+  Operation *firstUpdate = updates.front().adamw;
+  for (Update &update : updates)
+    if (update.adamw->isBeforeInBlock(firstUpdate))
+      firstUpdate = update.adamw;
+
+  // Buckets in the order gradients become ready.
+  Type reduceType = policy ? policy.getGradReduce() : Type();
+  int64_t bucketBytes = config.getBucketMb() * (int64_t(1) << 20);
+  SmallVector<SmallVector<Update *>> buckets(1);
+  int64_t filled = 0;
+  for (Update &update : updates) {
+    auto gradType = cast<RankedTensorType>(update.adamw.getGrad().getType());
+    Type element = reduceType ? reduceType : gradType.getElementType();
+    int64_t bytes =
+        update.layout->padded * element.getIntOrFloatBitWidth() / 8;
+    if (!buckets.back().empty() && filled + bytes > bucketBytes) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(&update);
+    filled += bytes;
+  }
+
+  for (SmallVector<Update *> &bucket : buckets) {
+    Update *last = bucket.back();
+    Location loc = last->adamw.getLoc();
+    // Start the reduction once the bucket's last gradient exists.
+    Operation *lastDef = nullptr;
+    for (Update *update : bucket)
+      if (Operation *def = update->adamw.getGrad().getDefiningOp()) {
+        def = topLevel(def, &body);
+        if (!lastDef || lastDef->isBeforeInBlock(def))
+          lastDef = def;
+      }
+    if (lastDef)
+      builder.setInsertionPointAfter(lastDef);
+    else
+      builder.setInsertionPointToStart(&body);
+    SmallVector<Value> rows;
+    int64_t width = 0;
+    Type element;
+    for (Update *update : bucket) {
+      Value grad = update->adamw.getGrad();
+      element = reduceType ? reduceType
+                           : cast<RankedTensorType>(grad.getType())
+                                 .getElementType();
+      Value flat = flatten(castTo(grad, element, loc), loc);
+      update->offset = width;
+      if (gradsSharded) {
+        flat = padTo(flat, update->layout->padded, loc);
+        rows.push_back(
+            reshape(flat, {shardSize, update->layout->weightPiece}, loc));
+        width += update->layout->weightPiece;
+      } else {
+        rows.push_back(flat);
+        width += update->layout->elements;
+      }
+    }
+    Value joined = rows.size() == 1
+                       ? rows.front()
+                       : ConcatOp::create(builder, loc, rows,
+                                          builder.getI64IntegerAttr(gradsSharded ? 1 : 0)).getResult();
+    auto avg = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::avg);
+    auto resultType = RankedTensorType::get({width}, element);
+    Value future;
+    if (gradsSharded)
+      future = ReduceScatterStartOp::create(
+          builder, loc, FutureType::get(&getContext(), resultType),
+          flatten(joined, loc), config.getMesh(), shardAxes, builder.getI64IntegerAttr(0), avg);
+    else
+      future = AllReduceStartOp::create(builder, loc,
+                                        FutureType::get(&getContext(), resultType), joined,
+                                        config.getMesh(), shardAxes, avg);
+
+    // Complete it right before the optimizer, then the outer stage.
+    builder.setInsertionPoint(firstUpdate);
+    Value reduced = WaitOp::create(builder, loc, future);
+    if (outerAxes && outerOptim) {
+      SmallVector<Value> pieces;
+      int64_t outerWidth = 0;
+      for (Update *update : bucket) {
+        Value piece = slice1d(reduced, update->offset,
+                              update->layout->weightPiece, loc);
+        pieces.push_back(reshape(
+            piece, {outerSize, update->layout->statePiece}, loc));
+        update->offset = outerWidth;
+        outerWidth += update->layout->statePiece;
+      }
+      Value outerJoined =
+          pieces.size() == 1
+              ? pieces.front()
+              : ConcatOp::create(builder, loc, pieces, builder.getI64IntegerAttr(1)).getResult();
+      reduced = ReduceScatterOp::create(
+          builder, loc, RankedTensorType::get({outerWidth}, element),
+          flatten(outerJoined, loc), config.getMesh(), outerAxes, builder.getI64IntegerAttr(0), avg);
+    } else if (outerAxes) {
+      reduced = AllReduceOp::create(builder, loc, resultType, reduced,
+                                    config.getMesh(), outerAxes, avg);
+    }
+    for (Update *update : bucket) {
+      Layout &layout = *update->layout;
+      Type gradElement =
+          cast<RankedTensorType>(update->adamw.getGrad().getType())
+              .getElementType();
+      int64_t size = !gradsSharded ? layout.elements
+                     : outerOptim  ? layout.statePiece
+                                   : layout.weightPiece;
+      Value grad = castTo(slice1d(reduced, update->offset, size, loc),
+                          gradElement, loc);
+      if (!stateSharded) {
+        grad = reshape(grad, layout.shape, loc);
+      } else if (!gradsSharded) {
+        // optim: replicated gradients, sharded state.
+        auto pieceType = RankedTensorType::get({layout.weightPiece},
+                                               gradElement);
+        grad = ShardSliceOp::create(builder, loc, pieceType,
+                                    padTo(grad, layout.padded, loc),
+                                    config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+      }
+      update->grad = grad;
+    }
+  }
+
+  // The updates themselves.
+  auto ret = body.getTerminator();
+  llvm::StringMap<ParamStoreOp> stores;
+  for (ParamStoreOp store : body.getOps<ParamStoreOp>())
+    stores[store.getName()] = store;
+  for (Update &update : updates) {
+    AdamWOp adamw = update.adamw;
+    Layout &layout = *update.layout;
+    Location loc = adamw.getLoc();
+    if (!stateSharded) {
+      adamw.getGradMutable().assign(update.grad);
+      continue;
+    }
+    builder.setInsertionPoint(adamw);
+    StringRef name = layout.weight.getSymName();
+    Value master;
+    if (layout.master) {
+      master = paramRef(layout.master, loc);
+    } else if (weightsSharded) {
+      master = paramRef(layout.weight, loc);
+      if (outerOptim)
+        master = ShardSliceOp::create(
+            builder, loc,
+            RankedTensorType::get({layout.statePiece},
+                                  layout.weight.getTensorType()
+                                      .getElementType()),
+            master, config.getMesh(), outerAxes, builder.getI64IntegerAttr(0));
+    } else {
+      Value whole = padTo(flatten(paramRef(layout.weight, loc), loc),
+                          layout.padded, loc);
+      master = ShardSliceOp::create(
+          builder, loc,
+          RankedTensorType::get({layout.weightPiece},
+                                layout.weight.getTensorType()
+                                    .getElementType()),
+          whole, config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+    }
+    auto moment = [&](StringRef prefix) {
+      return paramRef(
+          module.lookupSymbol<ParamOp>((prefix + name).str()), loc);
+    };
+    auto sharded = AdamWOp::create(
+        builder, loc, master, update.grad, moment("optimizer.exp_avg."),
+        moment("optimizer.exp_avg_sq."), adamw.getStep(), adamw.getConfig());
+
+    // The weight from the new master piece.
+    builder.setInsertionPoint(ret);
+    Type weightElement = layout.weight.getTensorType().getElementType();
+    Value weight = castTo(sharded.getNewParam(), weightElement, loc);
+    if (weightsSharded && outerOptim)
+      weight = AllGatherOp::create(
+          builder, loc,
+          RankedTensorType::get({layout.weightPiece}, weightElement), weight,
+          config.getMesh(), outerAxes, builder.getI64IntegerAttr(0));
+    else if (!weightsSharded)
+      weight = gatherWhole(weight, layout, loc);
+
+    SmallVector<std::pair<std::string, Value>> writes = {
+        {name.str(), weight},
+        {("optimizer.exp_avg." + name).str(), sharded.getNewExpAvg()},
+        {("optimizer.exp_avg_sq." + name).str(), sharded.getNewExpAvgSq()}};
+    if (layout.master)
+      writes.push_back(
+          {layout.master.getSymName().str(), sharded.getNewParam()});
+    for (auto &[target, value] : writes) {
+      if (ParamStoreOp old = stores.lookup(target))
+        old.erase();
+      ParamStoreOp::create(builder, loc, target, value);
+    }
+    // The old update and whatever only it read (full-size state reads).
+    SmallVector<Operation *> operands;
+    for (Value operand : adamw->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        operands.push_back(def);
+    for (Value result : adamw->getResults())
+      for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
+        if (user->use_empty() && isa<CastOp>(user))
+          user->erase();
+    if (!adamw->use_empty())
+      return adamw.emitError()
+             << "meg-fsdp: the update of @" << name
+             << " is read by more than its parameter stores";
+    adamw.erase();
+    for (Operation *def : operands)
+      if (isa<ParamRefOp>(def) && def->use_empty())
+        def->erase();
+  }
+  return success();
+}
+
+/// Every rank computes on its slice of the batch: scalar results (the
+/// loss) and gradients are averaged over the data-parallel group, others
+/// gathered along the batch dimension.
+void FsdpRewriter::averageOutputs(func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  builder.setInsertionPoint(ret);
+  auto avg = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::avg);
+  int64_t ranks = shardSize * outerSize;
+  for (OpOperand &operand : ret->getOpOperands()) {
+    auto type = cast<RankedTensorType>(operand.get().getType());
+    auto name = func.getResultAttrOfType<StringAttr>(
+        operand.getOperandNumber(), MegDialect::kNameAttrName);
+    bool gradient = name && name.getValue().starts_with("grad.");
+    Location loc = ret.getLoc();
+    if ((type.getRank() == 0 || gradient) &&
+        isa<FloatType>(type.getElementType())) {
+      operand.set(AllReduceOp::create(builder, loc, type, operand.get(),
+                                      config.getMesh(), dataAxes, avg));
+    } else if (type.getRank() > 0) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] *= ranks;
+      operand.set(AllGatherOp::create(builder, loc, type.clone(shape),
+                                      operand.get(), config.getMesh(),
+                                      dataAxes, builder.getI64IntegerAttr(0)));
+    }
+  }
+  func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(),
+                                               ret.getOperandTypes()));
+}
+
+} // namespace

@@ -1,0 +1,112 @@
+// RUN: megc-opt %s --split-input-file --meg-autodiff --meg-optimizer --meg-fsdp --canonicalize --cse --verify-diagnostics | FileCheck %s
+
+// optim_grads_params over dp_shard = 4: weights, moments and gradients are
+// sharded (6 elements padded to 8, so 2 per rank; frozen parameters stay
+// whole); weights are gathered before use, the gradients reduce-scattered
+// in one bucket (padded rows [4, piece] joined along dim 1) and AdamW
+// updates the local pieces.
+// CHECK: meg.submesh @world[dp_shard]
+// CHECK: meg.param @model.layers.0.w : tensor<6xf32> init #meg.init<normal(0.02)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [6, 4]>
+// CHECK: meg.param @b : tensor<2xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [6]>
+// CHECK: meg.param frozen @frozen : tensor<6xf32> init #meg.init<ones>{{$}}
+// CHECK: meg.param state @optimizer.exp_avg.b : tensor<2xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [6]>
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[B:.*]] = meg.param_ref @b : tensor<2xf32>
+// CHECK: %[[BF:.*]] = meg.all_gather_start %[[B]] over @world[dp_shard] dim 0 : tensor<2xf32> -> !meg.future<tensor<8xf32>>
+// CHECK: %[[BW:.*]] = meg.wait %[[BF]]
+// CHECK: meg.slice %[[BW]] [0] [6] [1] : tensor<8xf32>
+// CHECK: %[[W:.*]] = meg.param_ref @model.layers.0.w : tensor<6xf32>
+// CHECK: %[[WF:.*]] = meg.all_gather_start %[[W]] over @world[dp_shard] dim 0 : tensor<6xf32> -> !meg.future<tensor<24xf32>>
+// CHECK: %[[WW:.*]] = meg.wait %[[WF]]
+// CHECK: meg.reshape %[[WW]] : tensor<24xf32> to tensor<6x4xf32>
+// CHECK: %[[Y:.*]] = meg.mul
+// Batch-major results are gathered over the data-parallel group.
+// CHECK: meg.all_gather %[[Y]] over @world[dp_shard] dim 0 : tensor<2x6xf32> -> tensor<8x6xf32>
+// CHECK-LABEL: func.func @train_step
+// CHECK-COUNT-2: meg.all_gather_start
+// CHECK-NOT: meg.all_gather_start
+// CHECK: %[[ROWS:.*]] = meg.concat %{{.*}}, %{{.*}} axis 1 : tensor<4x6xf32>, tensor<4x2xf32>
+// CHECK: %[[FLAT:.*]] = meg.reshape %[[ROWS]] : tensor<4x8xf32> to tensor<32xf32>
+// CHECK: %[[RS:.*]] = meg.reduce_scatter_start %[[FLAT]] over @world[dp_shard] dim 0 avg : tensor<32xf32> -> !meg.future<tensor<8xf32>>
+// CHECK: %[[G:.*]] = meg.wait %[[RS]]
+// CHECK: %[[GW:.*]] = meg.slice %[[G]] [0] [6] [1]
+// CHECK: %[[GB:.*]] = meg.slice %[[G]] [6] [2] [1]
+// CHECK: %[[P:.*]], %[[M:.*]], %[[V:.*]] = meg.adamw %[[W2:.*]], %[[GW]], {{.*}} : tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<i64>
+// CHECK: meg.adamw %{{.*}}, %[[GB]], {{.*}} : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i64>
+// CHECK: meg.param_store @model.layers.0.w, %[[P]] : tensor<6xf32>
+// CHECK: meg.param_store @optimizer.exp_avg.model.layers.0.w, %[[M]] : tensor<6xf32>
+// CHECK: %[[LOSS:.*]] = meg.all_reduce %{{.*}} over @world[dp_shard] avg : tensor<f32>
+// CHECK: return %[[LOSS]]
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim_grads_params, mesh = @world, shard = ["dp_shard"]>} {
+  meg.mesh @world [dp_outer = 1, dp_shard = 4, tp = 1]
+  meg.param @model.layers.0.w : tensor<6x4xf32> init #meg.init<normal(0.02)>
+  meg.param @b : tensor<6xf32> init #meg.init<zeros>
+  meg.param frozen @frozen : tensor<6xf32> init #meg.init<ones>
+  func.func @forward(%x: tensor<2x4xf32> {meg.name = "x"}) -> (tensor<2x6xf32> {meg.name = "y"}) {
+    %w = meg.param_ref @model.layers.0.w : tensor<6x4xf32>
+    %b = meg.param_ref @b : tensor<6xf32>
+    %f = meg.param_ref @frozen : tensor<6xf32>
+    %y = meg.linear %x, %w bias %b : tensor<2x4xf32>, tensor<6x4xf32>, tensor<6xf32>
+    %z = meg.mul %y, %f : tensor<2x6xf32>, tensor<6xf32>
+    return %z : tensor<2x6xf32>
+  }
+  func.func @loss(%x: tensor<2x4xf32> {meg.name = "x"}) -> (tensor<f32> {meg.name = "loss"}) {
+    %w = meg.param_ref @model.layers.0.w : tensor<6x4xf32>
+    %b = meg.param_ref @b : tensor<6xf32>
+    %f = meg.param_ref @frozen : tensor<6xf32>
+    %y = meg.linear %x, %w bias %b : tensor<2x4xf32>, tensor<6x4xf32>, tensor<6xf32>
+    %z = meg.mul %y, %f : tensor<2x6xf32>, tensor<6xf32>
+    %l = meg.reduce mean %z dims [0, 1] : tensor<2x6xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// HSDP with optim over dp_shard = 2 and no_shard over dp_outer = 2:
+// replicated weights and gradients, sharded moments. The bucket is
+// all-reduced on dp_shard then on dp_outer; the optimizer takes its piece
+// with shard_slice and the updated weight is all-gathered.
+// CHECK: meg.submesh @world[dp_shard]
+// CHECK: meg.submesh @world[dp_outer]
+// CHECK: meg.submesh @world[dp_outer, dp_shard]
+// CHECK: meg.param @w : tensor<6x4xf32> init #meg.init<normal(0.02)>{{$}}
+// CHECK: meg.param state @optimizer.exp_avg.w : tensor<12xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [6, 4]>
+// CHECK-LABEL: func.func @grad
+// CHECK: meg.all_reduce %{{.*}} over @world[dp_outer, dp_shard] avg : tensor<f32>
+// CHECK: meg.all_reduce %{{.*}} over @world[dp_outer, dp_shard] avg : tensor<6x4xf32>
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: meg.all_gather_start
+// CHECK: %[[AR:.*]] = meg.all_reduce_start %{{.*}} over @world[dp_shard] avg : tensor<24xf32> -> !meg.future<tensor<24xf32>>
+// CHECK: %[[G:.*]] = meg.wait %[[AR]]
+// CHECK: %[[OUTER:.*]] = meg.all_reduce %[[G]] over @world[dp_outer] avg : tensor<24xf32>
+// CHECK: %[[GP:.*]] = meg.shard_slice %[[OUTER]] over @world[dp_shard] dim 0 : tensor<24xf32> -> tensor<12xf32>
+// CHECK: %[[WP:.*]] = meg.shard_slice %{{.*}} over @world[dp_shard] dim 0 : tensor<24xf32> -> tensor<12xf32>
+// CHECK: %[[P:.*]], %{{.*}}, %{{.*}} = meg.adamw %[[WP]], %[[GP]],
+// CHECK: %[[FULL:.*]] = meg.all_gather %[[P]] over @world[dp_shard] dim 0 : tensor<12xf32> -> tensor<24xf32>
+// CHECK: %[[NEW:.*]] = meg.reshape %[[FULL]] : tensor<24xf32> to tensor<6x4xf32>
+// CHECK: meg.param_store @w, %[[NEW]] : tensor<6x4xf32>
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim, mesh = @world, shard = ["dp_shard"], outer = ["dp_outer"]>} {
+  meg.mesh @world [dp_outer = 2, dp_shard = 2, tp = 1]
+  meg.param @w : tensor<6x4xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%x: tensor<2x4xf32> {meg.name = "x"}) -> (tensor<f32> {meg.name = "loss"}) {
+    %w = meg.param_ref @w : tensor<6x4xf32>
+    %y = meg.linear %x, %w : tensor<2x4xf32>, tensor<6x4xf32>
+    %l = meg.reduce mean %y dims [0, 1] : tensor<2x6xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{meg-fsdp: mesh axis "tp" has size 2, but only data-parallel axes (shard and outer) are supported; tensor parallelism needs size 1}}
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = no_shard, mesh = @world, shard = ["dp_shard"]>} {
+  meg.mesh @world [dp_shard = 2, tp = 2]
+  meg.param @w : tensor<4xf32> init #meg.init<zeros>
+  func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4xf32>
+    %y = meg.mul %x, %w : tensor<4xf32>, tensor<4xf32>
+    %l = meg.reduce mean %y dims [0] : tensor<4xf32>
+    return %l : tensor<f32>
+  }
+}
