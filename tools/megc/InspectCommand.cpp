@@ -45,14 +45,28 @@ std::string typeText(fb::DType dtype,
   return text + EnumNameDType(dtype) + ">";
 }
 
+/// A data-parallel input shows the global tensor the caller passes.
 void printSpecs(raw_ostream &os,
                 const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>>
-                    *specs) {
+                    *specs,
+                const std::vector<int64_t> &groupSizes) {
   bool first = true;
   if (specs)
     for (const fb::TensorSpec *spec : *specs) {
       os << (first ? "" : ", ") << spec->name()->str() << ": "
          << typeText(spec->dtype(), spec->shape());
+      int32_t split = spec->split();
+      if (split >= 0 && static_cast<size_t>(split) < groupSizes.size() &&
+          spec->shape() && spec->shape()->size()) {
+        std::vector<int64_t> global(spec->shape()->begin(),
+                                    spec->shape()->end());
+        global[0] *= groupSizes[split];
+        std::string text = "tensor<";
+        for (int64_t dim : global)
+          text += std::to_string(dim) + "x";
+        os << " per rank of " << text << EnumNameDType(spec->dtype())
+           << "> split over submesh " << split;
+      }
       first = false;
     }
 }
@@ -248,9 +262,9 @@ int runInspect() {
   if (program->entries())
     for (const fb::Entry *entry : *program->entries()) {
       os << "entry " << entry->name()->str() << "(";
-      printSpecs(os, entry->inputs());
+      printSpecs(os, entry->inputs(), groupSizes);
       os << ") -> (";
-      printSpecs(os, entry->outputs());
+      printSpecs(os, entry->outputs(), groupSizes);
       os << ")\n";
       std::map<std::string, int> counts;
       if (entry->commands())

@@ -1,0 +1,122 @@
+"""Benchmark: FSDP strategies at 4 ranks on the CPU, relative to no_shard,
+in one run on one machine.
+
+For each strategy (no_shard, optim, optim_grads, optim_grads_params over
+dp_shard = 4, plus HSDP dp_outer = 2 x dp_shard = 2 with outer optim), one
+llama model (4 layers x 256, seq 128, global batch 8, f32) is compiled with
+`megc gen --mesh --fsdp` and trained under `mpirun -n 4 --oversubscribe`.
+Reported per strategy: the median train_step time (rank 0's `median step
+ms` line, after warm-up), the bytes each rank sends per step (ring
+algorithms, from `megc inspect`), each rank's parameter and optimizer
+state bytes (`megc inspect`), the train_step arena, and the measured peak
+resident memory of every rank (ru_maxrss of each megc-run, through a small
+wrapper); then each as a ratio to no_shard. Four ranks share this
+machine's cores, so step times include that contention.
+
+Usage: python3 bench/fsdp_cpu.py --build build [--steps 6] [--layers 4]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+WRAPPER = r"""
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[1:])
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+import os
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", "0")
+print(f"rank {rank} peak rss kB {peak}", file=sys.stderr, flush=True)
+sys.exit(code)
+"""
+
+STRATEGIES = [
+    ("no_shard", "dp_shard=4", ["--fsdp", "no_shard"]),
+    ("optim", "dp_shard=4", ["--fsdp", "optim"]),
+    ("optim_grads", "dp_shard=4", ["--fsdp", "optim_grads"]),
+    ("optim_grads_params", "dp_shard=4", ["--fsdp", "optim_grads_params"]),
+    ("hsdp 2x2 outer optim", "dp_outer=2,dp_shard=2",
+     ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim"]),
+]
+
+
+def run(args, **kwargs):
+    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=256)
+    options = parser.parse_args()
+    tools = os.path.join(os.path.abspath(options.build), "bin")
+    megc, megc_run = os.path.join(tools, "megc"), os.path.join(tools, "megc-run")
+    mpirun = [shutil.which("mpirun"), "-n", "4", "--oversubscribe"]
+    if os.geteuid() == 0:
+        mpirun.append("--allow-run-as-root")
+    tmp = tempfile.mkdtemp(prefix="fsdp-bench-")
+    wrapper = os.path.join(tmp, "peak.py")
+    open(wrapper, "w").write(WRAPPER)
+    model_flags = ["--layers", str(options.layers), "--hidden",
+                   str(options.hidden), "--heads", "4", "--ffn",
+                   str(options.hidden * 3), "--seq", "128", "--vocab", "512",
+                   "--batch", "8", "--train"]
+    rng = np.random.default_rng(0)
+    inputs = []
+    for name in ("input_ids", "labels"):
+        path = os.path.join(tmp, name + ".npy")
+        np.save(path, rng.integers(0, 512, (8, 128)).astype(np.int32))
+        inputs += ["--input", f"{name}={path}"]
+
+    rows = []
+    for name, mesh, flags in STRATEGIES:
+        tag = name.replace(" ", "_")
+        model = os.path.join(tmp, tag + ".mlir")
+        artifact = os.path.join(tmp, tag + ".megc")
+        run([megc, "gen", "llama", *model_flags, "--mesh", mesh, *flags,
+             "-o", model])
+        run([megc, model, "-o", artifact])
+        listing = run([megc, "inspect", artifact]).stdout
+        per_rank = re.search(r"per rank ([\d.]+) MB \(model weights ([\d.]+) "
+                             r"MB, training state ([\d.]+) MB\)", listing)
+        step_section = listing[listing.index("entry train_step("):]
+        sent = float(re.search(r"sent per rank ([\d.]+) MB",
+                               step_section).group(1))
+        arena = float(re.search(r"arena ([\d.]+) MB", step_section).group(1))
+        result = run(mpirun + [sys.executable, wrapper, megc_run, artifact,
+                               "--entry", "train_step", "--params", "init:1",
+                               "--warmup", "2", "--steps", str(options.steps),
+                               *inputs], timeout=1800)
+        median = float(re.search(r"median step ms: ([\d.]+)",
+                                 result.stdout).group(1))
+        peaks = [int(kb) for kb in
+                 re.findall(r"peak rss kB (\d+)", result.stderr)]
+        rows.append((name, median, sent, float(per_rank.group(2)),
+                     float(per_rank.group(3)), arena, max(peaks) / 1024))
+    base = rows[0]
+    print(f"llama {options.layers} x {options.hidden}, seq 128, global batch "
+          f"8, f32, 4 ranks on {os.cpu_count()} cores; ratios to no_shard")
+    print(f"{'strategy':24s} {'step ms':>9s} {'x':>6s} {'sent MB':>8s} "
+          f"{'x':>6s} {'weights MB':>10s} {'state MB':>9s} {'x':>6s} "
+          f"{'arena MB':>9s} {'peak RSS MB':>11s} {'x':>6s}")
+    for name, median, sent, weights, state, arena, peak in rows:
+        print(f"{name:24s} {median:9.1f} {median / base[1]:6.2f} "
+              f"{sent:8.2f} {sent / base[2] if base[2] else 0:6.2f} "
+              f"{weights:10.2f} {state:9.2f} "
+              f"{(weights + state) / (base[3] + base[4]):6.2f} "
+              f"{arena:9.2f} {peak:11.1f} {peak / base[6]:6.2f}")
+    shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()

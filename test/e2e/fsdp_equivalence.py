@@ -1,0 +1,123 @@
+"""End to end: FSDP and HSDP train like one rank. For every sharding
+strategy (and HSDP meshes 2x2 with outer no_shard and optim, and 2x4),
+ten llama train_steps under mpirun give the losses and the final training
+state (weights, moments, step) of the single-rank artifact compiled from
+the same model, within f32 tolerance. Every rank reads the same global
+batch and takes its rows."""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+import e2e_util
+import mpi_util
+
+MODEL = ["--layers", "2", "--hidden", "32", "--heads", "4", "--kv-heads", "2",
+         "--ffn", "48", "--seq", "8", "--vocab", "61", "--batch", "8",
+         "--train", "--lr", "0.01", "--weight-decay", "0.1"]
+STEPS = 10
+TOLERANCE = 1e-5
+
+CONFIGS = [
+    ("no_shard", "dp_shard=4", ["--fsdp", "no_shard"]),
+    ("optim", "dp_shard=4", ["--fsdp", "optim"]),
+    ("optim_grads", "dp_shard=4", ["--fsdp", "optim_grads"]),
+    ("optim_grads_params", "dp_shard=4", ["--fsdp", "optim_grads_params"]),
+    ("hsdp 2x2 outer no_shard", "dp_outer=2,dp_shard=2",
+     ["--fsdp", "optim_grads_params", "--outer-fsdp", "no_shard"]),
+    ("hsdp 2x2 outer optim", "dp_outer=2,dp_shard=2",
+     ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim"]),
+    ("hsdp 2x4", "dp_outer=2,dp_shard=4",
+     ["--fsdp", "optim_grads", "--bucket-mb", "1"]),
+]
+
+
+def train(artifact, inputs, state, ranks):
+    args = ["megc-run", artifact, "--entry", "train_step", "--params",
+            "init:7", "--steps", str(STEPS), "--save-state", state, *inputs]
+    if ranks == 1:
+        log = e2e_util.run(args)
+    else:
+        result = mpi_util.run_ranks(ranks, args)
+        if result.returncode != 0:
+            sys.exit(f"{' '.join(args)} on {ranks} ranks failed "
+                     f"({result.returncode}):\n{result.stdout}{result.stderr}")
+        log = result.stdout
+    losses = [float(line.split(" loss ")[1].split()[0])
+              for line in log.splitlines() if " loss " in line]
+    if len(losses) != STEPS:
+        sys.exit(f"expected {STEPS} loss lines (rank 0 only), got "
+                 f"{len(losses)}:\n{log}")
+    return np.array(losses), e2e_util.read_safetensors(state)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tmp", required=True)
+    parser.add_argument("--only", help="run the configurations whose name "
+                        "contains this")
+    options = parser.parse_args()
+    os.makedirs(options.tmp, exist_ok=True)
+    rng = np.random.default_rng(11)
+    ids = rng.integers(0, 61, (8, 8)).astype(np.int32)
+    labels = rng.integers(0, 61, (8, 8)).astype(np.int32)
+    inputs = []
+    for name, value in (("input_ids", ids), ("labels", labels)):
+        path = os.path.join(options.tmp, name + ".npy")
+        np.save(path, value)
+        inputs += ["--input", f"{name}={path}"]
+
+    def compile_model(tag, extra):
+        model = os.path.join(options.tmp, tag + ".mlir")
+        artifact = os.path.join(options.tmp, tag + ".megc")
+        e2e_util.run(["megc", "gen", "llama", *MODEL, *extra, "-o", model])
+        e2e_util.run(["megc", model, "-o", artifact])
+        return artifact
+
+    single = compile_model("single", [])
+    want_losses, want_state = train(
+        single, inputs, os.path.join(options.tmp, "single.safetensors"), 1)
+    if not want_losses[-1] < want_losses[0]:
+        sys.exit(f"single-rank loss does not fall: {want_losses}")
+    failed = False
+    for name, mesh, flags in CONFIGS:
+        if options.only and options.only not in name:
+            continue
+        ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
+        tag = name.replace(" ", "_")
+        artifact = compile_model(tag, ["--mesh", mesh, *flags])
+        losses, state = train(artifact, inputs,
+                              os.path.join(options.tmp, tag + ".safetensors"),
+                              ranks)
+        loss_error = float(np.max(np.abs(losses - want_losses) /
+                                  np.abs(want_losses)))
+        if sorted(state) != sorted(want_state):
+            sys.exit(f"{name}: saved state has tensors "
+                     f"{sorted(set(state) ^ set(want_state))} that differ "
+                     "from the single-rank state")
+        worst, worst_name = 0.0, ""
+        for key, want in want_state.items():
+            got = state[key]
+            if got.shape != want.shape:
+                sys.exit(f"{name}: {key} has shape {got.shape}, single rank "
+                         f"{want.shape}")
+            scale = np.linalg.norm(want)
+            error = (np.linalg.norm(got - want) / scale if scale > 0
+                     else np.abs(got).max())
+            if error > worst:
+                worst, worst_name = error, key
+        ok = loss_error < TOLERANCE and worst < TOLERANCE
+        failed |= not ok
+        print(f"{name:26s} {ranks} ranks: loss rel err {loss_error:.2e}, "
+              f"state rel err {worst:.2e} ({worst_name})"
+              f"{'' if ok else '  FAILED'}")
+    if failed:
+        sys.exit(f"some configurations differ from one rank by more than "
+                 f"{TOLERANCE}")
+    print(f"all configurations equal one rank within {TOLERANCE} "
+          f"(losses {want_losses[0]:.4f} -> {want_losses[-1]:.4f})")
+
+
+if __name__ == "__main__":
+    main()
