@@ -15,7 +15,7 @@ import mpi_util
 
 MODEL = ["--layers", "2", "--hidden", "32", "--heads", "4", "--kv-heads", "2",
          "--ffn", "48", "--seq", "8", "--vocab", "61", "--batch", "8",
-         "--train", "--lr", "0.01", "--weight-decay", "0.1"]
+         "--train", "--weight-decay", "0.1"]
 STEPS = 10
 TOLERANCE = 1e-5
 
