@@ -233,6 +233,14 @@ megrt_status megrt_session_write_trace(megrt_session *session) {
 
 void megrt_session_destroy(megrt_session *session) { delete session; }
 
+int megrt_session_rank(const megrt_session *session) {
+  return session ? session->session.rank() : -1;
+}
+
+int megrt_session_world_size(const megrt_session *session) {
+  return session ? session->session.worldSize() : -1;
+}
+
 megrt_status megrt_session_init_parameters(megrt_session *session,
                                            uint64_t seed) {
   return guarded([&] {

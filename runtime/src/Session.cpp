@@ -7,6 +7,7 @@
 #include "ParameterInit.h"
 #include "Trace.h"
 #include "comm/Communicator.h"
+#include "comm/LaunchEnvironment.h"
 #include "megrt/Safetensors.h"
 
 #include <algorithm>
@@ -124,6 +125,11 @@ Tensor pieceOf(const Tensor &full, int64_t first, const Shape &shape) {
 }
 
 } // namespace
+
+LaunchedRank launchedRank() {
+  comm::LaunchEnvironment environment = comm::readLaunchEnvironment();
+  return {environment.rank, environment.size};
+}
 
 struct Session::Impl {
   Impl(Program program, SessionOptions options)

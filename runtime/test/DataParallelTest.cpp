@@ -10,6 +10,7 @@
 #include "megrt/Error.h"
 #include "megrt/Safetensors.h"
 #include "megrt/Session.h"
+#include "megrt/megrt_c.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -69,6 +70,28 @@ TEST(DataParallel, MeshOfOneRankRunsLikeOneRank) {
   ASSERT_EQ(outputs.size(), expected.size());
   for (const auto &[name, values] : expected)
     EXPECT_EQ(outputs.at(name).toFloats(), values) << name;
+}
+
+TEST(DataParallel, CApiGivesTheRank) {
+  std::vector<uint8_t> bytes = buildArtifact(dataParallelProgram(1, 1));
+  megrt_program *program = nullptr;
+  megrt_session *session = nullptr;
+  ASSERT_EQ(megrt_program_from_bytes(bytes.data(), bytes.size(), &program),
+            MEGRT_OK);
+  ASSERT_EQ(megrt_session_create(program, "cpu", 0, &session), MEGRT_OK)
+      << megrt_last_error();
+  EXPECT_EQ(megrt_session_rank(session), 0);
+  EXPECT_EQ(megrt_session_world_size(session), 1);
+  EXPECT_EQ(megrt_session_rank(nullptr), -1);
+  megrt_session_destroy(session);
+  megrt_program_destroy(program);
+}
+
+TEST(DataParallel, LaunchedRankWithoutALauncher) {
+  // ctest runs this suite without mpirun.
+  LaunchedRank launched = launchedRank();
+  EXPECT_EQ(launched.rank, 0);
+  EXPECT_EQ(launched.size, 1);
 }
 
 TEST(DataParallel, TheWorldMustHaveTheMeshsRanks) {

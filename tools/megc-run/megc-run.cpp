@@ -5,6 +5,11 @@
 // as DIR/<output name>.npy. Prints each step's time and, for benchmarks,
 // their median. Depends on the runtime only.
 //
+// A program with a mesh runs unchanged under `mpirun -n RANKS`: every rank
+// reads the same (global) inputs and checkpoints; rank 0 alone prints the
+// steps and writes outputs and checkpoints; a rank that fails prints its
+// error and exits at once, which ends the job.
+//
 //===----------------------------------------------------------------------===//
 
 #include "megrt/Error.h"
@@ -14,6 +19,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,7 +37,7 @@ const char *kUsage =
     "                [--steps N] [--save-params FILE.safetensors]\n"
     "                [--save-state FILE.safetensors] [--load-state FILE]\n"
     "                [--allow-extra-params] [--warmup N] [--no-cuda-graphs]\n"
-    "                [--trace FILE.json]\n";
+    "                [--trace FILE.json] [--comm-timeout SECONDS]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
@@ -39,6 +45,7 @@ struct Options {
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
   int64_t warmup = 0;
+  double commTimeoutSeconds = 300;
   bool allowExtraParams = false;
   bool cudaGraphs = true;
 };
@@ -102,6 +109,15 @@ Options parse(int argc, char **argv) {
       options.cudaGraphs = false;
     } else if (arg == "--trace") {
       options.trace = value(i);
+    } else if (arg == "--comm-timeout") {
+      std::string text = value(i);
+      char *end = nullptr;
+      double seconds = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(seconds) ||
+          seconds <= 0)
+        usageError("--comm-timeout expects a positive number of seconds, "
+                   "got '" + text + "'");
+      options.commTimeoutSeconds = seconds;
     } else if (arg == "--input") {
       std::string text = value(i);
       size_t equals = text.find('=');
@@ -143,11 +159,12 @@ double median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
-int run(const Options &options) {
+int run(const Options &options, const megrt::LaunchedRank &launched) {
   megrt::SessionOptions sessionOptions;
   sessionOptions.device = options.device;
   sessionOptions.cudaGraphs = options.cudaGraphs;
   sessionOptions.traceFile = options.trace;
+  sessionOptions.commTimeoutSeconds = options.commTimeoutSeconds;
   bool init = options.params == "init" ||
               options.params.rfind("init:", 0) == 0;
   if (options.params.rfind("init:", 0) == 0) {
@@ -156,7 +173,20 @@ int run(const Options &options) {
       usageError("--params init:SEED expects a non-negative integer seed, "
                  "got '" + seed + "'");
   }
-  megrt::Session session(megrt::Program::load(options.model), sessionOptions);
+  megrt::Program program = megrt::Program::load(options.model);
+  // Copies of a single-rank program would only overwrite each other's files.
+  if (!program.mesh() && launched.size > 1)
+    throw megrt::Error("'" + options.model +
+                       "' is a single-rank program (it has no mesh), but the "
+                       "launcher started " + std::to_string(launched.size) +
+                       " ranks; run it without mpirun");
+  megrt::Session session(program, sessionOptions);
+  // Every rank runs the same calls (the Session communicates); rank 0
+  // alone reports and writes files.
+  bool lead = session.rank() == 0;
+  if (lead && session.worldSize() > 1)
+    std::cout << "megc-run: " << session.worldSize() << " ranks, mesh "
+              << program.describeMesh() << std::endl;
   if (!init)
     session.loadParameters(options.params, options.allowExtraParams);
   if (!options.loadState.empty())
@@ -179,6 +209,8 @@ int run(const Options &options) {
                     std::chrono::steady_clock::now() - start)
                     .count();
     times.push_back(ms);
+    if (!lead)
+      continue;
     std::cout << "step " << step << "/" << options.steps << " " << options.entry
               << " " << ms << " ms";
     for (const auto &[name, tensor] : outputs) {
@@ -188,10 +220,10 @@ int run(const Options &options) {
     }
     std::cout << std::endl;
   }
-  if (times.size() > 1)
+  if (lead && times.size() > 1)
     std::cout << "median step ms: " << median(times) << " (" << times.size()
               << " steps)" << std::endl;
-  if (!options.outputDir.empty()) {
+  if (lead && !options.outputDir.empty()) {
     std::filesystem::create_directories(options.outputDir);
     for (const auto &[name, tensor] : outputs)
       megrt::writeNpy(options.outputDir + "/" + name + ".npy", tensor);
@@ -201,22 +233,40 @@ int run(const Options &options) {
   if (!options.saveState.empty())
     session.saveState(options.saveState);
   // Written here rather than by the Session's destructor, so that a trace
-  // that cannot be written is an error.
+  // that cannot be written is an error. Each rank writes its own.
   if (!options.trace.empty())
     session.writeTrace();
   return 0;
+}
+
+/// Prints the error of this rank ("rank N: " first when the launcher
+/// started several) and ends the process. A rank of a multi-rank run exits
+/// at once, without finalising MPI, which would wait for peers that wait
+/// for this rank: mpirun then ends the job.
+[[noreturn]] void exitWithError(const megrt::LaunchedRank &launched,
+                                const char *message) {
+  std::string prefix =
+      launched.size > 1 ? "rank " + std::to_string(launched.rank) + ": " : "";
+  std::cout.flush();
+  std::cerr << prefix << "megc-run: error: " << message << std::endl;
+  if (launched.size > 1)
+    std::_Exit(1);
+  std::exit(1);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   Options options = parse(argc, argv);
+  megrt::LaunchedRank launched;
   try {
-    return run(options);
-  } catch (const megrt::Error &error) {
-    std::cerr << "megc-run: error: " << error.what() << "\n";
+    launched = megrt::launchedRank();
   } catch (const std::exception &error) {
-    std::cerr << "megc-run: error: " << error.what() << "\n";
+    exitWithError(launched, error.what());
   }
-  return 1;
+  try {
+    return run(options, launched);
+  } catch (const std::exception &error) {
+    exitWithError(launched, error.what());
+  }
 }

@@ -46,6 +46,17 @@ struct SessionOptions {
 /// built with CUDA support ("cuda:N" is accepted too).
 std::vector<std::string> supportedDevices();
 
+/// This process's place among the processes a launcher started (mpirun, a
+/// PMI launcher), read from the environment without connecting to them:
+/// rank 0 of 1 without a launcher. The rank of a multi-rank Session is this
+/// rank; tools use it before a Session exists, e.g. to prefix messages.
+struct LaunchedRank {
+  int rank = 0;
+  int size = 1;
+};
+/// Throws megrt::Error when the launcher's variables are malformed.
+LaunchedRank launchedRank();
+
 /// Owns the parameters, the loaded device code and one prepared arena per
 /// entry (created on its first run and reused). Not safe for concurrent use;
 /// give each thread its own Session.

@@ -95,6 +95,14 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
 megrt_status megrt_session_write_trace(megrt_session *session);
 void megrt_session_destroy(megrt_session *session);
 
+/* A program with a mesh runs as one process per rank (started by mpirun),
+ * each creating its session on the same artifact; save_parameters,
+ * save_state and run communicate, so every rank makes the same calls, and
+ * rank 0 alone writes checkpoints. The rank of this process and the number
+ * of ranks: 0 and 1 without a mesh, -1 for a NULL session. */
+int megrt_session_rank(const megrt_session *session);
+int megrt_session_world_size(const megrt_session *session);
+
 megrt_status megrt_session_init_parameters(megrt_session *session,
                                            uint64_t seed);
 /* Model weights by name from a safetensors file; `allow_extra` non-zero
