@@ -4,7 +4,9 @@
 #include "ArtifactBuilder.h"
 #include "DataParallelReference.h"
 #include "MeshLayout.h"
+#include "ParameterInit.h"
 #include "SamplePrograms.h"
+#include "TestDevices.h"
 #include "TestFiles.h"
 #include "TraceEvents.h"
 #include "megrt/Error.h"
@@ -60,17 +62,44 @@ TEST(MeshLayout, NumbersRanksRowMajor) {
   }
 }
 
-TEST(DataParallel, MeshOfOneRankRunsLikeOneRank) {
-  Session session(dataParallel(1, 1));
-  EXPECT_EQ(session.rank(), 0);
-  EXPECT_EQ(session.worldSize(), 1);
-  Tensor x = dataParallelInput(1, 1, 3);
-  std::map<std::string, Tensor> outputs = session.run("step", {{"x", x}});
-  auto expected = dataParallelOutputs(1, 1, 0, 0, x, /*seed=*/0);
-  ASSERT_EQ(outputs.size(), expected.size());
-  for (const auto &[name, values] : expected)
-    EXPECT_EQ(outputs.at(name).toFloats(), values) << name;
+/// On every device: the collectives of a mesh of one rank (on a CUDA
+/// device, NCCL groups of one rank), with the slice and the copies around
+/// it in a graph region or not.
+class DataParallelDevices : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    std::string reason = deviceUnavailable(GetParam());
+    if (!reason.empty())
+      GTEST_SKIP() << GetParam() << " unavailable: " << reason;
+  }
+};
+
+TEST_P(DataParallelDevices, MeshOfOneRankRunsLikeOneRank) {
+  for (bool graphs : {false, true}) {
+    ProgramDesc desc = dataParallelProgram(1, 1);
+    desc.cuda = CudaModuleDesc{"sm_90", kEmptyPtx, {}};
+    desc.entries[0].graphs = {{"local", 4, 2}};
+    SessionOptions options;
+    options.device = GetParam();
+    options.cudaGraphs = graphs;
+    Session session(Program::fromBytes(buildArtifact(desc)), options);
+    EXPECT_EQ(session.rank(), 0);
+    EXPECT_EQ(session.worldSize(), 1);
+    for (uint32_t seed : {3u, 4u}) {
+      Tensor x = dataParallelInput(1, 1, seed);
+      std::map<std::string, Tensor> outputs = session.run("step", {{"x", x}});
+      auto expected = dataParallelOutputs(1, 1, 0, 0, x, /*seed=*/0);
+      ASSERT_EQ(outputs.size(), expected.size());
+      for (const auto &[name, values] : expected)
+        EXPECT_EQ(outputs.at(name).toFloats(), values)
+            << name << (graphs ? " with graphs" : "") << ", input " << seed;
+    }
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, DataParallelDevices,
+                         ::testing::ValuesIn(testDevices()),
+                         [](const auto &info) { return info.param; });
 
 TEST(DataParallel, CApiGivesTheRank) {
   std::vector<uint8_t> bytes = buildArtifact(dataParallelProgram(1, 1));
@@ -99,6 +128,29 @@ TEST(DataParallel, TheWorldMustHaveTheMeshsRanks) {
             "the artifact's mesh @world [dp_outer=2, dp_shard=2] needs 4 "
             "ranks, but this run has 1 (single process; start it with "
             "mpirun -n 4)");
+}
+
+TEST(DataParallel, PiecesOfAnInitialisationAreSlicesOfIt) {
+  for (InitKind kind : {InitKind::Normal, InitKind::Uniform, InitKind::Ones}) {
+    ParameterSpec spec{"layer.w", DType::BF16, {3, 5}, true, kind,
+                       0.5,       {},          false,  ""};
+    Tensor whole(DType::BF16, {3, 5});
+    initializeParameter(whole, spec, 42);
+    std::vector<float> values = whole.toFloats();
+    // Pieces of 7: the third holds element 14 and padding, the fourth only
+    // padding.
+    for (int64_t first : {0, 7, 14, 21}) {
+      Tensor piece(DType::BF16, {7});
+      initializeParameterPiece(piece, spec, 42, first, 15);
+      Tensor copied(DType::F32, {7});
+      copyParameterPiece(copied, whole, first);
+      for (int64_t i = 0; i < 7; ++i) {
+        float want = first + i < 15 ? values[first + i] : 0.0f;
+        EXPECT_EQ(piece.toFloats()[i], want) << first << "+" << i;
+        EXPECT_EQ(copied.toFloats()[i], want) << first << "+" << i;
+      }
+    }
+  }
 }
 
 TEST(DataParallel, ShardedInitIsThePieceOfTheFullInit) {
