@@ -3,12 +3,15 @@
 // more ranks is refused before anything runs.
 #include "ArtifactBuilder.h"
 #include "DataParallelReference.h"
+#include "FbTypes.h"
 #include "MeshLayout.h"
 #include "ParameterInit.h"
 #include "SamplePrograms.h"
 #include "TestDevices.h"
 #include "TestFiles.h"
 #include "TraceEvents.h"
+#include "cpu/CpuEntry.h"
+#include "cpu/CpuModule.h"
 #include "megrt/Error.h"
 #include "megrt/Safetensors.h"
 #include "megrt/Session.h"
@@ -100,6 +103,63 @@ TEST_P(DataParallelDevices, MeshOfOneRankRunsLikeOneRank) {
 INSTANTIATE_TEST_SUITE_P(Devices, DataParallelDevices,
                          ::testing::ValuesIn(testDevices()),
                          [](const auto &info) { return info.param; });
+
+/// A group of one rank whose waits fail from the `failAt`-th started
+/// collective on, as when a peer dies; it records what was waited for.
+class FailingGroup : public comm::Group {
+public:
+  explicit FailingGroup(uint64_t failAt) : failAt_(failAt) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  uint64_t start(comm::CollectiveKind, const void *, void *, size_t, DType,
+                 comm::ReduceOp, void *) override {
+    return ++started_;
+  }
+  void wait(uint64_t handle) override {
+    waited_.push_back(handle);
+    if (handle >= failAt_)
+      throw Error("a peer died");
+  }
+  const std::vector<uint64_t> &waited() const { return waited_; }
+
+private:
+  uint64_t failAt_;
+  uint64_t started_ = 0;
+  std::vector<uint64_t> waited_;
+};
+
+TEST(DataParallel, AFailedRunAbandonsItsCollectivesInFlight) {
+  Program program = dataParallel(1, 1);
+  const fb::Program &flatbuffer = flatbufferOf(program);
+  std::vector<Tensor> parameters;
+  for (const ParameterSpec &spec : program.parameters())
+    parameters.emplace_back(spec.dtype, spec.shape);
+  CpuModule module(flatbuffer);
+  // Command 0 starts an async all_gather on submesh 0; command 1's
+  // all_reduce on submesh 1 fails while the all_gather is in flight.
+  auto shard = std::make_unique<FailingGroup>(UINT64_MAX);
+  FailingGroup &inFlight = *shard;
+  SubmeshGroups groups;
+  groups.indices = {0, 0, 0};
+  groups.groups.push_back(std::move(shard));
+  groups.groups.push_back(std::make_unique<FailingGroup>(1));
+  groups.groups.push_back(std::make_unique<FailingGroup>(UINT64_MAX));
+  DeviceOptions options;
+  CpuEntry entry(flatbuffer, *flatbuffer.entries()->Get(0), parameters, module,
+                 groups, options);
+  EXPECT_THROW(entry.execute(), Error);
+  try {
+    entry.execute();
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "entry 'step': an earlier run failed while collectives were in "
+              "flight, so their buffers may still be written; this Session "
+              "cannot run the entry again");
+  }
+  // The all_gather in flight was never waited for: abandoning never blocks.
+  EXPECT_TRUE(inFlight.waited().empty());
+}
 
 TEST(DataParallel, CApiGivesTheRank) {
   std::vector<uint8_t> bytes = buildArtifact(dataParallelProgram(1, 1));
