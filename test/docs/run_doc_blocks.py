@@ -77,6 +77,10 @@ def environment(build, tmp):
     env["PATH"] = os.pathsep.join(
         [str(shims), str(build / "bin"), env.get("PATH", "")])
     env["PYTHONPATH"] = str(build / "python")
+    # The pages' mpirun commands, in a CI container that runs as root.
+    if os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     return env
 
 
