@@ -42,12 +42,22 @@ if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 fi
 echo "built in $(( $(date +%s) - start )) s"
 
+# NCCL: the toolkit's, or the one PyTorch's wheels bring.
+nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null) &&
+  export LD_LIBRARY_PATH=$nccl_dir:$LD_LIBRARY_PATH
+
 echo "== runtime CUDA tests (GoogleTest, built by gpu_prepare.py)"
-timeout 120 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*' \
+timeout 120 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*:DataParallel*' \
   >"$out/gtest.log" 2>&1
 echo "megrt-tests exit status $? ($(grep -c '^\[       OK' "$out/gtest.log") ok," \
   "$(grep -c '^\[  FAILED' "$out/gtest.log") failed lines)"
 grep -E '^\[  FAILED|Failure|error' "$out/gtest.log" | head -20
+echo "== NCCL groups (single rank)"
+timeout 120 "$check/deps/bin/megrt-comm-tests" --gtest_filter='Nccl*' \
+  >"$out/nccl.log" 2>&1
+echo "megrt-comm-tests (Nccl*) exit status $? ($(grep -c '^\[       OK' "$out/nccl.log") ok," \
+  "$(grep -c '^\[  FAILED' "$out/nccl.log") failed, $(grep -c '^\[  SKIPPED' "$out/nccl.log") skipped lines)"
+grep -E '^\[  FAILED|Failure|error|SKIPPED' "$out/nccl.log" | head -10
 
 echo "== device copy bandwidth (PyTorch, for reference)"
 timeout 120 python3 - <<'EOF' 2>&1 | tee "$out/bandwidth.txt"

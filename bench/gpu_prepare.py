@@ -52,6 +52,11 @@ CASES = [
     ("mmdit_f32_forward", ["mmdit", "--layers", "1"], "forward", 1),
     ("flux_f32_forward", ["flux", "--layers", "1"], "forward", 1),
     ("flux_f32_grad", ["flux", "--layers", "1", "--train"], "grad", 1),
+    # A mesh of one rank under optim_grads_params: every weight read is an
+    # all-gather and the gradients a reduce-scatter, through NCCL on the
+    # GPU (groups of one rank) and copies on the CPU.
+    ("llama_fsdp1_train", ["llama", "--train", "--mesh", "dp_shard=1",
+                           "--fsdp", "optim_grads_params"], "train_step", 3),
     ("llama_large_forward", ["llama", "--layers", "4", "--hidden", "512",
                              "--heads", "8", "--kv-heads", "8", "--ffn",
                              "1376", "--vocab", "4096", "--seq", "256",
@@ -187,9 +192,11 @@ def main():
     tests_build = os.path.join(options.build, "gpucheck-tests")
     run(["cmake", "-S", os.path.join(ROOT, "runtime"), "-B", tests_build,
          "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DMEGRT_CPU_BLAS=OFF"])
-    run(["cmake", "--build", tests_build, "--target", "megrt-tests"])
-    shutil.copy(os.path.join(tests_build, "test", "megrt-tests"),
-                os.path.join(out, "deps", "bin"))
+    run(["cmake", "--build", tests_build, "--target", "megrt-tests",
+         "megrt-comm-tests"])
+    for tests in ("megrt-tests", "megrt-comm-tests"):
+        shutil.copy(os.path.join(tests_build, "test", tests),
+                    os.path.join(out, "deps", "bin"))
 
     rng = np.random.default_rng(0)
     for name, gen, entry, steps in CASES:
