@@ -8,9 +8,12 @@ llama model (4 layers x 256, seq 128, global batch 8, f32) is compiled with
 Reported per strategy: the median train_step time (rank 0's `median step
 ms` line, after warm-up), the bytes each rank sends per step (ring
 algorithms, from `megc inspect`), each rank's parameter and optimizer
-state bytes (`megc inspect`), the train_step arena, and the measured peak
-resident memory of every rank (ru_maxrss of each megc-run, through a small
-wrapper); then each as a ratio to no_shard. Four ranks share this
+state bytes (`megc inspect`), the train_step arena (intermediates,
+gathered weights and whole gradients included), and the measured peak
+resident memory of the ranks (ru_maxrss of each megc-run, through a small
+wrapper; the median over the ranks, as the touched pages of Open MPI's
+shared-memory transport make single ranks noisy); then each as a ratio
+to no_shard. Four ranks share this
 machine's cores, so step times include that contention.
 
 Usage: python3 bench/fsdp_cpu.py --build build [--steps 6] [--layers 4]
@@ -40,6 +43,10 @@ STRATEGIES = [
     ("optim", "dp_shard=4", ["--fsdp", "optim"]),
     ("optim_grads", "dp_shard=4", ["--fsdp", "optim_grads"]),
     ("optim_grads_params", "dp_shard=4", ["--fsdp", "optim_grads_params"]),
+    # Smaller buckets: each reduce-scatter starts when its layers'
+    # gradients exist, and the whole gradients die after it.
+    ("optim_grads_params 1 MB", "dp_shard=4",
+     ["--fsdp", "optim_grads_params", "--bucket-mb", "1"]),
     ("hsdp 2x2 outer optim", "dp_outer=2,dp_shard=2",
      ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim"]),
 ]
@@ -102,19 +109,23 @@ def main():
         peaks = [int(kb) for kb in
                  re.findall(r"peak rss kB (\d+)", result.stderr)]
         rows.append((name, median, sent, float(per_rank.group(2)),
-                     float(per_rank.group(3)), arena, max(peaks) / 1024))
+                     float(per_rank.group(3)), arena,
+                     float(np.median(peaks)) / 1024))
     base = rows[0]
     print(f"llama {options.layers} x {options.hidden}, seq 128, global batch "
-          f"8, f32, 4 ranks on {os.cpu_count()} cores; ratios to no_shard")
+          f"8, f32, 4 ranks on {os.cpu_count()} cores; ratios to no_shard; "
+          "rest = peak RSS - weights - state - arena (code, libraries, MPI)")
     print(f"{'strategy':24s} {'step ms':>9s} {'x':>6s} {'sent MB':>8s} "
           f"{'x':>6s} {'weights MB':>10s} {'state MB':>9s} {'x':>6s} "
-          f"{'arena MB':>9s} {'peak RSS MB':>11s} {'x':>6s}")
+          f"{'arena MB':>9s} {'median peak RSS MB':>18s} {'x':>6s} "
+          f"{'rest MB':>8s}")
     for name, median, sent, weights, state, arena, peak in rows:
         print(f"{name:24s} {median:9.1f} {median / base[1]:6.2f} "
               f"{sent:8.2f} {sent / base[2] if base[2] else 0:6.2f} "
               f"{weights:10.2f} {state:9.2f} "
               f"{(weights + state) / (base[3] + base[4]):6.2f} "
-              f"{arena:9.2f} {peak:11.1f} {peak / base[6]:6.2f}")
+              f"{arena:9.2f} {peak:18.1f} {peak / base[6]:6.2f} "
+              f"{peak - weights - state - arena:8.1f}")
     shutil.rmtree(tmp)
 
 
