@@ -1,6 +1,7 @@
 // Finds and loads the MPI plugin (libmegrt_mpi.so) for a multi-rank world.
 #include "comm/MpiPluginLoader.h"
 
+#include "DynamicLibrary.h"
 #include "Fail.h"
 #include "comm/MpiPlugin.h"
 
@@ -31,31 +32,23 @@ std::vector<std::string> candidatePaths() {
 
 std::unique_ptr<World> connectMpiWorld(const LaunchEnvironment &environment,
                                        double timeoutSeconds) {
-  std::string reasons;
-  void *library = nullptr;
-  std::string path;
-  for (const std::string &candidate : candidatePaths()) {
-    // RTLD_GLOBAL: Open MPI's components, which it dlopens itself, resolve
-    // libmpi's symbols from the global scope.
-    library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (library) {
-      path = candidate;
-      break;
-    }
-    const char *reason = dlerror();
-    reasons += concat(reasons.empty() ? "" : "; ",
-                      reason ? reason : candidate + ": cannot be loaded");
-  }
+  // RTLD_GLOBAL: Open MPI's components, which it dlopens itself, resolve
+  // libmpi's symbols from the global scope.
+  OpenedLibrary plugin =
+      openFirstLibrary(candidatePaths(), RTLD_NOW | RTLD_GLOBAL);
+  // The plugin stays loaded for the life of the process: MPI is finalised
+  // at exit by a handler in it.
+  void *library = plugin.handle.release();
   std::string world =
       concat("the launcher started a world of ", environment.size, " ranks (",
              environment.source, "), which needs megrt's MPI plugin");
   if (!library) {
-    if (reasons.empty())
+    if (plugin.reasons.empty())
       fail(world, ", but this megrt was built without it (CMake found no "
                   "MPI: install an MPI development package such as "
                   "libopenmpi-dev and rebuild), and MEGRT_MPI_PLUGIN is not "
                   "set");
-    fail(world, ", which could not be loaded (", reasons,
+    fail(world, ", which could not be loaded (", plugin.reasons,
          "); set MEGRT_MPI_PLUGIN to the path of libmegrt_mpi.so (built next "
          "to megrt when CMake finds MPI, installed in its libdir), or run one "
          "process without a launcher");
@@ -64,7 +57,7 @@ std::unique_ptr<World> connectMpiWorld(const LaunchEnvironment &environment,
   auto connect = reinterpret_cast<MegrtMpiConnect>(
       dlsym(library, MEGRT_MPI_CONNECT_SYMBOL));
   if (!connect)
-    fail(world, ", but '", path, "' has no ", MEGRT_MPI_CONNECT_SYMBOL,
+    fail(world, ", but '", plugin.path, "' has no ", MEGRT_MPI_CONNECT_SYMBOL,
          ": it was built from another version of megrt");
   MpiPluginArgs args;
   args.expectedSize = environment.size;
@@ -74,9 +67,7 @@ std::unique_ptr<World> connectMpiWorld(const LaunchEnvironment &environment,
   std::unique_ptr<World> mpiWorld(connect(&args, error, sizeof(error)));
   if (!mpiWorld)
     fail("rank ", environment.rank, " of ", environment.size,
-         ": connecting to MPI through '", path, "' failed: ", error);
-  // The plugin stays loaded for the life of the process: MPI is finalised
-  // at exit by a handler in it.
+         ": connecting to MPI through '", plugin.path, "' failed: ", error);
   return mpiWorld;
 }
 

@@ -108,8 +108,4 @@ void CpuModule::CloseFd::operator()(int *fd) const {
   delete fd;
 }
 
-void CpuModule::CloseLibrary::operator()(void *handle) const {
-  dlclose(handle);
-}
-
 } // namespace megrt

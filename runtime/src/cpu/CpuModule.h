@@ -2,6 +2,7 @@
 #ifndef MEGRT_SRC_CPU_CPUMODULE_H
 #define MEGRT_SRC_CPU_CPUMODULE_H
 
+#include "DynamicLibrary.h"
 #include "megrt/megc_generated.h"
 
 #include <cstdint>
@@ -27,12 +28,9 @@ private:
   struct CloseFd {
     void operator()(int *fd) const;
   };
-  struct CloseLibrary {
-    void operator()(void *handle) const;
-  };
   // Declared first so that it is closed after the library is unloaded.
   std::unique_ptr<int, CloseFd> fd_;
-  std::unique_ptr<void, CloseLibrary> handle_;
+  LibraryHandle handle_;
   std::vector<CpuKernelFn> kernels_;
 };
 

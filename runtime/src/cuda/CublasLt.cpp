@@ -2,20 +2,16 @@
 // workspace a Session's matrix products share.
 #include "cuda/CublasLt.h"
 
+#include "DynamicLibrary.h"
 #include "Fail.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
-#include <memory>
 #include <type_traits>
 #include <vector>
 
 namespace megrt {
 namespace {
-
-struct CloseLibrary {
-  void operator()(void *handle) const { dlclose(handle); }
-};
 
 /// The library's file name and the paths tried, in order: the toolkit's
 /// lib64 is often not on the loader's path.
@@ -30,28 +26,18 @@ std::vector<std::string> candidatePaths() {
 }
 
 CublasLtLibrary loadCublasLt() {
-  std::unique_ptr<void, CloseLibrary> library;
-  std::string path, reasons;
-  for (const std::string &candidate : candidatePaths()) {
-    library.reset(dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL));
-    if (library) {
-      path = candidate;
-      break;
-    }
-    const char *reason = dlerror();
-    reasons += concat(reasons.empty() ? "" : "; ",
-                      reason ? reason : candidate + ": cannot be loaded");
-  }
-  if (!library)
+  OpenedLibrary library =
+      openFirstLibrary(candidatePaths(), RTLD_NOW | RTLD_LOCAL);
+  if (!library.handle)
     fail("Gemm commands on CUDA need cuBLASLt ", CUBLAS_VER_MAJOR,
-         ", which could not be loaded (", reasons,
+         ", which could not be loaded (", library.reasons,
          "); set CUDA_HOME or LD_LIBRARY_PATH to the CUDA toolkit");
 
   CublasLtLibrary cublas;
   auto resolve = [&](const char *name, auto &function) {
-    void *address = dlsym(library.get(), name);
+    void *address = dlsym(library.handle.get(), name);
     if (!address)
-      fail("'", path, "' has no '", name, "'; is it cuBLASLt ",
+      fail("'", library.path, "' has no '", name, "'; is it cuBLASLt ",
            CUBLAS_VER_MAJOR, "?");
     function =
         reinterpret_cast<std::remove_reference_t<decltype(function)>>(address);
@@ -63,11 +49,11 @@ CublasLtLibrary loadCublasLt() {
   // cublasLt.h's types and enums are only guaranteed within a major version.
   size_t version = cublas.cublasLtGetVersion();
   if (version / 10000 != CUBLAS_VER_MAJOR)
-    fail("'", path, "' is cuBLASLt ", version / 10000, ".",
+    fail("'", library.path, "' is cuBLASLt ", version / 10000, ".",
          version % 10000 / 100, ", but megrt was built for cuBLASLt ",
          CUBLAS_VER_MAJOR, ".x");
   // cuBLASLt stays loaded for the life of the process.
-  library.release();
+  library.handle.release();
   return cublas;
 }
 

@@ -2,11 +2,11 @@
 // runs on machines without a GPU.
 #include "cuda/CudaDriver.h"
 
+#include "DynamicLibrary.h"
 #include "Fail.h"
 
 #include <algorithm>
 #include <dlfcn.h>
-#include <memory>
 #include <type_traits>
 
 namespace megrt {
@@ -32,24 +32,18 @@ std::string errorText(const CudaDriver &driver, CUresult result) {
   return concat(name, " (", text, ")");
 }
 
-struct CloseLibrary {
-  void operator()(void *handle) const { dlclose(handle); }
-};
-
 CudaDriver loadDriver() {
-  std::unique_ptr<void, CloseLibrary> library(
-      dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL));
-  if (!library) {
-    const char *reason = dlerror();
+  OpenedLibrary library =
+      openFirstLibrary({"libcuda.so.1"}, RTLD_NOW | RTLD_LOCAL);
+  if (!library.handle)
     fail("CUDA device requested but no CUDA driver was found (dlopen "
          "libcuda.so.1: ",
-         reason ? reason : "unknown error", ")");
-  }
+         library.reasons, ")");
 
   // The one function read before the table: its answer is the highest
   // version cuGetProcAddress may be asked for.
   auto getVersion = reinterpret_cast<decltype(&::cuDriverGetVersion)>(
-      dlsym(library.get(), "cuDriverGetVersion"));
+      dlsym(library.handle.get(), "cuDriverGetVersion"));
   CudaDriver driver;
   if (!getVersion || getVersion(&driver.version) != CUDA_SUCCESS)
     fail("the CUDA driver (libcuda.so.1) does not report its version; "
@@ -61,9 +55,9 @@ CudaDriver loadDriver() {
          " or newer (PTX 8.0 for sm_90); update the NVIDIA driver");
 
   auto getProcV2 = reinterpret_cast<GetProcAddressV2>(
-      dlsym(library.get(), "cuGetProcAddress_v2"));
+      dlsym(library.handle.get(), "cuGetProcAddress_v2"));
   auto getProcV1 = reinterpret_cast<GetProcAddressV1>(
-      dlsym(library.get(), "cuGetProcAddress"));
+      dlsym(library.handle.get(), "cuGetProcAddress"));
   if (!getProcV2 && !getProcV1)
     fail("the CUDA driver (libcuda.so.1, CUDA ", versionText(driver.version),
          ") has no cuGetProcAddress");
@@ -99,7 +93,7 @@ CudaDriver loadDriver() {
     fail("the CUDA driver (CUDA ", versionText(driver.version),
          "): cuInit failed: ", errorText(driver, result));
   // The driver stays loaded for the life of the process, as CUDA expects.
-  library.release();
+  library.handle.release();
   return driver;
 }
 

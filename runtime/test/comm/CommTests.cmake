@@ -4,6 +4,7 @@
 add_library(megrt_comm_standalone STATIC
   $<TARGET_OBJECTS:megrt_comm>
   ${PROJECT_SOURCE_DIR}/src/DType.cpp
+  ${PROJECT_SOURCE_DIR}/src/DynamicLibrary.cpp
   ${PROJECT_SOURCE_DIR}/src/HalfFloat.cpp)
 target_include_directories(megrt_comm_standalone
   PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
@@ -38,9 +39,13 @@ gtest_discover_tests(megrt-comm-tests PROPERTIES LABELS comm)
 # program itself does not link MPI, as megrt does not.
 if(TARGET megrt_mpi)
   add_executable(megrt-comm-mpi-tests
-    ${CMAKE_CURRENT_LIST_DIR}/MpiTestMain.cpp
+    ${PROJECT_SOURCE_DIR}/test/MpiTestMain.cpp
     ${CMAKE_CURRENT_LIST_DIR}/MpiTimeoutTest.cpp
     ${CMAKE_CURRENT_LIST_DIR}/MpiWorldTest.cpp)
+  # Every rank reports its own counts (RunMpiTest.cmake): a rank of the
+  # timeout test stalls on purpose, so no collective may follow the tests.
+  target_compile_definitions(megrt-comm-mpi-tests PRIVATE
+    MEGRT_MPI_TEST_PROGRAM="megrt-comm-mpi-tests" MEGRT_MPI_TEST_GATHER=0)
   target_link_libraries(megrt-comm-mpi-tests PRIVATE megrt_comm_standalone
     GTest::gtest GTest::gmock)
   target_compile_options(megrt-comm-mpi-tests PRIVATE ${MEGRT_WARNINGS})

@@ -1,12 +1,12 @@
 // NCCL, loaded with dlopen like the CUDA driver.
 #include "comm/nccl/NcclLibrary.h"
 
+#include "DynamicLibrary.h"
 #include "Fail.h"
 #include "comm/Collective.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
-#include <memory>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -16,10 +16,6 @@ namespace {
 
 /// ncclCommSplit and nonblocking communicators (ncclConfig_t.blocking).
 constexpr int kMinVersion = 21800;
-
-struct CloseLibrary {
-  void operator()(void *handle) const { dlclose(handle); }
-};
 
 std::vector<std::string> candidatePaths() {
   std::string name = concat("libnccl.so.", NCCL_MAJOR);
@@ -39,30 +35,21 @@ std::string versionText(int version) {
 }
 
 NcclLibrary loadNccl() {
-  std::unique_ptr<void, CloseLibrary> library;
-  std::string path, reasons;
-  for (const std::string &candidate : candidatePaths()) {
-    library.reset(dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL));
-    if (library) {
-      path = candidate;
-      break;
-    }
-    const char *reason = dlerror();
-    reasons += concat(reasons.empty() ? "" : "; ",
-                      reason ? reason : candidate + ": cannot be loaded");
-  }
-  if (!library)
+  OpenedLibrary library =
+      openFirstLibrary(candidatePaths(), RTLD_NOW | RTLD_LOCAL);
+  if (!library.handle)
     fail("CUDA groups need NCCL ", NCCL_MAJOR, ", which could not be loaded (",
-         reasons,
+         library.reasons,
          "); install NCCL, or set CUDA_HOME or LD_LIBRARY_PATH to where "
          "libnccl.so.",
          NCCL_MAJOR, " is");
 
   NcclLibrary nccl;
   auto resolve = [&](const char *name, auto &function) {
-    void *address = dlsym(library.get(), name);
+    void *address = dlsym(library.handle.get(), name);
     if (!address)
-      fail("'", path, "' has no '", name, "'; is it NCCL ", NCCL_MAJOR, "?");
+      fail("'", library.path, "' has no '", name, "'; is it NCCL ", NCCL_MAJOR,
+           "?");
     function =
         reinterpret_cast<std::remove_reference_t<decltype(function)>>(address);
   };
@@ -72,13 +59,13 @@ NcclLibrary loadNccl() {
 
   // nccl.h's types and enums are only guaranteed within a major version.
   if (nccl.ncclGetVersion(&nccl.version) != ncclSuccess)
-    fail("'", path, "': ncclGetVersion failed");
+    fail("'", library.path, "': ncclGetVersion failed");
   if (nccl.version / 10000 != NCCL_MAJOR || nccl.version < kMinVersion)
-    fail("'", path, "' is NCCL ", versionText(nccl.version),
+    fail("'", library.path, "' is NCCL ", versionText(nccl.version),
          ", but megrt needs NCCL ", NCCL_MAJOR, ".x from ",
          versionText(kMinVersion), " on (ncclCommSplit)");
   // NCCL stays loaded for the life of the process.
-  library.release();
+  library.handle.release();
   return nccl;
 }
 
