@@ -3,7 +3,9 @@ strategy (and HSDP meshes 2x2 with outer no_shard and optim, and 2x4),
 ten llama train_steps under mpirun give the losses and the final training
 state (weights, moments, step) of the single-rank artifact compiled from
 the same model, within f32 tolerance. Every rank reads the same global
-batch and takes its rows."""
+batch and takes its rows. The forward entry (logits gathered over the
+ranks) and the grad entry (loss and gradients averaged) give the
+single-rank outputs too."""
 import argparse
 import os
 import sys
@@ -50,6 +52,40 @@ def train(artifact, inputs, state, ranks):
         sys.exit(f"expected {STEPS} loss lines (rank 0 only), got "
                  f"{len(losses)}:\n{log}")
     return np.array(losses), e2e_util.read_safetensors(state)
+
+
+def entry_outputs(artifact, entry, inputs, out, ranks):
+    """Outputs of one run of `entry` with the seed-7 parameters."""
+    args = ["megc-run", artifact, "--entry", entry, "--params", "init:7",
+            "--output-dir", out, *inputs]
+    if ranks == 1:
+        e2e_util.run(args)
+    else:
+        result = mpi_util.run_ranks(ranks, args)
+        if result.returncode != 0:
+            sys.exit(f"{' '.join(args)} on {ranks} ranks failed:\n"
+                     f"{result.stdout}{result.stderr}")
+    return {name[:-4]: e2e_util.read_output(os.path.join(out, name))
+            for name in sorted(os.listdir(out))}
+
+
+def compare_entries(name, artifact, single, inputs, tmp, ranks):
+    """Worst relative error of forward's and grad's outputs."""
+    worst = 0.0
+    for entry, entry_inputs in (("forward", inputs[:2]), ("grad", inputs)):
+        want = entry_outputs(single, entry, entry_inputs,
+                             os.path.join(tmp, f"single_{entry}"), 1)
+        got = entry_outputs(artifact, entry, entry_inputs,
+                            os.path.join(tmp, f"{name}_{entry}"), ranks)
+        if sorted(got) != sorted(want):
+            sys.exit(f"{name}: {entry} outputs {sorted(got)} differ from "
+                     f"{sorted(want)}")
+        for key in want:
+            if got[key].shape != want[key].shape:
+                sys.exit(f"{name}: {entry} output {key} has shape "
+                         f"{got[key].shape}, single rank {want[key].shape}")
+            worst = max(worst, e2e_util.relative_error(got[key], want[key]))
+    return worst
 
 
 def main():
@@ -107,11 +143,14 @@ def main():
                      else np.abs(got).max())
             if error > worst:
                 worst, worst_name = error, key
-        ok = loss_error < TOLERANCE and worst < TOLERANCE
+        entries = compare_entries(tag, artifact, single, inputs,
+                                  options.tmp, ranks)
+        ok = loss_error < TOLERANCE and worst < TOLERANCE and \
+            entries < TOLERANCE
         failed |= not ok
         print(f"{name:26s} {ranks} ranks: loss rel err {loss_error:.2e}, "
-              f"state rel err {worst:.2e} ({worst_name})"
-              f"{'' if ok else '  FAILED'}")
+              f"state rel err {worst:.2e} ({worst_name}), forward and grad "
+              f"outputs rel err {entries:.2e}{'' if ok else '  FAILED'}")
     if failed:
         sys.exit(f"some configurations differ from one rank by more than "
                  f"{TOLERANCE}")
