@@ -185,6 +185,13 @@ def main():
     shutil.copytree("/usr/include/flatbuffers",
                     os.path.join(out, "deps", "include", "flatbuffers"))
     shutil.copy(shutil.which("flatc"), os.path.join(out, "deps", "bin"))
+    # NCCL's header, for the runtime's CUDA groups, in case the GPU
+    # machine's toolkit has none (the library comes with PyTorch there).
+    nccl = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
+                        "include", "nccl.h")
+    if os.path.exists(nccl):
+        os.makedirs(os.path.join(out, "deps", "nccl"))
+        shutil.copy(nccl, os.path.join(out, "deps", "nccl"))
 
     # The runtime's CUDA tests, built here (GoogleTest is not on the GPU
     # machine) without BLAS so that they need no library beyond libc and

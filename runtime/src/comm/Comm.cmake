@@ -20,14 +20,24 @@ target_compile_options(megrt_comm PRIVATE ${MEGRT_WARNINGS})
 target_compile_definitions(megrt_comm PRIVATE
   MEGRT_WITH_CUDA=$<BOOL:${MEGRT_WITH_CUDA}>)
 # CUDA groups are NCCL's, loaded with dlopen like the driver: headers only
-# (nccl.h is in the toolkit's include directory), never libnccl or libcuda.
+# (nccl.h, in the toolkit's include directory or MEGRT_NCCL_INCLUDE_DIR),
+# never libnccl or libcuda. Without nccl.h the build has no CUDA groups and
+# says so when one is asked for.
 if(MEGRT_WITH_CUDA)
+  find_path(MEGRT_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
+            DOC "Directory of nccl.h (NCCL's header) for the CUDA groups")
+  if(NOT MEGRT_NCCL_INCLUDE_DIR)
+    message(STATUS "megrt: no nccl.h found (set MEGRT_NCCL_INCLUDE_DIR): "
+                   "CUDA devices run programs without collectives only")
+  endif()
+endif()
+if(MEGRT_WITH_CUDA AND MEGRT_NCCL_INCLUDE_DIR)
   target_sources(megrt_comm PRIVATE
     ${MEGRT_COMM_DIR}/nccl/NcclGroup.cpp
     ${MEGRT_COMM_DIR}/nccl/NcclGroups.cpp
     ${MEGRT_COMM_DIR}/nccl/NcclLibrary.cpp)
   target_include_directories(megrt_comm SYSTEM PRIVATE
-    ${CUDAToolkit_INCLUDE_DIRS})
+    ${CUDAToolkit_INCLUDE_DIRS} ${MEGRT_NCCL_INCLUDE_DIR})
 else()
   target_sources(megrt_comm PRIVATE ${MEGRT_COMM_DIR}/NoCudaGroups.cpp)
 endif()

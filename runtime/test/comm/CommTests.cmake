@@ -23,7 +23,9 @@ add_executable(megrt-comm-tests
   ${CMAKE_CURRENT_LIST_DIR}/RuntimeWorldTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SingleProcessWorldTest.cpp)
 # The NCCL test skips, with its reason, where there is no GPU.
-if(MEGRT_WITH_CUDA)
+if(MEGRT_WITH_CUDA AND MEGRT_NCCL_INCLUDE_DIR)
+  target_include_directories(megrt-comm-tests SYSTEM PRIVATE
+    ${MEGRT_NCCL_INCLUDE_DIR})
   target_sources(megrt-comm-tests PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/NcclGroupTest.cpp
     ${CMAKE_CURRENT_LIST_DIR}/NcclLibraryTest.cpp)
@@ -50,7 +52,9 @@ if(TARGET megrt_mpi)
     GTest::gtest GTest::gmock)
   target_compile_options(megrt-comm-mpi-tests PRIVATE ${MEGRT_WARNINGS})
   add_dependencies(megrt-comm-mpi-tests megrt_mpi)
-  if(MEGRT_WITH_CUDA)
+  if(MEGRT_WITH_CUDA AND MEGRT_NCCL_INCLUDE_DIR)
+    target_include_directories(megrt-comm-mpi-tests SYSTEM PRIVATE
+      ${MEGRT_NCCL_INCLUDE_DIR})
     target_sources(megrt-comm-mpi-tests PRIVATE
       ${CMAKE_CURRENT_LIST_DIR}/MpiNcclTest.cpp)
   endif()
