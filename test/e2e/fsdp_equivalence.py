@@ -5,7 +5,10 @@ state (weights, moments, step) of the single-rank artifact compiled from
 the same model, within f32 tolerance. Every rank reads the same global
 batch and takes its rows. The forward entry (logits gathered over the
 ranks) and the grad entry (loss and gradients averaged) give the
-single-rank outputs too."""
+single-rank outputs too. bf16 weights with f32 master weights (sharded
+masters initialised from replicated or sharded weights) follow one rank
+within bf16 tolerance: each rank's gradients are rounded to bf16 before
+they are averaged, where one rank rounds the whole-batch gradient once."""
 import argparse
 import os
 import sys
@@ -35,9 +38,18 @@ CONFIGS = [
 ]
 
 
-def train(artifact, inputs, state, ranks):
+BF16 = ["--dtype", "bf16", "--precision", "main_params=f32"]
+BF16_STEPS = 3
+BF16_TOLERANCE = 2e-2
+BF16_CONFIGS = [
+    ("bf16 optim", "dp_shard=4", ["--fsdp", "optim"]),
+    ("bf16 optim_grads_params", "dp_shard=4", ["--fsdp", "optim_grads_params"]),
+]
+
+
+def train(artifact, inputs, state, ranks, steps=STEPS):
     args = ["megc-run", artifact, "--entry", "train_step", "--params",
-            "init:7", "--steps", str(STEPS), "--save-state", state, *inputs]
+            "init:7", "--steps", str(steps), "--save-state", state, *inputs]
     if ranks == 1:
         log = e2e_util.run(args)
     else:
@@ -48,8 +60,8 @@ def train(artifact, inputs, state, ranks):
         log = result.stdout
     losses = [float(line.split(" loss ")[1].split()[0])
               for line in log.splitlines() if " loss " in line]
-    if len(losses) != STEPS:
-        sys.exit(f"expected {STEPS} loss lines (rank 0 only), got "
+    if len(losses) != steps:
+        sys.exit(f"expected {steps} loss lines (rank 0 only), got "
                  f"{len(losses)}:\n{log}")
     return np.array(losses), e2e_util.read_safetensors(state)
 
@@ -116,16 +128,15 @@ def main():
         single, inputs, os.path.join(options.tmp, "single.safetensors"), 1)
     if not want_losses[-1] < want_losses[0]:
         sys.exit(f"single-rank loss does not fall: {want_losses}")
-    failed = False
-    for name, mesh, flags in CONFIGS:
-        if options.only and options.only not in name:
-            continue
+    def compare(name, mesh, flags, reference, steps, tolerance, entries):
+        """Trains `name` on its mesh and compares with `reference`."""
+        want_losses, want_state, single = reference
         ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
         tag = name.replace(" ", "_")
         artifact = compile_model(tag, ["--mesh", mesh, *flags])
         losses, state = train(artifact, inputs,
                               os.path.join(options.tmp, tag + ".safetensors"),
-                              ranks)
+                              ranks, steps)
         loss_error = float(np.max(np.abs(losses - want_losses) /
                                   np.abs(want_losses)))
         if sorted(state) != sorted(want_state):
@@ -143,19 +154,36 @@ def main():
                      else np.abs(got).max())
             if error > worst:
                 worst, worst_name = error, key
-        entries = compare_entries(tag, artifact, single, inputs,
-                                  options.tmp, ranks)
-        ok = loss_error < TOLERANCE and worst < TOLERANCE and \
-            entries < TOLERANCE
-        failed |= not ok
+        outputs = (compare_entries(tag, artifact, single, inputs,
+                                   options.tmp, ranks) if entries else 0.0)
+        ok = max(loss_error, worst, outputs) < tolerance
         print(f"{name:26s} {ranks} ranks: loss rel err {loss_error:.2e}, "
-              f"state rel err {worst:.2e} ({worst_name}), forward and grad "
-              f"outputs rel err {entries:.2e}{'' if ok else '  FAILED'}")
+              f"state rel err {worst:.2e} ({worst_name})"
+              + (f", forward and grad outputs rel err {outputs:.2e}"
+                 if entries else "") + ("" if ok else "  FAILED"))
+        return ok
+
+    failed = False
+    reference = (want_losses, want_state, single)
+    for name, mesh, flags in CONFIGS:
+        if not options.only or options.only in name:
+            failed |= not compare(name, mesh, flags, reference, STEPS,
+                                  TOLERANCE, entries=True)
+    bf16_single = compile_model("bf16_single", BF16)
+    bf16_reference = (*train(bf16_single, inputs,
+                             os.path.join(options.tmp, "bf16.safetensors"),
+                             1, BF16_STEPS), bf16_single)
+    for name, mesh, flags in BF16_CONFIGS:
+        if not options.only or options.only in name:
+            failed |= not compare(name, mesh, [*BF16, *flags],
+                                  bf16_reference, BF16_STEPS, BF16_TOLERANCE,
+                                  entries=False)
     if failed:
-        sys.exit(f"some configurations differ from one rank by more than "
-                 f"{TOLERANCE}")
-    print(f"all configurations equal one rank within {TOLERANCE} "
-          f"(losses {want_losses[0]:.4f} -> {want_losses[-1]:.4f})")
+        sys.exit("some configurations differ from one rank by more than "
+                 "their tolerance")
+    print(f"all configurations equal one rank within {TOLERANCE} (f32; "
+          f"losses {want_losses[0]:.4f} -> {want_losses[-1]:.4f}) and "
+          f"{BF16_TOLERANCE} (bf16 weights, f32 masters)")
 
 
 if __name__ == "__main__":
