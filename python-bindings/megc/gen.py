@@ -2,8 +2,10 @@
 
 Each keyword is the flag of the same name (`kv_heads` is `--kv-heads`);
 one left as None keeps the preset's default. `betas` is a pair and
-`precision` a dict such as {"main_grads": "f32", "exp_avg": "bf16"}. Errors
-raise megc.Error and name the flags as the driver spells them.
+`precision` a dict such as {"main_grads": "f32", "exp_avg": "bf16"};
+`mesh` is `--mesh`'s text ("dp_outer=2,dp_shard=4"), and with it `fsdp`,
+`outer_fsdp` and `bucket_mb` configure FSDP / HSDP. Errors raise
+megc.Error and name the flags as the driver spells them.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def llama(
     adam_eps: float | None = None,
     precision: Mapping[str, str] | None = None,
     frozen: str | None = None,
+    mesh: str | None = None,
+    fsdp: str | None = None,
+    outer_fsdp: str | None = None,
+    bucket_mb: int | None = None,
 ) -> str:
     """A Llama decoder with Hugging Face names: `forward(input_ids) ->
     logits` and `loss(input_ids, labels) -> loss`; with `train`, megc
@@ -75,6 +81,10 @@ def mmdit(
     adam_eps: float | None = None,
     precision: Mapping[str, str] | None = None,
     frozen: str | None = None,
+    mesh: str | None = None,
+    fsdp: str | None = None,
+    outer_fsdp: str | None = None,
+    bucket_mb: int | None = None,
 ) -> str:
     """Joint text/image blocks (diffusers SD3Transformer2DModel names):
     `forward(latents, context, conditioning) -> prediction` and `loss(...,
@@ -104,6 +114,10 @@ def flux(
     adam_eps: float | None = None,
     precision: Mapping[str, str] | None = None,
     frozen: str | None = None,
+    mesh: str | None = None,
+    fsdp: str | None = None,
+    outer_fsdp: str | None = None,
+    bucket_mb: int | None = None,
 ) -> str:
     """Single-stream blocks with parallel attention and MLP and RoPE
     (diffusers FluxSingleTransformerBlock names), with mmdit's entries."""

@@ -137,7 +137,8 @@ const Setting<std::optional<int64_t>> kIntSettings[] = {
     {"text_seq", &gen::GenOptions::textSeq},
     {"batch", &gen::GenOptions::batch},
     {"in_channels", &gen::GenOptions::inChannels},
-    {"context_dim", &gen::GenOptions::contextDim}};
+    {"context_dim", &gen::GenOptions::contextDim},
+    {"bucket_mb", &gen::GenOptions::bucketMb}};
 const Setting<std::optional<double>> kFloatSettings[] = {
     {"rotary_percent", &gen::GenOptions::rotaryPercent},
     {"rope_theta", &gen::GenOptions::ropeTheta},
@@ -148,7 +149,10 @@ const Setting<std::optional<double>> kFloatSettings[] = {
 const Setting<std::optional<std::string>> kTextSettings[] = {
     {"dtype", &gen::GenOptions::dtype},
     {"betas", &gen::GenOptions::betas},
-    {"frozen", &gen::GenOptions::frozen}};
+    {"frozen", &gen::GenOptions::frozen},
+    {"mesh", &gen::GenOptions::mesh},
+    {"fsdp", &gen::GenOptions::fsdp},
+    {"outer_fsdp", &gen::GenOptions::outerFsdp}};
 
 /// Stores `value` in the field `keyword` names, if one of `settings` does.
 template <typename T, size_t N>

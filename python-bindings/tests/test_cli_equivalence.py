@@ -21,6 +21,9 @@ def flags(settings):
     ("llama", dict(layers=1, dtype="bf16", rotary_interleaved=True,
                    rotary_percent=0.5, train=True, betas=(0.8, 0.95),
                    precision={"exp_avg": "bf16"}, frozen="embed")),
+    ("llama", dict(layers=1, batch=8, train=True, mesh="dp_outer=2,dp_shard=2",
+                   fsdp="optim_grads_params", outer_fsdp="optim",
+                   bucket_mb=2)),
     ("mmdit", dict(layers=1, hidden=32, heads=2, text_seq=4)),
     ("flux", dict(layers=1, hidden=32, heads=2, rope_theta=500.0)),
 ])
