@@ -2,7 +2,8 @@
 //
 // rms_norm, layer_norm and softmax as f32 row reductions followed by one
 // elementwise generic; the fused RoPE as one generic that reads each
-// element's rotation partner.
+// element's rotation partner (over [.., 2, half] for a half-split rotation
+// of the whole head, so that every access is contiguous).
 //
 //===----------------------------------------------------------------------===//
 
@@ -150,6 +151,76 @@ struct IndexMath {
   }
 };
 
+/// Half-split RoPE over the whole head dim: one generic over the input
+/// viewed as [d0, d1, d2, 2, half], where element (j, k) pairs with
+/// (1 - j, k). Every operand is read at an affine index, so the innermost
+/// loop reads and writes contiguous runs (and vectorizes); the result is
+/// written through the map (j, k) -> j * half + k. The arithmetic is
+/// buildRope's, operation for operation.
+Value buildHalfSplitRope(OpBuilder &b, Location loc, Value input,
+                         Value cosTable, Value sinTable, int64_t seqDim,
+                         bool transpose) {
+  RankedTensorType type = tensorOf(input);
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rotary = shape[3], half = rotary / 2, seq = shape[seqDim];
+  MLIRContext *context = b.getContext();
+  Value x = tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get({shape[0], shape[1], shape[2], 2, half},
+                            type.getElementType()),
+      input, SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}});
+  // Tables longer than the sequence are read on their first rows.
+  auto halves = [&](Value table) -> Value {
+    RankedTensorType tableType = tensorOf(table);
+    if (tableType.getDimSize(0) != seq)
+      table = tensor::ExtractSliceOp::create(
+          b, loc, table,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(seq), b.getIndexAttr(rotary)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    return tensor::ExpandShapeOp::create(
+        b, loc,
+        RankedTensorType::get({seq, 2, half}, tableType.getElementType()),
+        table, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+  };
+  Value cos = halves(cosTable), sin = halves(sinTable);
+  SmallVector<AffineExpr> d;
+  for (unsigned i = 0; i < 5; ++i)
+    d.push_back(getAffineDimExpr(i, context));
+  AffineExpr partner = 1 - d[3], s = d[seqDim];
+  auto map = [&](ArrayRef<AffineExpr> results) {
+    return AffineMap::get(5, 0, results, context);
+  };
+  SmallVector<AffineMap> maps = {
+      map({d[0], d[1], d[2], d[3], d[4]}),
+      map({d[0], d[1], d[2], partner, d[4]}), map({s, d[3], d[4]}),
+      map({s, transpose ? partner : d[3], d[4]}),
+      map({d[0], d[1], d[2], d[3] * half + d[4]})};
+  Type element = type.getElementType();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{x, x, cos, sin},
+      ValueRange{emptyTensor(b, loc, type)}, maps, parallelIterators(5),
+      [&](OpBuilder &nested, Location l, ValueRange args) {
+        Value xv = toCompute(nested, l, args[0]);
+        Value xp = toCompute(nested, l, args[1]);
+        Value cv = toCompute(nested, l, args[2]);
+        Value sv = toCompute(nested, l, args[3]);
+        IndexMath m{nested, l};
+        Value first = arith::CmpIOp::create(
+            nested, l, arith::CmpIPredicate::eq,
+            linalg::IndexOp::create(nested, l, 3), m.c(0));
+        Value rot = arith::MulFOp::create(nested, l, xp, sv);
+        Value negated = arith::NegFOp::create(nested, l, rot);
+        Value signedRot = transpose ? m.select(first, rot, negated)
+                                    : m.select(first, negated, rot);
+        Value rotated = arith::AddFOp::create(
+            nested, l, arith::MulFOp::create(nested, l, xv, cv), signedRot);
+        linalg::YieldOp::create(nested, l,
+                                convertScalar(nested, l, rotated, element));
+      });
+  return generic.getResult(0);
+}
+
 /// The fused RoPE and its exact transpose as one generic over the input:
 ///   forward:  y[c] = x[c] cos[s, c] - x[p] sin[s, c]   (c the first of its
 ///             pair), y[c] = x[c] cos[s, c] + x[p] sin[s, c] otherwise;
@@ -164,6 +235,9 @@ Value buildRope(OpBuilder &builder, Location loc, Value input, Value cosTable,
   RankedTensorType type = tensorOf(input);
   int64_t rotary = tensorOf(cosTable).getShape().back(), half = rotary / 2;
   int64_t seqDim = layout == RopeLayout::bshd ? 1 : 0;
+  if (!interleaved && rotary == type.getShape().back())
+    return buildHalfSplitRope(builder, loc, input, cosTable, sinTable, seqDim,
+                              transpose);
   return buildMapped(
       builder, loc, type, {input}, {builder.getMultiDimIdentityMap(4)},
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
