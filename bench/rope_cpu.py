@@ -9,8 +9,8 @@ the trace (kernel time, without megc-run's copies); the baselines in the
 same run are PyTorch CPU eager (when torch is importable) and NumPy (f32
 only) evaluating the same unfused formula. Reports medians and ratios.
 
-Usage: python3 bench/rope_cpu.py [--build build] [--steps 5] (a Python with
-numpy, and torch for the PyTorch baseline)
+Usage: python3 bench/rope_cpu.py [--build build] [--steps 20] [--cpu native]
+(a Python with numpy, and torch for the PyTorch baseline)
        [--seq 2048] [--heads 16] [--head-dim 128] [--percent 1.0]
 """
 import argparse
@@ -135,7 +135,11 @@ def torch_unfused_ms(x, cos, sin, r, interleaved, dtype, steps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--cpu", default="native",
+                        help="megc --cpu: native (this host's extensions, "
+                        "as PyTorch dispatches to them at run time) or "
+                        "x86-64")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--heads", type=int, default=16)
@@ -148,8 +152,9 @@ def main():
     rng = np.random.default_rng(0)
     freqs = np.arange(s)[:, None] / 10000.0 ** (np.arange(0, r, 2) / r)
     print(f"RoPE x[{b}, {s}, {h}, {d}], rotary dim {r}: megc kernel time "
-          f"from the trace, baselines timed in this process; median of "
-          f"{options.steps} runs after one warm-up")
+          f"from the trace (--cpu={options.cpu}, one thread), baselines "
+          f"timed in this process; median of {options.steps} runs after one "
+          f"warm-up")
     print(f"{'dtype':5} {'form':11} {'fused ms':>9} {'unfused ms':>10} "
           f"{'numpy ms':>9} {'torch ms':>9} {'unfused/fused':>13} "
           f"{'numpy/fused':>11} {'torch/fused':>11}")
@@ -175,7 +180,8 @@ def main():
                 for variant, flags in (("fused", []),
                                        ("unfused", ["--no-fuse-rope"])):
                     subprocess.run([f"{bin_dir}/megc", f"{tmp}/rope.mlir",
-                                    *flags, "-o", f"{tmp}/{variant}.megc"],
+                                    f"--cpu={options.cpu}", *flags, "-o",
+                                    f"{tmp}/{variant}.megc"],
                                    check=True)
                     subprocess.run(
                         [f"{bin_dir}/megc-run", f"{tmp}/{variant}.megc",

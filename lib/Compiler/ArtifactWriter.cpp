@@ -60,8 +60,9 @@ fb::BufferKind bufferKindOf(BufferKind kind) {
 
 class Writer {
 public:
-  std::string write(const ProgramDesc &program, const std::string &so,
+  std::string write(const ProgramDesc &program, const CpuModuleDesc &cpuModule,
                     const CudaModuleDesc *cudaModule) {
+    const std::string &so = cpuModule.sharedObject;
     std::vector<flatbuffers::Offset<fb::Parameter>> parameters;
     for (const ParameterDesc &param : program.parameters) {
       flatbuffers::Offset<fb::Sharding> sharding = 0;
@@ -98,7 +99,8 @@ public:
     auto cpu = fb::CreateCpuModule(
         builder, builder.CreateString("x86_64-unknown-linux-gnu"),
         builder.CreateVector(reinterpret_cast<const uint8_t *>(so.data()),
-                             so.size()));
+                             so.size()),
+        builder.CreateVectorOfStrings(cpuModule.features));
     flatbuffers::Offset<fb::CudaModule> cuda;
     if (cudaModule)
       cuda = fb::CreateCudaModule(
@@ -257,9 +259,9 @@ private:
 } // namespace
 
 std::string serializeProgram(const ProgramDesc &program,
-                             const std::string &cpuSharedObject,
+                             const CpuModuleDesc &cpu,
                              const CudaModuleDesc *cuda) {
-  return Writer().write(program, cpuSharedObject, cuda);
+  return Writer().write(program, cpu, cuda);
 }
 
 } // namespace megc

@@ -73,6 +73,10 @@ Error verifyCompileOptions(const CompileOptions &options) {
       archNumber < 90)
     return optionError("unsupported --cuda-arch '" + options.cudaArch +
                        "'; expected sm_90 or newer (e.g. sm_90, sm_100)");
+  if (options.cpu != "x86-64" && options.cpu != "native")
+    return optionError("unknown --cpu '" + options.cpu +
+                       "'; expected x86-64 (any x86-64 host) or native (also "
+                       "this host's instruction-set extensions)");
   const std::string &graphs = options.cudaGraphs;
   if (graphs != "none" && graphs != "step" && graphs != "layer")
     return optionError("unknown --cuda-graphs '" + graphs +
@@ -141,7 +145,8 @@ mlir::FailureOr<std::string> compileModule(
   }
   if (options.emit == "ptx")
     return cudaModule->ptx;
-  mlir::FailureOr<std::string> cpu = compileCpuKernels(*program);
+  mlir::FailureOr<CpuModuleDesc> cpu =
+      compileCpuKernels(*program, cpuFeatures(options.cpu));
   if (failed(cpu))
     return mlir::failure();
   return serializeProgram(*program, *cpu, cudaModule ? &*cudaModule : nullptr);

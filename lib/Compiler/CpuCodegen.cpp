@@ -23,6 +23,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "megrt/CpuFeatures.h"
 
 using namespace mlir;
 
@@ -60,16 +61,22 @@ void addEntryWrapper(llvm::Module &module, llvm::Function &kernel) {
   kernel.setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+/// An x86-64 target machine with `features` on top of the baseline, tuned
+/// generically, so that the code runs on every CPU with those features.
+std::unique_ptr<llvm::TargetMachine>
+hostTargetMachine(const std::vector<std::string> &features,
+                  std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
-  // A baseline CPU keeps the artifact runnable on any x86-64 host.
+  std::string featureText;
+  for (const std::string &feature : features)
+    featureText += (featureText.empty() ? "+" : ",+") + feature;
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, "x86-64", "", llvm::TargetOptions(), llvm::Reloc::PIC_,
+      triple, "x86-64", featureText, llvm::TargetOptions(), llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
 
@@ -121,7 +128,20 @@ FailureOr<std::string> linkShared(ModuleOp anchor, StringRef object) {
 
 } // namespace
 
-FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
+std::vector<std::string> cpuFeatures(llvm::StringRef cpu) {
+  std::vector<std::string> features;
+  if (cpu != "native")
+    return features;
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  for (const char *feature : megrt::kCheckableCpuFeatures)
+    if (host.lookup(feature))
+      features.push_back(feature);
+  return features;
+}
+
+FailureOr<CpuModuleDesc>
+compileCpuKernels(ProgramDesc &program,
+                  const std::vector<std::string> &features) {
   ModuleOp kernels = program.kernelModule->clone();
   OwningOpRef<ModuleOp> owner(kernels);
   MLIRContext *context = kernels.getContext();
@@ -146,7 +166,8 @@ FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
   }
 
   std::string error;
-  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
+  std::unique_ptr<llvm::TargetMachine> machine =
+      hostTargetMachine(features, error);
   if (!machine)
     return emitError(kernels.getLoc()) << "no host target: " << error;
   module->setDataLayout(machine->createDataLayout());
@@ -162,7 +183,10 @@ FailureOr<std::string> compileCpuKernels(ProgramDesc &program) {
       return emitError(kernels.getLoc()) << "the host target cannot emit objects";
     emit.run(*module);
   }
-  return linkShared(kernels, object);
+  FailureOr<std::string> linked = linkShared(kernels, object);
+  if (failed(linked))
+    return failure();
+  return CpuModuleDesc{std::move(*linked), features};
 }
 
 } // namespace megc

@@ -68,6 +68,7 @@ def compile(
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
     share_io_buffers: bool = ...,
+    cpu: Literal["x86-64", "native"] = ...,
 ) -> bytes: ...
 @overload
 def compile(
@@ -80,6 +81,7 @@ def compile(
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
     share_io_buffers: bool = ...,
+    cpu: Literal["x86-64", "native"] = ...,
 ) -> str: ...
 def compile(
     source: str | os.PathLike[str],
@@ -91,6 +93,7 @@ def compile(
     no_fuse_rope: bool = False,
     cuda_graphs: str = "none",
     share_io_buffers: bool = False,
+    cpu: str = "x86-64",
 ) -> bytes | str:
     """Compiles a model as `megc model.mlir` does.
 
@@ -98,8 +101,9 @@ def compile(
     The options are the driver's flags: `target` ("cpu", "cuda", "cpu,cuda"
     or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
     bytes; "mlir", "megrt" and "ptx" return text), `no_fuse`,
-    `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer") and
-    `share_io_buffers`. Raises megc.Error with the diagnostics; what a
+    `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
+    `share_io_buffers` and `cpu` ("x86-64", or "native" for this host's
+    instruction-set extensions). Raises megc.Error with the diagnostics; what a
     successful compilation reports (warnings) becomes a Python warning.
     """
     if isinstance(source, os.PathLike):
@@ -119,6 +123,7 @@ def compile(
         no_fuse_rope,
         cuda_graphs,
         share_io_buffers,
+        cpu,
     )
 
 

@@ -218,10 +218,12 @@ void bindCompiler(nb::module_ &m) {
       [](const std::string &source, const std::string &sourceName,
          const std::vector<std::string> &targets, const std::string &cudaArch,
          const std::string &emit, bool noFuse, bool noFuseRope,
-         const std::string &cudaGraphs, bool shareIoBuffers) {
+         const std::string &cudaGraphs, bool shareIoBuffers,
+         const std::string &cpu) {
         CompileOptions options;
         options.targets = targets;
         options.cudaArch = cudaArch;
+        options.cpu = cpu;
         options.emit = emit;
         options.noFuse = noFuse;
         options.noFuseRope = noFuseRope;
@@ -232,11 +234,11 @@ void bindCompiler(nb::module_ &m) {
       nb::arg("source"), nb::arg("source_name"), nb::arg("targets"),
       nb::arg("cuda_arch"), nb::arg("emit"), nb::arg("no_fuse"),
       nb::arg("no_fuse_rope"), nb::arg("cuda_graphs"),
-      nb::arg("share_io_buffers"),
+      nb::arg("share_io_buffers"), nb::arg("cpu"),
       nb::sig("def compile(source: str, source_name: str, targets: "
               "collections.abc.Sequence[str], cuda_arch: str, emit: str, "
               "no_fuse: bool, no_fuse_rope: bool, cuda_graphs: str, "
-              "share_io_buffers: bool) -> bytes | str"),
+              "share_io_buffers: bool, cpu: str) -> bytes | str"),
       "Compiles meg IR text as `megc` does; see megc.compile.");
   m.def("generate", &generate, nb::arg("preset"), nb::arg("settings"),
         nb::sig("def generate(preset: str, settings: dict[str, object]) -> "

@@ -133,9 +133,13 @@ std::vector<uint8_t> buildArtifact(const ProgramDesc &desc) {
   for (const KernelDesc &kernel : desc.kernels)
     kernels.push_back(buildKernel(builder, kernel));
   Offset<fb::CpuModule> cpu = 0;
-  if (desc.cpuObject)
+  if (desc.cpuObject) {
+    std::vector<Offset<flatbuffers::String>> features;
+    for (const std::string &feature : desc.cpuFeatures)
+      features.push_back(builder.CreateString(feature));
     cpu = fb::CreateCpuModuleDirect(builder, desc.targetTriple.c_str(),
-                                    &*desc.cpuObject);
+                                    &*desc.cpuObject, &features);
+  }
   Offset<fb::CudaModule> cuda = 0;
   if (desc.cuda)
     cuda =

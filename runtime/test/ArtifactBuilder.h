@@ -156,6 +156,8 @@ struct ProgramDesc {
   /// Written as the CpuModule when set.
   std::optional<std::vector<uint8_t>> cpuObject;
   std::string targetTriple;
+  /// CpuModule.features: extensions the CPU code needs.
+  std::vector<std::string> cpuFeatures;
   std::optional<CudaModuleDesc> cuda;
   std::optional<MeshDesc> mesh;
   /// The axes of each submesh.

@@ -3,6 +3,7 @@
 #include "ArtifactBuilder.h"
 #include "SamplePrograms.h"
 #include "TestFiles.h"
+#include "megrt/CpuFeatures.h"
 #include "megrt/Error.h"
 #include "megrt/Session.h"
 
@@ -172,6 +173,45 @@ TEST(KernelLaunch, RejectsAnotherArchitecture) {
               HasSubstr("compiled for 'x86_64-unknown-linux-gnu'"));
 #endif
 }
+
+#if defined(__x86_64__)
+TEST(KernelLaunch, RunsOnACpuWithTheFeaturesItNeeds) {
+  // Exactly the checkable extensions this CPU has: accepted.
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  std::vector<std::string> present;
+  for (const char *feature : kCheckableCpuFeatures)
+    if (missingCpuFeatures({feature}).empty())
+      present.push_back(feature);
+  desc.cpuFeatures = present;
+  EXPECT_EQ(sessionError(desc), "(created)");
+}
+
+TEST(KernelLaunch, RejectsCodeForExtensionsThisCpuLacks) {
+  std::string lacking;
+  for (const char *feature : kCheckableCpuFeatures)
+    if (lacking.empty() && !missingCpuFeatures({feature}).empty())
+      lacking = feature;
+  if (lacking.empty())
+    GTEST_SKIP() << "this CPU has every extension megrt checks";
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  desc.cpuFeatures = {"sse3", lacking};
+  EXPECT_EQ(sessionError(desc),
+            "the CPU code was compiled for instruction-set extensions this "
+            "CPU lacks (" +
+                lacking +
+                "); recompile the model with --cpu=x86-64, or with "
+                "--cpu=native on this machine");
+}
+
+TEST(KernelLaunch, RejectsExtensionsItCannotCheck) {
+  ProgramDesc desc = kernelProgram(MEGRT_TEST_KERNELS_1);
+  desc.cpuFeatures = {"avx10.9"};
+  EXPECT_EQ(sessionError(desc),
+            "the CPU code needs the instruction-set extension 'avx10.9', "
+            "which this runtime cannot check; recompile the model with "
+            "--cpu=x86-64");
+}
+#endif
 
 } // namespace
 } // namespace megrt::test

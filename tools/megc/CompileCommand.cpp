@@ -45,6 +45,12 @@ cl::opt<std::string> cudaArch("cuda-arch",
                               cl::desc("GPU architecture for --target=cuda"),
                               cl::init("sm_90"), cl::cat(compileCategory));
 
+cl::opt<std::string> cpu(
+    "cpu",
+    cl::desc("CPU code: x86-64 (default, any x86-64 host) or native (also "
+             "this host's instruction-set extensions)"),
+    cl::init("x86-64"), cl::cat(compileCategory));
+
 cl::opt<bool> noFuseRope("no-fuse-rope",
                          cl::desc("Keep RoPE unfused (skip meg-fuse-rope)"),
                          cl::init(false), cl::cat(compileCategory));
@@ -81,6 +87,7 @@ int runCompile() {
   CompileOptions options;
   options.targets = targets;
   options.cudaArch = cudaArch;
+  options.cpu = cpu;
   options.emit = emit;
   options.noFuse = noFuse;
   options.noFuseRope = noFuseRope;

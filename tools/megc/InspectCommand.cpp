@@ -241,9 +241,17 @@ int runInspect() {
 
   auto *kernels = program->kernels();
   os << "kernels: " << (kernels ? kernels->size() : 0);
-  if (program->cpu() && program->cpu()->shared_object())
+  if (program->cpu() && program->cpu()->shared_object()) {
     os << ", cpu shared object " << program->cpu()->shared_object()->size()
        << " bytes";
+    if (const auto *features = program->cpu()->features();
+        features && features->size()) {
+      os << " (x86-64 +";
+      for (auto [index, feature] : llvm::enumerate(*features))
+        os << (index ? "," : "") << feature->str();
+      os << ")";
+    }
+  }
   if (const fb::CudaModule *cuda = program->cuda())
     os << ", cuda " << (cuda->arch() ? cuda->arch()->str() : "?") << " PTX "
        << (cuda->ptx() ? cuda->ptx()->size() : 0) << " bytes, cubin "

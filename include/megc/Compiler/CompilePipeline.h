@@ -24,6 +24,10 @@ struct CompileOptions {
   /// `cpu` and/or `cuda`; empty means cpu.
   std::vector<std::string> targets;
   std::string cudaArch = "sm_90";
+  /// The CPU code's instruction set: `x86-64` (runs on any x86-64 host) or
+  /// `native` (also the extensions of this host that megrt can check,
+  /// megrt/CpuFeatures.h; the runtime refuses it on a CPU without them).
+  std::string cpu = "x86-64";
   /// `artifact` (the bytes of a .megc file), `mlir` (the IR after the front
   /// end), `megrt` (the program as text) or `ptx`.
   std::string emit = "artifact";

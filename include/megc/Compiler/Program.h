@@ -189,9 +189,22 @@ mlir::FailureOr<ProgramDesc> buildProgram(mlir::ModuleOp module);
 /// overlap share memory; fills the entry's plan.
 void planMemory(EntryDesc &entry);
 
-/// Compiles the kernel module for the host CPU into a linked shared object
-/// whose kernels have the C ABI `void name(void **args)`.
-mlir::FailureOr<std::string> compileCpuKernels(ProgramDesc &program);
+/// The CPU kernels as a linked shared object, and the instruction-set
+/// extensions it uses beyond baseline x86-64.
+struct CpuModuleDesc {
+  std::string sharedObject;
+  std::vector<std::string> features;
+};
+
+/// The extensions `--cpu` names: none for "x86-64"; for "native", those of
+/// the host that megrt can check (megrt/CpuFeatures.h).
+std::vector<std::string> cpuFeatures(llvm::StringRef cpu);
+
+/// Compiles the kernel module for x86-64 with `features` into a linked
+/// shared object whose kernels have the C ABI `void name(void **args)`.
+mlir::FailureOr<CpuModuleDesc>
+compileCpuKernels(ProgramDesc &program,
+                  const std::vector<std::string> &features);
 
 /// Prints the program as text, one line per kernel, buffer and command
 /// (`megc --emit=megrt`).
@@ -212,7 +225,7 @@ mlir::FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
 /// Serializes the program, the CPU shared object and (if not null) the CUDA
 /// module in the artifact format of runtime/schema/megc.fbs.
 std::string serializeProgram(const ProgramDesc &program,
-                             const std::string &cpuSharedObject,
+                             const CpuModuleDesc &cpu,
                              const CudaModuleDesc *cuda);
 
 } // namespace megc

@@ -2,8 +2,8 @@
 //
 // rms_norm, layer_norm and softmax as f32 row reductions followed by one
 // elementwise generic; the fused RoPE as one generic that reads each
-// element's rotation partner (over [.., 2, half] for a half-split rotation
-// of the whole head, so that every access is contiguous).
+// element's rotation partner (over the channels split into pairs when the
+// whole head rotates, so that every access is affine).
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,26 +151,30 @@ struct IndexMath {
   }
 };
 
-/// Half-split RoPE over the whole head dim: one generic over the input
-/// viewed as [d0, d1, d2, 2, half], where element (j, k) pairs with
-/// (1 - j, k). Every operand is read at an affine index, so the innermost
-/// loop reads and writes contiguous runs (and vectorizes); the result is
-/// written through the map (j, k) -> j * half + k. The arithmetic is
-/// buildRope's, operation for operation.
-Value buildHalfSplitRope(OpBuilder &b, Location loc, Value input,
-                         Value cosTable, Value sinTable, int64_t seqDim,
-                         bool transpose) {
+/// RoPE over the whole head dim as one generic over the input viewed with
+/// the channel split into pairs: [d0, d1, d2, 2, half] for half-split
+/// (element (j, k) pairs with (1 - j, k)) or [d0, d1, d2, half, 2] for
+/// interleaved ((k, j) with (k, 1 - j)). Every operand is read at an affine
+/// index, so the loops read and write contiguous runs (interleaved: pairs
+/// of neighbours, which the vectorizer handles as interleaved groups once
+/// the pair loop is unrolled); the result is written through the map back
+/// to channels. The arithmetic is buildRope's, operation for operation.
+Value buildPairedRope(OpBuilder &b, Location loc, Value input, Value cosTable,
+                      Value sinTable, int64_t seqDim, bool interleaved,
+                      bool transpose) {
   RankedTensorType type = tensorOf(input);
   ArrayRef<int64_t> shape = type.getShape();
   int64_t rotary = shape[3], half = rotary / 2, seq = shape[seqDim];
   MLIRContext *context = b.getContext();
+  SmallVector<int64_t> pairs =
+      interleaved ? SmallVector<int64_t>{half, 2} : SmallVector<int64_t>{2, half};
   Value x = tensor::ExpandShapeOp::create(
       b, loc,
-      RankedTensorType::get({shape[0], shape[1], shape[2], 2, half},
+      RankedTensorType::get({shape[0], shape[1], shape[2], pairs[0], pairs[1]},
                             type.getElementType()),
       input, SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}});
   // Tables longer than the sequence are read on their first rows.
-  auto halves = [&](Value table) -> Value {
+  auto paired = [&](Value table) -> Value {
     RankedTensorType tableType = tensorOf(table);
     if (tableType.getDimSize(0) != seq)
       table = tensor::ExtractSliceOp::create(
@@ -180,22 +184,28 @@ Value buildHalfSplitRope(OpBuilder &b, Location loc, Value input,
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
     return tensor::ExpandShapeOp::create(
         b, loc,
-        RankedTensorType::get({seq, 2, half}, tableType.getElementType()),
+        RankedTensorType::get({seq, pairs[0], pairs[1]},
+                              tableType.getElementType()),
         table, SmallVector<ReassociationIndices>{{0}, {1, 2}});
   };
-  Value cos = halves(cosTable), sin = halves(sinTable);
+  Value cos = paired(cosTable), sin = paired(sinTable);
   SmallVector<AffineExpr> d;
   for (unsigned i = 0; i < 5; ++i)
     d.push_back(getAffineDimExpr(i, context));
-  AffineExpr partner = 1 - d[3], s = d[seqDim];
+  // The dim that says which member of its pair an element is.
+  unsigned member = interleaved ? 4 : 3;
+  SmallVector<AffineExpr> at = {d[3], d[4]}, partner = at;
+  partner[member - 3] = 1 - d[member];
+  AffineExpr s = d[seqDim];
   auto map = [&](ArrayRef<AffineExpr> results) {
     return AffineMap::get(5, 0, results, context);
   };
   SmallVector<AffineMap> maps = {
-      map({d[0], d[1], d[2], d[3], d[4]}),
-      map({d[0], d[1], d[2], partner, d[4]}), map({s, d[3], d[4]}),
-      map({s, transpose ? partner : d[3], d[4]}),
-      map({d[0], d[1], d[2], d[3] * half + d[4]})};
+      map({d[0], d[1], d[2], at[0], at[1]}),
+      map({d[0], d[1], d[2], partner[0], partner[1]}),
+      map({s, at[0], at[1]}),
+      map({s, transpose ? partner[0] : at[0], transpose ? partner[1] : at[1]}),
+      map({d[0], d[1], d[2], d[3] * pairs[1] + d[4]})};
   Type element = type.getElementType();
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{type}, ValueRange{x, x, cos, sin},
@@ -208,7 +218,7 @@ Value buildHalfSplitRope(OpBuilder &b, Location loc, Value input,
         IndexMath m{nested, l};
         Value first = arith::CmpIOp::create(
             nested, l, arith::CmpIPredicate::eq,
-            linalg::IndexOp::create(nested, l, 3), m.c(0));
+            linalg::IndexOp::create(nested, l, member), m.c(0));
         Value rot = arith::MulFOp::create(nested, l, xp, sv);
         Value negated = arith::NegFOp::create(nested, l, rot);
         Value signedRot = transpose ? m.select(first, rot, negated)
@@ -235,9 +245,9 @@ Value buildRope(OpBuilder &builder, Location loc, Value input, Value cosTable,
   RankedTensorType type = tensorOf(input);
   int64_t rotary = tensorOf(cosTable).getShape().back(), half = rotary / 2;
   int64_t seqDim = layout == RopeLayout::bshd ? 1 : 0;
-  if (!interleaved && rotary == type.getShape().back())
-    return buildHalfSplitRope(builder, loc, input, cosTable, sinTable, seqDim,
-                              transpose);
+  if (rotary == type.getShape().back())
+    return buildPairedRope(builder, loc, input, cosTable, sinTable, seqDim,
+                           interleaved, transpose);
   return buildMapped(
       builder, loc, type, {input}, {builder.getMultiDimIdentityMap(4)},
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {

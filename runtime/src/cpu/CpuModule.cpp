@@ -4,6 +4,7 @@
 #include "Fail.h"
 #include "FbTypes.h"
 #include "cpu/ElfCheck.h"
+#include "megrt/CpuFeatures.h"
 
 #include <cerrno>
 #include <cstring>
@@ -83,6 +84,20 @@ CpuModule::CpuModule(const fb::Program &program) {
 
 void CpuModule::load(const fb::CpuModule &module) {
   checkTriple(toString(module.target_triple()));
+  std::vector<std::string> required;
+  for (uint32_t i = 0; i < sizeOf(module.features()); ++i)
+    required.push_back(toString(module.features()->Get(i)));
+  std::vector<std::string> missing = missingCpuFeatures(required);
+  if (!missing.empty()) {
+    std::string names;
+    for (const std::string &feature : missing)
+      names += (names.empty() ? "" : ", ") + feature;
+    fail("the CPU code was compiled for instruction-set extensions this "
+         "CPU lacks (",
+         names,
+         "); recompile the model with --cpu=x86-64, or with --cpu=native on "
+         "this machine");
+  }
   const flatbuffers::Vector<uint8_t> *object = module.shared_object();
   if (!object)
     fail("CPU module has no shared object");
