@@ -151,6 +151,19 @@ struct IndexMath {
   }
 };
 
+/// One RoPE output in f32: x cos -+ xp sin, where the first of a pair
+/// subtracts its partner going forward and adds it going backward.
+Value rotateWithPartner(OpBuilder &b, Location l, Value x, Value xp, Value cv,
+                        Value sv, Value first, bool transpose) {
+  IndexMath m{b, l};
+  Value rot = arith::MulFOp::create(b, l, xp, sv);
+  Value negated = arith::NegFOp::create(b, l, rot);
+  Value signedRot = transpose ? m.select(first, rot, negated)
+                              : m.select(first, negated, rot);
+  return arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, x, cv),
+                               signedRot);
+}
+
 /// RoPE over the whole head dim as one generic over the input viewed with
 /// the channel split into pairs: [d0, d1, d2, 2, half] for half-split
 /// (element (j, k) pairs with (1 - j, k)) or [d0, d1, d2, half, 2] for
@@ -219,12 +232,8 @@ Value buildPairedRope(OpBuilder &b, Location loc, Value input, Value cosTable,
         Value first = arith::CmpIOp::create(
             nested, l, arith::CmpIPredicate::eq,
             linalg::IndexOp::create(nested, l, member), m.c(0));
-        Value rot = arith::MulFOp::create(nested, l, xp, sv);
-        Value negated = arith::NegFOp::create(nested, l, rot);
-        Value signedRot = transpose ? m.select(first, rot, negated)
-                                    : m.select(first, negated, rot);
-        Value rotated = arith::AddFOp::create(
-            nested, l, arith::MulFOp::create(nested, l, xv, cv), signedRot);
+        Value rotated =
+            rotateWithPartner(nested, l, xv, xp, cv, sv, first, transpose);
         linalg::YieldOp::create(nested, l,
                                 convertScalar(nested, l, rotated, element));
       });
@@ -282,14 +291,8 @@ Value buildRope(OpBuilder &builder, Location loc, Value input, Value cosTable,
         Value sv = toCompute(b, l,
                              tensor::ExtractOp::create(
                                  b, l, sinTable, ValueRange{s, sinColumn}));
-        Value rot = arith::MulFOp::create(b, l, xp, sv);
-        Value negated = arith::NegFOp::create(b, l, rot);
-        // The first of a pair subtracts its partner going forward and adds
-        // it going backward.
-        Value signedRot = transpose ? m.select(first, rot, negated)
-                                   : m.select(first, negated, rot);
-        Value rotated = arith::AddFOp::create(
-            b, l, arith::MulFOp::create(b, l, x, cv), signedRot);
+        Value rotated =
+            rotateWithPartner(b, l, x, xp, cv, sv, first, transpose);
         return m.select(inRotary, rotated, x);
       });
 }
