@@ -27,7 +27,8 @@ fi
 "$root/scripts/build.sh" --target megc-doc
 mkdir -p "$root/docs/reference"
 cp "$build/docs/Meg/MegDialect.md" "$build/docs/Meg/MegPasses.md" \
-  "$build/docs/Meg/MegConversionPasses.md" "$root/docs/reference/"
+  "$build/docs/Meg/MegConversionPasses.md" "$build/docs/Meg/MegKernelPasses.md" \
+  "$root/docs/reference/"
 render_pipeline "$root/docs/pipeline.svg"
-echo "updated docs/reference/: MegDialect.md MegPasses.md MegConversionPasses.md"
+echo "updated docs/reference/: MegDialect.md MegPasses.md MegConversionPasses.md MegKernelPasses.md"
 echo "updated docs/pipeline.svg from docs/pipeline.dot"

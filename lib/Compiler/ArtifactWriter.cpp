@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "megc/Compiler/Program.h"
+#include "megc/Dialect/Meg/IR/MegOps.h"
 
 #include "megrt/ArtifactSeal.h"
 #include "megrt/FormatVersion.h"
@@ -58,11 +59,16 @@ fb::BufferKind bufferKindOf(BufferKind kind) {
   return fb::BufferKind::arena;
 }
 
+// The artifact's strategy kinds are the dialect's, value for value.
+static_assert(static_cast<int>(fb::KernelStrategyKind::full_reduction) ==
+              static_cast<int>(mlir::meg::KernelStrategyKind::full_reduction));
+static_assert(static_cast<int>(fb::KernelStrategyKind::pointwise) ==
+              static_cast<int>(mlir::meg::KernelStrategyKind::pointwise));
+
 class Writer {
 public:
-  std::string write(const ProgramDesc &program, const CpuModuleDesc &cpuModule,
+  std::string write(const ProgramDesc &program, const CpuModuleDesc *cpuModule,
                     const CudaModuleDesc *cudaModule) {
-    const std::string &so = cpuModule.sharedObject;
     std::vector<flatbuffers::Offset<fb::Parameter>> parameters;
     for (const ParameterDesc &param : program.parameters) {
       flatbuffers::Offset<fb::Sharding> sharding = 0;
@@ -94,13 +100,21 @@ public:
     for (const EntryDesc &entry : program.entries)
       entries.push_back(writeEntry(entry));
     std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
-    for (const KernelDesc &kernel : program.kernels)
-      kernels.push_back(writeKernel(kernel));
-    auto cpu = fb::CreateCpuModule(
-        builder, builder.CreateString("x86_64-unknown-linux-gnu"),
-        builder.CreateVector(reinterpret_cast<const uint8_t *>(so.data()),
-                             so.size()),
-        builder.CreateVectorOfStrings(cpuModule.features));
+    for (auto [index, kernel] : llvm::enumerate(program.kernels))
+      kernels.push_back(fb::CreateKernel(
+          builder, builder.CreateString(kernel.name), kernel.numArgs,
+          cpuModule ? writeCode(cpuModule->kernels[index], /*cpu=*/true) : 0,
+          cudaModule ? writeCode(cudaModule->kernels[index], /*cpu=*/false)
+                     : 0));
+    flatbuffers::Offset<fb::CpuModule> cpu;
+    if (cpuModule) {
+      const std::string &so = cpuModule->sharedObject;
+      cpu = fb::CreateCpuModule(
+          builder, builder.CreateString("x86_64-unknown-linux-gnu"),
+          builder.CreateVector(reinterpret_cast<const uint8_t *>(so.data()),
+                               so.size()),
+          builder.CreateVectorOfStrings(cpuModule->features));
+    }
     flatbuffers::Offset<fb::CudaModule> cuda;
     if (cudaModule)
       cuda = fb::CreateCudaModule(
@@ -125,22 +139,33 @@ public:
   }
 
 private:
-  flatbuffers::Offset<fb::Kernel> writeKernel(const KernelDesc &kernel) {
-    std::vector<flatbuffers::Offset<fb::CudaLaunch>> launches;
-    for (const CudaLaunchDesc &launch : kernel.cudaLaunches) {
-      std::vector<fb::CudaArg> args;
-      for (const CudaArgDesc &arg : launch.args)
+  /// A CPU grid is one-dimensional and has no blocks.
+  flatbuffers::Offset<fb::KernelCode> writeCode(const KernelCodeDesc &code,
+                                                bool cpu) {
+    std::vector<flatbuffers::Offset<fb::Dispatch>> dispatches;
+    for (const DispatchDesc &dispatch : code.dispatches) {
+      std::vector<fb::DispatchArg> args;
+      for (const DispatchArgDesc &arg : dispatch.args)
         args.emplace_back(arg.scratch, arg.value);
-      launches.push_back(fb::CreateCudaLaunch(
-          builder, builder.CreateString(launch.entry),
-          builder.CreateVector(launch.grid.data(), launch.grid.size()),
-          builder.CreateVector(launch.block.data(), launch.block.size()),
-          launch.sharedBytes, builder.CreateVectorOfStructs(args)));
+      dispatches.push_back(fb::CreateDispatch(
+          builder, builder.CreateString(dispatch.entry),
+          builder.CreateVector(dispatch.grid.data(),
+                               cpu ? 1 : dispatch.grid.size()),
+          builder.CreateVector(dispatch.block.data(),
+                               cpu ? 0 : dispatch.block.size()),
+          dispatch.sharedBytes, builder.CreateVectorOfStructs(args)));
     }
-    return fb::CreateKernel(builder, builder.CreateString(kernel.name),
-                            builder.CreateString(kernel.name + "_entry"),
-                            kernel.numArgs, builder.CreateVector(launches),
-                            kernel.cudaScratchBytes);
+    const KernelStrategyDesc &strategy = code.strategy;
+    std::optional<mlir::meg::KernelStrategyKind> kind =
+        mlir::meg::symbolizeKernelStrategyKind(strategy.kind);
+    auto strategyOffset = fb::CreateKernelStrategy(
+        builder,
+        static_cast<fb::KernelStrategyKind>(kind ? static_cast<int>(*kind) : 0),
+        builder.CreateVector(strategy.domain),
+        builder.CreateVector(strategy.tile), strategy.vectorWidth);
+    return fb::CreateKernelCode(builder, strategyOffset,
+                                builder.CreateVector(dispatches),
+                                code.scratchBytes);
   }
 
   flatbuffers::Offset<flatbuffers::Vector<int64_t>>
@@ -165,19 +190,16 @@ private:
       auto op = fb::CreateGemm(builder, gemm->a, gemm->b, gemm->c, gemm->bias,
                                gemm->m, gemm->n, gemm->k, gemm->batch,
                                gemm->strideA, gemm->strideB, gemm->strideC,
-                               gemm->transA, gemm->transB, 1.0f, 0.0f,
-                               dtype,
-                               gemm->geluEpilogue
-                                   ? fb::GemmEpilogue::gelu_tanh
-                                   : fb::GemmEpilogue::none);
+                               gemm->transA, gemm->transB, 1.0f, 0.0f, dtype,
+                               gemm->geluEpilogue ? fb::GemmEpilogue::gelu_tanh
+                                                  : fb::GemmEpilogue::none);
       return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());
     }
     if (auto *attention = std::get_if<AttentionCommand>(&command)) {
-      fb::AttentionDims dims(attention->batch, attention->seqQ,
-                             attention->seqKv, attention->heads,
-                             attention->kvHeads, attention->headDim,
-                             attention->valueDim, attention->causal,
-                             attention->scale);
+      fb::AttentionDims dims(
+          attention->batch, attention->seqQ, attention->seqKv, attention->heads,
+          attention->kvHeads, attention->headDim, attention->valueDim,
+          attention->causal, attention->scale);
       if (attention->backward) {
         auto op = fb::CreateAttentionGrad(
             builder, attention->gradOut, attention->q, attention->k,
@@ -198,11 +220,11 @@ private:
         kind = fb::CollectiveKind::reduce_scatter;
       else if (collective->kind == CollectiveCommand::Kind::Slice)
         kind = fb::CollectiveKind::slice;
-      auto op = fb::CreateCollective(
-          builder, kind, collective->submesh,
-          collective->average ? fb::ReduceOp::avg : fb::ReduceOp::sum, dtype,
-          collective->count, collective->src, collective->dst,
-          collective->async);
+      auto op = fb::CreateCollective(builder, kind, collective->submesh,
+                                     collective->average ? fb::ReduceOp::avg
+                                                         : fb::ReduceOp::sum,
+                                     dtype, collective->count, collective->src,
+                                     collective->dst, collective->async);
       return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());
     }
     if (auto *wait = std::get_if<WaitCommand>(&command)) {
@@ -236,20 +258,18 @@ private:
         dtype = dtypeOf(entry.buffers[collective->src].type.getElementType());
       commands.push_back(command(cmd));
     }
-    auto plan = fb::CreateMemoryPlan(builder, entry.plan.arenaBytes,
-                                     entry.plan.peakBytes,
-                                     entry.plan.unplannedBytes);
+    auto plan =
+        fb::CreateMemoryPlan(builder, entry.plan.arenaBytes,
+                             entry.plan.peakBytes, entry.plan.unplannedBytes);
     std::vector<flatbuffers::Offset<fb::GraphRegion>> graphs;
     for (const GraphRegionDesc &graph : entry.graphs)
       graphs.push_back(fb::CreateGraphRegion(
           builder, builder.CreateString(graph.name), graph.first, graph.count,
           graph.shareIo, graph.forwardOnly));
-    return fb::CreateEntry(builder, builder.CreateString(entry.name),
-                           builder.CreateVector(inputs),
-                           builder.CreateVector(outputs),
-                           builder.CreateVector(buffers),
-                           builder.CreateVector(commands), plan,
-                           builder.CreateVector(graphs));
+    return fb::CreateEntry(
+        builder, builder.CreateString(entry.name), builder.CreateVector(inputs),
+        builder.CreateVector(outputs), builder.CreateVector(buffers),
+        builder.CreateVector(commands), plan, builder.CreateVector(graphs));
   }
 
   flatbuffers::FlatBufferBuilder builder;
@@ -259,7 +279,7 @@ private:
 } // namespace
 
 std::string serializeProgram(const ProgramDesc &program,
-                             const CpuModuleDesc &cpu,
+                             const CpuModuleDesc *cpu,
                              const CudaModuleDesc *cuda) {
   return Writer().write(program, cpu, cuda);
 }

@@ -37,10 +37,10 @@ namespace {
 /// positional default.
 std::string valueName(func::FuncOp func, bool result, unsigned index) {
   StringAttr name =
-      result ? func.getResultAttrOfType<StringAttr>(index,
-                                                    MegDialect::kNameAttrName)
-             : func.getArgAttrOfType<StringAttr>(index,
-                                                 MegDialect::kNameAttrName);
+      result
+          ? func.getResultAttrOfType<StringAttr>(index,
+                                                 MegDialect::kNameAttrName)
+          : func.getArgAttrOfType<StringAttr>(index, MegDialect::kNameAttrName);
   if (name)
     return name.str();
   return (result ? "result" : "arg") + std::to_string(index);
@@ -48,8 +48,8 @@ std::string valueName(func::FuncOp func, bool result, unsigned index) {
 
 class ProgramBuilder {
 public:
-  explicit ProgramBuilder(ModuleOp module)
-      : module(module), builder(module.getContext()) {}
+  ProgramBuilder(ModuleOp module, const CompileOptions &options)
+      : module(module), options(options), builder(module.getContext()) {}
 
   FailureOr<ProgramDesc> build() {
     program.kernelModule = ModuleOp::create(module.getLoc());
@@ -59,8 +59,8 @@ public:
       paramIndex[param.getSymName()] = program.parameters.size();
       InitAttr init = param.getInit();
       program.parameters.push_back(
-          {param.getSymName().str(), param.getTensorType(),
-           param.isTrainable(), stringifyInitKind(init.getKind()).str(),
+          {param.getSymName().str(), param.getTensorType(), param.isTrainable(),
+           stringifyInitKind(init.getKind()).str(),
            init.getScale().convertToDouble(), param.getState(),
            init.getSource() ? init.getSource().getValue().str() : ""});
       if (ShardingAttr sharding = param.getShardingAttr()) {
@@ -69,8 +69,8 @@ public:
         if (failed(group))
           return failure();
         program.parameters.back().shardSubmesh = *group;
-        program.parameters.back().fullShape.assign(
-            sharding.getShape().begin(), sharding.getShape().end());
+        program.parameters.back().fullShape.assign(sharding.getShape().begin(),
+                                                   sharding.getShape().end());
       }
     }
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -104,6 +104,7 @@ private:
   uint32_t kernelIndex(func::FuncOp kernel, StringRef opName);
 
   ModuleOp module;
+  const CompileOptions &options;
   OpBuilder builder;
   ProgramDesc program;
   llvm::StringMap<uint32_t> paramIndex;
@@ -130,10 +131,8 @@ LogicalResult ProgramBuilder::describeMesh() {
            << meshes.size();
   mesh = meshes.front();
   MeshDesc desc{mesh.getSymName().str(), {}};
-  for (auto [name, size] :
-       llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
-    desc.axes.push_back(
-        {cast<StringAttr>(name).str(), size});
+  for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes()))
+    desc.axes.push_back({cast<StringAttr>(name).str(), size});
   program.mesh = std::move(desc);
   for (SubmeshOp submesh : module.getOps<SubmeshOp>()) {
     std::vector<std::string> axes;
@@ -188,9 +187,9 @@ LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
   for (auto [index, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type)
-      return func.emitError() << "entry argument " << index
-                              << " must be a ranked tensor, got "
-                              << arg.getType();
+      return func.emitError()
+             << "entry argument " << index << " must be a ranked tensor, got "
+             << arg.getType();
     entry->inputs.push_back({valueName(func, false, index), type, inputSplit});
     buffers[arg] = addBuffer(BufferKind::Input, index, type);
   }
@@ -233,9 +232,8 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
       return failure();
     const BufferDesc &from = entry->buffers[*source];
     int32_t root = from.aliasOf >= 0 ? from.aliasOf : *source;
-    buffers[reshape.getResult()] =
-        addBuffer(from.kind, from.index, cast<RankedTensorType>(reshape.getType()),
-                  root);
+    buffers[reshape.getResult()] = addBuffer(
+        from.kind, from.index, cast<RankedTensorType>(reshape.getType()), root);
     return success();
   }
   if (auto store = dyn_cast<ParamStoreOp>(op)) {
@@ -244,9 +242,9 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     FailureOr<uint32_t> source = bufferFor(store.getValue());
     if (failed(source))
       return failure();
-    uint32_t param = addBuffer(BufferKind::Parameter,
-                               paramIndex.lookup(store.getName()),
-                               cast<RankedTensorType>(store.getValue().getType()));
+    uint32_t param =
+        addBuffer(BufferKind::Parameter, paramIndex.lookup(store.getName()),
+                  cast<RankedTensorType>(store.getValue().getType()));
     entry->commands.push_back(
         CopyCommand{*source, param, entry->buffers[param].sizeBytes()});
     return success();
@@ -264,15 +262,15 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
       auto type = dyn_cast<RankedTensorType>(value.getType());
       if (!type)
-        return ret.emitError() << "entry result " << index
-                               << " must be a ranked tensor";
+        return ret.emitError()
+               << "entry result " << index << " must be a ranked tensor";
       FailureOr<uint32_t> source = bufferFor(value);
       if (failed(source))
         return failure();
       entry->outputs.push_back({valueName(func, true, index), type});
       uint32_t output = addBuffer(BufferKind::Output, index, type);
-      entry->commands.push_back(CopyCommand{
-          *source, output, entry->buffers[output].sizeBytes()});
+      entry->commands.push_back(
+          CopyCommand{*source, output, entry->buffers[output].sizeBytes()});
     }
     return success();
   }
@@ -284,8 +282,7 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
   if (auto region = dyn_cast<GraphRegionOp>(op))
     return placeGraphRegion(region);
   if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ShardSliceOp,
-          AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp, WaitOp>(
-          op))
+          AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op))
     return placeCollective(op);
   if (op->getNumRegions() != 0)
     return op->emitError() << "'" << op->getName()
@@ -338,9 +335,8 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
     for (int64_t before = 0; before < *dim; ++before)
       if (inputType.getDimSize(before) != 1)
         return op->emitError()
-               << "gathers or scatters along dim " << *dim
-               << ", but dim " << before << " has extent "
-               << inputType.getDimSize(before)
+               << "gathers or scatters along dim " << *dim << ", but dim "
+               << before << " has extent " << inputType.getDimSize(before)
                << "; the runtime moves contiguous pieces (reshape so that "
                   "the dimension is the outermost)";
   auto mesh = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
@@ -355,12 +351,12 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
   command.count = command.kind == CollectiveCommand::Kind::AllGather
                       ? inputType.getNumElements()
                       : producedType.getNumElements();
-  command.async = isa<AllGatherStartOp, ReduceScatterStartOp,
-                      AllReduceStartOp>(op);
+  command.async =
+      isa<AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp>(op);
   if (command.async)
-    started[op->getResult(0)] = WaitCommand{
-        static_cast<uint32_t>(entry->commands.size()), command.src,
-        command.dst};
+    started[op->getResult(0)] =
+        WaitCommand{static_cast<uint32_t>(entry->commands.size()), command.src,
+                    command.dst};
   else
     buffers[op->getResult(0)] = command.dst;
   entry->commands.push_back(command);
@@ -482,14 +478,13 @@ uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
   std::string key;
   llvm::raw_string_ostream os(key);
   kernel.print(os);
-  auto [it, inserted] =
-      kernelByBody.try_emplace(key, program.kernels.size());
+  auto [it, inserted] = kernelByBody.try_emplace(key, program.kernels.size());
   if (!inserted) {
     kernel.erase();
     return it->second;
   }
-  std::string name = "megk" + std::to_string(program.kernels.size()) + "_" +
-                     opName.str();
+  std::string name =
+      "megk" + std::to_string(program.kernels.size()) + "_" + opName.str();
   std::replace(name.begin(), name.end(), '.', '_');
   kernel.setName(name);
   program.kernels.push_back(
@@ -509,8 +504,8 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
   }
   for (Type type : op->getResultTypes())
     if (!isa<RankedTensorType>(type))
-      return op->emitError() << "kernel result of type " << type
-                             << " is not a ranked tensor";
+      return op->emitError()
+             << "kernel result of type " << type << " is not a ranked tensor";
 
   builder.setInsertionPointToEnd(program.kernelModule->getBody());
   auto kernel = func::FuncOp::create(
@@ -530,7 +525,8 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
   if (auto fusion = dyn_cast<FusionOp>(op)) {
     // The region's ops become the kernel's body.
     Block &region = fusion.getBody().front();
-    for (auto [input, arg] : llvm::zip(fusion.getInputs(), region.getArguments()))
+    for (auto [input, arg] :
+         llvm::zip(fusion.getInputs(), region.getArguments()))
       mapping.map(arg, mapping.lookup(input));
     for (Operation &inner : region.without_terminator())
       builder.clone(inner, mapping);
@@ -586,8 +582,8 @@ LogicalResult ProgramBuilder::placeLinear(LinearOp op) {
   gemm.k = input.getShape().back();
   gemm.n = weight.getDimSize(0);
   gemm.transB = true;
-  gemm.c = addBuffer(BufferKind::Arena, 0,
-                     cast<RankedTensorType>(op.getType()));
+  gemm.c =
+      addBuffer(BufferKind::Arena, 0, cast<RankedTensorType>(op.getType()));
   buffers[op.getResult()] = gemm.c;
   // A tanh GELU that alone reads the product becomes the GEMM's epilogue
   // (cuBLASLt applies it in the matmul's epilogue; no kernel, no pass over
@@ -618,8 +614,8 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
   int64_t rank = result.getRank();
   gemm.m = result.getDimSize(rank - 2);
   gemm.n = result.getDimSize(rank - 1);
-  gemm.k = op.getTransposeLhs() ? lhs.getDimSize(rank - 2)
-                                : lhs.getShape().back();
+  gemm.k =
+      op.getTransposeLhs() ? lhs.getDimSize(rank - 2) : lhs.getShape().back();
   gemm.transA = op.getTransposeLhs();
   gemm.transB = op.getTransposeRhs();
   gemm.batch = product(result.getShape().drop_back(2));
@@ -644,8 +640,7 @@ LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   int64_t tokens = product(ids.getShape());
   SmallVector<int64_t> oneHotShape(ids.getShape());
   oneHotShape.push_back(vocab);
-  auto oneHotType =
-      RankedTensorType::get(oneHotShape, table.getElementType());
+  auto oneHotType = RankedTensorType::get(oneHotShape, table.getElementType());
 
   Location loc = op.getLoc();
   builder.setInsertionPointToEnd(program.kernelModule->getBody());
@@ -655,8 +650,8 @@ LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   builder.setInsertionPointToStart(body);
   int64_t rank = oneHotType.getRank();
   MLIRContext *context = builder.getContext();
-  AffineMap idsMap = AffineMap::getMultiDimIdentityMap(rank, context)
-                         .getMajorSubMap(rank - 1);
+  AffineMap idsMap =
+      AffineMap::getMultiDimIdentityMap(rank, context).getMajorSubMap(rank - 1);
   Value empty = tensor::EmptyOp::create(builder, loc, oneHotShape,
                                         table.getElementType());
   auto generic = linalg::GenericOp::create(
@@ -703,8 +698,9 @@ LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
 
 } // namespace
 
-FailureOr<ProgramDesc> buildProgram(ModuleOp module) {
-  return ProgramBuilder(module).build();
+FailureOr<ProgramDesc> buildProgram(ModuleOp module,
+                                    const CompileOptions &options) {
+  return ProgramBuilder(module, options).build();
 }
 
 } // namespace megc

@@ -1,9 +1,10 @@
 //===- CompilePipeline.cpp - a model to an artifact, as a library -------===//
 //
 // Runs the front-end pipeline (inline, RoPE fusion, autodiff and optimizer
-// for a training model, canonicalize, CSE, fusion, CUDA graph outlining),
-// builds and plans the program, compiles the kernels and serializes the
-// artifact, or stops at what --emit asks for.
+// for a training model, FSDP, canonicalize, CSE, fusion, CUDA graph
+// outlining), builds the program, compiles the kernels for each target,
+// plans the memory and serializes the artifact, or stops at what --emit
+// asks for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,76 +14,18 @@
 #include "megc/Conversion/Passes.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
+#include "megc/Kernels/Passes.h"
+#include "megc/Kernels/Pipelines.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
-#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
 
 namespace megc {
-
-namespace {
-Error optionError(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
-
-bool wantsCuda(const CompileOptions &options) {
-  return options.emit == "ptx" || llvm::is_contained(options.targets, "cuda");
-}
-
-/// The front end as pass pipeline text.
-std::string frontEndPipeline(mlir::ModuleOp module,
-                             const CompileOptions &options) {
-  // A model with an optimizer configuration trains: its loss gets a
-  // gradient function and a training step.
-  bool training = module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
-                  !module.lookupSymbol("train_step");
-  std::string graphs =
-      options.cudaGraphs == "none"
-          ? ""
-          : ",meg-outline-cuda-graphs{scope=" + options.cudaGraphs +
-                (options.shareIoBuffers ? " share-io-buffers" : "") + "}";
-  // Fusion runs before autodiff, so that fused ops get fused gradients;
-  // CSE first lets q and k share one pair of tables.
-  std::string fusion =
-      options.noFuseRope ? "" : "cse,func.func(meg-fuse-rope),";
-  bool fsdp = module->hasAttr(mlir::meg::MegDialect::kFsdpAttrName);
-  return "builtin.module(inline," + fusion +
-         (training ? "meg-autodiff,meg-precision,meg-optimizer," : "") +
-         (fsdp ? "meg-fsdp," : "") +
-         "canonicalize,cse,symbol-dce" +
-         (options.noFuse ? "" : ",func.func(meg-fuse)") + graphs + ")";
-}
-} // namespace
-
-Error verifyCompileOptions(const CompileOptions &options) {
-  for (const std::string &target : options.targets)
-    if (target != "cpu" && target != "cuda")
-      return optionError("unknown --target '" + target +
-                         "'; expected cpu or cuda");
-  const std::string &emit = options.emit;
-  if (emit != "artifact" && emit != "mlir" && emit != "megrt" && emit != "ptx")
-    return optionError("unknown --emit '" + emit +
-                       "'; expected artifact, mlir, megrt or ptx");
-  StringRef arch = options.cudaArch;
-  unsigned archNumber = 0;
-  if (!arch.consume_front("sm_") || arch.getAsInteger(10, archNumber) ||
-      archNumber < 90)
-    return optionError("unsupported --cuda-arch '" + options.cudaArch +
-                       "'; expected sm_90 or newer (e.g. sm_90, sm_100)");
-  if (options.cpu != "x86-64" && options.cpu != "native")
-    return optionError("unknown --cpu '" + options.cpu +
-                       "'; expected x86-64 (any x86-64 host) or native (also "
-                       "this host's instruction-set extensions)");
-  const std::string &graphs = options.cudaGraphs;
-  if (graphs != "none" && graphs != "step" && graphs != "layer")
-    return optionError("unknown --cuda-graphs '" + graphs +
-                       "'; expected none, step or layer");
-  return Error::success();
-}
 
 void registerCompilerDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
@@ -94,62 +37,107 @@ void registerCompilerPasses() {
   mlir::registerAllPasses();
   mlir::meg::registerMegConversionPasses();
   mlir::meg::registerMegPasses();
+  registerKernelPasses();
+  registerKernelPipelines();
   // Every pipeline applies them (timing, IR printing, reproducers), and
   // applying them fails unless they exist.
   mlir::registerPassManagerCLOptions();
 }
 
-mlir::FailureOr<std::string> compileModule(
-    mlir::ModuleOp module, const CompileOptions &options,
-    function_ref<mlir::LogicalResult(mlir::PassManager &)> configure) {
-  // The FailureOr overload: the one taking a pass manager would nest the
-  // pipeline one level too deep and run nothing.
-  std::string text = frontEndPipeline(module, options);
-  mlir::FailureOr<mlir::OpPassManager> pipeline = mlir::parsePassPipeline(text);
-  if (failed(pipeline))
-    return mlir::emitError(module.getLoc())
-           << "internal error: bad front-end pipeline " << text;
-  mlir::PassManager frontEnd(module.getContext());
-  static_cast<mlir::OpPassManager &>(frontEnd) = std::move(*pipeline);
-  if (configure && failed(configure(frontEnd)))
+void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
+                           const CompileOptions &options) {
+  // A model with an optimizer configuration trains: its loss gets a
+  // gradient function and a training step.
+  bool training = module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
+                  !module.lookupSymbol("train_step");
+  bool fsdp = module->hasAttr(mlir::meg::MegDialect::kFsdpAttrName);
+  pm.addPass(mlir::createInlinerPass());
+  // Fusion runs before autodiff, so that fused ops get fused gradients;
+  // CSE first lets q and k share one pair of tables.
+  if (options.fuseRope) {
+    pm.addPass(mlir::createCSEPass());
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegFuseRope());
+  }
+  if (training) {
+    pm.addPass(mlir::meg::createMegAutodiff());
+    pm.addPass(mlir::meg::createMegPrecision());
+    pm.addPass(mlir::meg::createMegOptimizer());
+  }
+  if (fsdp)
+    pm.addPass(mlir::meg::createMegFsdp());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  pm.addPass(mlir::createSymbolDCEPass());
+  if (options.fuse)
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegFuse());
+  if (options.cudaGraphs != CudaGraphScope::None) {
+    mlir::meg::MegOutlineCudaGraphsOptions graphs;
+    graphs.scope =
+        options.cudaGraphs == CudaGraphScope::Step ? "step" : "layer";
+    graphs.shareIoBuffers = options.shareIoBuffers;
+    pm.addPass(mlir::meg::createMegOutlineCudaGraphs(graphs));
+  }
+}
+
+mlir::LogicalResult runPipeline(mlir::ModuleOp module,
+                                const mlir::OpPassManager &pipeline) {
+  mlir::PassManager pm(module.getContext());
+  static_cast<mlir::OpPassManager &>(pm) = pipeline;
+  if (failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
-  if (failed(frontEnd.run(module)))
+  return pm.run(module);
+}
+
+mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
+                                           const CompileOptions &options) {
+  mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
+  buildFrontEndPipeline(frontEnd, module, options);
+  if (failed(runPipeline(module, frontEnd)))
     return mlir::failure();
 
   std::string result;
   raw_string_ostream os(result);
-  if (options.emit == "mlir") {
+  if (options.emit == Emit::Mlir) {
     module->print(os);
     os << "\n";
     return result;
   }
 
-  mlir::FailureOr<ProgramDesc> program = buildProgram(module);
+  mlir::FailureOr<ProgramDesc> program = buildProgram(module, options);
   if (failed(program))
     return mlir::failure();
-  for (EntryDesc &entry : program->entries)
-    planMemory(entry);
-  // CUDA code generation fills the kernels' launch tables, which
-  // --emit=megrt shows.
-  std::optional<CudaModuleDesc> cudaModule;
-  if (wantsCuda(options)) {
-    mlir::FailureOr<CudaModuleDesc> compiled =
-        compileCudaKernels(*program, options.cudaArch);
-    if (failed(compiled))
-      return mlir::failure();
-    cudaModule = std::move(*compiled);
-  }
-  if (options.emit == "megrt") {
-    printProgram(*program, os);
+  if (options.emit == Emit::Kernels) {
+    program->kernelModule->print(os);
+    os << "\n";
     return result;
   }
-  if (options.emit == "ptx")
-    return cudaModule->ptx;
-  mlir::FailureOr<CpuModuleDesc> cpu =
-      compileCpuKernels(*program, cpuFeatures(options.cpu));
-  if (failed(cpu))
-    return mlir::failure();
-  return serializeProgram(*program, *cpu, cudaModule ? &*cudaModule : nullptr);
+  std::optional<CudaModuleDesc> cuda;
+  if (options.generatesCuda()) {
+    mlir::FailureOr<CudaModuleDesc> compiled =
+        compileCudaKernels(*program, options);
+    if (failed(compiled))
+      return mlir::failure();
+    cuda = std::move(*compiled);
+  }
+  if (options.emit == Emit::Ptx)
+    return cuda->ptx;
+  std::optional<CpuModuleDesc> cpu;
+  if (options.cpu) {
+    mlir::FailureOr<CpuModuleDesc> compiled =
+        compileCpuKernels(*program, options);
+    if (failed(compiled))
+      return mlir::failure();
+    cpu = std::move(*compiled);
+  }
+  for (EntryDesc &entry : program->entries)
+    planMemory(entry);
+  const CpuModuleDesc *cpuCode = cpu ? &*cpu : nullptr;
+  const CudaModuleDesc *cudaCode = cuda ? &*cuda : nullptr;
+  if (options.emit == Emit::Megrt) {
+    printProgram(*program, cpuCode, cudaCode, os);
+    return result;
+  }
+  return serializeProgram(*program, cpuCode, cudaCode);
 }
 
 } // namespace megc

@@ -1,16 +1,17 @@
-//===- CudaCodegen.cpp - kernels to PTX and cubin for sm_90 ------------===//
+//===- CudaCodegen.cpp - kernels to PTX and cubin ----------------------===//
 //
-// Maps the bufferized kernels' loops to GPU blocks and threads (each loop
-// nest collapsed to one dimension and tiled by 256 threads), records each
-// kernel's launches, outlines them into one gpu.module, lowers it through
-// NVVM to PTX, and assembles a cubin with the toolkit's ptxas when it is
-// there.
+// Runs the CUDA pipelines on the kernel module (bufferization, strategy,
+// the GPU mapping: each loop nest collapsed to one dimension and tiled by
+// the architecture's threads per block), reads each kernel's launches,
+// gathers the outlined kernels into one gpu.module, lowers it through NVVM
+// to PTX, and assembles a cubin with the toolkit's ptxas when it is there.
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaLowering.h"
-#include "KernelLowering.h"
+#include "KernelTables.h"
+#include "megc/Compiler/CompilePipeline.h"
 #include "megc/Compiler/Program.h"
+#include "megc/Kernels/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -32,26 +33,18 @@ namespace megc {
 
 namespace {
 
-/// Tiles each (collapsed) loop nest by 256 threads and maps the tiles to
-/// blocks, giving one gpu.launch per nest. No canonicalization before the
-/// mapping: it would fold the one-iteration loops that carry serial code.
-constexpr llvm::StringLiteral kToGpuLaunches =
-    "builtin.module(func.func(scf-parallel-loop-tiling{"
-    "parallel-loop-tile-sizes=256 no-min-max-bounds},gpu-map-parallel-loops,"
-    "convert-parallel-loops-to-gpu,canonicalize,"
-    "gpu-launch-sink-index-computations))";
-
 /// Moves every outlined gpu.func into one gpu.module of a new module, each
 /// named after the (unique) module it was outlined into, with the constant
 /// globals they read (the same name is the same global of the kernel module).
 OwningOpRef<ModuleOp> gatherGpuFunctions(ModuleOp kernels) {
   OpBuilder builder(kernels.getContext());
   OwningOpRef<ModuleOp> gpuModules = ModuleOp::create(kernels.getLoc());
-  (*gpuModules)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                         builder.getUnitAttr());
+  (*gpuModules)
+      ->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                builder.getUnitAttr());
   builder.setInsertionPointToEnd(gpuModules->getBody());
-  auto merged = gpu::GPUModuleOp::create(builder, kernels.getLoc(),
-                                         "megc_kernels");
+  auto merged =
+      gpu::GPUModuleOp::create(builder, kernels.getLoc(), "megc_kernels");
   Block &body = merged.getBodyRegion().front();
   for (auto module :
        llvm::make_early_inc_range(kernels.getOps<gpu::GPUModuleOp>())) {
@@ -102,8 +95,8 @@ FailureOr<std::string> assemble(ModuleOp anchor, StringRef ptx,
   std::string archFlag = ("-arch=" + arch).str();
   llvm::StringRef args[] = {ptxas, archFlag, "-o", cubinPath, ptxPath};
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, {}, 0, 0,
-                                         &message);
+  int status =
+      llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, {}, 0, 0, &message);
   llvm::sys::fs::remove(ptxPath);
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
   llvm::sys::fs::remove(cubinPath);
@@ -116,23 +109,20 @@ FailureOr<std::string> assemble(ModuleOp anchor, StringRef ptx,
 
 } // namespace
 
-FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
-                                             StringRef arch) {
-  ModuleOp kernels = program.kernelModule->clone();
+FailureOr<CudaModuleDesc> compileCudaKernels(const ProgramDesc &program,
+                                             const CompileOptions &options) {
+  const CudaArch &arch = options.cudaArch;
+  ModuleOp kernels = ModuleOp(program.kernelModule.get()).clone();
   OwningOpRef<ModuleOp> owner(kernels);
   MLIRContext *context = kernels.getContext();
-  if (failed(bufferizeKernels(kernels)))
+  OpPassManager mapping(ModuleOp::getOperationName());
+  buildKernelBufferizationPipeline(mapping);
+  buildGpuMappingPipeline(mapping, arch);
+  if (failed(runPipeline(kernels, mapping)))
     return failure();
-  hoistParallelDimensions(kernels);
-  if (failed(runPipeline(kernels, "builtin.module(func.func("
-                                  "convert-linalg-to-parallel-loops,canonicalize))")) ||
-      failed(prepareParallelLoops(kernels)) ||
-      failed(runPipeline(kernels, kToGpuLaunches)))
-    return failure();
-  sinkGlobalsIntoLaunches(kernels);
-  if (failed(runPipeline(kernels,
-                         "builtin.module(gpu-kernel-outlining,canonicalize)")) ||
-      failed(readLaunchTable(kernels, program)))
+  FailureOr<std::vector<KernelCodeDesc>> codes =
+      readCudaLaunchTables(kernels, program);
+  if (failed(codes))
     return failure();
 
   OwningOpRef<ModuleOp> gpuModules = gatherGpuFunctions(kernels);
@@ -140,34 +130,24 @@ FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
   registerLLVMDialectTranslation(*context);
   registerGPUDialectTranslation(*context);
   registerNVVMDialectTranslation(*context);
-  // The oldest PTX version the chip accepts: NVPTX aborts on an older one
-  // (PTX 8.0 for sm_90, 8.6 for sm_100, 8.7 for sm_120).
-  unsigned chip = 0;
-  arch.drop_front(3).getAsInteger(10, chip);
-  StringRef ptx = chip >= 120 ? "+ptx87" : chip >= 100 ? "+ptx86" : "+ptx80";
-  std::string lowering =
-      ("builtin.module(nvvm-attach-target{chip=" + arch + " features=" + ptx +
-       " O=3},gpu.module(expand-strided-metadata,"
-       "lower-affine,convert-scf-to-cf,arith-expand{include-bf16=true},"
-       "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true}),"
-       "reconcile-unrealized-casts,gpu-module-to-binary{format=isa "
-       "toolkit=" + toolkitPath() + "})")
-          .str();
+  OpPassManager lowering(ModuleOp::getOperationName());
+  buildNvvmPipeline(lowering, arch, toolkitPath());
   if (failed(runPipeline(*gpuModules, lowering)))
     return failure();
 
   CudaModuleDesc cuda;
-  cuda.arch = arch.str();
+  cuda.arch = arch.name();
   gpuModules->walk([&](gpu::BinaryOp binary) {
     for (Attribute object : binary.getObjects())
       cuda.ptx += cast<gpu::ObjectAttr>(object).getObject().getValue().str();
   });
   if (cuda.ptx.empty())
     return emitError(kernels.getLoc()) << "no PTX was generated";
-  FailureOr<std::string> cubin = assemble(kernels, cuda.ptx, arch);
+  FailureOr<std::string> cubin = assemble(kernels, cuda.ptx, cuda.arch);
   if (failed(cubin))
     return failure();
   cuda.cubin = std::move(*cubin);
+  cuda.kernels = std::move(*codes);
   return cuda;
 }
 

@@ -9,15 +9,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaLowering.h"
+#include "KernelTables.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "llvm/Support/MathExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 
@@ -31,47 +30,40 @@ constexpr uint64_t kScratchAlignment = 256;
 
 class LaunchTableReader {
 public:
-  LaunchTableReader(func::FuncOp func, KernelDesc &kernel)
-      : func(func), kernel(kernel) {}
+  LaunchTableReader(func::FuncOp func, const KernelDesc &kernel)
+      : func(func), kernel(kernel), scratch(kScratchAlignment) {}
 
-  LogicalResult read() {
+  FailureOr<KernelCodeDesc> read() {
+    KernelCodeDesc code;
+    code.strategy = strategyOf(func);
     for (Operation &op : func.getBody().front()) {
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        if (failed(allocate(alloc)))
-          return failure();
+        if (failed(scratch.place(alloc)))
+          return error(op) << "temporary of type " << alloc.getType()
+                           << " needs a static shape and identity layout";
       } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
-        if (failed(record(launch)))
+        FailureOr<DispatchDesc> dispatch = record(launch);
+        if (failed(dispatch))
           return failure();
-      } else if (!isa<memref::DeallocOp, memref::GetGlobalOp,
-                      ViewLikeOpInterface, func::ReturnOp>(op) &&
+        code.dispatches.push_back(std::move(*dispatch));
+      } else if (!isa<memref::GetGlobalOp, ViewLikeOpInterface, func::ReturnOp>(
+                     op) &&
                  !op.hasTrait<OpTrait::ConstantLike>()) {
         return error(op) << "'" << op.getName()
                          << "' would run on the host, which cannot reach "
                             "device memory";
       }
     }
-    kernel.cudaScratchBytes = scratchBytes;
-    return success();
+    if (code.dispatches.empty())
+      return func.emitError() << "kernel '" << kernel.name
+                              << "' on CUDA: no launch was generated";
+    code.scratchBytes = scratch.bytes();
+    return code;
   }
 
 private:
   InFlightDiagnostic error(Operation &op) {
     return op.emitError() << "kernel '" << kernel.name << "' on CUDA: ";
-  }
-
-  LogicalResult allocate(memref::AllocOp alloc) {
-    MemRefType type = alloc.getType();
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
-      return error(*alloc) << "temporary of type " << type
-                           << " needs a static shape and identity layout";
-    unsigned bits = type.getElementType().isIndex()
-                        ? 64
-                        : type.getElementTypeBitWidth();
-    uint64_t bytes = type.getNumElements() * llvm::divideCeil(bits, 8);
-    uint64_t offset = llvm::alignTo(scratchBytes, kScratchAlignment);
-    scratchOffsets[alloc.getResult()] = offset;
-    scratchBytes = offset + bytes;
-    return success();
   }
 
   FailureOr<uint32_t> constantSize(gpu::LaunchFuncOp launch, Value value,
@@ -82,8 +74,8 @@ private:
     return static_cast<uint32_t>(*size);
   }
 
-  LogicalResult record(gpu::LaunchFuncOp launch) {
-    CudaLaunchDesc desc;
+  FailureOr<DispatchDesc> record(gpu::LaunchFuncOp launch) {
+    DispatchDesc desc;
     desc.entry = launch.getKernelModuleName().str();
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
@@ -103,17 +95,16 @@ private:
       desc.sharedBytes = *bytes;
     }
     for (Value operand : launch.getKernelOperands()) {
-      FailureOr<CudaArgDesc> arg = resolve(launch, operand);
+      FailureOr<DispatchArgDesc> arg = resolve(launch, operand);
       if (failed(arg))
         return failure();
       desc.args.push_back(*arg);
     }
-    kernel.cudaLaunches.push_back(std::move(desc));
-    return success();
+    return desc;
   }
 
   /// The buffer `value` is a view of: a function argument or a temporary.
-  FailureOr<CudaArgDesc> resolve(gpu::LaunchFuncOp launch, Value value) {
+  FailureOr<DispatchArgDesc> resolve(gpu::LaunchFuncOp launch, Value value) {
     if (!isa<MemRefType>(value.getType()))
       return error(*launch) << "launch operand of type " << value.getType()
                             << " is not a buffer";
@@ -121,39 +112,34 @@ private:
       value = view.getViewSource();
     if (auto arg = dyn_cast<BlockArgument>(value))
       if (arg.getOwner() == &func.getBody().front())
-        return CudaArgDesc{false, arg.getArgNumber()};
-    auto found = scratchOffsets.find(value);
-    if (found != scratchOffsets.end())
-      return CudaArgDesc{true, found->second};
+        return DispatchArgDesc{false, arg.getArgNumber()};
+    if (std::optional<uint64_t> offset = scratch.offsetOf(value))
+      return DispatchArgDesc{true, *offset};
     return error(*launch) << "launch operand is neither a kernel argument nor "
                              "a temporary";
   }
 
   func::FuncOp func;
-  KernelDesc &kernel;
-  llvm::DenseMap<Value, uint64_t> scratchOffsets;
-  uint64_t scratchBytes = 0;
+  const KernelDesc &kernel;
+  ScratchLayout scratch;
 };
 
 } // namespace
 
-LogicalResult readLaunchTable(ModuleOp kernels, ProgramDesc &program) {
-  llvm::StringMap<KernelDesc *> byName;
-  for (KernelDesc &kernel : program.kernels)
-    byName[kernel.name] = &kernel;
-  for (auto func : kernels.getOps<func::FuncOp>()) {
-    KernelDesc *kernel = byName.lookup(func.getName());
-    if (!kernel)
-      return func.emitError() << "internal error: no kernel named "
-                              << func.getName();
-    kernel->cudaLaunches.clear();
-    if (failed(LaunchTableReader(func, *kernel).read()))
+FailureOr<std::vector<KernelCodeDesc>>
+readCudaLaunchTables(ModuleOp kernels, const ProgramDesc &program) {
+  std::vector<KernelCodeDesc> codes;
+  for (const KernelDesc &kernel : program.kernels) {
+    auto func = kernels.lookupSymbol<func::FuncOp>(kernel.name);
+    if (!func)
+      return kernels.emitError() << "internal error: kernel '" << kernel.name
+                                 << "' is missing after the GPU mapping";
+    FailureOr<KernelCodeDesc> code = LaunchTableReader(func, kernel).read();
+    if (failed(code))
       return failure();
-    if (kernel->cudaLaunches.empty())
-      return func.emitError() << "kernel '" << kernel->name
-                              << "' on CUDA: no launch was generated";
+    codes.push_back(std::move(*code));
   }
-  return success();
+  return codes;
 }
 
 } // namespace megc

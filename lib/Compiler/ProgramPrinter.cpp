@@ -31,26 +31,51 @@ void printBuffers(llvm::raw_ostream &os, const std::vector<uint32_t> &ids) {
   llvm::interleaveComma(ids, os, [&](uint32_t id) { os << "%b" << id; });
 }
 
-/// `  cuda <entry> grid XxYxZ block XxYxZ (%a0, scratch+256)`: %aN is the
-/// kernel's argument N.
-void printLaunch(llvm::raw_ostream &os, const CudaLaunchDesc &launch) {
+/// `#meg.kernel_strategy<...>` as the IR spells it.
+void printStrategy(llvm::raw_ostream &os, const KernelStrategyDesc &strategy) {
+  os << "#meg.kernel_strategy<" << strategy.kind << ", domain = [";
+  llvm::interleaveComma(strategy.domain, os);
+  os << "], tile = [";
+  llvm::interleaveComma(strategy.tile, os);
+  os << "], vector = " << strategy.vectorWidth << ">";
+}
+
+/// `  <target> <entry> grid X[xYxZ] [block XxYxZ] (%a0, scratch+256)`: %aN
+/// is the kernel's argument N.
+void printDispatch(llvm::raw_ostream &os, llvm::StringRef target,
+                   const DispatchDesc &dispatch) {
   auto dims = [&](const std::array<uint32_t, 3> &d) {
     os << d[0] << "x" << d[1] << "x" << d[2];
   };
-  os << "  cuda " << launch.entry << " grid ";
-  dims(launch.grid);
-  os << " block ";
-  dims(launch.block);
-  if (launch.sharedBytes)
-    os << " shared " << launch.sharedBytes;
+  os << "  " << target << " " << dispatch.entry << " grid ";
+  if (target == "cpu") {
+    os << dispatch.grid[0];
+  } else {
+    dims(dispatch.grid);
+    os << " block ";
+    dims(dispatch.block);
+  }
+  if (dispatch.sharedBytes)
+    os << " shared " << dispatch.sharedBytes;
   os << " (";
-  llvm::interleaveComma(launch.args, os, [&](const CudaArgDesc &arg) {
+  llvm::interleaveComma(dispatch.args, os, [&](const DispatchArgDesc &arg) {
     if (arg.scratch)
       os << "scratch+" << arg.value;
     else
       os << "%a" << arg.value;
   });
   os << ")\n";
+}
+
+/// `  <target> strategy #meg.kernel_strategy<...> scratch N` and the
+/// target's dispatches.
+void printCode(llvm::raw_ostream &os, llvm::StringRef target,
+               const KernelCodeDesc &code) {
+  os << "  " << target << " strategy ";
+  printStrategy(os, code.strategy);
+  os << " scratch " << code.scratchBytes << "\n";
+  for (const DispatchDesc &dispatch : code.dispatches)
+    printDispatch(os, target, dispatch);
 }
 
 /// Prints submesh `index` as `@mesh[axis, ...]`.
@@ -63,15 +88,15 @@ void printSubmesh(llvm::raw_ostream &os, const ProgramDesc &program,
 
 } // namespace
 
-void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
+void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
+                  const CudaModuleDesc *cuda, llvm::raw_ostream &os) {
   for (auto [index, kernel] : llvm::enumerate(program.kernels)) {
-    os << "kernel " << index << " " << kernel.name << " args "
-       << kernel.numArgs;
-    if (!kernel.cudaLaunches.empty())
-      os << " cuda scratch " << kernel.cudaScratchBytes;
-    os << "\n";
-    for (const CudaLaunchDesc &launch : kernel.cudaLaunches)
-      printLaunch(os, launch);
+    os << "kernel " << index << " " << kernel.name << " args " << kernel.numArgs
+       << "\n";
+    if (cpu)
+      printCode(os, "cpu", cpu->kernels[index]);
+    if (cuda)
+      printCode(os, "cuda", cuda->kernels[index]);
   }
   if (program.mesh) {
     os << "mesh @" << program.mesh->name << " [";
@@ -108,9 +133,8 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
       os << "\n";
     }
     for (const GraphRegionDesc &graph : entry.graphs)
-      os << "  graph \"" << graph.name << "\" commands " << graph.first
-         << ".." << graph.first + graph.count
-         << (graph.shareIo ? " share_io" : "")
+      os << "  graph \"" << graph.name << "\" commands " << graph.first << ".."
+         << graph.first + graph.count << (graph.shareIo ? " share_io" : "")
          << (graph.forwardOnly ? " forward_only" : "") << "\n";
     for (const Command &command : entry.commands) {
       os << "  ";
@@ -129,16 +153,16 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
            << (gemm->geluEpilogue ? " epilogue gelu_tanh" : "");
       } else if (auto *a = std::get_if<AttentionCommand>(&command)) {
         if (a->backward)
-          os << "attention_grad %b" << a->gradQ << ", %b" << a->gradK
-             << ", %b" << a->gradV << " = (%b" << a->gradOut << ", %b" << a->q
-             << ", %b" << a->k << ", %b" << a->v << ", %b" << a->out << ")";
+          os << "attention_grad %b" << a->gradQ << ", %b" << a->gradK << ", %b"
+             << a->gradV << " = (%b" << a->gradOut << ", %b" << a->q << ", %b"
+             << a->k << ", %b" << a->v << ", %b" << a->out << ")";
         else
           os << "attention %b" << a->out << " = (%b" << a->q << ", %b" << a->k
              << ", %b" << a->v << ")";
         os << " b " << a->batch << " sq " << a->seqQ << " skv " << a->seqKv
-           << " h " << a->heads << " hkv " << a->kvHeads << " d "
-           << a->headDim << " dv " << a->valueDim
-           << (a->causal ? " causal" : "") << " scale " << a->scale;
+           << " h " << a->heads << " hkv " << a->kvHeads << " d " << a->headDim
+           << " dv " << a->valueDim << (a->causal ? " causal" : "") << " scale "
+           << a->scale;
       } else if (auto *c = std::get_if<CollectiveCommand>(&command)) {
         static const char *const kNames[] = {"all_gather", "reduce_scatter",
                                              "all_reduce", "shard_slice"};
@@ -150,8 +174,7 @@ void printProgram(const ProgramDesc &program, llvm::raw_ostream &os) {
             c->kind == CollectiveCommand::Kind::AllReduce)
           os << (c->average ? " avg" : " sum");
       } else if (auto *wait = std::get_if<WaitCommand>(&command)) {
-        os << "wait command " << wait->collective << " (%b" << wait->dst
-           << ")";
+        os << "wait command " << wait->collective << " (%b" << wait->dst << ")";
       } else {
         const auto &copy = std::get<CopyCommand>(command);
         os << "copy %b" << copy.dst << " <- %b" << copy.src << " bytes "

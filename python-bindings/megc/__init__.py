@@ -76,7 +76,7 @@ def compile(
     *,
     target: str | Sequence[str] = ...,
     cuda_arch: str = ...,
-    emit: Literal["mlir", "megrt", "ptx"],
+    emit: Literal["mlir", "megrt", "kernels", "ptx"],
     no_fuse: bool = ...,
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
@@ -100,7 +100,7 @@ def compile(
     `source` is meg IR text, or a path (`pathlib.Path`) to a file of it.
     The options are the driver's flags: `target` ("cpu", "cuda", "cpu,cuda"
     or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
-    bytes; "mlir", "megrt" and "ptx" return text), `no_fuse`,
+    bytes; "mlir", "megrt", "kernels" and "ptx" return text), `no_fuse`,
     `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
     `share_io_buffers` and `cpu` ("x86-64", or "native" for this host's
     instruction-set extensions). Raises megc.Error with the diagnostics; what a
@@ -176,7 +176,9 @@ class Session:
     dict must hold every model weight (see load_params). `cuda_graphs`
     False runs graph regions command by command; `trace` is the path of a
     Chrome trace-event file with device timings of every command, written
-    by write_trace() and when the session is released.
+    by write_trace() and when the session is released. `threads` is the
+    number of CPU threads a "cpu" device runs on (None: MEGRT_NUM_THREADS,
+    else every core); results are the same for any number.
     """
 
     def __init__(
@@ -188,11 +190,17 @@ class Session:
         allow_extra_params: bool = False,
         cuda_graphs: bool = True,
         trace: str | os.PathLike | None = None,
+        threads: int | None = None,
     ) -> None:
         seed = _init_seed(params) if isinstance(params, str) else None
+        if threads is not None and (
+                isinstance(threads, bool) or not isinstance(threads, int)
+                or not 1 <= threads <= 4096):
+            raise ValueError(
+                f"threads {threads!r}: expected a number of threads from 1 to 4096")
         self._native = _megc.Session(
             _as_program(program), device, seed or 0, cuda_graphs,
-            os.fspath(trace) if trace is not None else "")
+            os.fspath(trace) if trace is not None else "", threads or 0)
         if seed is None:
             self.load_params(params, allow_extra=allow_extra_params)
 

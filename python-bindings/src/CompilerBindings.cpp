@@ -86,9 +86,10 @@ void warn(const std::optional<std::string> &diagnostics) {
 }
 
 nb::object compile(const std::string &source, const std::string &sourceName,
-                   const CompileOptions &options) {
-  if (llvm::Error error = verifyCompileOptions(options))
-    throw CompilerError(llvm::toString(std::move(error)));
+                   const CompileFlags &flags) {
+  llvm::Expected<CompileOptions> options = parseCompileFlags(flags);
+  if (!options)
+    throw CompilerError(llvm::toString(options.takeError()));
   static std::once_flag registered;
   std::call_once(registered, registerCompilerPasses);
   mlir::DialectRegistry registry;
@@ -108,14 +109,14 @@ nb::object compile(const std::string &source, const std::string &sourceName,
                                               &call.getContext());
     if (!module)
       throw CompilerError(call.report());
-    mlir::FailureOr<std::string> compiled = compileModule(*module, options);
+    mlir::FailureOr<std::string> compiled = compileModule(*module, *options);
     if (failed(compiled))
       throw CompilerError(call.report());
     result = std::move(*compiled);
     diagnostics = call.diagnostics();
   }
   warn(diagnostics);
-  if (options.emit == "artifact")
+  if (options->emit == Emit::Artifact)
     return nb::bytes(result.data(), result.size());
   return nb::str(result.data(), result.size());
 }
@@ -220,16 +221,16 @@ void bindCompiler(nb::module_ &m) {
          const std::string &emit, bool noFuse, bool noFuseRope,
          const std::string &cudaGraphs, bool shareIoBuffers,
          const std::string &cpu) {
-        CompileOptions options;
-        options.targets = targets;
-        options.cudaArch = cudaArch;
-        options.cpu = cpu;
-        options.emit = emit;
-        options.noFuse = noFuse;
-        options.noFuseRope = noFuseRope;
-        options.cudaGraphs = cudaGraphs;
-        options.shareIoBuffers = shareIoBuffers;
-        return compile(source, sourceName, options);
+        CompileFlags flags;
+        flags.targets = targets;
+        flags.cudaArch = cudaArch;
+        flags.cpu = cpu;
+        flags.emit = emit;
+        flags.noFuse = noFuse;
+        flags.noFuseRope = noFuseRope;
+        flags.cudaGraphs = cudaGraphs;
+        flags.shareIoBuffers = shareIoBuffers;
+        return compile(source, sourceName, flags);
       },
       nb::arg("source"), nb::arg("source_name"), nb::arg("targets"),
       nb::arg("cuda_arch"), nb::arg("emit"), nb::arg("no_fuse"),

@@ -274,22 +274,23 @@ void bindSession(nb::module_ &m) {
           "__init__",
           [](SessionHandle *self, const megrt::Program &program,
              const std::string &device, uint64_t seed, bool cudaGraphs,
-             const std::string &trace) {
+             const std::string &trace, unsigned threads) {
             megrt::SessionOptions options;
             options.device = device;
             options.seed = seed;
             options.cudaGraphs = cudaGraphs;
             options.traceFile = trace;
+            options.threads = threads;
             nb::gil_scoped_release release;
             new (self) SessionHandle(program, std::move(options));
           },
           nb::arg("program"), nb::arg("device"), nb::arg("seed"),
-          nb::arg("cuda_graphs") = true, nb::arg("trace") = "")
-      .def(
-          "write_trace",
-          [](SessionHandle &self) {
-            self.locked([&](megrt::Session &s) { s.writeTrace(); });
-          })
+          nb::arg("cuda_graphs") = true, nb::arg("trace") = "",
+          nb::arg("threads") = 0)
+      .def("write_trace",
+           [](SessionHandle &self) {
+             self.locked([&](megrt::Session &s) { s.writeTrace(); });
+           })
       .def_prop_ro(
           "program",
           [](const SessionHandle &self) { return self.session.program(); })

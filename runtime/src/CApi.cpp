@@ -203,6 +203,7 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
                                                const char *device,
                                                uint64_t seed, int cuda_graphs,
                                                const char *trace,
+                                               unsigned threads,
                                                megrt_session **session) {
   return guarded([&] {
     const char *function = "megrt_session_create";
@@ -212,6 +213,7 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
     options.seed = seed;
     options.cudaGraphs = cuda_graphs != 0;
     options.traceFile = trace ? trace : "";
+    options.threads = threads;
     *session = new megrt_session{megrt::Session(
         require(program, function, "program")->program, options)};
   });
@@ -220,7 +222,7 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
 megrt_status megrt_session_create(const megrt_program *program,
                                   const char *device, uint64_t seed,
                                   megrt_session **session) {
-  return megrt_session_create_with_options(program, device, seed, 1, nullptr,
+  return megrt_session_create_with_options(program, device, seed, 1, nullptr, 0,
                                            session);
 }
 

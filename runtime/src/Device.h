@@ -29,6 +29,8 @@ struct DeviceOptions {
   /// creates the groups its collectives run on (connectGroups), in its own
   /// memory space.
   comm::World *world = nullptr;
+  /// CPU threads the device runs kernels on; 0 for defaultCpuThreads().
+  unsigned threads = 0;
 };
 
 /// Executes a program's entries. The Session keeps the parameters' host

@@ -163,11 +163,30 @@ void describe(Program::Impl &impl) {
   }
   for (uint32_t i = 0; i < sizeOf(root.kernels()); ++i) {
     const fb::Kernel &kernel = *root.kernels()->Get(i);
-    std::vector<std::string> cudaEntries;
-    for (uint32_t j = 0; j < sizeOf(kernel.cuda_launches()); ++j)
-      cudaEntries.push_back(kernel.cuda_launches()->Get(j)->entry()->str());
-    impl.kernels.push_back({kernel.name()->str(), toString(kernel.cpu_symbol()),
-                            kernel.num_args(), std::move(cudaEntries)});
+    KernelSpec spec{kernel.name()->str(), kernel.num_args(), {}, {}};
+    const fb::KernelCode *codes[] = {kernel.cpu(), kernel.cuda()};
+    KernelCodeSpec *specs[] = {&spec.cpu, &spec.cuda};
+    for (int target = 0; target < 2; ++target) {
+      const fb::KernelCode *code = codes[target];
+      if (!code)
+        continue;
+      KernelCodeSpec &out = *specs[target];
+      if (const fb::KernelStrategy *strategy = code->strategy()) {
+        out.strategy = fb::EnumNameKernelStrategyKind(strategy->kind());
+        out.domain = toShape(strategy->domain());
+        out.tile = toShape(strategy->tile());
+        out.vectorWidth = strategy->vector_width();
+      }
+      for (uint32_t j = 0; j < sizeOf(code->dispatches()); ++j) {
+        const fb::Dispatch &dispatch = *code->dispatches()->Get(j);
+        uint64_t workgroups = 1;
+        for (uint32_t d = 0; d < sizeOf(dispatch.grid()); ++d)
+          workgroups *= dispatch.grid()->Get(d);
+        out.dispatches.push_back({toString(dispatch.entry()), workgroups});
+      }
+      out.scratchBytes = code->scratch_bytes();
+    }
+    impl.kernels.push_back(std::move(spec));
   }
   impl.hasCpuModule = root.cpu() != nullptr;
   impl.hasCudaModule = root.cuda() != nullptr;

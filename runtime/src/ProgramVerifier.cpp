@@ -288,9 +288,9 @@ private:
   /// Dimensions positive, heads a multiple of kv_heads, a floating-point
   /// dtype, and every operand a buffer of that dtype and exactly its size.
   void verifyAttention(const fb::Command &command, const std::string &where) {
-    const fb::AttentionDims *dims =
-        command.op_as_Attention() ? command.op_as_Attention()->dims()
-                                  : command.op_as_AttentionGrad()->dims();
+    const fb::AttentionDims *dims = command.op_as_Attention()
+                                        ? command.op_as_Attention()->dims()
+                                        : command.op_as_AttentionGrad()->dims();
     fb::DType dtype = command.op_as_Attention()
                           ? command.op_as_Attention()->dtype()
                           : command.op_as_AttentionGrad()->dtype();
@@ -628,36 +628,51 @@ uint64_t checkLaunchDims(const flatbuffers::Vector<uint32_t> *dims,
   return product;
 }
 
-void verifyCudaLaunch(const fb::CudaLaunch &launch, const fb::Kernel &kernel,
-                      const std::string &where) {
-  if (toString(launch.entry()).empty())
-    fail(where, ": the CUDA entry name is empty");
-  checkLaunchDims(launch.grid(), "grid", where);
-  uint64_t threads = checkLaunchDims(launch.block(), "block", where);
-  if (threads > kMaxThreadsPerBlock)
-    fail(where, ": block of ", threads, " threads exceeds the CUDA limit of ",
-         kMaxThreadsPerBlock);
-  for (uint32_t i = 0; i < sizeOf(launch.args()); ++i) {
-    const fb::CudaArg *arg = launch.args()->Get(i);
+/// The most workgroups of one CPU dispatch (its grid is one-dimensional).
+constexpr uint64_t kMaxCpuWorkgroups = UINT32_MAX;
+
+void verifyDispatch(const fb::Dispatch &dispatch, const fb::Kernel &kernel,
+                    const fb::KernelCode &code, bool cuda,
+                    const std::string &where) {
+  if (toString(dispatch.entry()).empty())
+    fail(where, ": the entry name is empty");
+  uint64_t workgroups = checkLaunchDims(dispatch.grid(), "grid", where);
+  if (cuda) {
+    uint64_t threads = checkLaunchDims(dispatch.block(), "block", where);
+    if (threads > kMaxThreadsPerBlock)
+      fail(where, ": block of ", threads, " threads exceeds the CUDA limit of ",
+           kMaxThreadsPerBlock);
+  } else if (sizeOf(dispatch.grid()) != 1 || workgroups > kMaxCpuWorkgroups) {
+    fail(where, ": a CPU grid has one dimension of at most ", kMaxCpuWorkgroups,
+         " workgroups");
+  }
+  for (uint32_t i = 0; i < sizeOf(dispatch.args()); ++i) {
+    const fb::DispatchArg *arg = dispatch.args()->Get(i);
     if (!arg->scratch() && arg->value() >= kernel.num_args())
       fail(where, ": argument ", i, " refers to kernel argument ", arg->value(),
            ", but the kernel takes ", kernel.num_args());
-    if (arg->scratch() && arg->value() >= kernel.cuda_scratch_bytes())
+    if (arg->scratch() && arg->value() >= code.scratch_bytes())
       fail(where, ": argument ", i, " points at scratch byte ", arg->value(),
-           ", outside the kernel's ", kernel.cuda_scratch_bytes(),
-           " scratch bytes");
+           ", outside the kernel's ", code.scratch_bytes(), " scratch bytes");
   }
 }
 
-void verifyKernel(const fb::Kernel &kernel, bool hasCudaModule,
-                  const std::string &where) {
-  uint32_t numLaunches = sizeOf(kernel.cuda_launches());
-  if (hasCudaModule && numLaunches == 0)
-    fail(where, ": the program has a CUDA module, but the kernel has no CUDA "
-                "launches");
-  for (uint32_t i = 0; i < numLaunches; ++i)
-    verifyCudaLaunch(*kernel.cuda_launches()->Get(i), kernel,
-                     concat(where, ", CUDA launch ", i));
+/// A kernel has code for each target the program has a module for.
+void verifyKernel(const fb::Kernel &kernel, bool hasCpuModule,
+                  bool hasCudaModule, const std::string &where) {
+  const fb::KernelCode *codes[] = {kernel.cpu(), kernel.cuda()};
+  const bool needed[] = {hasCpuModule, hasCudaModule};
+  const char *targets[] = {"CPU", "CUDA"};
+  for (int target = 0; target < 2; ++target) {
+    const fb::KernelCode *code = codes[target];
+    uint32_t numDispatches = code ? sizeOf(code->dispatches()) : 0;
+    if (needed[target] && numDispatches == 0)
+      fail(where, ": the program has a ", targets[target],
+           " module, but the kernel has no ", targets[target], " dispatches");
+    for (uint32_t i = 0; i < numDispatches; ++i)
+      verifyDispatch(*code->dispatches()->Get(i), kernel, *code, target == 1,
+                     concat(where, ", ", targets[target], " dispatch ", i));
+  }
 }
 
 } // namespace
@@ -678,7 +693,7 @@ void verifyProgramSemantics(const fb::Program &program) {
   for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i) {
     const fb::Kernel *kernel = program.kernels()->Get(i);
     checkUniqueName(names, toString(kernel->name()), concat("kernel ", i));
-    verifyKernel(*kernel, program.cuda() != nullptr,
+    verifyKernel(*kernel, program.cpu() != nullptr, program.cuda() != nullptr,
                  concat("kernel '", kernel->name()->str(), "'"));
   }
 

@@ -269,9 +269,10 @@ Session::Session(Program program, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(program), std::move(options))) {
   for (const ParameterSpec &spec : impl_->program.parameters())
     impl_->parameters.emplace_back(spec.dtype, spec.shape);
-  impl_->device = createDevice(
-      impl_->options.device, impl_->program, impl_->parameters,
-      {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world});
+  impl_->device =
+      createDevice(impl_->options.device, impl_->program, impl_->parameters,
+                   {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world,
+                    impl_->options.threads});
   initParameters(impl_->options.seed);
 }
 

@@ -54,11 +54,11 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
     return fb::CreateCommand(builder, fb::CommandOp::KernelLaunch, op.Union());
   }
   if (const auto *gemm = std::get_if<GemmDesc>(&desc)) {
-    auto op = fb::CreateGemm(
-        builder, gemm->a, gemm->b, gemm->c, gemm->bias, gemm->m, gemm->n,
-        gemm->k, gemm->batch, gemm->strideA, gemm->strideB, gemm->strideC,
-        gemm->transA, gemm->transB, gemm->alpha, gemm->beta, gemm->dtype,
-        gemm->epilogue);
+    auto op =
+        fb::CreateGemm(builder, gemm->a, gemm->b, gemm->c, gemm->bias, gemm->m,
+                       gemm->n, gemm->k, gemm->batch, gemm->strideA,
+                       gemm->strideB, gemm->strideC, gemm->transA, gemm->transB,
+                       gemm->alpha, gemm->beta, gemm->dtype, gemm->epilogue);
     return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());
   }
   if (const auto *copy = std::get_if<CopyDesc>(&desc)) {
@@ -79,20 +79,41 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
   return fb::CreateCommand(builder);
 }
 
+Offset<fb::KernelCode> buildCode(FlatBufferBuilder &builder,
+                                 const std::vector<DispatchDesc> &dispatches,
+                                 uint64_t scratchBytes, bool cpu) {
+  std::vector<Offset<fb::Dispatch>> offsets;
+  for (const DispatchDesc &dispatch : dispatches) {
+    std::vector<fb::DispatchArg> args;
+    for (const DispatchArgDesc &arg : dispatch.args)
+      args.emplace_back(arg.scratch, arg.value);
+    std::vector<uint32_t> block =
+        cpu ? std::vector<uint32_t>() : dispatch.block;
+    offsets.push_back(fb::CreateDispatchDirect(builder, dispatch.entry.c_str(),
+                                               &dispatch.grid, &block,
+                                               dispatch.sharedBytes, &args));
+  }
+  auto strategy = fb::CreateKernelStrategy(builder);
+  return fb::CreateKernelCodeDirect(builder, strategy, &offsets, scratchBytes);
+}
+
 Offset<fb::Kernel> buildKernel(FlatBufferBuilder &builder,
                                const KernelDesc &desc) {
-  std::vector<Offset<fb::CudaLaunch>> launches;
-  for (const CudaLaunchDesc &launch : desc.cudaLaunches) {
-    std::vector<fb::CudaArg> args;
-    for (const CudaArgDesc &arg : launch.args)
-      args.emplace_back(arg.scratch, arg.value);
-    launches.push_back(fb::CreateCudaLaunchDirect(builder, launch.entry.c_str(),
-                                                  &launch.grid, &launch.block,
-                                                  launch.sharedBytes, &args));
+  std::vector<DispatchDesc> cpuDispatches = desc.cpuDispatches;
+  if (cpuDispatches.empty() && !desc.cpuSymbol.empty()) {
+    DispatchDesc whole;
+    whole.entry = desc.cpuSymbol;
+    for (uint32_t i = 0; i < desc.numArgs; ++i)
+      whole.args.push_back(kernelArg(i));
+    cpuDispatches.push_back(whole);
   }
-  return fb::CreateKernelDirect(builder, desc.name.c_str(),
-                                desc.cpuSymbol.c_str(), desc.numArgs, &launches,
-                                desc.cudaScratchBytes);
+  Offset<fb::KernelCode> cpu = 0, cuda = 0;
+  if (!cpuDispatches.empty())
+    cpu = buildCode(builder, cpuDispatches, desc.cpuScratchBytes, true);
+  if (!desc.cudaLaunches.empty())
+    cuda = buildCode(builder, desc.cudaLaunches, desc.cudaScratchBytes, false);
+  return fb::CreateKernelDirect(builder, desc.name.c_str(), desc.numArgs, cpu,
+                                cuda);
 }
 
 Offset<fb::Entry> buildEntry(FlatBufferBuilder &builder,

@@ -110,30 +110,36 @@ struct EntryDesc {
   std::vector<GraphDesc> graphs;
 };
 
-/// A CUDA launch argument: kernel argument `value`, or scratch + `value`
+/// A dispatch argument: kernel argument `value`, or scratch + `value`
 /// bytes.
-struct CudaArgDesc {
+struct DispatchArgDesc {
   bool scratch = false;
   uint64_t value = 0;
 };
 
-inline CudaArgDesc kernelArg(uint64_t index) { return {false, index}; }
-inline CudaArgDesc scratchArg(uint64_t offset) { return {true, offset}; }
+inline DispatchArgDesc kernelArg(uint64_t index) { return {false, index}; }
+inline DispatchArgDesc scratchArg(uint64_t offset) { return {true, offset}; }
 
-struct CudaLaunchDesc {
+/// A dispatch of a kernel's CPU or CUDA code (block is CUDA's only).
+struct DispatchDesc {
   std::string entry;
   std::vector<uint32_t> grid = {1};
   std::vector<uint32_t> block = {1};
   uint32_t sharedBytes = 0;
-  std::vector<CudaArgDesc> args;
+  std::vector<DispatchArgDesc> args;
 };
 
 struct KernelDesc {
   std::string name;
+  /// Shorthand for CPU code of one dispatch of one workgroup calling this
+  /// symbol on the kernel's arguments in order (when cpuDispatches is
+  /// empty).
   std::string cpuSymbol;
   uint32_t numArgs = 0;
-  std::vector<CudaLaunchDesc> cudaLaunches;
+  std::vector<DispatchDesc> cudaLaunches;
   uint64_t cudaScratchBytes = 0;
+  std::vector<DispatchDesc> cpuDispatches;
+  uint64_t cpuScratchBytes = 0;
 };
 
 struct CudaModuleDesc {

@@ -3,6 +3,7 @@
 #include "AttentionShape.h"
 #include "Fail.h"
 #include "cpu/CpuAttention.h"
+#include "cpu/ThreadPool.h"
 #include "megrt/Error.h"
 #include "megrt/HalfFloat.h"
 
@@ -62,6 +63,9 @@ const AttentionCase kCases[] = {
     {"peaked_causal", 1, 90, 90, 2, 2, 64, 64, true, 8.0f},
     {"unaligned_causal", 1, 70, 70, 4, 2, 64, 64, true, 1.0f, true},
     {"single", 1, 1, 1, 1, 1, 64, 64, true},
+    // More keys than one block of the CPU's tiles, and a partial last one.
+    {"key_blocks_causal", 1, 300, 300, 2, 1, 64, 64, true},
+    {"key_blocks", 1, 70, 520, 2, 2, 32, 32, false},
 };
 
 const DType kDTypes[] = {DType::F32, DType::BF16, DType::F16};
@@ -293,15 +297,18 @@ struct Results {
   Bytes out, dq, dk, dv;
 };
 
-Results cpuAttention(const Inputs &in) {
+Results cpuAttention(const Inputs &in, unsigned threads = 3) {
   const AttentionShape &s = in.shape;
+  ThreadPool pool(threads);
   size_t element = elementSize(s.dtype);
   Results r{Bytes(outputElements(s) * element),
             Bytes(queryElements(s) * element), Bytes(keyElements(s) * element),
             Bytes(valueElements(s) * element)};
-  attentionForward(s, in.q.data(), in.k.data(), in.v.data(), r.out.data());
-  attentionBackward(s, in.dout.data(), in.q.data(), in.k.data(), in.v.data(),
-                    r.out.data(), r.dq.data(), r.dk.data(), r.dv.data());
+  attentionForward(pool, s, in.q.data(), in.k.data(), in.v.data(),
+                   r.out.data());
+  attentionBackward(pool, s, in.dout.data(), in.q.data(), in.k.data(),
+                    in.v.data(), r.out.data(), r.dq.data(), r.dk.data(),
+                    r.dv.data());
   return r;
 }
 
@@ -344,14 +351,28 @@ TEST_P(AttentionOnCpu, MatchesReference) {
   expectClose(widen(dtype, r.dv), ref.dv, tolerance, what + " dv");
 }
 
+TEST_P(AttentionOnCpu, SameBitsForAnyNumberOfThreads) {
+  const auto &[c, dtype] = GetParam();
+  Inputs in = randomInputs(shapeOf(c, dtype), 1);
+  Results one = cpuAttention(in, 1);
+  for (unsigned threads : {2u, 5u}) {
+    Results many = cpuAttention(in, threads);
+    EXPECT_EQ(one.out, many.out) << threads << " threads";
+    EXPECT_EQ(one.dq, many.dq) << threads << " threads";
+    EXPECT_EQ(one.dk, many.dk) << threads << " threads";
+    EXPECT_EQ(one.dv, many.dv) << threads << " threads";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionOnCpu,
                          ::testing::ValuesIn(allCases()), caseName);
 
 TEST(AttentionShapeCheck, RejectsBadShapes) {
   AttentionShape shape{1, 4, 4, 3, 2, 8, 8, false, 1.0f, DType::F32};
   std::vector<float> t(64);
+  ThreadPool pool(1);
   try {
-    attentionForward(shape, t.data(), t.data(), t.data(), t.data());
+    attentionForward(pool, shape, t.data(), t.data(), t.data(), t.data());
     FAIL() << "H=3 with Hkv=2 was accepted";
   } catch (const Error &error) {
     EXPECT_STREQ(error.what(), "attention f32 B=1 Sq=4 Skv=4 H=3 Hkv=2 D=8 "
@@ -359,8 +380,9 @@ TEST(AttentionShapeCheck, RejectsBadShapes) {
   }
   shape.heads = 2;
   shape.dtype = DType::I32;
-  EXPECT_THROW(attentionForward(shape, t.data(), t.data(), t.data(), t.data()),
-               Error);
+  EXPECT_THROW(
+      attentionForward(pool, shape, t.data(), t.data(), t.data(), t.data()),
+      Error);
 }
 
 // --- CUDA --------------------------------------------------------------------

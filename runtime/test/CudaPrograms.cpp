@@ -4,8 +4,8 @@
 namespace megrt::test {
 namespace {
 
-CudaLaunchDesc elementwise(const std::string &entry,
-                           std::vector<CudaArgDesc> args) {
+DispatchDesc elementwise(const std::string &entry,
+                         std::vector<DispatchArgDesc> args) {
   return {entry, {kN / 128}, {128}, 0, std::move(args)};
 }
 

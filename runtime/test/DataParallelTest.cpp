@@ -145,8 +145,9 @@ TEST(DataParallel, AFailedRunAbandonsItsCollectivesInFlight) {
   groups.groups.push_back(std::make_unique<FailingGroup>(1));
   groups.groups.push_back(std::make_unique<FailingGroup>(UINT64_MAX));
   DeviceOptions options;
+  ThreadPool pool(1);
   CpuEntry entry(flatbuffer, *flatbuffer.entries()->Get(0), parameters, module,
-                 groups, options);
+                 groups, options, pool, nullptr);
   EXPECT_THROW(entry.execute(), Error);
   try {
     entry.execute();

@@ -53,8 +53,9 @@ std::pair<uint64_t, uint64_t> countGraphRuns(bool graphs, int runs) {
   DeviceOptions options;
   options.graphs = graphs;
   SubmeshGroups noGroups;
+  ThreadPool pool(1);
   CpuEntry entry(flatbuffer, *flatbuffer.entries()->Get(0), parameters, module,
-                 noGroups, options);
+                 noGroups, options, pool, nullptr);
   for (int i = 0; i < runs; ++i)
     entry.execute();
   return {entry.graphRecordings(), entry.graphReplays()};

@@ -299,7 +299,7 @@ void addCudaKernel(ProgramDesc &d) {
   forward(d).commands.push_back(LaunchDesc{0, {3, 4}});
 }
 
-CudaLaunchDesc &cudaLaunchOf(ProgramDesc &d) {
+DispatchDesc &cudaLaunchOf(ProgramDesc &d) {
   return d.kernels[0].cudaLaunches[0];
 }
 
@@ -308,17 +308,19 @@ TEST(ProgramVerifier, AcceptsCudaLaunches) {
   addCudaKernel(desc);
   Program program = Program::fromBytes(buildArtifact(desc));
   EXPECT_TRUE(program.hasCudaModule());
-  EXPECT_EQ(program.kernels()[0].cudaEntries,
-            std::vector<std::string>{"scale_f32"});
+  ASSERT_EQ(program.kernels()[0].cuda.dispatches.size(), 1u);
+  EXPECT_EQ(program.kernels()[0].cuda.dispatches[0].entry, "scale_f32");
+  EXPECT_EQ(program.kernels()[0].cuda.dispatches[0].workgroups, 2u);
+  EXPECT_EQ(program.kernels()[0].cuda.scratchBytes, 64u);
 }
 
 TEST(ProgramVerifier, CudaLaunchShapes) {
-  const std::string where = "kernel 'scale', CUDA launch 0: ";
+  const std::string where = "kernel 'scale', CUDA dispatch 0: ";
   EXPECT_EQ(errorAfter([](ProgramDesc &d) {
               addCudaKernel(d);
               cudaLaunchOf(d).entry = "";
             }),
-            where + "the CUDA entry name is empty");
+            where + "the entry name is empty");
   EXPECT_EQ(errorAfter([](ProgramDesc &d) {
               addCudaKernel(d);
               cudaLaunchOf(d).grid = {};
@@ -355,7 +357,7 @@ TEST(ProgramVerifier, CudaLaunchShapes) {
 }
 
 TEST(ProgramVerifier, CudaLaunchArguments) {
-  const std::string where = "kernel 'scale', CUDA launch 0: ";
+  const std::string where = "kernel 'scale', CUDA dispatch 0: ";
   EXPECT_EQ(errorAfter([](ProgramDesc &d) {
               addCudaKernel(d);
               cudaLaunchOf(d).args[1] = kernelArg(2);
@@ -388,7 +390,7 @@ TEST(ProgramVerifier, CudaModuleNeedsLaunchesForEveryKernel) {
               d.kernels.push_back({"cpu_only", "cpu_only", 0});
             }),
             "kernel 'cpu_only': the program has a CUDA module, but the kernel "
-            "has no CUDA launches");
+            "has no CUDA dispatches");
   // Without a CUDA module, kernels need no CUDA launches.
   EXPECT_EQ(errorAfter([](ProgramDesc &d) {
               addCudaKernel(d);
@@ -451,6 +453,64 @@ TEST(ProgramVerifier, GraphRegionsInOrderAndDisjoint) {
             "entry 'forward', graph region 'a': commands [0, 1) start before "
             "the end of the previous region 'b' at command 2; regions must "
             "be in command order and must not overlap");
+}
+
+} // namespace
+} // namespace megrt::test
+
+namespace megrt::test {
+namespace {
+
+/// Kernel 'halve' with CPU code: a dispatch of 4 workgroups on both
+/// arguments and 32 bytes of scratch, in a program with a CPU module,
+/// launched by command 2 of "forward".
+void addCpuKernel(ProgramDesc &d) {
+  KernelDesc kernel{"halve", "", 2};
+  kernel.cpuDispatches = {
+      {"halve_d0_entry", {4}, {}, 0, {kernelArg(0), scratchArg(0)}},
+      {"halve_d1_entry", {1}, {}, 0, {scratchArg(16), kernelArg(1)}}};
+  kernel.cpuScratchBytes = 32;
+  d.kernels = {kernel};
+  d.cpuObject = std::vector<uint8_t>(16, 0);
+  forward(d).commands.push_back(LaunchDesc{0, {3, 4}});
+}
+
+TEST(ProgramVerifier, CpuDispatches) {
+  ProgramDesc desc = linearProgram();
+  addCpuKernel(desc);
+  Program program = Program::fromBytes(buildArtifact(desc));
+  const KernelCodeSpec &cpu = program.kernels()[0].cpu;
+  ASSERT_EQ(cpu.dispatches.size(), 2u);
+  EXPECT_EQ(cpu.dispatches[0].entry, "halve_d0_entry");
+  EXPECT_EQ(cpu.dispatches[0].workgroups, 4u);
+  EXPECT_EQ(cpu.scratchBytes, 32u);
+  EXPECT_TRUE(program.kernels()[0].cuda.dispatches.empty());
+
+  const std::string where = "kernel 'halve', CPU dispatch ";
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCpuKernel(d);
+              d.kernels[0].cpuDispatches[0].grid = {2, 2};
+            }),
+            where + "0: a CPU grid has one dimension of at most 4294967295 "
+                    "workgroups");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCpuKernel(d);
+              d.kernels[0].cpuDispatches[1].args[1] = kernelArg(2);
+            }),
+            where + "1: argument 1 refers to kernel argument 2, but the "
+                    "kernel takes 2");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCpuKernel(d);
+              d.kernels[0].cpuDispatches[1].args[0] = scratchArg(32);
+            }),
+            where + "1: argument 0 points at scratch byte 32, outside the "
+                    "kernel's 32 scratch bytes");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addCpuKernel(d);
+              d.kernels.push_back({"cuda_only", "", 0});
+            }),
+            "kernel 'cuda_only': the program has a CPU module, but the kernel "
+            "has no CPU dispatches");
 }
 
 } // namespace

@@ -8,6 +8,8 @@
 #include "megc/Conversion/Passes.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
+#include "megc/Kernels/Passes.h"
+#include "megc/Kernels/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -19,6 +21,8 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::meg::registerMegPasses();
   mlir::meg::registerMegConversionPasses();
+  megc::registerKernelPasses();
+  megc::registerKernelPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

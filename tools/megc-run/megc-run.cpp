@@ -37,7 +37,8 @@ const char *kUsage =
     "                [--steps N] [--save-params FILE.safetensors]\n"
     "                [--save-state FILE.safetensors] [--load-state FILE]\n"
     "                [--allow-extra-params] [--warmup N] [--no-cuda-graphs]\n"
-    "                [--trace FILE.json] [--comm-timeout SECONDS]\n";
+    "                [--trace FILE.json] [--comm-timeout SECONDS]\n"
+    "                [--threads N]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
@@ -48,6 +49,8 @@ struct Options {
   double commTimeoutSeconds = 300;
   bool allowExtraParams = false;
   bool cudaGraphs = true;
+  /// 0: MEGRT_NUM_THREADS, else every core.
+  unsigned threads = 0;
 };
 
 /// Parses a decimal count that fits in 64 bits; false otherwise.
@@ -107,6 +110,14 @@ Options parse(int argc, char **argv) {
       options.allowExtraParams = true;
     } else if (arg == "--no-cuda-graphs") {
       options.cudaGraphs = false;
+    } else if (arg == "--threads") {
+      std::string text = value(i);
+      uint64_t threads = 0;
+      if (!parseCount(text, threads) || threads < 1 || threads > 4096)
+        usageError("--threads expects a number of threads from 1 to 4096, "
+                   "got '" +
+                   text + "'");
+      options.threads = static_cast<unsigned>(threads);
     } else if (arg == "--trace") {
       options.trace = value(i);
     } else if (arg == "--comm-timeout") {
@@ -116,7 +127,8 @@ Options parse(int argc, char **argv) {
       if (text.empty() || *end != '\0' || !std::isfinite(seconds) ||
           seconds <= 0)
         usageError("--comm-timeout expects a positive number of seconds, "
-                   "got '" + text + "'");
+                   "got '" +
+                   text + "'");
       options.commTimeoutSeconds = seconds;
     } else if (arg == "--input") {
       std::string text = value(i);
@@ -165,20 +177,22 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   sessionOptions.cudaGraphs = options.cudaGraphs;
   sessionOptions.traceFile = options.trace;
   sessionOptions.commTimeoutSeconds = options.commTimeoutSeconds;
-  bool init = options.params == "init" ||
-              options.params.rfind("init:", 0) == 0;
+  sessionOptions.threads = options.threads;
+  bool init = options.params == "init" || options.params.rfind("init:", 0) == 0;
   if (options.params.rfind("init:", 0) == 0) {
     std::string seed = options.params.substr(5);
     if (!parseCount(seed, sessionOptions.seed))
       usageError("--params init:SEED expects a non-negative integer seed, "
-                 "got '" + seed + "'");
+                 "got '" +
+                 seed + "'");
   }
   megrt::Program program = megrt::Program::load(options.model);
   // Copies of a single-rank program would only overwrite each other's files.
   if (!program.mesh() && launched.size > 1)
     throw megrt::Error("'" + options.model +
                        "' is a single-rank program (it has no mesh), but the "
-                       "launcher started " + std::to_string(launched.size) +
+                       "launcher started " +
+                       std::to_string(launched.size) +
                        " ranks; run it without mpirun");
   megrt::Session session(program, sessionOptions);
   // Every rank runs the same calls (the Session communicates); rank 0

@@ -35,21 +35,24 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file"),
 cl::opt<std::string> emit("emit",
                           cl::desc("What to write: artifact (default), mlir "
                                    "(the IR after the front end), megrt (the "
-                                   "program as text) or ptx"),
+                                   "program as text), kernels (the kernel "
+                                   "functions the back end compiles) or ptx"),
                           cl::init("artifact"), cl::cat(compileCategory));
 cl::list<std::string> targets("target",
                               cl::desc("Targets to generate code for: cpu, "
                                        "cuda (default cpu)"),
                               cl::CommaSeparated, cl::cat(compileCategory));
-cl::opt<std::string> cudaArch("cuda-arch",
-                              cl::desc("GPU architecture for --target=cuda"),
-                              cl::init("sm_90"), cl::cat(compileCategory));
+cl::opt<std::string>
+    cudaArch("cuda-arch",
+             cl::desc("GPU architecture for --target=cuda: sm_90, sm_90a, "
+                      "sm_100, sm_100a, ..."),
+             cl::init("sm_90"), cl::cat(compileCategory));
 
-cl::opt<std::string> cpu(
-    "cpu",
-    cl::desc("CPU code: x86-64 (default, any x86-64 host) or native (also "
-             "this host's instruction-set extensions)"),
-    cl::init("x86-64"), cl::cat(compileCategory));
+cl::opt<std::string>
+    cpu("cpu",
+        cl::desc("CPU code: x86-64 (default, any x86-64 host) or native (also "
+                 "this host's instruction-set extensions)"),
+        cl::init("x86-64"), cl::cat(compileCategory));
 
 cl::opt<bool> noFuseRope("no-fuse-rope",
                          cl::desc("Keep RoPE unfused (skip meg-fuse-rope)"),
@@ -75,26 +78,36 @@ int fail(const Twine &message) {
 } // namespace
 
 void registerCompileOptions() {
-  // The front end and the code generators build pipelines from text.
+  // Passes by name: reproducers and --mlir-print-ir-* name them.
   registerCompilerPasses();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
+  // --help lists megc's flags and MLIR's (--mlir-*), not the hundreds of
+  // LLVM back-end options the linked libraries register.
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    bool ours = llvm::is_contained(option->Categories, &compileCategory);
+    if (!ours && !entry.first.starts_with("mlir-") && entry.first != "help" &&
+        entry.first != "version")
+      option->setHiddenFlag(cl::ReallyHidden);
+  }
 }
 
 bool hasCompileInput() { return !inputFile.empty(); }
 
 int runCompile() {
-  CompileOptions options;
-  options.targets = targets;
-  options.cudaArch = cudaArch;
-  options.cpu = cpu;
-  options.emit = emit;
-  options.noFuse = noFuse;
-  options.noFuseRope = noFuseRope;
-  options.cudaGraphs = cudaGraphs;
-  options.shareIoBuffers = shareIoBuffers;
-  if (Error error = verifyCompileOptions(options))
-    return fail(toString(std::move(error)));
+  CompileFlags flags;
+  flags.targets = targets;
+  flags.cudaArch = cudaArch;
+  flags.cpu = cpu;
+  flags.emit = emit;
+  flags.noFuse = noFuse;
+  flags.noFuseRope = noFuseRope;
+  flags.cudaGraphs = cudaGraphs;
+  flags.shareIoBuffers = shareIoBuffers;
+  Expected<CompileOptions> options = parseCompileFlags(flags);
+  if (!options)
+    return fail(toString(options.takeError()));
 
   mlir::DialectRegistry registry;
   registerCompilerDialects(registry);
@@ -113,11 +126,7 @@ int runCompile() {
   if (!module)
     return 1;
 
-  // --mlir-timing, --mlir-print-ir-*, crash reproducers.
-  mlir::FailureOr<std::string> result =
-      compileModule(*module, options, [](mlir::PassManager &pm) {
-        return mlir::applyPassManagerCLOptions(pm);
-      });
+  mlir::FailureOr<std::string> result = compileModule(*module, *options);
   if (failed(result))
     return 1;
   auto output = mlir::openOutputFile(outputFile, &error);

@@ -46,10 +46,10 @@ std::string typeText(fb::DType dtype,
 }
 
 /// A data-parallel input shows the global tensor the caller passes.
-void printSpecs(raw_ostream &os,
-                const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>>
-                    *specs,
-                const std::vector<int64_t> &groupSizes) {
+void printSpecs(
+    raw_ostream &os,
+    const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>> *specs,
+    const std::vector<int64_t> &groupSizes) {
   bool first = true;
   if (specs)
     for (const fb::TensorSpec *spec : *specs) {
@@ -138,6 +138,43 @@ void printCollectives(raw_ostream &os, const fb::Entry &entry,
        << megabytes(totals.payload) << ")";
   os << "; sent per rank " << megabytes(static_cast<uint64_t>(sent)) << "\n";
 }
+/// `    cpu: row_reduction domain [2, 256] tile [1, 16] vector 16, grid 32
+/// + 1, 8.2 KB scratch`: a kernel's strategy and its dispatch grids.
+void printCode(raw_ostream &os, const char *target,
+               const fb::KernelCode *code) {
+  if (!code)
+    return;
+  os << "    " << target << ": ";
+  auto dims = [&](const flatbuffers::Vector<int64_t> *values) {
+    os << "[";
+    for (uint32_t i = 0; values && i < values->size(); ++i)
+      os << (i ? ", " : "") << values->Get(i);
+    os << "]";
+  };
+  if (const fb::KernelStrategy *strategy = code->strategy()) {
+    os << fb::EnumNameKernelStrategyKind(strategy->kind());
+    if (strategy->domain() && strategy->domain()->size()) {
+      os << " domain ";
+      dims(strategy->domain());
+      os << " tile ";
+      dims(strategy->tile());
+    }
+    os << " vector " << strategy->vector_width() << ", ";
+  }
+  os << "grid";
+  if (const auto *dispatches = code->dispatches())
+    for (auto [index, dispatch] : llvm::enumerate(*dispatches)) {
+      os << (index ? " + " : " ");
+      for (uint32_t i = 0; dispatch->grid() && i < dispatch->grid()->size();
+           ++i)
+        if (i == 0 || dispatch->grid()->Get(i) != 1)
+          os << (i ? "x" : "") << dispatch->grid()->Get(i);
+    }
+  if (code->scratch_bytes())
+    os << ", " << code->scratch_bytes() << " B scratch";
+  os << "\n";
+}
+
 } // namespace
 
 int runInspect() {
@@ -175,8 +212,8 @@ int runInspect() {
   const fb::Program *program = fb::GetProgram(data);
   raw_ostream &os = outs();
   os << artifactFile << ": format " << program->format_version()
-     << ", produced by " << (program->producer() ? program->producer()->str() : "?")
-     << "\n";
+     << ", produced by "
+     << (program->producer() ? program->producer()->str() : "?") << "\n";
 
   // Group sizes of the registered submeshes.
   std::vector<int64_t> groupSizes;
@@ -228,8 +265,8 @@ int runInspect() {
       trainable += param->trainable();
       sharded += param->sharding() != nullptr;
     }
-  os << "parameters: " << (params ? params->size() : 0) << " ("
-     << trainable << " trainable";
+  os << "parameters: " << (params ? params->size() : 0) << " (" << trainable
+     << " trainable";
   if (sharded)
     os << ", " << sharded << " sharded";
   os << "), per rank " << megabytes(weightBytes + stateBytes)
@@ -260,11 +297,9 @@ int runInspect() {
   if (kernels)
     for (const fb::Kernel *kernel : *kernels) {
       os << "  " << kernel->name()->str() << " (" << kernel->num_args()
-         << " args";
-      if (kernel->cuda_launches() && kernel->cuda_launches()->size())
-        os << ", " << kernel->cuda_launches()->size() << " cuda launches, "
-           << kernel->cuda_scratch_bytes() << " B scratch";
-      os << ")\n";
+         << " args)\n";
+      printCode(os, "cpu", kernel->cpu());
+      printCode(os, "cuda", kernel->cuda());
     }
 
   if (program->entries())

@@ -9,6 +9,8 @@
 #ifndef MEGC_COMPILER_PROGRAM_H
 #define MEGC_COMPILER_PROGRAM_H
 
+#include "megc/Compiler/CompileOptions.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/raw_ostream.h"
@@ -85,9 +87,8 @@ struct WaitCommand {
   uint32_t collective;
   uint32_t src, dst;
 };
-using Command =
-    std::variant<LaunchCommand, GemmCommand, CopyCommand, AttentionCommand,
-                 CollectiveCommand, WaitCommand>;
+using Command = std::variant<LaunchCommand, GemmCommand, CopyCommand,
+                             AttentionCommand, CollectiveCommand, WaitCommand>;
 
 struct TensorSpec {
   std::string name;
@@ -121,28 +122,39 @@ struct EntryDesc {
   std::vector<GraphRegionDesc> graphs;
 };
 
-/// One device pointer passed to a CUDA launch: the kernel's argument
-/// `value`, or (scratch) the scratch area plus `value` bytes.
-struct CudaArgDesc {
+/// One pointer passed to a dispatch: the kernel's argument `value`, or
+/// (scratch) the kernel's scratch area plus `value` bytes.
+struct DispatchArgDesc {
   bool scratch = false;
   uint64_t value = 0;
 };
 
-/// One launch of a kernel's CUDA code.
-struct CudaLaunchDesc {
+/// One dispatch of a kernel's code (runtime/schema/megc.fbs, Dispatch): a
+/// grid of workgroups running `entry`.
+struct DispatchDesc {
   std::string entry;
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t sharedBytes = 0;
-  std::vector<CudaArgDesc> args;
+  std::vector<DispatchArgDesc> args;
+};
+
+/// The kernel_strategy a kernel's code realises (megrt's KernelStrategy).
+struct KernelStrategyDesc {
+  std::string kind = "serial";
+  std::vector<int64_t> domain, tile;
+  uint32_t vectorWidth = 1;
+};
+
+/// A kernel's code for one target, as its code generator returns it.
+struct KernelCodeDesc {
+  KernelStrategyDesc strategy;
+  std::vector<DispatchDesc> dispatches;
+  uint64_t scratchBytes = 0;
 };
 
 struct KernelDesc {
   std::string name;
   uint32_t numArgs;
-  /// Filled by the CUDA code generator: the launches, in order, and the
-  /// device scratch they use for temporaries.
-  std::vector<CudaLaunchDesc> cudaLaunches;
-  uint64_t cudaScratchBytes = 0;
 };
 
 struct ParameterDesc {
@@ -183,49 +195,49 @@ struct ProgramDesc {
 /// an entry: matrix products become GEMM commands, reshapes views, and each
 /// other op a kernel (identical kernels shared). Diagnoses what it cannot
 /// place.
-mlir::FailureOr<ProgramDesc> buildProgram(mlir::ModuleOp module);
+mlir::FailureOr<ProgramDesc> buildProgram(mlir::ModuleOp module,
+                                          const CompileOptions &options);
 
 /// Assigns arena offsets from liveness: buffers whose lifetimes do not
 /// overlap share memory; fills the entry's plan.
 void planMemory(EntryDesc &entry);
 
-/// The CPU kernels as a linked shared object, and the instruction-set
-/// extensions it uses beyond baseline x86-64.
+/// The CPU kernels as a linked shared object, the instruction-set
+/// extensions it uses beyond baseline x86-64, and each kernel's code (in
+/// the order of ProgramDesc::kernels).
 struct CpuModuleDesc {
   std::string sharedObject;
   std::vector<std::string> features;
+  std::vector<KernelCodeDesc> kernels;
 };
 
-/// The extensions `--cpu` names: none for "x86-64"; for "native", those of
-/// the host that megrt can check (megrt/CpuFeatures.h).
-std::vector<std::string> cpuFeatures(llvm::StringRef cpu);
+/// Compiles the kernel module for the CPU the options name.
+mlir::FailureOr<CpuModuleDesc> compileCpuKernels(const ProgramDesc &program,
+                                                 const CompileOptions &options);
 
-/// Compiles the kernel module for x86-64 with `features` into a linked
-/// shared object whose kernels have the C ABI `void name(void **args)`.
-mlir::FailureOr<CpuModuleDesc>
-compileCpuKernels(ProgramDesc &program,
-                  const std::vector<std::string> &features);
-
-/// Prints the program as text, one line per kernel, buffer and command
-/// (`megc --emit=megrt`).
-void printProgram(const ProgramDesc &program, llvm::raw_ostream &os);
-
-/// GPU code of the kernels: one PTX module and, when the toolkit's ptxas
-/// is installed, its cubin.
+/// GPU code of the kernels: one PTX module, its cubin when the toolkit's
+/// ptxas is installed, and each kernel's code (in the order of
+/// ProgramDesc::kernels).
 struct CudaModuleDesc {
   std::string arch, ptx, cubin;
+  std::vector<KernelCodeDesc> kernels;
 };
 
-/// Compiles the kernel module to PTX for `arch` (e.g. sm_90) through NVVM
-/// and assembles it with ptxas (a missing ptxas leaves the cubin empty and
+/// Compiles the kernel module to PTX for options.cudaArch through NVVM and
+/// assembles it with ptxas (a missing ptxas leaves the cubin empty and
 /// warns).
-mlir::FailureOr<CudaModuleDesc> compileCudaKernels(ProgramDesc &program,
-                                                   llvm::StringRef arch);
+mlir::FailureOr<CudaModuleDesc>
+compileCudaKernels(const ProgramDesc &program, const CompileOptions &options);
 
-/// Serializes the program, the CPU shared object and (if not null) the CUDA
-/// module in the artifact format of runtime/schema/megc.fbs.
+/// Prints the program as text, one line per kernel (with its code for each
+/// target that has one), buffer and command (`megc --emit=megrt`).
+void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
+                  const CudaModuleDesc *cuda, llvm::raw_ostream &os);
+
+/// Serializes the program, the CPU module (if not null) and the CUDA module
+/// (if not null) in the artifact format of runtime/schema/megc.fbs.
 std::string serializeProgram(const ProgramDesc &program,
-                             const CpuModuleDesc &cpu,
+                             const CpuModuleDesc *cpu,
                              const CudaModuleDesc *cuda);
 
 } // namespace megc

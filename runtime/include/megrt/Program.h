@@ -107,12 +107,28 @@ struct EntrySpec {
   size_t numCommands;
 };
 
+/// One dispatch of a kernel's code: its entry (a CPU symbol or a CUDA
+/// .entry) and the number of workgroups (CUDA blocks) it runs.
+struct DispatchSpec {
+  std::string entry;
+  uint64_t workgroups = 0;
+};
+
+/// A kernel's code for one target (empty without one): the strategy the
+/// compiler chose (serial, pointwise, row_reduction, column_reduction,
+/// full_reduction), its domain, tile and vector width, and its dispatches.
+struct KernelCodeSpec {
+  std::string strategy;
+  Shape domain, tile;
+  uint32_t vectorWidth = 0;
+  std::vector<DispatchSpec> dispatches;
+  uint64_t scratchBytes = 0;
+};
+
 struct KernelSpec {
   std::string name;
-  std::string cpuSymbol;
   uint32_t numArgs;
-  /// The .entry names of its CUDA launches, in launch order.
-  std::vector<std::string> cudaEntries;
+  KernelCodeSpec cpu, cuda;
 };
 
 /// Immutable and cheap to copy: copies share the artifact bytes. Loading

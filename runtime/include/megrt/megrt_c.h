@@ -84,13 +84,17 @@ megrt_status megrt_session_create(const megrt_program *program,
                                   const char *device, uint64_t seed,
                                   megrt_session **session);
 /* As megrt_session_create, with `cuda_graphs` zero to run graph regions
- * command by command, and `trace` (NULL: none) the path of a Chrome
+ * command by command, `trace` (NULL: none) the path of a Chrome
  * trace-event file with device timings of every command, written by
- * megrt_session_write_trace and when the session is destroyed. */
+ * megrt_session_write_trace and when the session is destroyed, and
+ * `threads` the CPU threads a cpu device runs kernels on (0: the
+ * MEGRT_NUM_THREADS environment variable, else every core the process may
+ * use). */
 megrt_status megrt_session_create_with_options(const megrt_program *program,
                                                const char *device,
                                                uint64_t seed, int cuda_graphs,
                                                const char *trace,
+                                               unsigned threads,
                                                megrt_session **session);
 megrt_status megrt_session_write_trace(megrt_session *session);
 void megrt_session_destroy(megrt_session *session);

@@ -1,6 +1,10 @@
-// Fused scaled-dot-product attention on the CPU, forward and backward.
+// Fused scaled-dot-product attention on the CPU, forward and backward, in
+// tiles: the products of a tile are matrix products (matmulTile), the
+// softmax is vectorized, and the tiles run on the device's threads.
 #include "cpu/CpuAttention.h"
 
+#include "cpu/ThreadPool.h"
+#include "cpu/TileMath.h"
 #include "megrt/HalfFloat.h"
 
 #include <algorithm>
@@ -12,42 +16,12 @@
 namespace megrt {
 namespace {
 
-/// Keys per tile: a tile's scores and its K and V rows in f32 stay in cache.
-constexpr int64_t kKeyTile = 64;
-/// Query rows that share one f32 copy of a K/V tile, which amortises the
-/// widening of bf16/f16 keys and values.
-constexpr int64_t kQueryTile = 32;
+/// Query rows per tile, and keys per block of a tile's scores: a 64 x 256
+/// f32 score block (64 KB) and its operands stay in the core's L2.
+constexpr int64_t kQueryTile = 64;
+constexpr int64_t kKeyBlock = 256;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-/// Reads elements [offset, offset + count) of a tensor as f32.
-void widen(DType dtype, const void *tensor, int64_t offset, int64_t count,
-           float *out) {
-  if (dtype == DType::F32) {
-    std::memcpy(out, static_cast<const float *>(tensor) + offset,
-                count * sizeof(float));
-    return;
-  }
-  const uint16_t *bits = static_cast<const uint16_t *>(tensor) + offset;
-  float (*convert)(uint16_t) = dtype == DType::BF16 ? bf16ToFloat : f16ToFloat;
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = convert(bits[i]);
-}
-
-/// Writes `count` f32 values to elements [offset, offset + count) of a
-/// tensor, rounding to nearest even for bf16/f16.
-void narrow(DType dtype, const float *values, int64_t count, void *tensor,
-            int64_t offset) {
-  if (dtype == DType::F32) {
-    std::memcpy(static_cast<float *>(tensor) + offset, values,
-                count * sizeof(float));
-    return;
-  }
-  uint16_t *bits = static_cast<uint16_t *>(tensor) + offset;
-  uint16_t (*convert)(float) = dtype == DType::BF16 ? floatToBf16 : floatToF16;
-  for (int64_t i = 0; i < count; ++i)
-    bits[i] = convert(values[i]);
-}
 
 /// Element offsets in the bshd layout, and the causal mask.
 class Layout {
@@ -66,6 +40,11 @@ public:
   int64_t value(int64_t b, int64_t j, int64_t g) const {
     return ((b * s_.seqKv + j) * s_.kvHeads + g) * s_.valueDim;
   }
+  /// Distance between consecutive rows of one head.
+  int64_t queryStride() const { return s_.heads * s_.headDim; }
+  int64_t outputStride() const { return s_.heads * s_.valueDim; }
+  int64_t keyStride() const { return s_.kvHeads * s_.headDim; }
+  int64_t valueStride() const { return s_.kvHeads * s_.valueDim; }
   /// Query heads per KV head.
   int64_t group() const { return s_.heads / s_.kvHeads; }
   /// How many keys (a prefix) query i sees: all, or with `causal` those up
@@ -80,256 +59,287 @@ private:
   const AttentionShape &s_;
 };
 
-/// Up to kKeyTile consecutive keys and values of one KV head in f32. Keys
-/// are kept transposed too, so that a query's scores accumulate over the
-/// tile's keys in the innermost loop (which vectorizes; a dot product over
-/// the head dimension would be a strict-order reduction, which does not);
-/// values likewise for the dp = dout v^T of the backward.
-struct KeyTile {
-  int64_t first = 0, count = 0;
-  std::vector<float> keys, keysT, values, valuesT;
-
-  explicit KeyTile(const AttentionShape &s)
-      : keys(kKeyTile * s.headDim), keysT(s.headDim * kKeyTile),
-        values(kKeyTile * s.valueDim), valuesT(s.valueDim * kKeyTile) {}
-
-  void load(const AttentionShape &s, const Layout &layout, const void *k,
-            const void *v, int64_t b, int64_t g, int64_t first, int64_t count,
-            bool withValues) {
-    this->first = first;
-    this->count = count;
-    for (int64_t j = 0; j < count; ++j) {
-      float *row = &keys[j * s.headDim];
-      widen(s.dtype, k, layout.key(b, first + j, g), s.headDim, row);
-      for (int64_t d = 0; d < s.headDim; ++d)
-        keysT[d * kKeyTile + j] = row[d];
-    }
-    if (!withValues)
-      return;
-    for (int64_t j = 0; j < count; ++j) {
-      float *row = &values[j * s.valueDim];
-      widen(s.dtype, v, layout.value(b, first + j, g), s.valueDim, row);
-      for (int64_t n = 0; n < s.valueDim; ++n)
-        valuesT[n * kKeyTile + j] = row[n];
-    }
-  }
-
-  /// scores[j] = scale * query . key[j] for the first `limit` keys.
-  void score(const AttentionShape &s, const float *query, int64_t limit,
-             float *scores) const {
-    std::fill(scores, scores + limit, 0.0f);
-    for (int64_t d = 0; d < s.headDim; ++d) {
-      float qd = query[d];
-      const float *column = &keysT[d * kKeyTile];
-      for (int64_t j = 0; j < limit; ++j)
-        scores[j] += qd * column[j];
-    }
-    for (int64_t j = 0; j < limit; ++j)
-      scores[j] *= s.scale;
-  }
+/// `rows` rows of `width` elements, `stride` apart from element `offset` of
+/// a tensor, as f32: the tensor itself for f32 (with its stride), a widened
+/// packed copy in `buffer` otherwise.
+struct Rows {
+  const float *data;
+  int64_t stride;
 };
+Rows readRows(DType dtype, const void *tensor, int64_t offset, int64_t rows,
+              int64_t width, int64_t stride, std::vector<float> &buffer) {
+  if (dtype == DType::F32)
+    return {static_cast<const float *>(tensor) + offset, stride};
+  buffer.resize(rows * width);
+  const uint16_t *bits = static_cast<const uint16_t *>(tensor) + offset;
+  float (*convert)(uint16_t) = dtype == DType::BF16 ? bf16ToFloat : f16ToFloat;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < width; ++c)
+      buffer[r * width + c] = convert(bits[r * stride + c]);
+  return {buffer.data(), width};
+}
 
-/// The running maximum and sum of one query row's softmax, updated a tile
-/// of scores at a time.
-struct OnlineSoftmax {
-  float max = kNegInf;
-  float sum = 0.0f;
-
-  /// Turns the tile's scores (at least one) into exp(score - new maximum) and
-  /// returns the factor exp(old maximum - new maximum) by which everything
-  /// accumulated so far must be rescaled.
-  float update(float *scores, int64_t count) {
-    float newMax = max;
-    for (int64_t j = 0; j < count; ++j)
-      newMax = std::max(newMax, scores[j]);
-    // The old maximum is -inf only before the first tile, whose
-    // accumulations are all zero: the factor 0 is then harmless.
-    float rescale = std::exp(max - newMax);
-    float tileSum = 0.0f;
-    for (int64_t j = 0; j < count; ++j) {
-      scores[j] = std::exp(scores[j] - newMax);
-      tileSum += scores[j];
+/// Writes `rows` x `width` f32 values (`ld` apart) to rows `stride` apart
+/// from element `offset` of a tensor, rounding to nearest even for 16 bits.
+void writeRows(DType dtype, const float *values, int64_t ld, int64_t rows,
+               int64_t width, void *tensor, int64_t offset, int64_t stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = values + r * ld;
+    if (dtype == DType::F32) {
+      std::memcpy(static_cast<float *>(tensor) + offset + r * stride, row,
+                  width * sizeof(float));
+      continue;
     }
-    sum = sum * rescale + tileSum;
-    max = newMax;
-    return rescale;
-  }
-
-  /// log(sum(exp(scores))); +inf for a row that saw no key, so that its
-  /// recomputed probabilities exp(score - lse) are zero.
-  float logSumExp() const {
-    return sum > 0.0f ? max + std::log(sum)
-                      : std::numeric_limits<float>::infinity();
-  }
-};
-
-} // namespace
-
-void attentionForward(const AttentionShape &s, const void *q, const void *k,
-                      const void *v, void *out) {
-  checkAttentionShape(s);
-  Layout layout(s);
-  KeyTile tile(s);
-  std::vector<float> queries(kQueryTile * s.headDim);
-  std::vector<float> acc(kQueryTile * s.valueDim);
-  std::vector<OnlineSoftmax> softmax(kQueryTile);
-  std::vector<float> scores(kKeyTile);
-
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      int64_t g = h / layout.group();
-      for (int64_t q0 = 0; q0 < s.seqQ; q0 += kQueryTile) {
-        int64_t rows = std::min(kQueryTile, s.seqQ - q0);
-        for (int64_t r = 0; r < rows; ++r)
-          widen(s.dtype, q, layout.query(b, q0 + r, h), s.headDim,
-                &queries[r * s.headDim]);
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        std::fill(softmax.begin(), softmax.end(), OnlineSoftmax());
-
-        int64_t keyEnd = layout.visibleKeys(q0 + rows - 1);
-        for (int64_t k0 = 0; k0 < keyEnd; k0 += kKeyTile) {
-          tile.load(s, layout, k, v, b, g, k0, std::min(kKeyTile, keyEnd - k0),
-                    /*withValues=*/true);
-          for (int64_t r = 0; r < rows; ++r) {
-            int64_t limit =
-                std::min(tile.count, layout.visibleKeys(q0 + r) - k0);
-            if (limit <= 0)
-              continue;
-            tile.score(s, &queries[r * s.headDim], limit, scores.data());
-            float rescale = softmax[r].update(scores.data(), limit);
-            float *row = &acc[r * s.valueDim];
-            for (int64_t n = 0; n < s.valueDim; ++n)
-              row[n] *= rescale;
-            for (int64_t j = 0; j < limit; ++j) {
-              float p = scores[j];
-              const float *value = &tile.values[j * s.valueDim];
-              for (int64_t n = 0; n < s.valueDim; ++n)
-                row[n] += p * value[n];
-            }
-          }
-        }
-
-        for (int64_t r = 0; r < rows; ++r) {
-          float *row = &acc[r * s.valueDim];
-          float sum = softmax[r].sum;
-          float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
-          for (int64_t n = 0; n < s.valueDim; ++n)
-            row[n] *= inverse;
-          narrow(s.dtype, row, s.valueDim, out, layout.output(b, q0 + r, h));
-        }
-      }
-    }
+    uint16_t *bits = static_cast<uint16_t *>(tensor) + offset + r * stride;
+    uint16_t (*convert)(float) =
+        dtype == DType::BF16 ? floatToBf16 : floatToF16;
+    for (int64_t c = 0; c < width; ++c)
+      bits[c] = convert(row[c]);
   }
 }
 
-void attentionBackward(const AttentionShape &s, const void *dout, const void *q,
-                       const void *k, const void *v, const void *out, void *dq,
-                       void *dk, void *dv) {
-  checkAttentionShape(s);
-  Layout layout(s);
-  KeyTile tile(s);
-  std::vector<float> queries(kQueryTile * s.headDim);
-  std::vector<float> gradOut(kQueryTile * s.valueDim);
-  std::vector<float> outRow(s.valueDim);
-  std::vector<float> dqAcc(kQueryTile * s.headDim);
-  std::vector<float> lse(kQueryTile), delta(kQueryTile);
-  std::vector<OnlineSoftmax> softmax(kQueryTile);
-  std::vector<float> probs(kKeyTile), dp(kKeyTile);
-  std::vector<float> dkAcc(s.seqKv * s.headDim), dvAcc(s.seqKv * s.valueDim);
+/// A query tile: rows [first, first + count) of one head, and the keys the
+/// last of them sees.
+struct QueryTile {
+  int64_t first, count, keyEnd;
+};
 
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t g = 0; g < s.kvHeads; ++g) {
-      std::fill(dkAcc.begin(), dkAcc.end(), 0.0f);
-      std::fill(dvAcc.begin(), dvAcc.end(), 0.0f);
-      for (int64_t h = g * layout.group(); h < (g + 1) * layout.group(); ++h) {
-        for (int64_t q0 = 0; q0 < s.seqQ; q0 += kQueryTile) {
-          int64_t rows = std::min(kQueryTile, s.seqQ - q0);
-          for (int64_t r = 0; r < rows; ++r) {
-            widen(s.dtype, q, layout.query(b, q0 + r, h), s.headDim,
-                  &queries[r * s.headDim]);
-            float *gradRow = &gradOut[r * s.valueDim];
-            widen(s.dtype, dout, layout.output(b, q0 + r, h), s.valueDim,
-                  gradRow);
-            widen(s.dtype, out, layout.output(b, q0 + r, h), s.valueDim,
-                  outRow.data());
-            // delta = rowsum(dout * out) = rowsum(P * dP), the term that
-            // the softmax's Jacobian subtracts.
-            float sum = 0.0f;
-            for (int64_t n = 0; n < s.valueDim; ++n)
-              sum += gradRow[n] * outRow[n];
-            delta[r] = sum;
-          }
+QueryTile queryTile(const Layout &layout, const AttentionShape &s,
+                    int64_t index) {
+  int64_t first = index * kQueryTile;
+  int64_t count = std::min(kQueryTile, s.seqQ - first);
+  return {first, count, layout.visibleKeys(first + count - 1)};
+}
 
-          // The forward's log-sum-exp of each row, recomputed.
-          int64_t keyEnd = layout.visibleKeys(q0 + rows - 1);
-          std::fill(softmax.begin(), softmax.end(), OnlineSoftmax());
-          for (int64_t k0 = 0; k0 < keyEnd; k0 += kKeyTile) {
-            tile.load(s, layout, k, v, b, g, k0,
-                      std::min(kKeyTile, keyEnd - k0), /*withValues=*/false);
-            for (int64_t r = 0; r < rows; ++r) {
-              int64_t limit =
-                  std::min(tile.count, layout.visibleKeys(q0 + r) - k0);
-              if (limit <= 0)
-                continue;
-              tile.score(s, &queries[r * s.headDim], limit, probs.data());
-              softmax[r].update(probs.data(), limit);
-            }
-          }
-          for (int64_t r = 0; r < rows; ++r)
-            lse[r] = softmax[r].logSumExp();
+int64_t queryTiles(const AttentionShape &s) {
+  return (s.seqQ + kQueryTile - 1) / kQueryTile;
+}
 
-          std::fill(dqAcc.begin(), dqAcc.end(), 0.0f);
-          for (int64_t k0 = 0; k0 < keyEnd; k0 += kKeyTile) {
-            tile.load(s, layout, k, v, b, g, k0,
-                      std::min(kKeyTile, keyEnd - k0), /*withValues=*/true);
-            for (int64_t r = 0; r < rows; ++r) {
-              int64_t limit =
-                  std::min(tile.count, layout.visibleKeys(q0 + r) - k0);
-              if (limit <= 0)
-                continue;
-              const float *query = &queries[r * s.headDim];
-              const float *gradRow = &gradOut[r * s.valueDim];
-              tile.score(s, query, limit, probs.data());
-              for (int64_t j = 0; j < limit; ++j)
-                probs[j] = std::exp(probs[j] - lse[r]);
-              std::fill(dp.begin(), dp.begin() + limit, 0.0f);
-              for (int64_t n = 0; n < s.valueDim; ++n) {
-                float gn = gradRow[n];
-                const float *column = &tile.valuesT[n * kKeyTile];
-                for (int64_t j = 0; j < limit; ++j)
-                  dp[j] += gn * column[j];
-              }
-              float *dqRow = &dqAcc[r * s.headDim];
-              for (int64_t j = 0; j < limit; ++j) {
-                // dS = P * (dP - delta); the scale of the scores carries
-                // into dq and dk.
-                float ds = probs[j] * (dp[j] - delta[r]) * s.scale;
-                const float *key = &tile.keys[j * s.headDim];
-                float *dkRow = &dkAcc[(k0 + j) * s.headDim];
-                for (int64_t d = 0; d < s.headDim; ++d) {
-                  dqRow[d] += ds * key[d];
-                  dkRow[d] += ds * query[d];
-                }
-                float p = probs[j];
-                float *dvRow = &dvAcc[(k0 + j) * s.valueDim];
-                for (int64_t n = 0; n < s.valueDim; ++n)
-                  dvRow[n] += p * gradRow[n];
-              }
-            }
-          }
-          for (int64_t r = 0; r < rows; ++r)
-            narrow(s.dtype, &dqAcc[r * s.headDim], s.headDim, dq,
-                   layout.query(b, q0 + r, h));
-        }
+/// Keys [k0, k0 + keys) of a block that row r of the tile sees.
+int64_t visibleInBlock(const Layout &layout, const QueryTile &tile, int64_t r,
+                       int64_t k0, int64_t keys) {
+  return std::clamp<int64_t>(layout.visibleKeys(tile.first + r) - k0, 0, keys);
+}
+
+/// One query tile of the forward: online softmax over key blocks.
+void forwardTile(const AttentionShape &s, const Layout &layout, const void *q,
+                 const void *k, const void *v, void *out, int64_t b, int64_t h,
+                 const QueryTile &tile) {
+  int64_t g = h / layout.group();
+  std::vector<float> qBuffer, kBuffer, vBuffer;
+  std::vector<float> scores(kQueryTile * kKeyBlock);
+  std::vector<float> acc(tile.count * s.valueDim, 0.0f);
+  std::vector<float> rowMax(tile.count, kNegInf), rowSum(tile.count, 0.0f);
+  Rows queries = readRows(s.dtype, q, layout.query(b, tile.first, h),
+                          tile.count, s.headDim, layout.queryStride(), qBuffer);
+  for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
+    int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
+    Rows keyRows = readRows(s.dtype, k, layout.key(b, k0, g), keys, s.headDim,
+                            layout.keyStride(), kBuffer);
+    Rows valueRows = readRows(s.dtype, v, layout.value(b, k0, g), keys,
+                              s.valueDim, layout.valueStride(), vBuffer);
+    // scores = scale * Q K^T
+    matmulTile(false, true, tile.count, keys, s.headDim, s.scale, queries.data,
+               queries.stride, keyRows.data, keyRows.stride, 0.0f,
+               scores.data(), kKeyBlock);
+    for (int64_t r = 0; r < tile.count; ++r) {
+      float *row = &scores[r * kKeyBlock];
+      int64_t visible = visibleInBlock(layout, tile, r, k0, keys);
+      float *accRow = &acc[r * s.valueDim];
+      if (visible == 0) {
+        std::fill(row, row + keys, 0.0f);
+        continue;
       }
-      for (int64_t j = 0; j < s.seqKv; ++j) {
-        narrow(s.dtype, &dkAcc[j * s.headDim], s.headDim, dk,
-               layout.key(b, j, g));
-        narrow(s.dtype, &dvAcc[j * s.valueDim], s.valueDim, dv,
-               layout.value(b, j, g));
+      float newMax = std::max(rowMax[r], maxOf(row, visible));
+      // The old maximum is -inf only before the row's first keys, when its
+      // accumulations are all zero: the factor 0 is then harmless.
+      float rescale = std::exp(rowMax[r] - newMax);
+      float blockSum = expShiftedSum(row, visible, newMax);
+      std::fill(row + visible, row + keys, 0.0f);
+      rowSum[r] = rowSum[r] * rescale + blockSum;
+      rowMax[r] = newMax;
+      scaleRow(accRow, s.valueDim, rescale);
+    }
+    // acc += P V
+    matmulTile(false, false, tile.count, s.valueDim, keys, 1.0f, scores.data(),
+               kKeyBlock, valueRows.data, valueRows.stride, 1.0f, acc.data(),
+               s.valueDim);
+  }
+  for (int64_t r = 0; r < tile.count; ++r)
+    scaleRow(&acc[r * s.valueDim], s.valueDim,
+             rowSum[r] > 0.0f ? 1.0f / rowSum[r] : 0.0f);
+  writeRows(s.dtype, acc.data(), s.valueDim, tile.count, s.valueDim, out,
+            layout.output(b, tile.first, h), layout.outputStride());
+}
+
+/// The scratch of the backward: per query head, f32 gradients of its KV
+/// head's keys and values, summed over the group afterwards.
+struct BackwardPartials {
+  std::vector<float> dk, dv;
+};
+
+/// The backward of one (batch, query head): dq of its rows, and its
+/// contribution to dk and dv in `dkHead`, `dvHead` (seqKv rows each).
+void backwardHead(const AttentionShape &s, const Layout &layout,
+                  const void *dout, const void *q, const void *k, const void *v,
+                  const void *out, void *dq, int64_t b, int64_t h,
+                  float *dkHead, float *dvHead) {
+  int64_t g = h / layout.group();
+  std::fill(dkHead, dkHead + s.seqKv * s.headDim, 0.0f);
+  std::fill(dvHead, dvHead + s.seqKv * s.valueDim, 0.0f);
+  std::vector<float> qBuffer, dBuffer, oBuffer, kBuffer, vBuffer;
+  std::vector<float> probs(kQueryTile * kKeyBlock), dp(kQueryTile * kKeyBlock);
+  std::vector<float> lse(kQueryTile), delta(kQueryTile);
+  std::vector<float> dqTile(kQueryTile * s.headDim);
+  for (int64_t t = 0; t < queryTiles(s); ++t) {
+    QueryTile tile = queryTile(layout, s, t);
+    Rows queries =
+        readRows(s.dtype, q, layout.query(b, tile.first, h), tile.count,
+                 s.headDim, layout.queryStride(), qBuffer);
+    Rows grads =
+        readRows(s.dtype, dout, layout.output(b, tile.first, h), tile.count,
+                 s.valueDim, layout.outputStride(), dBuffer);
+    Rows outs =
+        readRows(s.dtype, out, layout.output(b, tile.first, h), tile.count,
+                 s.valueDim, layout.outputStride(), oBuffer);
+    // delta = rowsum(dout * out) = rowsum(P * dP), the term that the
+    // softmax's Jacobian subtracts.
+    for (int64_t r = 0; r < tile.count; ++r)
+      delta[r] = dotRow(grads.data + r * grads.stride,
+                        outs.data + r * outs.stride, s.valueDim);
+
+    // The forward's log-sum-exp of each row, recomputed block by block.
+    std::vector<float> rowMax(tile.count, kNegInf), rowSum(tile.count, 0.0f);
+    for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
+      int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
+      Rows keyRows = readRows(s.dtype, k, layout.key(b, k0, g), keys, s.headDim,
+                              layout.keyStride(), kBuffer);
+      matmulTile(false, true, tile.count, keys, s.headDim, s.scale,
+                 queries.data, queries.stride, keyRows.data, keyRows.stride,
+                 0.0f, probs.data(), kKeyBlock);
+      for (int64_t r = 0; r < tile.count; ++r) {
+        int64_t visible = visibleInBlock(layout, tile, r, k0, keys);
+        if (visible == 0)
+          continue;
+        float *row = &probs[r * kKeyBlock];
+        float newMax = std::max(rowMax[r], maxOf(row, visible));
+        float blockSum = expShiftedSum(row, visible, newMax);
+        rowSum[r] = rowSum[r] * std::exp(rowMax[r] - newMax) + blockSum;
+        rowMax[r] = newMax;
       }
     }
+    // +inf for a row that saw no key, so that its probabilities are zero.
+    for (int64_t r = 0; r < tile.count; ++r)
+      lse[r] = rowSum[r] > 0.0f ? rowMax[r] + std::log(rowSum[r])
+                                : std::numeric_limits<float>::infinity();
+
+    std::fill(dqTile.begin(), dqTile.end(), 0.0f);
+    for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
+      int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
+      Rows keyRows = readRows(s.dtype, k, layout.key(b, k0, g), keys, s.headDim,
+                              layout.keyStride(), kBuffer);
+      Rows valueRows = readRows(s.dtype, v, layout.value(b, k0, g), keys,
+                                s.valueDim, layout.valueStride(), vBuffer);
+      // P = exp(scale * Q K^T - lse)
+      matmulTile(false, true, tile.count, keys, s.headDim, s.scale,
+                 queries.data, queries.stride, keyRows.data, keyRows.stride,
+                 0.0f, probs.data(), kKeyBlock);
+      for (int64_t r = 0; r < tile.count; ++r) {
+        float *row = &probs[r * kKeyBlock];
+        int64_t visible = visibleInBlock(layout, tile, r, k0, keys);
+        if (std::isinf(lse[r]))
+          visible = 0;
+        expShiftedSum(row, visible, lse[r]);
+        std::fill(row + visible, row + keys, 0.0f);
+      }
+      // dv += P^T dout; dP = dout V^T
+      matmulTile(true, false, keys, s.valueDim, tile.count, 1.0f, probs.data(),
+                 kKeyBlock, grads.data, grads.stride, 1.0f,
+                 dvHead + k0 * s.valueDim, s.valueDim);
+      matmulTile(false, true, tile.count, keys, s.valueDim, 1.0f, grads.data,
+                 grads.stride, valueRows.data, valueRows.stride, 0.0f,
+                 dp.data(), kKeyBlock);
+      // dS = P * (dP - delta); the scale of the scores carries into dq and
+      // dk.
+      for (int64_t r = 0; r < tile.count; ++r) {
+        float *p = &probs[r * kKeyBlock];
+        const float *d = &dp[r * kKeyBlock];
+        for (int64_t j = 0; j < keys; ++j)
+          p[j] = p[j] * (d[j] - delta[r]) * s.scale;
+      }
+      // dq += dS K; dk += dS^T Q
+      matmulTile(false, false, tile.count, s.headDim, keys, 1.0f, probs.data(),
+                 kKeyBlock, keyRows.data, keyRows.stride, 1.0f, dqTile.data(),
+                 s.headDim);
+      matmulTile(true, false, keys, s.headDim, tile.count, 1.0f, probs.data(),
+                 kKeyBlock, queries.data, queries.stride, 1.0f,
+                 dkHead + k0 * s.headDim, s.headDim);
+    }
+    writeRows(s.dtype, dqTile.data(), s.headDim, tile.count, s.headDim, dq,
+              layout.query(b, tile.first, h), layout.queryStride());
   }
+}
+
+} // namespace
+
+void attentionForward(ThreadPool &pool, const AttentionShape &s, const void *q,
+                      const void *k, const void *v, void *out) {
+  checkAttentionShape(s);
+  Layout layout(s);
+  int64_t tiles = queryTiles(s);
+  pool.parallelFor(static_cast<uint32_t>(s.batch * s.heads * tiles),
+                   [&](uint32_t unit) {
+                     int64_t t = unit % tiles;
+                     int64_t bh = unit / tiles;
+                     forwardTile(s, layout, q, k, v, out, bh / s.heads,
+                                 bh % s.heads, queryTile(layout, s, t));
+                   });
+}
+
+void attentionBackward(ThreadPool &pool, const AttentionShape &s,
+                       const void *dout, const void *q, const void *k,
+                       const void *v, const void *out, void *dq, void *dk,
+                       void *dv) {
+  checkAttentionShape(s);
+  Layout layout(s);
+  BackwardPartials partials;
+  int64_t heads = s.batch * s.heads;
+  partials.dk.resize(heads * s.seqKv * s.headDim);
+  partials.dv.resize(heads * s.seqKv * s.valueDim);
+  pool.parallelFor(static_cast<uint32_t>(heads), [&](uint32_t unit) {
+    int64_t b = unit / s.heads, h = unit % s.heads;
+    backwardHead(s, layout, dout, q, k, v, out, dq, b, h,
+                 &partials.dk[unit * s.seqKv * s.headDim],
+                 &partials.dv[unit * s.seqKv * s.valueDim]);
+  });
+  // dk and dv of a KV head: its query heads' parts summed in head order,
+  // in chunks of keys.
+  constexpr int64_t kRowsPerChunk = 64;
+  int64_t chunks = (s.seqKv + kRowsPerChunk - 1) / kRowsPerChunk;
+  pool.parallelFor(
+      static_cast<uint32_t>(s.batch * s.kvHeads * chunks), [&](uint32_t unit) {
+        int64_t chunk = unit % chunks, bg = unit / chunks;
+        int64_t b = bg / s.kvHeads, g = bg % s.kvHeads;
+        int64_t first = chunk * kRowsPerChunk;
+        int64_t rows = std::min(kRowsPerChunk, s.seqKv - first);
+        std::vector<float> dkSum(rows * s.headDim, 0.0f),
+            dvSum(rows * s.valueDim, 0.0f);
+        for (int64_t h = g * layout.group(); h < (g + 1) * layout.group();
+             ++h) {
+          const float *dkPart =
+              &partials.dk[((b * s.heads + h) * s.seqKv + first) * s.headDim];
+          const float *dvPart =
+              &partials.dv[((b * s.heads + h) * s.seqKv + first) * s.valueDim];
+          for (int64_t i = 0; i < rows * s.headDim; ++i)
+            dkSum[i] += dkPart[i];
+          for (int64_t i = 0; i < rows * s.valueDim; ++i)
+            dvSum[i] += dvPart[i];
+        }
+        writeRows(s.dtype, dkSum.data(), s.headDim, rows, s.headDim, dk,
+                  layout.key(b, first, g), layout.keyStride());
+        writeRows(s.dtype, dvSum.data(), s.valueDim, rows, s.valueDim, dv,
+                  layout.value(b, first, g), layout.valueStride());
+      });
 }
 
 } // namespace megrt

@@ -6,22 +6,28 @@
 
 namespace megrt {
 
+class ThreadPool;
+
 /// out = softmax(q k^T * scale (+ causal mask)) v, every tensor of
-/// shape.dtype in the bshd layout of AttentionShape. Keys are visited in
-/// tiles with an online softmax (running maximum and sum), so the memory used
-/// besides the tensors is a few tiles, never seqQ x seqKv; the math is f32
-/// and each output element is rounded once.
-void attentionForward(const AttentionShape &shape, const void *q, const void *k,
-                      const void *v, void *out);
+/// shape.dtype in the bshd layout of AttentionShape, on the pool's threads:
+/// one unit per (batch, head, tile of 64 queries), whose keys are visited in
+/// blocks of 256 with an online softmax (running maximum and sum), so the
+/// memory used besides the tensors is a few tiles, never seqQ x seqKv. The
+/// products are f32 matrix products of tiles, each output element rounded
+/// once; the result does not depend on the number of threads.
+void attentionForward(ThreadPool &pool, const AttentionShape &shape,
+                      const void *q, const void *k, const void *v, void *out);
 
 /// The gradients dq, dk, dv of attentionForward given the output gradient
-/// dout and the forward's output `out`, recomputing the probabilities tile
-/// by tile. dk and dv sum over the query heads that share a KV head. Besides
-/// tiles, uses f32 accumulators of one KV head's dk and dv (seqKv x (headDim
-/// + valueDim) floats), so that each output is rounded once.
-void attentionBackward(const AttentionShape &shape, const void *dout,
-                       const void *q, const void *k, const void *v,
-                       const void *out, void *dq, void *dk, void *dv);
+/// dout and the forward's output `out`, recomputing the probabilities block
+/// by block: one unit per (batch, query head), each accumulating its part
+/// of dk and dv in f32 (batch x heads x seqKv x (headDim + valueDim) floats
+/// in all), then summed over the query heads that share a KV head in head
+/// order and rounded once.
+void attentionBackward(ThreadPool &pool, const AttentionShape &shape,
+                       const void *dout, const void *q, const void *k,
+                       const void *v, const void *out, void *dq, void *dk,
+                       void *dv);
 
 } // namespace megrt
 

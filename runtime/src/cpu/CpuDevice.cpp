@@ -4,6 +4,7 @@
 
 #include "FbTypes.h"
 #include "MeshLayout.h"
+#include "cpu/CpuGemm.h"
 
 #include <cstring>
 
@@ -13,7 +14,9 @@ CpuDevice::CpuDevice(const Program &program, std::vector<Tensor> &parameters,
                      const DeviceOptions &options)
     : program_(program), parameters_(parameters),
       module_(flatbufferOf(program)), options_(options),
-      entries_(program.entries().size()) {
+      pool_(options.threads ? options.threads : defaultCpuThreads()),
+      scratch_(module_.scratchBytes()), entries_(program.entries().size()) {
+  useSingleThreadedBlas();
   if (options.world)
     groups_ = connectGroups(program, *options.world, comm::MemorySpace::Host);
 }
@@ -25,7 +28,7 @@ std::vector<Tensor> CpuDevice::run(size_t index,
     const fb::Program &program = flatbufferOf(program_);
     entry = std::make_unique<CpuEntry>(
         program, *program.entries()->Get(static_cast<uint32_t>(index)),
-        parameters_, module_, groups_, options_);
+        parameters_, module_, groups_, options_, pool_, scratch_.data());
   }
   for (size_t i = 0; i < inputs.size(); ++i)
     std::memcpy(entry->inputs()[i].data(), inputs[i]->data(),

@@ -7,6 +7,8 @@
 #include "MeshLayout.h"
 #include "cpu/CpuEntry.h"
 #include "cpu/CpuModule.h"
+#include "cpu/ThreadPool.h"
+#include "megrt/AlignedBuffer.h"
 
 #include <memory>
 #include <vector>
@@ -31,6 +33,10 @@ private:
   std::vector<Tensor> &parameters_;
   CpuModule module_;
   DeviceOptions options_;
+  ThreadPool pool_;
+  /// The kernels' temporaries and partials: one area of the largest
+  /// kernel's size, kernels running one at a time.
+  AlignedBuffer scratch_;
   /// One per entry, prepared on its first run.
   std::vector<std::unique_ptr<CpuEntry>> entries_;
   /// Declared after the entries, so that the groups go first: a collective

@@ -25,8 +25,9 @@ std::vector<Tensor> allocate(
 
 CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
                    std::vector<Tensor> &parameters, const CpuModule &module,
-                   const SubmeshGroups &groups, const DeviceOptions &options)
-    : arena_(entry.plan() ? entry.plan()->arena_bytes() : 0),
+                   const SubmeshGroups &groups, const DeviceOptions &options,
+                   ThreadPool &pool, uint8_t *scratch)
+    : pool_(pool), arena_(entry.plan() ? entry.plan()->arena_bytes() : 0),
       inputs_(allocate(entry.inputs())), outputs_(allocate(entry.outputs())),
       graphs_(options.graphs), trace_(options.trace),
       collectives_(concat("entry '", toString(entry.name()), "'"),
@@ -40,9 +41,24 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
     if (trace_)
       commandLabels_.push_back(commandLabel(program, *command, i));
     if (const fb::KernelLaunch *launch = command->op_as_KernelLaunch()) {
-      Launch resolved{module.kernel(launch->kernel()), {}};
-      for (uint32_t arg = 0; arg < sizeOf(launch->args()); ++arg)
-        resolved.args.push_back(buffers[launch->args()->Get(arg)]);
+      // Verification keeps every argument number below the launch's
+      // argument count and every scratch offset inside the kernel's scratch.
+      const fb::KernelCode &code =
+          *program.kernels()->Get(launch->kernel())->cpu();
+      Launch resolved;
+      for (uint32_t j = 0; j < sizeOf(code.dispatches()); ++j) {
+        const fb::Dispatch &dispatch = *code.dispatches()->Get(j);
+        Dispatch &target = resolved.dispatches.emplace_back();
+        target.entry = module.dispatch(launch->kernel(), j);
+        target.grid = dispatch.grid()->Get(0);
+        for (uint32_t a = 0; a < sizeOf(dispatch.args()); ++a) {
+          const fb::DispatchArg *arg = dispatch.args()->Get(a);
+          target.args.push_back(
+              arg->scratch() ? scratch + arg->value()
+                             : buffers[launch->args()->Get(
+                                   static_cast<uint32_t>(arg->value()))]);
+        }
+      }
       commands_.emplace_back(std::move(resolved));
     } else if (const fb::Gemm *gemm = command->op_as_Gemm()) {
       const uint8_t *bias = gemm->bias() >= 0 ? buffers[gemm->bias()] : nullptr;
@@ -156,15 +172,20 @@ void CpuEntry::runRegion(size_t region) {
 
 void CpuEntry::run(Command &command) {
   if (auto *launch = std::get_if<Launch>(&command)) {
-    launch->kernel(launch->args.data());
+    for (Dispatch &dispatch : launch->dispatches) {
+      void **args = dispatch.args.data();
+      pool_.parallelFor(dispatch.grid, [&](uint32_t workgroup) {
+        dispatch.entry(args, workgroup, dispatch.grid);
+      });
+    }
   } else if (auto *gemm = std::get_if<CpuGemm>(&command)) {
-    gemm->run();
+    gemm->run(pool_);
   } else if (auto *a = std::get_if<Attention>(&command)) {
     if (a->backward)
-      attentionBackward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
+      attentionBackward(pool_, a->shape, a->gradOut, a->q, a->k, a->v, a->out,
                         a->gradQ, a->gradK, a->gradV);
     else
-      attentionForward(a->shape, a->q, a->k, a->v, a->out);
+      attentionForward(pool_, a->shape, a->q, a->k, a->v, a->out);
   } else if (auto *copy = std::get_if<Copy>(&command)) {
     // Verification allows overlapping source and destination.
     std::memmove(copy->dst, copy->src, copy->bytes);

@@ -10,6 +10,7 @@
 #include "Trace.h"
 #include "cpu/CpuGemm.h"
 #include "cpu/CpuModule.h"
+#include "cpu/ThreadPool.h"
 #include "megrt/AlignedBuffer.h"
 #include "megrt/Tensor.h"
 #include "megrt/megc_generated.h"
@@ -25,9 +26,12 @@ public:
   /// `parameters` must outlive this entry and never reallocate: buffers
   /// point into them. `groups` (connectGroups; empty for a program
   /// without a mesh) outlive the entry's runs.
+  /// Kernels run on `pool` with `scratch` (at least module.scratchBytes()
+  /// bytes); both outlive the entry.
   CpuEntry(const fb::Program &program, const fb::Entry &entry,
            std::vector<Tensor> &parameters, const CpuModule &module,
-           const SubmeshGroups &groups, const DeviceOptions &options);
+           const SubmeshGroups &groups, const DeviceOptions &options,
+           ThreadPool &pool, uint8_t *scratch);
 
   /// Storage the caller fills before execute() and reads after.
   std::vector<Tensor> &inputs() { return inputs_; }
@@ -45,9 +49,15 @@ public:
   uint64_t graphReplays() const { return replays_; }
 
 private:
-  struct Launch {
-    CpuKernelFn kernel;
+  /// One dispatch of a kernel: `grid` workgroups of `entry` on `args`.
+  struct Dispatch {
+    CpuDispatchFn entry;
+    uint32_t grid;
     std::vector<void *> args;
+  };
+  /// A kernel launch: its dispatches, in order.
+  struct Launch {
+    std::vector<Dispatch> dispatches;
   };
   struct Copy {
     const uint8_t *src;
@@ -77,6 +87,7 @@ private:
   /// Runs `work`, adding an event for it to the trace if there is one.
   template <typename Work> void timed(const TraceLabel &label, Work &&work);
 
+  ThreadPool &pool_;
   AlignedBuffer arena_;
   std::vector<Tensor> inputs_;
   std::vector<Tensor> outputs_;

@@ -1,27 +1,66 @@
-// GEMM on the CPU through CBLAS, with f32 scratch for 16-bit dtypes.
+// GEMM on the CPU through CBLAS, split into blocks that the device's
+// threads run, with f32 scratch for 16-bit dtypes.
 #include "cpu/CpuGemm.h"
 
 #include "Fail.h"
+#include "cpu/ThreadPool.h"
 #include "megrt/HalfFloat.h"
 
 #if MEGRT_CPU_BLAS
 #include <cblas.h>
 #endif
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#if MEGRT_CPU_BLAS
+// OpenBLAS's thread control (cblas.h declares it in newer releases only).
+extern "C" void openblas_set_num_threads(int threads);
+#endif
+
 namespace megrt {
 namespace {
+
+/// Work per block the split aims at (multiply-adds): a few hundred
+/// microseconds of one core, so that packing the operands again per block
+/// costs little.
+constexpr int64_t kBlockWork = int64_t(1) << 25;
+/// At most this many blocks per GEMM (a power of two, so that 1, 2, 4, 8
+/// and 16 threads share them evenly).
+constexpr int64_t kMaxBlocks = 16;
+/// No block side below this (rows or columns of C): the BLAS kernels run
+/// at speed from there.
+constexpr int64_t kMinBlockSide = 64;
 
 int64_t span(int64_t batch, int64_t stride, int64_t matrix) {
   return (batch - 1) * stride + matrix;
 }
 
-void widen(DType dtype, const void *source, std::vector<float> &out) {
+/// Elements [begin, end) of a 16-bit tensor as f32.
+void widen(DType dtype, const void *source, float *out, size_t begin,
+           size_t end) {
   const auto *bits = static_cast<const uint16_t *>(source);
   float (*convert)(uint16_t) = dtype == DType::BF16 ? bf16ToFloat : f16ToFloat;
-  for (size_t i = 0; i < out.size(); ++i)
+  for (size_t i = begin; i < end; ++i)
     out[i] = convert(bits[i]);
+}
+
+/// Widens a whole operand on the pool, in fixed chunks.
+void widenAll(ThreadPool &pool, DType dtype, const void *source,
+              std::vector<float> &out) {
+  constexpr size_t kChunk = size_t(1) << 16;
+  size_t total = out.size();
+  pool.parallelFor(static_cast<uint32_t>((total + kChunk - 1) / kChunk),
+                   [&](uint32_t chunk) {
+                     size_t begin = chunk * kChunk;
+                     widen(dtype, source, out.data(), begin,
+                           std::min(total, begin + kChunk));
+                   });
+}
+
+float geluTanh(float x) {
+  return 0.5f * x *
+         (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
 #if MEGRT_CPU_BLAS
@@ -42,44 +81,81 @@ void checkGemmRunsOnBlas(const GemmParams &params) {
 
 } // namespace
 
+void useSingleThreadedBlas() {
 #if MEGRT_CPU_BLAS
-void gemmF32(const GemmParams &p, const float *a, const float *b, float *c,
-             const float *bias) {
+  openblas_set_num_threads(1);
+#endif
+}
+
+std::vector<GemmBlock> gemmBlocks(const GemmParams &p) {
+  int64_t work = p.m * p.n * p.k;
+  int64_t wanted = 1;
+  while (wanted * 2 <= kMaxBlocks && wanted * 2 * kBlockWork <= work * p.batch)
+    wanted *= 2;
+  int64_t perBatch = std::max<int64_t>(1, wanted / p.batch);
+  // Halve the longer side of the pieces of C until there are enough.
+  int64_t rowPieces = 1, colPieces = 1;
+  while (rowPieces * colPieces < perBatch) {
+    bool canRows = p.m / (rowPieces * 2) >= kMinBlockSide;
+    bool canCols = p.n / (colPieces * 2) >= kMinBlockSide;
+    bool preferRows = p.m / rowPieces >= p.n / colPieces;
+    if (canRows && (preferRows || !canCols))
+      rowPieces *= 2;
+    else if (canCols)
+      colPieces *= 2;
+    else
+      break;
+  }
+  int64_t rowSize = (p.m + rowPieces - 1) / rowPieces;
+  int64_t colSize = (p.n + colPieces - 1) / colPieces;
+  std::vector<GemmBlock> blocks;
+  for (int64_t batch = 0; batch < p.batch; ++batch)
+    for (int64_t row = 0; row < p.m; row += rowSize)
+      for (int64_t col = 0; col < p.n; col += colSize)
+        blocks.push_back({batch, row, std::min(rowSize, p.m - row), col,
+                          std::min(colSize, p.n - col)});
+  return blocks;
+}
+
+#if MEGRT_CPU_BLAS
+void gemmF32(const GemmParams &p, const GemmBlock &block, const float *a,
+             const float *b, float *c, const float *bias) {
   auto transA = p.transA ? CblasTrans : CblasNoTrans;
   auto transB = p.transB ? CblasTrans : CblasNoTrans;
   // Leading dimensions of the stored (not the transposed) matrices.
-  auto lda = static_cast<blasint>(p.transA ? p.m : p.k);
-  auto ldb = static_cast<blasint>(p.transB ? p.k : p.n);
-  auto ldc = static_cast<blasint>(p.n);
-  for (int64_t batch = 0; batch < p.batch; ++batch) {
-    float *cBatch = c + batch * p.strideC;
-    cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(p.m),
-                static_cast<blasint>(p.n), static_cast<blasint>(p.k), p.alpha,
-                a + batch * p.strideA, lda, b + batch * p.strideB, ldb, p.beta,
-                cBatch, ldc);
+  int64_t lda = p.transA ? p.m : p.k;
+  int64_t ldb = p.transB ? p.k : p.n;
+  const float *aBlock =
+      a + block.batch * p.strideA + (p.transA ? block.row : block.row * lda);
+  const float *bBlock =
+      b + block.batch * p.strideB + (p.transB ? block.col * ldb : block.col);
+  float *cBlock = c + block.batch * p.strideC + block.row * p.n + block.col;
+  cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(block.rows),
+              static_cast<blasint>(block.cols), static_cast<blasint>(p.k),
+              p.alpha, aBlock, static_cast<blasint>(lda), bBlock,
+              static_cast<blasint>(ldb), p.beta, cBlock,
+              static_cast<blasint>(p.n));
+  for (int64_t row = 0; row < block.rows; ++row) {
+    float *out = cBlock + row * p.n;
     if (bias)
-      for (int64_t row = 0; row < p.m; ++row)
-        for (int64_t col = 0; col < p.n; ++col)
-          cBatch[row * p.n + col] += bias[col];
+      for (int64_t col = 0; col < block.cols; ++col)
+        out[col] += bias[block.col + col];
     if (p.geluEpilogue)
-      for (int64_t i = 0; i < p.m * p.n; ++i) {
-        float x = cBatch[i];
-        cBatch[i] = 0.5f * x *
-                    (1.0f + std::tanh(0.7978845608028654f *
-                                      (x + 0.044715f * x * x * x)));
-      }
+      for (int64_t col = 0; col < block.cols; ++col)
+        out[col] = geluTanh(out[col]);
   }
 }
 #else
-void gemmF32(const GemmParams &p, const float *, const float *, float *,
-             const float *) {
+void gemmF32(const GemmParams &p, const GemmBlock &, const float *,
+             const float *, float *, const float *) {
   checkGemmRunsOnBlas(p);
 }
 #endif
 
 CpuGemm::CpuGemm(const GemmParams &params, const void *a, const void *b,
                  void *c, const void *bias)
-    : params_(params), a_(a), b_(b), c_(c), bias_(bias) {
+    : params_(params), blocks_(gemmBlocks(params)), a_(a), b_(b), c_(c),
+      bias_(bias) {
   checkGemmRunsOnBlas(params);
   if (params.dtype == DType::F32)
     return;
@@ -90,32 +166,39 @@ CpuGemm::CpuGemm(const GemmParams &params, const void *a, const void *b,
     scratchBias_.resize(params.n);
 }
 
-void CpuGemm::run() {
+void CpuGemm::run(ThreadPool &pool) {
   const GemmParams &p = params_;
+  uint32_t numBlocks = static_cast<uint32_t>(blocks_.size());
   if (p.dtype == DType::F32) {
-    gemmF32(p, static_cast<const float *>(a_), static_cast<const float *>(b_),
-            static_cast<float *>(c_), static_cast<const float *>(bias_));
+    pool.parallelFor(numBlocks, [&](uint32_t i) {
+      gemmF32(p, blocks_[i], static_cast<const float *>(a_),
+              static_cast<const float *>(b_), static_cast<float *>(c_),
+              static_cast<const float *>(bias_));
+    });
     return;
   }
-  widen(p.dtype, a_, scratchA_);
-  widen(p.dtype, b_, scratchB_);
+  widenAll(pool, p.dtype, a_, scratchA_);
+  widenAll(pool, p.dtype, b_, scratchB_);
   // BLAS does not read C when beta is 0 (the reference BLAS contract), so its
   // old value need not be widened.
   if (p.beta != 0.0f)
-    widen(p.dtype, c_, scratchC_);
+    widenAll(pool, p.dtype, c_, scratchC_);
   if (bias_)
-    widen(p.dtype, bias_, scratchBias_);
-  gemmF32(p, scratchA_.data(), scratchB_.data(), scratchC_.data(),
-          bias_ ? scratchBias_.data() : nullptr);
-  // Only the m x n block of each batch is written; elements between batches
-  // (stride_c > m*n) keep their value.
-  auto *out = static_cast<uint16_t *>(c_);
+    widen(p.dtype, bias_, scratchBias_.data(), 0, scratchBias_.size());
   uint16_t (*narrow)(float) = p.dtype == DType::BF16 ? floatToBf16 : floatToF16;
-  for (int64_t batch = 0; batch < p.batch; ++batch)
-    for (int64_t i = 0; i < p.m * p.n; ++i) {
-      int64_t index = batch * p.strideC + i;
-      out[index] = narrow(scratchC_[index]);
-    }
+  auto *out = static_cast<uint16_t *>(c_);
+  pool.parallelFor(numBlocks, [&](uint32_t i) {
+    const GemmBlock &block = blocks_[i];
+    gemmF32(p, block, scratchA_.data(), scratchB_.data(), scratchC_.data(),
+            bias_ ? scratchBias_.data() : nullptr);
+    // Only the block of C is written; elements between batches
+    // (stride_c > m*n) keep their value.
+    for (int64_t row = block.row; row < block.row + block.rows; ++row)
+      for (int64_t col = block.col; col < block.col + block.cols; ++col) {
+        int64_t index = block.batch * p.strideC + row * p.n + col;
+        out[index] = narrow(scratchC_[index]);
+      }
+  });
 }
 
 } // namespace megrt

@@ -6,6 +6,7 @@
 #include "cpu/ElfCheck.h"
 #include "megrt/CpuFeatures.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
@@ -70,15 +71,20 @@ CpuModule::CpuModule(const fb::Program &program) {
   load(*program.cpu());
   for (uint32_t i = 0; i < numKernels; ++i) {
     const fb::Kernel *kernel = program.kernels()->Get(i);
-    std::string symbol = toString(kernel->cpu_symbol());
-    if (symbol.empty())
-      fail("kernel '", kernel->name()->str(), "' has no cpu_symbol");
-    dlerror();
-    void *address = dlsym(handle_.get(), symbol.c_str());
-    if (!address)
-      fail("kernel '", kernel->name()->str(), "': symbol '", symbol,
-           "' is not in the CPU module");
-    kernels_.push_back(reinterpret_cast<CpuKernelFn>(address));
+    const fb::KernelCode *code = kernel->cpu();
+    if (!code || sizeOf(code->dispatches()) == 0)
+      fail("kernel '", kernel->name()->str(), "' has no CPU code");
+    scratchBytes_ = std::max(scratchBytes_, code->scratch_bytes());
+    std::vector<CpuDispatchFn> &entries = kernels_.emplace_back();
+    for (uint32_t j = 0; j < sizeOf(code->dispatches()); ++j) {
+      std::string symbol = toString(code->dispatches()->Get(j)->entry());
+      dlerror();
+      void *address = dlsym(handle_.get(), symbol.c_str());
+      if (!address)
+        fail("kernel '", kernel->name()->str(), "': symbol '", symbol,
+             "' is not in the CPU module");
+      entries.push_back(reinterpret_cast<CpuDispatchFn>(address));
+    }
   }
 }
 

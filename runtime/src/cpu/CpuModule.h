@@ -11,16 +11,23 @@
 
 namespace megrt {
 
-/// The kernel ABI: args[i] is the data pointer of the i-th argument buffer.
-using CpuKernelFn = void (*)(void **args);
+/// The dispatch ABI (runtime/schema/megc.fbs, Dispatch): args[i] is the
+/// pointer the dispatch's i-th argument describes; `workgroup` is in
+/// [0, count).
+using CpuDispatchFn = void (*)(void **args, uint32_t workgroup, uint32_t count);
 
 class CpuModule {
 public:
-  /// Loads program.cpu's shared object and resolves every kernel's
-  /// cpu_symbol. A program without kernels needs no CPU module.
+  /// Loads program.cpu's shared object and resolves the entry of every
+  /// kernel's CPU dispatches. A program without kernels needs no CPU module.
   explicit CpuModule(const fb::Program &program);
 
-  CpuKernelFn kernel(uint32_t index) const { return kernels_[index]; }
+  /// The entry of dispatch `dispatch` of kernel `kernel`.
+  CpuDispatchFn dispatch(uint32_t kernel, uint32_t dispatch) const {
+    return kernels_[kernel][dispatch];
+  }
+  /// The largest scratch area a kernel's CPU code uses.
+  uint64_t scratchBytes() const { return scratchBytes_; }
 
 private:
   void load(const fb::CpuModule &module);
@@ -31,7 +38,8 @@ private:
   // Declared first so that it is closed after the library is unloaded.
   std::unique_ptr<int, CloseFd> fd_;
   LibraryHandle handle_;
-  std::vector<CpuKernelFn> kernels_;
+  std::vector<std::vector<CpuDispatchFn>> kernels_;
+  uint64_t scratchBytes_ = 0;
 };
 
 } // namespace megrt

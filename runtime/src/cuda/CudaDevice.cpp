@@ -28,7 +28,8 @@ bool hasCommand(const fb::Program &program,
 uint64_t scratchBytes(const fb::Program &program) {
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i)
-    bytes = std::max(bytes, program.kernels()->Get(i)->cuda_scratch_bytes());
+    if (const fb::KernelCode *code = program.kernels()->Get(i)->cuda())
+      bytes = std::max(bytes, code->scratch_bytes());
   return bytes;
 }
 

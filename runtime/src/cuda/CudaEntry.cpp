@@ -89,9 +89,9 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
                    attentionOperands(*command)) {
       // The device loads the attention kernels for any program with one.
       if (a->backward)
-        attentionScratchBytes = std::max(
-            attentionScratchBytes,
-            CudaAttention::backwardScratchBytes(a->shape));
+        attentionScratchBytes =
+            std::max(attentionScratchBytes,
+                     CudaAttention::backwardScratchBytes(a->shape));
       commands_.emplace_back(Attention{
           a->shape, a->backward, buffers[a->q], buffers[a->k], buffers[a->v],
           buffers[a->out], a->backward ? buffers[a->gradOut] : 0,
@@ -151,8 +151,10 @@ CudaEntry::Kernel CudaEntry::resolveKernel(
     const CudaEntryResources &resources, const std::string &where) const {
   const fb::Kernel &kernel = *resources.program.kernels()->Get(launch.kernel());
   Kernel launches;
-  for (uint32_t j = 0; j < sizeOf(kernel.cuda_launches()); ++j) {
-    const fb::CudaLaunch &cuda = *kernel.cuda_launches()->Get(j);
+  const auto *dispatches =
+      kernel.cuda() ? kernel.cuda()->dispatches() : nullptr;
+  for (uint32_t j = 0; j < sizeOf(dispatches); ++j) {
+    const fb::Dispatch &cuda = *dispatches->Get(j);
     uint32_t numArgs = sizeOf(cuda.args());
     Launch resolved{resources.module.function(launch.kernel(), j),
                     launchDims(cuda.grid()),
@@ -161,10 +163,10 @@ CudaEntry::Kernel CudaEntry::resolveKernel(
                     std::make_unique<CUdeviceptr[]>(numArgs),
                     std::make_unique<void *[]>(numArgs),
                     concat(where, ", kernel '", kernel.name()->str(),
-                           "', CUDA launch ", j, " ('", cuda.entry()->str(),
+                           "', CUDA dispatch ", j, " ('", cuda.entry()->str(),
                            "')")};
     for (uint32_t a = 0; a < numArgs; ++a) {
-      const fb::CudaArg *arg = cuda.args()->Get(a);
+      const fb::DispatchArg *arg = cuda.args()->Get(a);
       // Verification keeps scratch offsets inside the kernel's scratch and
       // argument numbers below the launch's argument count.
       resolved.values[a] = arg->scratch()
@@ -239,10 +241,9 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
     gemm->run(stream);
   } else if (const auto *a = std::get_if<Attention>(&command)) {
     if (a->backward)
-      a->kernels->backward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
-                           a->gradQ, a->gradK, a->gradV,
-                           attentionScratch_.get(), attentionScratch_.size(),
-                           stream);
+      a->kernels->backward(
+          a->shape, a->gradOut, a->q, a->k, a->v, a->out, a->gradQ, a->gradK,
+          a->gradV, attentionScratch_.get(), attentionScratch_.size(), stream);
     else
       a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, stream);
   } else if (const auto *copy = std::get_if<Copy>(&command)) {

@@ -114,11 +114,13 @@ void CudaModule::resolve(const fb::Program &program) {
   for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i) {
     const fb::Kernel &kernel = *program.kernels()->Get(i);
     std::vector<CUfunction> &functions = functions_.emplace_back();
-    for (uint32_t j = 0; j < sizeOf(kernel.cuda_launches()); ++j) {
-      const fb::CudaLaunch &launch = *kernel.cuda_launches()->Get(j);
+    const auto *dispatches =
+        kernel.cuda() ? kernel.cuda()->dispatches() : nullptr;
+    for (uint32_t j = 0; j < sizeOf(dispatches); ++j) {
+      const fb::Dispatch &launch = *dispatches->Get(j);
       std::string entry = launch.entry()->str();
       std::string where = concat("kernel '", kernel.name()->str(),
-                                 "', CUDA launch ", j, " ('", entry, "')");
+                                 "', CUDA dispatch ", j, " ('", entry, "')");
       CUfunction function = nullptr;
       CUresult result =
           driver.cuModuleGetFunction(&function, module_, entry.c_str());

@@ -21,7 +21,7 @@ public:
   CudaModule(const CudaModule &) = delete;
   CudaModule &operator=(const CudaModule &) = delete;
 
-  /// The function of Program.kernels[kernel].cuda_launches[launch].
+  /// The function of Program.kernels[kernel].cuda.dispatches[launch].
   CUfunction function(uint32_t kernel, uint32_t launch) const {
     return functions_[kernel][launch];
   }

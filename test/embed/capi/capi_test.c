@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
     megrt_session *plain = NULL;
     FILE *file;
     snprintf(trace, sizeof trace, "%s/trace.json", argv[2]);
-    EXPECT(megrt_session_create_with_options(program, "cpu", 3, 0, trace,
+    EXPECT(megrt_session_create_with_options(program, "cpu", 3, 0, trace, 2,
                                              &plain) == MEGRT_OK);
     EXPECT(megrt_session_init_parameters(restored, 3) == MEGRT_OK);
     EXPECT(trainStep(plain) == trainStep(restored));

@@ -84,7 +84,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
         parser.parseRParen() || parser.parseGreater())
       return {};
     return parser.getChecked<InitAttr>(loc, parser.getContext(), *kind,
-                                      APFloat(0.0), source);
+                                       APFloat(0.0), source);
   }
   if (*kind == InitKind::normal || *kind == InitKind::uniform) {
     FailureOr<double> value;
@@ -96,7 +96,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   if (parser.parseGreater())
     return {};
   return parser.getChecked<InitAttr>(loc, parser.getContext(), *kind,
-                                    APFloat(scale), FlatSymbolRefAttr());
+                                     APFloat(scale), FlatSymbolRefAttr());
 }
 
 void InitAttr::print(AsmPrinter &printer) const {
@@ -133,8 +133,9 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 //===----------------------------------------------------------------------===//
 
 /// Checks that `axes` is a non-empty list of distinct, non-empty strings.
-static LogicalResult verifyAxisNames(function_ref<InFlightDiagnostic()> emitError,
-                                     ArrayAttr axes, StringRef what) {
+static LogicalResult
+verifyAxisNames(function_ref<InFlightDiagnostic()> emitError, ArrayAttr axes,
+                StringRef what) {
   if (!axes || axes.empty())
     return emitError() << "expects at least one " << what << " axis";
   llvm::StringSet<> seen;
@@ -150,10 +151,9 @@ static LogicalResult verifyAxisNames(function_ref<InFlightDiagnostic()> emitErro
   return success();
 }
 
-LogicalResult
-ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr mesh, ArrayAttr axes,
-                     ArrayRef<int64_t> shape) {
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FlatSymbolRefAttr mesh, ArrayAttr axes,
+                                   ArrayRef<int64_t> shape) {
   if (!mesh)
     return emitError() << "expects a mesh symbol";
   for (int64_t extent : shape)
@@ -219,13 +219,14 @@ PrecisionAttr::verify(function_ref<InFlightDiagnostic()> emitError, Type param,
                       Type mainParams, Type mainGrads, Type gradReduce,
                       Type expAvg, Type expAvgSq) {
   if (failed(expectDtype(emitError, "param", param, {"f32", "bf16", "f16"})) ||
-      failed(expectDtype(emitError, "main_params", mainParams,
-                         {"f32", "f16"})) ||
-      failed(expectDtype(emitError, "main_grads", mainGrads,
-                         {"f32", "bf16"})) ||
-      failed(expectDtype(emitError, "grad_reduce", gradReduce,
-                         {"f32", "bf16"})) ||
-      failed(expectDtype(emitError, "exp_avg", expAvg, {"f32", "bf16", "f16"})) ||
+      failed(
+          expectDtype(emitError, "main_params", mainParams, {"f32", "f16"})) ||
+      failed(
+          expectDtype(emitError, "main_grads", mainGrads, {"f32", "bf16"})) ||
+      failed(
+          expectDtype(emitError, "grad_reduce", gradReduce, {"f32", "bf16"})) ||
+      failed(
+          expectDtype(emitError, "exp_avg", expAvg, {"f32", "bf16", "f16"})) ||
       failed(expectDtype(emitError, "exp_avg_sq", expAvgSq,
                          {"f32", "bf16", "f16"})))
     return failure();
@@ -256,4 +257,74 @@ LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!(std::isfinite(weightDecay) && weightDecay >= 0.0))
     return emitError() << "expects weight_decay >= 0, got " << weightDecay;
   return success();
+}
+
+LogicalResult
+KernelStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           KernelStrategyKind kind, ArrayRef<int64_t> domain,
+                           ArrayRef<int64_t> tile, int64_t vector) {
+  if (domain.size() != tile.size())
+    return emitError() << "kernel_strategy has a domain of rank "
+                       << domain.size() << " but a tile of rank "
+                       << tile.size();
+  for (auto [index, extent, size] : llvm::enumerate(domain, tile))
+    if (extent < 1 || size < 1 || extent % size != 0)
+      return emitError() << "kernel_strategy tile " << size
+                         << " does not divide domain dimension " << index
+                         << " of extent " << extent;
+  if (vector < 1 || !llvm::isPowerOf2_64(vector))
+    return emitError() << "kernel_strategy vector width " << vector
+                       << " is not a positive power of two";
+  if (kind == KernelStrategyKind::serial && !domain.empty())
+    return emitError() << "a serial kernel_strategy has no domain";
+  return success();
+}
+
+int64_t KernelStrategyAttr::getGridSize() const {
+  int64_t grid = 1;
+  for (auto [extent, size] : llvm::zip(getDomain(), getTile()))
+    grid *= extent / size;
+  return grid;
+}
+
+/// `[e, ...]`, possibly empty.
+static ParseResult parseExtents(AsmParser &parser, StringRef keyword,
+                                SmallVector<int64_t> &values) {
+  return failure(
+      parser.parseKeyword(keyword) || parser.parseEqual() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return parser.parseInteger(values.emplace_back());
+      }));
+}
+
+Attribute KernelStrategyAttr::parse(AsmParser &parser, Type) {
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&keyword))
+    return {};
+  std::optional<KernelStrategyKind> kind = symbolizeKernelStrategyKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "unknown kernel strategy '" << keyword
+                          << "'; expected serial, pointwise, row_reduction, "
+                             "column_reduction or full_reduction";
+    return {};
+  }
+  SmallVector<int64_t> domain, tile;
+  int64_t vector = 0;
+  if (parser.parseComma() || parseExtents(parser, "domain", domain) ||
+      parser.parseComma() || parseExtents(parser, "tile", tile) ||
+      parser.parseComma() || parser.parseKeyword("vector") ||
+      parser.parseEqual() || parser.parseInteger(vector) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<KernelStrategyAttr>(loc, parser.getContext(), *kind,
+                                               domain, tile, vector);
+}
+
+void KernelStrategyAttr::print(AsmPrinter &printer) const {
+  printer << '<' << stringifyKernelStrategyKind(getKind()) << ", domain = [";
+  llvm::interleaveComma(getDomain(), printer);
+  printer << "], tile = [";
+  llvm::interleaveComma(getTile(), printer);
+  printer << "], vector = " << getVector() << '>';
 }

@@ -56,8 +56,8 @@ static LogicalResult verifyMeshAxes(Operation *module, StringRef attrName,
              << "'" << attrName << "' " << what << " axis '" << name
              << "' is not an axis of mesh " << meshRef;
     if (!seen.insert(name).second)
-      return module->emitError() << "'" << attrName << "' " << what
-                                 << " axis '" << name << "' appears twice";
+      return module->emitError() << "'" << attrName << "' " << what << " axis '"
+                                 << name << "' appears twice";
   }
   return success();
 }
@@ -73,8 +73,8 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
   };
   if (name == kPrecisionAttrName) {
     if (!isa<PrecisionAttr>(attr.getValue()))
-      return op->emitError() << "'" << name
-                             << "' expects a #meg.precision attribute";
+      return op->emitError()
+             << "'" << name << "' expects a #meg.precision attribute";
     return expectModule();
   }
   if (name == kOptimizerAttrName) {
@@ -87,16 +87,24 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
   if (name == kFsdpAttrName) {
     auto fsdp = dyn_cast<FsdpAttr>(attr.getValue());
     if (!fsdp)
-      return op->emitError() << "'" << name
-                             << "' expects a #meg.fsdp attribute";
+      return op->emitError()
+             << "'" << name << "' expects a #meg.fsdp attribute";
     if (failed(expectModule()) ||
-        failed(verifyMeshAxes(op, name, fsdp.getMesh(), fsdp.getShard(),
-                              "shard")))
+        failed(
+            verifyMeshAxes(op, name, fsdp.getMesh(), fsdp.getShard(), "shard")))
       return failure();
-    if (fsdp.getOuter() &&
-        failed(verifyMeshAxes(op, name, fsdp.getMesh(), fsdp.getOuter(),
-                              "outer")))
+    if (fsdp.getOuter() && failed(verifyMeshAxes(op, name, fsdp.getMesh(),
+                                                 fsdp.getOuter(), "outer")))
       return failure();
+    return success();
+  }
+  if (name == kKernelStrategyAttrName) {
+    if (!isa<KernelStrategyAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' expects a #meg.kernel_strategy attribute";
+    if (!isa<func::FuncOp>(op))
+      return op->emitError()
+             << "'" << name << "' is only valid on a kernel function";
     return success();
   }
   return op->emitError() << "unknown meg attribute '" << name << "'";

@@ -1,7 +1,8 @@
 //===- MegAttrs.td - meg enums and attributes --------------*- tablegen -*-===//
 //
 // Enumerations and attributes of the meg dialect: parameter init specs,
-// sharding, the FSDP strategy, the precision policy and AdamW settings.
+// sharding, the FSDP strategy, the precision policy, AdamW settings and the
+// kernel strategies the back end records.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,17 @@ def Meg_InitKind : I32EnumAttr<"InitKind", "parameter initialisation", [
     I32EnumAttrCase<"normal", 2>,
     I32EnumAttrCase<"uniform", 3>,
     I32EnumAttrCase<"copy", 4>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+
+def Meg_KernelStrategyKind : I32EnumAttr<"KernelStrategyKind",
+    "how a kernel's loops use the hardware", [
+    I32EnumAttrCase<"serial", 0>,
+    I32EnumAttrCase<"pointwise", 1>,
+    I32EnumAttrCase<"row_reduction", 2>,
+    I32EnumAttrCase<"column_reduction", 3>,
+    I32EnumAttrCase<"full_reduction", 4>]> {
   let cppNamespace = "::mlir::meg";
   let genSpecializedAttr = 0;
 }
@@ -216,6 +228,51 @@ def Meg_AdamWAttr : Meg_Attr<"AdamW", "adamw"> {
                         Meg_F64Parameter:$weight_decay);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+}
+
+def Meg_KernelStrategyAttr : Meg_Attr<"KernelStrategy", "kernel_strategy"> {
+  let summary = "How a kernel is split into workgroups and vectorized";
+  let description = [{
+    Recorded on a kernel function (`meg.kernel_strategy`) by
+    `meg-select-kernel-strategy` and realised by the passes after it. The
+    kernel's main loop nest iterates over `domain` (its outermost
+    dimensions, shared by the kernel's loop nests) and further, inner
+    dimensions; the domain is split into workgroups of `tile` each, so the
+    dispatch grid has `prod(domain[i] / tile[i])` workgroups, and the
+    innermost loop runs `vector` elements per vector operation.
+
+    - `pointwise`: every element independent (the domain covers the outer
+      dimensions of an elementwise nest).
+    - `row_reduction`: the dimensions inside the domain are reduced (norms,
+      softmax, cross-entropy over the vocabulary); each workgroup reduces
+      whole rows.
+    - `column_reduction`: domain dimensions are reduced (a norm's weight
+      gradient summed over the tokens): each workgroup writes partial sums
+      for its tile into scratch, and a combine dispatch reduces the
+      partials of all workgroups in workgroup order.
+    - `full_reduction`: the result is a scalar (the loss), reduced in the
+      same two stages.
+    - `serial`: one workgroup runs the kernel as written.
+
+    Results do not depend on how many threads or blocks run the grid: the
+    domain, tiles and combine order are fixed here.
+
+    ```mlir
+    func.func @megk5_meg_rms_norm(...) attributes {meg.kernel_strategy =
+        #meg.kernel_strategy<row_reduction, domain = [2, 256],
+                             tile = [1, 16], vector = 16>}
+    ```
+  }];
+  let parameters = (ins "::mlir::meg::KernelStrategyKind":$kind,
+                        ArrayRefParameter<"int64_t">:$domain,
+                        ArrayRefParameter<"int64_t">:$tile,
+                        "int64_t":$vector);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Workgroups in the dispatch grid: prod(domain[i] / tile[i]).
+    int64_t getGridSize() const;
+  }];
 }
 
 #endif // MEGC_DIALECT_MEG_IR_MEGATTRS_TD

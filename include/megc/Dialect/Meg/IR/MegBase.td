@@ -55,6 +55,9 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
     /// Names an entry point's argument or result (`input_ids`, `logits`).
     static constexpr ::llvm::StringLiteral kNameAttrName = "meg.name";
+    /// A kernel function's #meg.kernel_strategy.
+    static constexpr ::llvm::StringLiteral kKernelStrategyAttrName =
+        "meg.kernel_strategy";
 
   private:
     void registerAttributes();

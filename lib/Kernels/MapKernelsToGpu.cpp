@@ -1,28 +1,37 @@
-//===- GpuLoopMapping.cpp - loop nests shaped for blocks and threads ---===//
+//===- MapKernelsToGpu.cpp - kernel functions as GPU launches ----------===//
 //
-// Kernel functions reach the GPU mapping as linalg ops on buffers. Every
-// loop nest must become one scf.parallel at the top level of its function:
-// only those turn into launches, and whatever else stays at the top level
-// would run on the host against device memory.
+// meg-map-kernels-to-gpu. Kernel functions reach the GPU mapping as linalg
+// ops on buffers. Every loop nest must become one scf.parallel at the top
+// level of its function: only those turn into launches, and whatever else
+// stays at the top level would run on the host against device memory.
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaLowering.h"
+#include "megc/Kernels/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace megc {
+#define GEN_PASS_DEF_MEGMAPKERNELSTOGPU
+#include "megc/Kernels/Passes.h.inc"
+} // namespace megc
 
 using namespace mlir;
 
 namespace megc {
+namespace {
 
+/// Reorders the loops of every linalg op so that parallel dimensions come
+/// before reductions: the parallel ones then map onto threads and each
+/// thread runs its reduction serially, instead of a host loop of launches.
 void hoistParallelDimensions(ModuleOp kernels) {
   IRRewriter rewriter(kernels.getContext());
   SmallVector<linalg::LinalgOp> ops;
@@ -50,8 +59,6 @@ void hoistParallelDimensions(ModuleOp kernels) {
     (void)linalg::interchangeGenericOp(rewriter, generic, order);
   }
 }
-
-namespace {
 
 /// Ops that stay at the top level of a kernel function: loop nests (they
 /// become launches), allocations and views (the launch table resolves
@@ -94,8 +101,12 @@ LogicalResult wrapInParallel(ArrayRef<Operation *> ops, func::FuncOp func) {
   return success();
 }
 
-} // namespace
-
+/// After linalg became loops: wraps each run of code left at the top level
+/// of a kernel function (scalar code, serial reductions) into a
+/// one-iteration scf.parallel, so that it runs on the device too, and
+/// collapses every loop nest into one dimension. Fails, naming the op, on
+/// code that cannot be moved (a value it defines is used by code that stays
+/// on the host).
 LogicalResult prepareParallelLoops(ModuleOp kernels) {
   for (auto func : kernels.getOps<func::FuncOp>()) {
     SmallVector<SmallVector<Operation *>> groups(1);
@@ -130,6 +141,8 @@ LogicalResult prepareParallelLoops(ModuleOp kernels) {
   return success();
 }
 
+/// Clones the constants (memref.get_global) that a gpu.launch reads into
+/// its body, so that outlining copies the globals into the device module.
 void sinkGlobalsIntoLaunches(ModuleOp kernels) {
   SmallVector<memref::GetGlobalOp> globals;
   kernels.walk([&](memref::GetGlobalOp op) {
@@ -154,4 +167,37 @@ void sinkGlobalsIntoLaunches(ModuleOp kernels) {
   }
 }
 
+
+struct MegMapKernelsToGpuPass
+    : public impl::MegMapKernelsToGpuBase<MegMapKernelsToGpuPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp kernels = getOperation();
+    hoistParallelDimensions(kernels);
+    OpPassManager toLoops(ModuleOp::getOperationName());
+    toLoops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    toLoops.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+    if (failed(runPipeline(toLoops, kernels)) ||
+        failed(prepareParallelLoops(kernels)))
+      return signalPassFailure();
+    // Each (collapsed) loop nest tiled by the block's threads and the tiles
+    // mapped to blocks: one gpu.launch per nest. No canonicalization before
+    // the mapping: it would fold the one-iteration loops that carry serial
+    // code.
+    OpPassManager toLaunches(ModuleOp::getOperationName());
+    OpPassManager &perKernel = toLaunches.nest<func::FuncOp>();
+    perKernel.addPass(createParallelLoopTilingPass(
+        {static_cast<int64_t>(threadsPerBlock)}, /*noMinMaxBounds=*/true));
+    perKernel.addPass(createGpuMapParallelLoopsPass());
+    perKernel.addPass(createConvertParallelLoopToGpuPass());
+    perKernel.addPass(createCanonicalizerPass());
+    perKernel.addPass(createGpuLaunchSinkIndexComputationsPass());
+    if (failed(runPipeline(toLaunches, kernels)))
+      return signalPassFailure();
+    sinkGlobalsIntoLaunches(kernels);
+  }
+};
+
+} // namespace
 } // namespace megc

@@ -1,0 +1,71 @@
+//===- CompileOptions.h - the typed options of one compilation -*- C++ -*-===//
+//
+// What `megc model.mlir` and megc.compile are asked to do, parsed once from
+// the text the user typed into the typed structure every pipeline is built
+// from.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_COMPILER_COMPILEOPTIONS_H
+#define MEGC_COMPILER_COMPILEOPTIONS_H
+
+#include "megc/Kernels/CudaArch.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace megc {
+
+/// What `megc --emit` asks for: the artifact, the IR after the front end,
+/// the program as text, the kernel functions (the input of the back-end
+/// pipelines, for megc-opt), or the PTX.
+enum class Emit { Artifact, Mlir, Megrt, Kernels, Ptx };
+
+/// `--cuda-graphs`: no graph regions, one per step, or one per layer.
+enum class CudaGraphScope { None, Step, Layer };
+
+/// The CPU code's instruction set: baseline x86-64 (runs on any x86-64
+/// host) or also the extensions of this host that megrt can check
+/// (megrt/CpuFeatures.h; the runtime refuses it on a CPU without them).
+enum class CpuIsa { X86_64, Native };
+
+/// The options of one compilation, typed; every pipeline is built from it.
+struct CompileOptions {
+  bool cpu = true;
+  bool cuda = false;
+  CudaArch cudaArch;
+  CpuIsa cpuIsa = CpuIsa::X86_64;
+  Emit emit = Emit::Artifact;
+  bool fuse = true;
+  bool fuseRope = true;
+  CudaGraphScope cudaGraphs = CudaGraphScope::None;
+  bool shareIoBuffers = false;
+
+  /// CUDA code is generated: for the cuda target or for --emit=ptx.
+  bool generatesCuda() const { return cuda || emit == Emit::Ptx; }
+};
+
+/// The compile options as the user spells them: megc's flags and
+/// megc.compile's keywords, one field each.
+struct CompileFlags {
+  /// `cpu` and/or `cuda`; empty means cpu.
+  std::vector<std::string> targets;
+  std::string cudaArch = "sm_90";
+  std::string cpu = "x86-64";
+  std::string emit = "artifact";
+  bool noFuse = false;
+  bool noFuseRope = false;
+  std::string cudaGraphs = "none";
+  bool shareIoBuffers = false;
+};
+
+/// Parses and checks every flag before any work; the error names the flag
+/// as the driver spells it (e.g. "unknown --target 'tpu'; expected cpu or
+/// cuda").
+llvm::Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags);
+
+} // namespace megc
+
+#endif // MEGC_COMPILER_COMPILEOPTIONS_H

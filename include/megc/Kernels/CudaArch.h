@@ -1,0 +1,49 @@
+//===- CudaArch.h - the CUDA architecture the kernels are for --*- C++ -*-===//
+//
+// A CUDA architecture name parsed once into the description that the
+// strategy selection, the GPU mapping and the NVVM lowering read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_KERNELS_CUDAARCH_H
+#define MEGC_KERNELS_CUDAARCH_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace megc {
+
+/// A CUDA architecture such as sm_90, sm_90a or sm_100a, parsed once.
+struct CudaArch {
+  /// Compute capability: 9.0 for sm_90.
+  unsigned major = 9, minor = 0;
+  /// The suffix: 'a' (architecture-specific instructions such as Hopper's
+  /// wgmma, code that runs on that chip only), 'f' (family-specific) or 0.
+  char suffix = 0;
+
+  /// "sm_90a".
+  std::string name() const;
+  /// major * 10 + minor: 90 for sm_90a.
+  unsigned number() const { return major * 10 + minor; }
+  /// The oldest PTX ISA version the chip accepts, times ten (80 for
+  /// sm_90): NVPTX aborts on an older one.
+  unsigned ptxVersion() const;
+  /// The NVPTX target feature for ptxVersion(): "+ptx80".
+  std::string ptxFeature() const;
+  /// Threads per block the generated kernels use.
+  unsigned threadsPerBlock() const { return 256; }
+  /// Bytes per vector memory access (128-bit loads and stores).
+  unsigned vectorBytes() const { return 16; }
+
+  /// Parses "sm_90", "sm_90a", "sm_100a", ...; the error names `what` (the
+  /// flag or option the text came from) and the value, and lists what is
+  /// accepted.
+  static llvm::Expected<CudaArch>
+  parse(llvm::StringRef text, llvm::StringRef what = "CUDA architecture");
+};
+
+} // namespace megc
+
+#endif // MEGC_KERNELS_CUDAARCH_H

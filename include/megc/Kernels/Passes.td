@@ -1,0 +1,308 @@
+//===- Passes.td - megc kernel back-end passes -------------*- tablegen -*-===//
+//
+// The passes between the program's kernel functions (meg ops on tensors)
+// and target code: bufferization, strategy selection, the dispatch grid,
+// the CPU realisation and the GPU mapping. They run on a module of kernel
+// functions, which `megc` builds from the entry points; megc-opt runs each
+// alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_KERNELS_PASSES_TD
+#define MEGC_KERNELS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MegPrepareKernels : Pass<"meg-prepare-kernels", "::mlir::ModuleOp"> {
+  let summary = "Fuses a kernel's elementwise loops and materialises its "
+                "results";
+  let description = [{
+    On kernel functions in linalg on tensors: merges each elementwise
+    `linalg.generic` into its consumer when the consumer is its only user
+    (so that a fused kernel is one loop nest per reduction and its
+    intermediates never reach memory), and copies every returned value that
+    no linalg op computes (a view of an input, a constant) into a fresh
+    tensor, so that bufferization turns every result into an out-parameter
+    the kernel writes.
+
+    ```mlir
+    // before
+    %a = linalg.generic {...} ins(%x : tensor<8xf32>) outs(%e0 : tensor<8xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %n = arith.negf %in : f32
+        linalg.yield %n : f32
+    } -> tensor<8xf32>
+    %b = linalg.generic {...} ins(%a : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %m = math.exp %in : f32
+        linalg.yield %m : f32
+    } -> tensor<8xf32>
+    return %b, %x : tensor<8xf32>, tensor<8xf32>
+    // after: one generic computing exp(-x), and a copy of %x
+    %b = linalg.generic {...} ins(%x : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %n = arith.negf %in : f32
+        %m = math.exp %n : f32
+        linalg.yield %m : f32
+    } -> tensor<8xf32>
+    %c = linalg.copy ins(%x : tensor<8xf32>) outs(%e2 : tensor<8xf32>) -> tensor<8xf32>
+    return %b, %c : tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def MegCopiesToLinalg : Pass<"meg-copies-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Turns memref.copy into linalg.copy";
+  let description = [{
+    A strided `memref.copy` would lower to a call into MLIR's C runner
+    library, which the runtime does not carry; as `linalg.copy` it becomes
+    loops inside the kernel, which the dispatch grid can split.
+
+    ```mlir
+    // before
+    memref.copy %a, %view : memref<4x8xf32> to memref<4x8xf32, strided<[16, 1]>>
+    // after
+    linalg.copy ins(%a : memref<4x8xf32>)
+                outs(%view : memref<4x8xf32, strided<[16, 1]>>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def MegSelectKernelStrategy
+    : Pass<"meg-select-kernel-strategy", "::mlir::ModuleOp"> {
+  let summary = "Classifies every kernel and records its strategy";
+  let description = [{
+    On bufferized kernel functions (destination-passing, linalg on
+    memrefs): finds the loop dimensions that the kernel's loop nests share
+    from the outside in, classifies the kernel as `pointwise`,
+    `row_reduction`, `column_reduction`, `full_reduction` or `serial`, and
+    picks the workgroup tile of those dimensions and the vector width for
+    `target`. The choice is recorded on the function as
+    `meg.kernel_strategy` (see `#meg.kernel_strategy`); nothing else
+    changes. The tiles depend on the shapes and the target only, never on
+    the number of threads that will run them.
+
+    CPU: at most 256 workgroups of at least 16K elements each (fewer for
+    small kernels, one below that), outer dimensions split first, tiles
+    whose inputs fit in 256 KB where possible; the vector width is
+    `vector-bits` over the element size. CUDA: tiles of up to the
+    architecture's threads per block and its 128-bit vector width.
+
+    ```mlir
+    // before
+    func.func @megk5_meg_rms_norm(%x: memref<2x256x512xf32>, ...) {
+      linalg.generic {iterator_types = ["parallel", "parallel", "reduction"]} ...
+      linalg.generic {iterator_types = ["parallel", "parallel", "parallel"]} ...
+    }
+    // after
+    func.func @megk5_meg_rms_norm(%x: memref<2x256x512xf32>, ...)
+        attributes {meg.kernel_strategy = #meg.kernel_strategy<row_reduction,
+                    domain = [2, 256], tile = [1, 16], vector = 4>} {...}
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "The target the tiles are chosen for: cpu or cuda">,
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"128",
+           "CPU vector register width in bits (128 for baseline x86-64, "
+           "512 with AVX-512)">,
+    Option<"cudaArch", "cuda-arch", "std::string", /*default=*/"\"sm_90\"",
+           "CUDA architecture for target=cuda">
+  ];
+}
+
+def MegDistributeWorkgroups
+    : Pass<"meg-distribute-workgroups", "::mlir::ModuleOp"> {
+  let summary = "Splits every kernel into dispatches over its strategy's grid";
+  let description = [{
+    Realises each kernel function's `meg.kernel_strategy` on the dispatch
+    grid. Afterwards the function body is: its temporaries (`memref.alloc`,
+    which become the kernel's scratch), then one top-level `scf.forall`
+    per dispatch whose induction variable is the workgroup id, in order.
+    Within a dispatch every loop nest works on its workgroup's tile of the
+    domain (subviews of its operands); consecutive nests share a dispatch as
+    long as each reads only what its own workgroup wrote, so a norm's row
+    statistics, its normalised output and its weight-gradient partials are
+    computed from one pass over the workgroup's rows.
+
+    A loop nest that reduces domain dimensions (a column or full reduction)
+    writes its tile's result into a partials buffer `[workgroups, ...]`
+    (initialised to the reduction's neutral element) instead of its output,
+    and a later dispatch combines the partials into the output in workgroup
+    order, after the output's initial value: the result is the same for any
+    number of threads. Nests that do not fit the domain start a dispatch of
+    their own (of one workgroup when nothing splits them).
+
+    ```mlir
+    // before (rms_norm_grad's weight gradient: a column reduction)
+    linalg.fill ins(%zero : f32) outs(%dw : memref<512xf32>)
+    linalg.generic {iterator_types = ["reduction", "reduction", "parallel"]}
+        ins(%x, %dy : memref<2x256x512xf32>, ...) outs(%dw : memref<512xf32>)
+    // after
+    %partials = memref.alloc() : memref<32x512xf32>
+    scf.forall (%wg) in (32) {
+      // this workgroup's 16 rows, reduced into %partials[%wg]
+    }
+    scf.forall (%wg) in (1) {
+      linalg.fill ins(%zero : f32) outs(%dw : memref<512xf32>)
+      // %dw[c] += %partials[g, c] for g = 0 .. 31, in order
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
+def MegOutlineCpuDispatches
+    : Pass<"meg-outline-cpu-dispatches", "::mlir::ModuleOp"> {
+  let summary = "Moves each dispatch of a kernel into a function of its own";
+  let description = [{
+    After `meg-distribute-workgroups`: the body of each top-level
+    `scf.forall` of a kernel function becomes a function
+    `<kernel>_d<N>(buffers..., %workgroup: index)` of the buffers it uses
+    (kernel arguments and temporaries, each `llvm.noalias`), and the forall
+    calls it. The kernel function is then the host-side description of its
+    dispatches, which `megc` reads into the artifact's dispatch table and
+    drops; the dispatch functions are what the CPU code contains.
+
+    ```mlir
+    // before
+    func.func @k(%x: memref<64xf32>, %y: memref<64xf32>) {
+      scf.forall (%wg) in (4) { ... %x ... %y ... }
+    }
+    // after
+    func.func @k(%x: memref<64xf32>, %y: memref<64xf32>) {
+      scf.forall (%wg) in (4) {
+        func.call @k_d0(%x, %y, %wg) : (memref<64xf32>, memref<64xf32>, index) -> ()
+      }
+    }
+    func.func @k_d0(%x: memref<64xf32> {llvm.noalias}, %y: memref<64xf32> {llvm.noalias},
+                    %wg: index) { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def MegDropDispatchHosts
+    : Pass<"meg-drop-dispatch-hosts", "::mlir::ModuleOp"> {
+  let summary = "Removes the kernel functions that describe CPU dispatches";
+  let description = [{
+    After `meg-outline-cpu-dispatches` and after `megc` has read each
+    kernel's dispatch table from its kernel function (its temporaries and
+    dispatches): erases those functions (the ones carrying
+    `meg.kernel_strategy`), leaving the dispatch functions that the CPU
+    code consists of. The first pass of `meg-lower-cpu-kernels`.
+
+    ```mlir
+    // before
+    func.func @k(%x: memref<64xf32>) attributes {meg.kernel_strategy = ...} {
+      scf.forall (%wg) in (4) { func.call @k_d0(%x, %wg) : ... }
+    }
+    func.func @k_d0(%x: memref<64xf32> {llvm.noalias}, %wg: index) { ... }
+    // after
+    func.func @k_d0(%x: memref<64xf32> {llvm.noalias}, %wg: index) { ... }
+    ```
+  }];
+}
+
+def MegReassociateReductions
+    : Pass<"meg-reassociate-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Lets the reductions of linalg ops be vectorized";
+  let description = [{
+    Marks the combining operation of every linalg reduction (`arith.addf`,
+    `arith.mulf`, `arith.maximumf`, `arith.minimumf` with the output's block
+    argument) `fastmath<reassoc>`, so that LLVM's loop vectorizer may sum
+    in vector lanes. The order of the additions then depends on the compiled
+    code only: results stay the same from run to run and for any number of
+    threads.
+
+    ```mlir
+    // before
+    %s = arith.addf %out, %in : f32
+    // after
+    %s = arith.addf %out, %in fastmath<reassoc> : f32
+    ```
+  }];
+}
+
+def MegApproximateMath : Pass<"meg-approximate-math", "::mlir::func::FuncOp"> {
+  let summary = "Replaces transcendental math ops by vectorizable polynomials";
+  let description = [{
+    Expands `math.exp`, `math.log`, `math.tanh`, `math.erf` and the other
+    functions MLIR approximates with polynomials (accurate to a few ulp in
+    f32) into arithmetic, so that loops calling them vectorize instead of
+    calling libm once per element.
+
+    ```mlir
+    // before
+    %e = math.exp %x : f32
+    // after: range reduction, a polynomial and an exponent shift in arith
+    ```
+  }];
+  let options = [
+    Option<"fma", "fma", "bool", /*default=*/"false",
+           "The target has fused multiply-add instructions; without them each "
+           "math.fma of the polynomials becomes a multiply and an add "
+           "(rather than a call to fmaf per element)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def MegExpandBf16 : Pass<"meg-expand-bf16", "::mlir::func::FuncOp"> {
+  let summary = "Expands bf16 conversions into integer arithmetic";
+  let description = [{
+    `arith.extf` from bf16 becomes a shift and `arith.truncf` to bf16 a
+    round-to-nearest-even on the bits (baseline x86-64 has no bf16
+    instructions, and neither libgcc 12 nor compiler-rt 14 provides
+    `__truncsfbf2`). Unlike `arith-expand{include-bf16}`, it leaves
+    `arith.maximumf` and `arith.minimumf` alone, so that their reductions
+    stay vector reductions.
+
+    ```mlir
+    // before
+    %h = arith.truncf %x : f32 to bf16
+    // after: bitcast, add the rounding bias, shift right by 16, bitcast
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turns every kernel function into GPU launches";
+  let description = [{
+    On bufferized kernel functions: puts the parallel dimensions of every
+    linalg op before its reductions, lowers the ops to parallel loops, wraps
+    the serial code left at the top level into one-iteration loops (so that
+    it runs on the device too), collapses every loop nest to one dimension,
+    tiles it by `threads-per-block` and maps it to a `gpu.launch` of blocks
+    of that many threads, and sinks the constants the launches read into
+    them. A kernel whose host code would need a value computed on the
+    device is an error naming it.
+
+    ```mlir
+    // before
+    linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<64x1024xf32>) outs(%b : memref<64x1024xf32>) {...}
+    // after
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c256, ...)
+               threads(%tx, %ty, %tz) in (%sx = %c256, ...) {...}
+    ```
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads-per-block", "unsigned",
+           /*default=*/"256", "Threads of each block">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // MEGC_KERNELS_PASSES_TD

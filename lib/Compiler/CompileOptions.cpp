@@ -1,0 +1,75 @@
+//===- CompileOptions.cpp - parsing megc's compile flags ---------------===//
+//
+// The one place where the text of a compile flag is read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Compiler/CompileOptions.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
+
+using namespace llvm;
+
+namespace megc {
+
+namespace {
+Error optionError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+} // namespace
+
+Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
+  CompileOptions options;
+  if (!flags.targets.empty()) {
+    options.cpu = false;
+    for (const std::string &target : flags.targets) {
+      if (target == "cpu")
+        options.cpu = true;
+      else if (target == "cuda")
+        options.cuda = true;
+      else
+        return optionError("unknown --target '" + target +
+                           "'; expected cpu or cuda");
+    }
+  }
+  static const std::pair<const char *, Emit> kEmits[] = {
+      {"artifact", Emit::Artifact},
+      {"mlir", Emit::Mlir},
+      {"megrt", Emit::Megrt},
+      {"kernels", Emit::Kernels},
+      {"ptx", Emit::Ptx}};
+  const auto *emit = llvm::find_if(
+      kEmits, [&](const auto &entry) { return flags.emit == entry.first; });
+  if (emit == std::end(kEmits))
+    return optionError("unknown --emit '" + flags.emit +
+                       "'; expected artifact, mlir, megrt, kernels or ptx");
+  options.emit = emit->second;
+  Expected<CudaArch> arch = CudaArch::parse(flags.cudaArch, "--cuda-arch");
+  if (!arch)
+    return arch.takeError();
+  options.cudaArch = *arch;
+  if (flags.cpu == "x86-64")
+    options.cpuIsa = CpuIsa::X86_64;
+  else if (flags.cpu == "native")
+    options.cpuIsa = CpuIsa::Native;
+  else
+    return optionError("unknown --cpu '" + flags.cpu +
+                       "'; expected x86-64 (any x86-64 host) or native (also "
+                       "this host's instruction-set extensions)");
+  if (flags.cudaGraphs == "none")
+    options.cudaGraphs = CudaGraphScope::None;
+  else if (flags.cudaGraphs == "step")
+    options.cudaGraphs = CudaGraphScope::Step;
+  else if (flags.cudaGraphs == "layer")
+    options.cudaGraphs = CudaGraphScope::Layer;
+  else
+    return optionError("unknown --cuda-graphs '" + flags.cudaGraphs +
+                       "'; expected none, step or layer");
+  options.fuse = !flags.noFuse;
+  options.fuseRope = !flags.noFuseRope;
+  options.shareIoBuffers = flags.shareIoBuffers;
+  return options;
+}
+
+} // namespace megc

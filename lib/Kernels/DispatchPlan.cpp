@@ -1,0 +1,327 @@
+//===- DispatchPlan.cpp - which loop nests share a dispatch grid -------===//
+//
+// A nest joins a dispatch when its leading loops are the domain and no
+// other workgroup can touch what it reads or writes: every buffer that two
+// nests of the dispatch share, one of them writing, is indexed by each
+// split domain dimension at the same position in both, through the same
+// view.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DispatchPlan.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace megc {
+
+namespace {
+
+/// Nominal parallelism for comparing candidate domains; a fixed number, so
+/// that choices depend on shapes only.
+constexpr int64_t kNominalWorkers = 16;
+/// What running a nest in a later dispatch instead of this one costs, as a
+/// factor of its parallel time: its data is read from memory once more.
+constexpr double kDeferredFactor = 1.5;
+
+/// The buffer a view (subview, reshape) reads or writes.
+Value baseOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// One way a nest touches a buffer: through `view`, at `map` of its loops
+/// (null when the index is computed in the body).
+struct Access {
+  Value base, view;
+  AffineMap map;
+  bool write;
+};
+
+/// The accesses of `nest`; as a partial nest it does not touch its output.
+SmallVector<Access> accessesOf(linalg::LinalgOp nest, bool partial) {
+  SmallVector<Access> accesses;
+  for (OpOperand *input : nest.getDpsInputOperands())
+    accesses.push_back({baseOf(input->get()), input->get(),
+                        nest.getMatchingIndexingMap(input), false});
+  if (!partial)
+    for (OpOperand &init : nest.getDpsInitsMutable())
+      accesses.push_back({baseOf(init.get()), init.get(),
+                          nest.getMatchingIndexingMap(&init), true});
+  // Buffers the body reads or writes directly (gathers, label lookups).
+  nest->walk([&](Operation *inner) {
+    if (inner == nest.getOperation())
+      return;
+    bool writes = isa<memref::StoreOp>(inner);
+    for (Value operand : inner->getOperands())
+      if (isa<MemRefType>(operand.getType()) &&
+          !nest->isAncestor(operand.getParentRegion()->getParentOp()))
+        accesses.push_back({baseOf(operand), operand, AffineMap(), writes});
+  });
+  return accesses;
+}
+
+/// The accesses of the combine that follows a partial nest: it reads and
+/// writes the nest's output.
+SmallVector<Access> combineAccesses(linalg::LinalgOp nest) {
+  SmallVector<Access> accesses;
+  for (OpOperand &init : nest.getDpsInitsMutable())
+    accesses.push_back({baseOf(init.get()), init.get(), AffineMap(), true});
+  return accesses;
+}
+
+/// Two nests of one dispatch conflict on a shared buffer one of them writes
+/// unless both index it by every split dimension at the same position.
+bool conflicts(const Access &a, const Access &b, const DispatchPlan &plan) {
+  if (a.base != b.base || (!a.write && !b.write) || plan.gridSize() == 1)
+    return false;
+  if (!a.map || !b.map || a.view != b.view)
+    return true;
+  MLIRContext *context = a.map.getContext();
+  for (unsigned dim = 0; dim < plan.domain.size(); ++dim) {
+    if (!plan.splits(dim))
+      continue;
+    AffineExpr expr = getAffineDimExpr(dim, context);
+    bool aligned = false;
+    for (unsigned j = 0; j < a.map.getNumResults() && j < b.map.getNumResults();
+         ++j)
+      aligned |= a.map.getResult(j) == expr && b.map.getResult(j) == expr;
+    if (!aligned)
+      return true;
+  }
+  return false;
+}
+
+/// A nest touches buffers a later dispatch touches too (one of them
+/// writing): it must stay after that dispatch's nests.
+bool overlaps(ArrayRef<Access> accesses, ArrayRef<Access> deferred) {
+  for (const Access &a : accesses)
+    for (const Access &b : deferred)
+      if (a.base == b.base && (a.write || b.write))
+        return true;
+  return false;
+}
+
+enum class Fit { No, Tiled, Partial };
+
+/// How `nest` joins a dispatch of `plan`'s domain and tile.
+Fit fits(linalg::LinalgOp nest, const DispatchPlan &plan) {
+  // One workgroup runs every nest as written.
+  if (plan.gridSize() == 1)
+    return Fit::Tiled;
+  SmallVector<int64_t> extents = nest.getStaticLoopRanges();
+  unsigned rank = plan.domain.size();
+  if (extents.size() < rank ||
+      !llvm::equal(ArrayRef(extents).take_front(rank), plan.domain))
+    return Fit::No;
+  MLIRContext *context = nest.getContext();
+  // A split dimension must index operands as itself only: tiling maps a
+  // compound index (a partner, a modulus) onto subviews that may not hold
+  // what it reads.
+  for (AffineMap map : nest.getIndexingMapsArray())
+    for (AffineExpr result : map.getResults())
+      for (unsigned dim = 0; dim < rank; ++dim)
+        if (plan.splits(dim) && result.isFunctionOfDim(dim) &&
+            result != getAffineDimExpr(dim, context))
+          return Fit::No;
+  SmallVector<utils::IteratorType> iterators = nest.getIteratorTypesArray();
+  bool reducesSplitDim = false;
+  for (unsigned dim = 0; dim < rank; ++dim)
+    reducesSplitDim |=
+        plan.splits(dim) && iterators[dim] == utils::IteratorType::reduction;
+  if (reducesSplitDim)
+    return succeeded(matchCombiner(nest)) ? Fit::Partial : Fit::No;
+  // Each workgroup writes its own part of every output.
+  for (OpOperand &init : nest.getDpsInitsMutable()) {
+    AffineMap map = nest.getMatchingIndexingMap(&init);
+    for (unsigned dim = 0; dim < rank; ++dim)
+      if (plan.splits(dim) &&
+          !llvm::is_contained(map.getResults(), getAffineDimExpr(dim, context)))
+        return Fit::No;
+  }
+  return Fit::Tiled;
+}
+
+int64_t volume(linalg::LinalgOp nest) {
+  int64_t total = 1;
+  for (int64_t extent : nest.getStaticLoopRanges())
+    total *= extent;
+  return total;
+}
+
+} // namespace
+
+FailureOr<SmallVector<linalg::LinalgOp>> kernelLoopNests(func::FuncOp kernel) {
+  SmallVector<linalg::LinalgOp> nests;
+  for (Operation &op : kernel.getBody().front()) {
+    if (auto nest = dyn_cast<linalg::LinalgOp>(op)) {
+      if (!nest.hasPureBufferSemantics() ||
+          llvm::is_contained(nest.getStaticLoopRanges(), ShapedType::kDynamic))
+        return failure();
+      nests.push_back(nest);
+      continue;
+    }
+    if (isa<memref::AllocOp, memref::GetGlobalOp, ViewLikeOpInterface,
+            func::ReturnOp>(op) ||
+        op.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    return failure();
+  }
+  return nests;
+}
+
+FailureOr<Combiner> matchCombiner(linalg::LinalgOp nest) {
+  if (nest.getNumDpsInits() != 1 || nest.getNumReductionLoops() == 0)
+    return failure();
+  BlockArgument output =
+      nest.getMatchingBlockArgument(nest.getDpsInitOperand(0));
+  SmallVector<Operation *, 4> combiners;
+  if (!matchReduction({output}, 0, combiners) || combiners.size() != 1)
+    return failure();
+  Operation *op = combiners.front();
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1)
+    return failure();
+  std::optional<TypedAttr> neutral = arith::getNeutralElement(op);
+  if (!neutral)
+    return failure();
+  return Combiner{op, *neutral};
+}
+
+GridLimits cpuGridLimits() { return GridLimits(); }
+
+int64_t DispatchPlan::gridSize() const {
+  int64_t grid = 1;
+  for (auto [extent, size] : llvm::zip(domain, tile))
+    grid *= extent / size;
+  return grid;
+}
+
+DispatchPlan planDispatch(ArrayRef<linalg::LinalgOp> nests,
+                          ArrayRef<int64_t> domain, ArrayRef<int64_t> tile) {
+  DispatchPlan plan;
+  plan.domain.assign(domain.begin(), domain.end());
+  plan.tile.assign(tile.begin(), tile.end());
+  SmallVector<Access> memberAccesses, deferred;
+  auto defer = [&](linalg::LinalgOp nest, bool combine) {
+    plan.rest.push_back(nest);
+    plan.restIsCombine.push_back(combine);
+    llvm::append_range(deferred, combine ? combineAccesses(nest)
+                                         : accessesOf(nest, false));
+  };
+  for (linalg::LinalgOp nest : nests) {
+    Fit fit = fits(nest, plan);
+    SmallVector<Access> accesses;
+    if (fit != Fit::No) {
+      accesses = accessesOf(nest, fit == Fit::Partial);
+      bool clash = overlaps(accesses, deferred);
+      for (auto [index, a] : llvm::enumerate(accesses)) {
+        for (const Access &b : memberAccesses)
+          clash = clash || conflicts(a, b, plan);
+        for (const Access &b : ArrayRef(accesses).drop_front(index + 1))
+          clash = clash || conflicts(a, b, plan);
+      }
+      if (clash)
+        fit = Fit::No;
+    }
+    if (fit == Fit::No) {
+      SmallVector<Access> all = accessesOf(nest, false);
+      if (!overlaps(all, memberAccesses) && !overlaps(all, deferred))
+        plan.hoisted.push_back(nest);
+      else
+        defer(nest, /*combine=*/false);
+      continue;
+    }
+    plan.members.push_back({nest, fit == Fit::Partial});
+    llvm::append_range(memberAccesses, accesses);
+    if (fit == Fit::Partial)
+      defer(nest, /*combine=*/true);
+  }
+  return plan;
+}
+
+SmallVector<int64_t> chooseTile(ArrayRef<int64_t> domain, int64_t work,
+                                const GridLimits &limits) {
+  SmallVector<int64_t> tile(domain.begin(), domain.end());
+  int64_t remaining =
+      std::clamp<int64_t>(work / limits.minWork, 1, limits.maxGrid);
+  for (unsigned dim = 0; dim < domain.size() && remaining > 1; ++dim) {
+    int64_t pieces = std::min(remaining, domain[dim]);
+    while (domain[dim] % pieces != 0)
+      --pieces;
+    tile[dim] = domain[dim] / pieces;
+    remaining = (remaining + pieces - 1) / pieces;
+  }
+  return tile;
+}
+
+DispatchPlan chooseDispatch(ArrayRef<linalg::LinalgOp> nests,
+                            const GridLimits &limits) {
+  linalg::LinalgOp anchor = nests.front();
+  SmallVector<int64_t> extents = anchor.getStaticLoopRanges();
+  int64_t work = 0;
+  for (linalg::LinalgOp nest : nests)
+    work = std::max(work, volume(nest));
+  DispatchPlan best;
+  double bestCost = 0;
+  for (unsigned rank = 0; rank <= extents.size(); ++rank) {
+    ArrayRef<int64_t> domain = ArrayRef(extents).take_front(rank);
+    DispatchPlan plan =
+        planDispatch(nests, domain, chooseTile(domain, work, limits));
+    if (plan.members.empty())
+      continue;
+    double parallel =
+        static_cast<double>(std::min(plan.gridSize(), kNominalWorkers));
+    double cost = 0;
+    for (const DispatchPlan::Member &member : plan.members)
+      cost += volume(member.nest) / parallel;
+    for (auto [nest, combine] : llvm::zip(plan.rest, plan.restIsCombine))
+      if (!combine)
+        cost += kDeferredFactor * volume(nest) / kNominalWorkers;
+    for (linalg::LinalgOp nest : plan.hoisted)
+      cost += kDeferredFactor * volume(nest) / kNominalWorkers;
+    // Ties go to the longer domain, which describes the kernel better.
+    if (best.members.empty() || cost <= bestCost) {
+      best = std::move(plan);
+      bestCost = cost;
+    }
+  }
+  return best;
+}
+
+meg::KernelStrategyKind classify(const DispatchPlan &plan) {
+  using meg::KernelStrategyKind;
+  if (plan.domain.empty())
+    return KernelStrategyKind::serial;
+  bool full = false, column = false, row = false;
+  for (DispatchPlan::Member member : plan.members) {
+    SmallVector<utils::IteratorType> iterators =
+        member.nest.getIteratorTypesArray();
+    bool reducesDomain =
+        llvm::any_of(ArrayRef(iterators).take_front(plan.domain.size()),
+                     [](utils::IteratorType it) {
+                       return it == utils::IteratorType::reduction;
+                     });
+    if (reducesDomain && member.nest.getNumParallelLoops() == 0)
+      full = true;
+    else if (reducesDomain)
+      column = true;
+    else if (member.nest.getNumReductionLoops() > 0)
+      row = true;
+  }
+  if (full)
+    return KernelStrategyKind::full_reduction;
+  if (column)
+    return KernelStrategyKind::column_reduction;
+  if (row)
+    return KernelStrategyKind::row_reduction;
+  return KernelStrategyKind::pointwise;
+}
+
+} // namespace megc

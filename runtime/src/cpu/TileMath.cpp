@@ -1,0 +1,136 @@
+// Small dense kernels the CPU attention is built from.
+#include "cpu/TileMath.h"
+
+#if MEGRT_CPU_BLAS
+#include <cblas.h>
+#endif
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+// Each loop is compiled for AVX-512, AVX2 and baseline x86-64, the best
+// chosen when the runtime is loaded (GCC and Clang function multiversioning).
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MEGRT_VECTOR_CLONES                                                    \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MEGRT_VECTOR_CLONES
+#endif
+
+namespace megrt {
+
+void matmulTile(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                float alpha, const float *a, int64_t lda, const float *b,
+                int64_t ldb, float beta, float *c, int64_t ldc) {
+#if MEGRT_CPU_BLAS
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+              static_cast<blasint>(ldc));
+#else
+  for (int64_t i = 0; i < m; ++i) {
+    float *row = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+    for (int64_t p = 0; p < k; ++p) {
+      float aip = alpha * (transA ? a[p * lda + i] : a[i * lda + p]);
+      for (int64_t j = 0; j < n; ++j)
+        row[j] += aip * (transB ? b[j * ldb + p] : b[p * ldb + j]);
+    }
+  }
+#endif
+}
+
+namespace {
+
+/// Reductions run in this many interleaved lanes (then combined in lane
+/// order), so that they vectorize without reassociating: the result is the
+/// same on every CPU and for every vector width.
+constexpr int64_t kLanes = 16;
+
+} // namespace
+
+MEGRT_VECTOR_CLONES
+float maxOf(const float *values, int64_t count) {
+  float lanes[kLanes];
+  for (int64_t j = 0; j < kLanes; ++j)
+    lanes[j] = -std::numeric_limits<float>::infinity();
+  int64_t full = count / kLanes * kLanes;
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j)
+      lanes[j] = values[i + j] > lanes[j] ? values[i + j] : lanes[j];
+  float result = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < kLanes; ++j)
+    result = lanes[j] > result ? lanes[j] : result;
+  for (int64_t i = full; i < count; ++i)
+    result = values[i] > result ? values[i] : result;
+  return result;
+}
+
+MEGRT_VECTOR_CLONES
+static float sumOf(const float *values, int64_t count) {
+  float lanes[kLanes] = {};
+  int64_t full = count / kLanes * kLanes;
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j)
+      lanes[j] += values[i + j];
+  float result = 0.0f;
+  for (int64_t j = 0; j < kLanes; ++j)
+    result += lanes[j];
+  for (int64_t i = full; i < count; ++i)
+    result += values[i];
+  return result;
+}
+
+MEGRT_VECTOR_CLONES
+float expShiftedSum(float *values, int64_t count, float shift) {
+  // Cephes' expf: exp(x) = 2^n exp(r), x = n ln 2 + r, |r| <= ln 2 / 2, with
+  // ln 2 split in two so that r is exact, and a degree-7 polynomial.
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kMin = -87.3365447504f, kMax = 88.3762626647f;
+  for (int64_t i = 0; i < count; ++i) {
+    float x = values[i] - shift;
+    bool underflow = x < kMin;
+    x = x < kMin ? kMin : (x > kMax ? kMax : x);
+    float n = std::floor(x * kLog2e + 0.5f);
+    float r = x - n * kLn2Hi;
+    r = r - n * kLn2Lo;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    values[i] = underflow ? 0.0f : p * scale;
+  }
+  return sumOf(values, count);
+}
+
+MEGRT_VECTOR_CLONES
+void scaleRow(float *values, int64_t count, float factor) {
+  for (int64_t i = 0; i < count; ++i)
+    values[i] *= factor;
+}
+
+MEGRT_VECTOR_CLONES
+float dotRow(const float *a, const float *b, int64_t count) {
+  float lanes[kLanes] = {};
+  int64_t full = count / kLanes * kLanes;
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j)
+      lanes[j] += a[i + j] * b[i + j];
+  float result = 0.0f;
+  for (int64_t j = 0; j < kLanes; ++j)
+    result += lanes[j];
+  for (int64_t i = full; i < count; ++i)
+    result += a[i] * b[i];
+  return result;
+}
+
+} // namespace megrt
