@@ -33,6 +33,8 @@ uint64_t BufferDesc::sizeBytes() const {
 
 namespace {
 
+constexpr llvm::StringLiteral kInPlaceAttrName = MegDialect::kInPlaceAttrName;
+
 /// The name an entry argument or result carries (`meg.name`), or a
 /// positional default.
 std::string valueName(func::FuncOp func, bool result, unsigned index) {
@@ -96,6 +98,9 @@ private:
                      int32_t aliasOf = -1);
   LogicalResult placeOp(Operation *op);
   LogicalResult placeKernel(Operation *op);
+  std::optional<uint32_t> storedParameter(Operation *op, Value result);
+  uint32_t resultBuffer(Value result);
+  bool readAfter(StringRef param, Operation *op);
   LogicalResult placeGraphRegion(GraphRegionOp region);
   LogicalResult placeAttention(Operation *op);
   LogicalResult placeEmbeddingGrad(EmbeddingGradOp op);
@@ -253,7 +258,10 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     return placeLinear(linear);
   if (isa<AttentionOp, AttentionGradOp>(op))
     return placeAttention(op);
-  if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op))
+  // On a GPU the table gradient is a GEMM (see placeEmbeddingGrad); on the
+  // CPU alone, the kernel's scatter-add over the tokens.
+  if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op);
+      embeddingGrad && options.generatesCuda())
     return placeEmbeddingGrad(embeddingGrad);
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return placeMatmul(matmul);
@@ -268,6 +276,11 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
       if (failed(source))
         return failure();
       entry->outputs.push_back({valueName(func, true, index), type});
+      // Computed into the output already (resultBuffer).
+      const BufferDesc &from = entry->buffers[*source];
+      if (from.kind == BufferKind::Output && from.aliasOf < 0 &&
+          from.index == index)
+        continue;
       uint32_t output = addBuffer(BufferKind::Output, index, type);
       entry->commands.push_back(
           CopyCommand{*source, output, entry->buffers[output].sizeBytes()});
@@ -383,8 +396,7 @@ LogicalResult ProgramBuilder::placeAttention(Operation *op) {
   }
   SmallVector<uint32_t> out;
   for (Value result : op->getResults()) {
-    uint32_t buffer = addBuffer(BufferKind::Arena, 0,
-                                cast<RankedTensorType>(result.getType()));
+    uint32_t buffer = resultBuffer(result);
     buffers[result] = buffer;
     out.push_back(buffer);
   }
@@ -487,9 +499,14 @@ uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
       "megk" + std::to_string(program.kernels.size()) + "_" + opName.str();
   std::replace(name.begin(), name.end(), '.', '_');
   kernel.setName(name);
+  // Results updated in place take no argument of their own.
+  unsigned inPlace = 0;
+  if (auto attr = kernel->getAttrOfType<DenseI64ArrayAttr>(kInPlaceAttrName))
+    inPlace =
+        llvm::count_if(attr.asArrayRef(), [](int64_t arg) { return arg >= 0; });
   program.kernels.push_back(
       {name, static_cast<uint32_t>(kernel.getNumArguments() +
-                                   kernel.getNumResults())});
+                                   kernel.getNumResults() - inPlace)});
   return it->second;
 }
 
@@ -537,22 +554,113 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
   }
   func::ReturnOp::create(builder, op->getLoc(), results);
 
+  // Results that go straight into a parameter's storage; an optimizer
+  // update overwrites the state it reads (meg.in_place on the kernel names,
+  // per result, the argument it overwrites).
+  SmallVector<std::optional<uint32_t>> stored;
+  SmallVector<int64_t> inPlace(op->getNumResults(), -1);
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    stored.push_back(storedParameter(op, result));
+    if (!stored.back() || !isa<AdamWOp>(op))
+      continue;
+    // AdamW is elementwise: result i updates operand i of (param, exp_avg,
+    // exp_avg_sq), operands 0, 2 and 3.
+    static constexpr unsigned kUpdated[] = {0, 2, 3};
+    auto ref = op->getOperand(kUpdated[index]).getDefiningOp<ParamRefOp>();
+    if (ref && paramIndex.lookup(ref.getName()) == *stored.back())
+      inPlace[index] = llvm::find(inputs, ref.getResult()) - inputs.begin();
+  }
+  if (llvm::any_of(inPlace, [](int64_t arg) { return arg >= 0; }))
+    kernel->setAttr(kInPlaceAttrName, builder.getDenseI64ArrayAttr(inPlace));
+
   LaunchCommand launch;
   launch.kernel = kernelIndex(kernel, kernelLabel(op));
+  SmallVector<uint32_t> inputBuffers;
   for (Value input : inputs) {
     FailureOr<uint32_t> buffer = bufferFor(input);
     if (failed(buffer))
       return failure();
+    inputBuffers.push_back(*buffer);
     launch.args.push_back(*buffer);
   }
-  for (Value result : op->getResults()) {
-    uint32_t buffer = addBuffer(BufferKind::Arena, 0,
-                                cast<RankedTensorType>(result.getType()));
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (inPlace[index] >= 0) {
+      buffers[result] = inputBuffers[inPlace[index]];
+      continue;
+    }
+    uint32_t buffer =
+        stored[index] ? addBuffer(BufferKind::Parameter, *stored[index], type)
+                      : resultBuffer(result);
     buffers[result] = buffer;
     launch.args.push_back(buffer);
   }
   entry->commands.push_back(launch);
   return success();
+}
+
+uint32_t ProgramBuilder::resultBuffer(Value result) {
+  auto type = cast<RankedTensorType>(result.getType());
+  if (result.hasOneUse()) {
+    OpOperand &use = *result.getUses().begin();
+    if (auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
+        ret && ret->getBlock() == result.getParentBlock())
+      return addBuffer(BufferKind::Output, use.getOperandNumber(), type);
+  }
+  return addBuffer(BufferKind::Arena, 0, type);
+}
+
+/// The ancestor of `op` in `block`, or null.
+static Operation *inBlock(Block *block, Operation *op) {
+  return block->findAncestorOpInBlock(*op);
+}
+
+bool ProgramBuilder::readAfter(StringRef param, Operation *op) {
+  Block *block = op->getBlock();
+  auto func = op->getParentOfType<func::FuncOp>();
+  bool after = false;
+  // Every use of every read of the parameter, through views, and the waits
+  // of collectives that read it, must come before `op`.
+  std::function<void(Value)> visit = [&](Value value) {
+    for (Operation *user : value.getUsers()) {
+      Operation *top = inBlock(block, user);
+      if (!top || (top != op && !top->isBeforeInBlock(op)))
+        after = true;
+      if (isa<ReshapeOp, AllGatherStartOp, ReduceScatterStartOp,
+              AllReduceStartOp>(user))
+        visit(user->getResult(0));
+    }
+  };
+  func.walk([&](ParamRefOp ref) {
+    if (ref.getName() == param)
+      visit(ref.getResult());
+  });
+  return after;
+}
+
+std::optional<uint32_t> ProgramBuilder::storedParameter(Operation *op,
+                                                        Value result) {
+  if (!result.hasOneUse())
+    return std::nullopt;
+  auto store = dyn_cast<ParamStoreOp>(*result.getUsers().begin());
+  if (!store || store->getBlock() != op->getBlock() ||
+      !paramIndex.count(store.getName()) || readAfter(store.getName(), op))
+    return std::nullopt;
+  uint32_t param = paramIndex.lookup(store.getName());
+  // A kernel that also reads the parameter would overwrite what it reads;
+  // only the optimizer's elementwise update may (see placeKernel).
+  for (Value operand : op->getOperands())
+    if (auto ref = operand.getDefiningOp<ParamRefOp>())
+      if (ref.getName() == store.getName() && !isa<AdamWOp>(op))
+        return std::nullopt;
+  if (isa<FusionOp>(op)) {
+    bool readsIt = false;
+    op->walk(
+        [&](ParamRefOp ref) { readsIt |= ref.getName() == store.getName(); });
+    if (readsIt)
+      return std::nullopt;
+  }
+  return param;
 }
 
 static int64_t product(ArrayRef<int64_t> dims) {
@@ -582,8 +690,7 @@ LogicalResult ProgramBuilder::placeLinear(LinearOp op) {
   gemm.k = input.getShape().back();
   gemm.n = weight.getDimSize(0);
   gemm.transB = true;
-  gemm.c =
-      addBuffer(BufferKind::Arena, 0, cast<RankedTensorType>(op.getType()));
+  gemm.c = resultBuffer(op.getResult());
   buffers[op.getResult()] = gemm.c;
   // A tanh GELU that alone reads the product becomes the GEMM's epilogue
   // (cuBLASLt applies it in the matmul's epilogue; no kernel, no pass over
@@ -622,7 +729,13 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
   gemm.strideA = gemm.m * gemm.k;
   gemm.strideB = rhs.getRank() > 2 ? gemm.k * gemm.n : 0;
   gemm.strideC = gemm.m * gemm.n;
-  gemm.c = addBuffer(BufferKind::Arena, 0, result);
+  // Batches of rows times one matrix are one product of all the rows.
+  if (gemm.batch > 1 && gemm.strideB == 0 && !gemm.transA) {
+    gemm.m *= gemm.batch;
+    gemm.batch = 1;
+    gemm.strideA = gemm.strideC = 0;
+  }
+  gemm.c = resultBuffer(op.getResult());
   buffers[op.getResult()] = gemm.c;
   entry->commands.push_back(gemm);
   return success();

@@ -37,12 +37,14 @@ Value baseOf(Value value) {
   return value;
 }
 
-/// One way a nest touches a buffer: through `view`, at `map` of its loops
-/// (null when the index is computed in the body).
+/// One way a step touches a buffer: through `view`, at `map` of its loops
+/// (null when the index is computed in the body); `everything` for a step
+/// that is not a loop nest, which may touch any buffer.
 struct Access {
   Value base, view;
   AffineMap map;
   bool write;
+  bool everything = false;
 };
 
 /// The accesses of `nest`; as a partial nest it does not touch its output.
@@ -104,9 +106,18 @@ bool conflicts(const Access &a, const Access &b, const DispatchPlan &plan) {
 bool overlaps(ArrayRef<Access> accesses, ArrayRef<Access> deferred) {
   for (const Access &a : accesses)
     for (const Access &b : deferred)
-      if (a.base == b.base && (a.write || b.write))
+      if (a.everything || b.everything ||
+          (a.base == b.base && (a.write || b.write)))
         return true;
   return false;
+}
+
+/// What a step that is not a loop nest touches: anything.
+SmallVector<Access> opaqueAccesses() {
+  Access all;
+  all.write = true;
+  all.everything = true;
+  return {all};
 }
 
 enum class Fit { No, Tiled, Partial };
@@ -149,32 +160,34 @@ Fit fits(linalg::LinalgOp nest, const DispatchPlan &plan) {
   return Fit::Tiled;
 }
 
-int64_t volume(linalg::LinalgOp nest) {
+/// Iterations of a step (1 for one that is not a loop nest).
+int64_t volume(Operation *step) {
+  auto nest = dyn_cast<linalg::LinalgOp>(step);
   int64_t total = 1;
-  for (int64_t extent : nest.getStaticLoopRanges())
-    total *= extent;
+  if (nest)
+    for (int64_t extent : nest.getStaticLoopRanges())
+      total *= extent;
   return total;
 }
 
 } // namespace
 
-FailureOr<SmallVector<linalg::LinalgOp>> kernelLoopNests(func::FuncOp kernel) {
-  SmallVector<linalg::LinalgOp> nests;
+SmallVector<Operation *> kernelSteps(func::FuncOp kernel) {
+  SmallVector<Operation *> steps;
   for (Operation &op : kernel.getBody().front()) {
-    if (auto nest = dyn_cast<linalg::LinalgOp>(op)) {
-      if (!nest.hasPureBufferSemantics() ||
-          llvm::is_contained(nest.getStaticLoopRanges(), ShapedType::kDynamic))
-        return failure();
-      nests.push_back(nest);
-      continue;
-    }
     if (isa<memref::AllocOp, memref::GetGlobalOp, ViewLikeOpInterface,
             func::ReturnOp>(op) ||
         op.hasTrait<OpTrait::ConstantLike>())
       continue;
-    return failure();
+    // Only statically shaped loop nests on buffers can be tiled.
+    auto nest = dyn_cast<linalg::LinalgOp>(op);
+    if (nest &&
+        (!nest.hasPureBufferSemantics() ||
+         llvm::is_contained(nest.getStaticLoopRanges(), ShapedType::kDynamic)))
+      nest = nullptr;
+    steps.push_back(nest ? nest.getOperation() : &op);
   }
-  return nests;
+  return steps;
 }
 
 FailureOr<Combiner> matchCombiner(linalg::LinalgOp nest) {
@@ -203,19 +216,32 @@ int64_t DispatchPlan::gridSize() const {
   return grid;
 }
 
-DispatchPlan planDispatch(ArrayRef<linalg::LinalgOp> nests,
-                          ArrayRef<int64_t> domain, ArrayRef<int64_t> tile) {
+DispatchPlan planDispatch(ArrayRef<Operation *> steps, ArrayRef<int64_t> domain,
+                          ArrayRef<int64_t> tile) {
   DispatchPlan plan;
   plan.domain.assign(domain.begin(), domain.end());
   plan.tile.assign(tile.begin(), tile.end());
   SmallVector<Access> memberAccesses, deferred;
-  auto defer = [&](linalg::LinalgOp nest, bool combine) {
-    plan.rest.push_back(nest);
+  auto defer = [&](Operation *step, bool combine) {
+    plan.rest.push_back(step);
     plan.restIsCombine.push_back(combine);
-    llvm::append_range(deferred, combine ? combineAccesses(nest)
-                                         : accessesOf(nest, false));
+    auto nest = dyn_cast<linalg::LinalgOp>(step);
+    llvm::append_range(deferred, !nest     ? opaqueAccesses()
+                                 : combine ? combineAccesses(nest)
+                                           : accessesOf(nest, false));
   };
-  for (linalg::LinalgOp nest : nests) {
+  for (Operation *step : steps) {
+    auto nest = dyn_cast<linalg::LinalgOp>(step);
+    if (!nest) {
+      // Runs as written: only in a dispatch of one workgroup, in order.
+      if (plan.gridSize() == 1 && deferred.empty()) {
+        plan.members.push_back({step, false});
+        llvm::append_range(memberAccesses, opaqueAccesses());
+      } else {
+        defer(step, /*combine=*/false);
+      }
+      continue;
+    }
     Fit fit = fits(nest, plan);
     SmallVector<Access> accesses;
     if (fit != Fit::No) {
@@ -261,31 +287,32 @@ SmallVector<int64_t> chooseTile(ArrayRef<int64_t> domain, int64_t work,
   return tile;
 }
 
-DispatchPlan chooseDispatch(ArrayRef<linalg::LinalgOp> nests,
+DispatchPlan chooseDispatch(ArrayRef<Operation *> steps,
                             const GridLimits &limits) {
-  linalg::LinalgOp anchor = nests.front();
-  SmallVector<int64_t> extents = anchor.getStaticLoopRanges();
+  SmallVector<int64_t> extents;
+  if (auto anchor = dyn_cast<linalg::LinalgOp>(steps.front()))
+    extents = anchor.getStaticLoopRanges();
   int64_t work = 0;
-  for (linalg::LinalgOp nest : nests)
-    work = std::max(work, volume(nest));
+  for (Operation *step : steps)
+    work = std::max(work, volume(step));
   DispatchPlan best;
   double bestCost = 0;
   for (unsigned rank = 0; rank <= extents.size(); ++rank) {
     ArrayRef<int64_t> domain = ArrayRef(extents).take_front(rank);
     DispatchPlan plan =
-        planDispatch(nests, domain, chooseTile(domain, work, limits));
+        planDispatch(steps, domain, chooseTile(domain, work, limits));
     if (plan.members.empty())
       continue;
     double parallel =
         static_cast<double>(std::min(plan.gridSize(), kNominalWorkers));
     double cost = 0;
     for (const DispatchPlan::Member &member : plan.members)
-      cost += volume(member.nest) / parallel;
-    for (auto [nest, combine] : llvm::zip(plan.rest, plan.restIsCombine))
+      cost += volume(member.step) / parallel;
+    for (auto [step, combine] : llvm::zip(plan.rest, plan.restIsCombine))
       if (!combine)
-        cost += kDeferredFactor * volume(nest) / kNominalWorkers;
-    for (linalg::LinalgOp nest : plan.hoisted)
-      cost += kDeferredFactor * volume(nest) / kNominalWorkers;
+        cost += kDeferredFactor * volume(step) / kNominalWorkers;
+    for (Operation *step : plan.hoisted)
+      cost += kDeferredFactor * volume(step) / kNominalWorkers;
     // Ties go to the longer domain, which describes the kernel better.
     if (best.members.empty() || cost <= bestCost) {
       best = std::move(plan);
@@ -300,19 +327,21 @@ meg::KernelStrategyKind classify(const DispatchPlan &plan) {
   if (plan.domain.empty())
     return KernelStrategyKind::serial;
   bool full = false, column = false, row = false;
-  for (DispatchPlan::Member member : plan.members) {
-    SmallVector<utils::IteratorType> iterators =
-        member.nest.getIteratorTypesArray();
+  for (const DispatchPlan::Member &member : plan.members) {
+    auto nest = dyn_cast<linalg::LinalgOp>(member.step);
+    if (!nest)
+      continue;
+    SmallVector<utils::IteratorType> iterators = nest.getIteratorTypesArray();
     bool reducesDomain =
         llvm::any_of(ArrayRef(iterators).take_front(plan.domain.size()),
                      [](utils::IteratorType it) {
                        return it == utils::IteratorType::reduction;
                      });
-    if (reducesDomain && member.nest.getNumParallelLoops() == 0)
+    if (reducesDomain && nest.getNumParallelLoops() == 0)
       full = true;
     else if (reducesDomain)
       column = true;
-    else if (member.nest.getNumReductionLoops() > 0)
+    else if (nest.getNumReductionLoops() > 0)
       row = true;
   }
   if (full)

@@ -19,11 +19,11 @@
 
 namespace megc {
 
-/// The loop nests (linalg ops) at the top level of a bufferized kernel, in
-/// order; failure when the kernel holds an op that a dispatch grid cannot
-/// place (its strategy is then serial).
-mlir::FailureOr<llvm::SmallVector<mlir::linalg::LinalgOp>>
-kernelLoopNests(mlir::func::FuncOp kernel);
+/// The steps of a bufferized kernel, in order: its loop nests (linalg ops)
+/// and any other op with effects (a loop of its own, such as a scatter),
+/// which runs as written in a dispatch of one workgroup. Allocations, views,
+/// globals and constants are not steps.
+llvm::SmallVector<mlir::Operation *> kernelSteps(mlir::func::FuncOp kernel);
 
 /// The combining operation of a nest that reduces into its one output, and
 /// the neutral element its partials start from; failure when the nest has
@@ -48,7 +48,9 @@ GridLimits cpuGridLimits();
 /// workgroup tile of the domain, and its nests in order.
 struct DispatchPlan {
   struct Member {
-    mlir::linalg::LinalgOp nest;
+    /// A loop nest (tiled, or partial), or another step in a dispatch of
+    /// one workgroup.
+    mlir::Operation *step;
     /// Reduces split domain dimensions: computes partials (see above).
     bool partial = false;
   };
@@ -56,10 +58,10 @@ struct DispatchPlan {
   llvm::SmallVector<Member> members;
   /// Nests that do not fit the domain but depend on no member before them:
   /// they run first, in dispatches of their own.
-  llvm::SmallVector<mlir::linalg::LinalgOp> hoisted;
-  /// The nests left for later dispatches, in order; for each partial
+  llvm::SmallVector<mlir::Operation *> hoisted;
+  /// The steps left for later dispatches, in order; for each partial
   /// member, the place of its combine is marked by that member's nest.
-  llvm::SmallVector<mlir::linalg::LinalgOp> rest;
+  llvm::SmallVector<mlir::Operation *> rest;
   llvm::SmallVector<bool> restIsCombine;
 
   int64_t gridSize() const;
@@ -68,12 +70,13 @@ struct DispatchPlan {
 };
 
 /// Plans the dispatch over `domain` split by `tile` that starts with
-/// nests.front(): every nest that fits joins, in order, as long as each
+/// steps.front(): every nest that fits joins (any step when the grid is one
+/// workgroup), in order, as long as each
 /// reads only what its own workgroup wrote before it; a nest that does not
 /// fit moves before the dispatch when nothing before it in the dispatch
 /// touches what it does, and after it otherwise (with whatever must stay
 /// after it).
-DispatchPlan planDispatch(llvm::ArrayRef<mlir::linalg::LinalgOp> nests,
+DispatchPlan planDispatch(llvm::ArrayRef<mlir::Operation *> steps,
                           llvm::ArrayRef<int64_t> domain,
                           llvm::ArrayRef<int64_t> tile);
 
@@ -82,9 +85,10 @@ DispatchPlan planDispatch(llvm::ArrayRef<mlir::linalg::LinalgOp> nests,
 llvm::SmallVector<int64_t> chooseTile(llvm::ArrayRef<int64_t> domain,
                                       int64_t work, const GridLimits &limits);
 
-/// Picks the domain (a prefix of the first nest's loops) whose dispatch
-/// does the most work in parallel, and plans it.
-DispatchPlan chooseDispatch(llvm::ArrayRef<mlir::linalg::LinalgOp> nests,
+/// Picks the domain (a prefix of the first step's loops, none when it is
+/// not a loop nest) whose dispatch does the most work in parallel, and
+/// plans it.
+DispatchPlan chooseDispatch(llvm::ArrayRef<mlir::Operation *> steps,
                             const GridLimits &limits);
 
 /// What the first dispatch of a kernel says about it.

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace megc {
 #define GEN_PASS_DEF_MEGDISTRIBUTEWORKGROUPS
@@ -42,16 +43,15 @@ public:
     if (!strategy)
       return kernel.emitError() << "kernel has no meg.kernel_strategy; run "
                                    "meg-select-kernel-strategy first";
-    FailureOr<SmallVector<linalg::LinalgOp>> nests = kernelLoopNests(kernel);
-    if (failed(nests) || nests->empty() ||
-        strategy.getKind() == meg::KernelStrategyKind::serial)
+    SmallVector<Operation *> steps = kernelSteps(kernel);
+    if (steps.empty() || strategy.getKind() == meg::KernelStrategyKind::serial)
       return wrapSerial();
 
     DispatchPlan first =
-        planDispatch(*nests, strategy.getDomain(), strategy.getTile());
+        planDispatch(steps, strategy.getDomain(), strategy.getTile());
     if (first.members.empty())
-      first = chooseDispatch(*nests, cpuGridLimits());
-    FailureOr<SmallVector<linalg::LinalgOp>> rest = buildPlan(first);
+      first = chooseDispatch(steps, cpuGridLimits());
+    FailureOr<SmallVector<Operation *>> rest = buildPlan(first);
     if (failed(rest) || failed(buildAll(*rest)))
       return failure();
     for (Operation *op : replaced)
@@ -152,7 +152,7 @@ private:
     MLIRContext *context = builder.getContext();
     SmallVector<Value> operands;
     for (OpOperand &operand : nest->getOpOperands()) {
-      Value value = operand.get();
+      Value value = cloned.lookupOrDefault(operand.get());
       if (init && nest.isDpsInit(&operand))
         value = init;
       auto type = dyn_cast<MemRefType>(value.getType());
@@ -181,7 +181,7 @@ private:
                                       .getResult()
                                 : value);
     }
-    Operation *tiled = builder.clone(*nest);
+    Operation *tiled = builder.clone(*nest, cloned);
     tiled->setOperands(operands);
     SmallVector<OpFoldResult> loopOffsets(nest.getNumLoops(),
                                           builder.getIndexAttr(0));
@@ -191,21 +191,21 @@ private:
     linalg::offsetIndices(builder, cast<linalg::LinalgOp>(tiled), loopOffsets);
   }
 
-  /// Emits the dispatches of `nests`, in order.
-  LogicalResult buildAll(SmallVector<linalg::LinalgOp> nests) {
-    while (!nests.empty()) {
-      FailureOr<SmallVector<linalg::LinalgOp>> rest =
-          buildPlan(chooseDispatch(nests, cpuGridLimits()));
+  /// Emits the dispatches of `steps`, in order.
+  LogicalResult buildAll(SmallVector<Operation *> steps) {
+    while (!steps.empty()) {
+      FailureOr<SmallVector<Operation *>> rest =
+          buildPlan(chooseDispatch(steps, cpuGridLimits()));
       if (failed(rest))
         return failure();
-      nests = std::move(*rest);
+      steps = std::move(*rest);
     }
     return success();
   }
 
   /// Emits the dispatches of `plan`'s hoisted nests, then its own; returns
-  /// the nests left for later dispatches, combines included.
-  FailureOr<SmallVector<linalg::LinalgOp>> buildPlan(const DispatchPlan &plan) {
+  /// the steps left for later dispatches, combines included.
+  FailureOr<SmallVector<Operation *>> buildPlan(const DispatchPlan &plan) {
     if (failed(buildAll(plan.hoisted)))
       return failure();
     return buildDispatch(plan);
@@ -213,15 +213,15 @@ private:
 
   /// Emits the dispatch of `plan` before the return; returns the nests left
   /// for later dispatches, combines included.
-  FailureOr<SmallVector<linalg::LinalgOp>>
-  buildDispatch(const DispatchPlan &plan) {
+  FailureOr<SmallVector<Operation *>> buildDispatch(const DispatchPlan &plan) {
     Location loc = kernel.getLoc();
     Block &body = kernel.getBody().front();
     int64_t grid = plan.gridSize();
     llvm::DenseMap<Operation *, Value> partialsOf;
     for (const DispatchPlan::Member &member : plan.members)
       if (member.partial)
-        partialsOf[member.nest] = allocatePartials(member.nest, grid);
+        partialsOf[member.step] =
+            allocatePartials(cast<linalg::LinalgOp>(member.step), grid);
 
     builder.setInsertionPoint(body.getTerminator());
     auto forall = scf::ForallOp::create(
@@ -234,7 +234,13 @@ private:
       domainOffsets.push_back(tileOffset(plan, dim, workgroup));
 
     for (const DispatchPlan::Member &member : plan.members) {
-      linalg::LinalgOp nest = member.nest;
+      replaced.insert(member.step);
+      auto nest = dyn_cast<linalg::LinalgOp>(member.step);
+      if (!nest) {
+        // Runs as written (in a dispatch of one workgroup).
+        builder.clone(*member.step, cloned);
+        continue;
+      }
       Value init;
       if (member.partial) {
         // The nest, reducing into this workgroup's slice of the partials.
@@ -261,27 +267,28 @@ private:
                                ValueRange{init});
       }
       tileNest(nest, plan, domainOffsets, init);
-      replaced.insert(nest);
     }
 
     // Combines go where their partial nests would have, among the rest.
     builder.setInsertionPoint(body.getTerminator());
-    SmallVector<linalg::LinalgOp> next;
-    for (auto [nest, combine] : llvm::zip(plan.rest, plan.restIsCombine)) {
+    SmallVector<Operation *> next;
+    for (auto [step, combine] : llvm::zip(plan.rest, plan.restIsCombine)) {
       if (!combine) {
-        next.push_back(nest);
+        next.push_back(step);
         continue;
       }
+      auto nest = cast<linalg::LinalgOp>(step);
       FailureOr<Combiner> combiner = matchCombiner(nest);
-      linalg::LinalgOp combineNest =
-          buildCombine(nest, partialsOf.lookup(nest), *combiner);
-      next.push_back(combineNest);
+      next.push_back(buildCombine(nest, partialsOf.lookup(nest), *combiner)
+                         .getOperation());
     }
     return next;
   }
 
   func::FuncOp kernel;
   OpBuilder builder;
+  /// Results of steps cloned as written into a dispatch.
+  IRMapping cloned;
   /// Nests now carried out by dispatches, erased at the end.
   llvm::SetVector<Operation *> replaced;
 };

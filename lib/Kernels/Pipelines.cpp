@@ -48,6 +48,13 @@ void buildKernelBufferizationPipeline(OpPassManager &pm) {
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createMegUpdateInPlace());
+  // Loop results that are the loop's own buffer fold away, so that
+  // meg-forward-results sees the temporary each result is copied from, and
+  // copies of a view into itself go.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createMegForwardResults());
   pm.addPass(createMegCopiesToLinalg());
 }
 

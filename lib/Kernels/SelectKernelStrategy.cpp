@@ -60,12 +60,12 @@ struct MegSelectKernelStrategyPass
     MLIRContext *context = &getContext();
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {
       meg::KernelStrategyAttr strategy;
-      FailureOr<SmallVector<linalg::LinalgOp>> nests = kernelLoopNests(kernel);
-      if (failed(nests) || nests->empty()) {
+      SmallVector<Operation *> steps = kernelSteps(kernel);
+      if (steps.empty()) {
         strategy = meg::KernelStrategyAttr::get(
             context, meg::KernelStrategyKind::serial, {}, {}, 1);
       } else {
-        DispatchPlan plan = chooseDispatch(*nests, limits);
+        DispatchPlan plan = chooseDispatch(steps, limits);
         meg::KernelStrategyKind kind = classify(plan);
         if (kind == meg::KernelStrategyKind::serial)
           strategy =

@@ -17,7 +17,8 @@ def ConvertMegToLinalg : Pass<"convert-meg-to-linalg"> {
     work (bf16 and f16 are computed in f32 and rounded once when stored),
     `tensor.extract_slice` / `tensor.insert_slice` / `tensor.collapse_shape` /
     `tensor.expand_shape` for data movement, `tensor.extract` inside the body
-    for gathers (embedding, cross-entropy labels, RoPE partners). The result
+    for gathers (embedding, cross-entropy labels, RoPE partners), and an
+    `scf.for` over the tokens for the embedding gradient's scatter-add. The result
     bufferizes with one-shot bufferization and lowers to LLVM or to GPU
     kernels with the upstream pipelines.
 
@@ -46,7 +47,8 @@ def ConvertMegToLinalg : Pass<"convert-meg-to-linalg"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // MEGC_CONVERSION_PASSES_TD

@@ -71,6 +71,53 @@ def MegCopiesToLinalg : Pass<"meg-copies-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def MegUpdateInPlace : Pass<"meg-update-in-place", "::mlir::ModuleOp"> {
+  let summary = "Lets a kernel write results into the arguments it updates";
+  let description = [{
+    On destination-passing kernels whose function carries `meg.in_place`
+    (per result, the argument it overwrites, or -1), which the program
+    builder sets for the optimizer's elementwise update of its state: the
+    out-parameter of each such result is replaced by that argument and
+    removed, so that the kernel reads and writes the state in its own
+    buffer. The attribute is consumed.
+
+    ```mlir
+    // before
+    func.func @k(%p: memref<8xf32>, %g: memref<8xf32>, %out: memref<8xf32>)
+        attributes {meg.in_place = array<i64: 0>} {
+      linalg.generic ... ins(%p, %g : ...) outs(%out : memref<8xf32>) {...}
+    }
+    // after
+    func.func @k(%p: memref<8xf32>, %g: memref<8xf32>) {
+      linalg.generic ... ins(%p, %g : ...) outs(%p : memref<8xf32>) {...}
+    }
+    ```
+  }];
+}
+
+def MegForwardResults : Pass<"meg-forward-results", "::mlir::ModuleOp"> {
+  let summary = "Computes results in their out-parameters instead of copying";
+  let description = [{
+    Bufferization can leave a kernel computing a result in a temporary
+    (`memref.alloc`) that a final `linalg.copy` (or `memref.copy`) moves into
+    the out-parameter, for instance when the value is a loop's result. When
+    the out-parameter is used by that copy only and the temporary has the
+    same type and is not used after the copy, the temporary is replaced by
+    the out-parameter and the copy removed: one pass over the result less.
+
+    ```mlir
+    // before
+    %t = memref.alloc() : memref<8x4xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<8x4xf32>)
+    scf.for ... { /* updates %t */ }
+    linalg.copy ins(%t : memref<8x4xf32>) outs(%out : memref<8x4xf32>)
+    // after
+    linalg.fill ins(%zero : f32) outs(%out : memref<8x4xf32>)
+    scf.for ... { /* updates %out */ }
+    ```
+  }];
+}
+
 def MegSelectKernelStrategy
     : Pass<"meg-select-kernel-strategy", "::mlir::ModuleOp"> {
   let summary = "Classifies every kernel and records its strategy";

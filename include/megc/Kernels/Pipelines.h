@@ -18,6 +18,7 @@ namespace megc {
 /// meg ops on tensors to destination-passing kernels in linalg on memrefs
 /// (`meg-bufferize-kernels`): convert-meg-to-linalg, meg-prepare-kernels,
 /// one-shot bufferization with every result an out-parameter,
+/// meg-update-in-place, cse, canonicalize, meg-forward-results,
 /// meg-copies-to-linalg. Temporaries stay `memref.alloc` at the top level of
 /// each kernel: they become its scratch.
 void buildKernelBufferizationPipeline(mlir::OpPassManager &pm);

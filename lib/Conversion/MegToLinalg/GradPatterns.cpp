@@ -52,12 +52,13 @@ struct SoftmaxGradLowering : public OpRewritePattern<SoftmaxGradOp> {
           return arith::MulFOp::create(b, l, a[0], a[1]);
         });
     rewriter.replaceOp(
-        op, buildMapped(rewriter, loc, type, {op.getGrad(), op.getOutput(), dot},
-                        {identity, identity, rowMap},
-                        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                          return arith::MulFOp::create(
-                              b, l, a[1], arith::SubFOp::create(b, l, a[0], a[2]));
-                        }));
+        op,
+        buildMapped(rewriter, loc, type, {op.getGrad(), op.getOutput(), dot},
+                    {identity, identity, rowMap},
+                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      return arith::MulFOp::create(
+                          b, l, a[1], arith::SubFOp::create(b, l, a[0], a[2]));
+                    }));
     return success();
   }
 };
@@ -77,12 +78,13 @@ struct SiluGradLowering : public OpRewritePattern<SiluGradOp> {
   LogicalResult matchAndRewrite(SiluGradOp op,
                                 PatternRewriter &rewriter) const override {
     rewriter.replaceOp(
-        op, buildElementwise(rewriter, op.getLoc(), tensorOf(op.getResult()),
-                             {op.getGrad(), op.getInput()},
-                             [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                               return arith::MulFOp::create(
-                                   b, l, a[0], siluDerivative(b, l, a[1]));
-                             }));
+        op,
+        buildElementwise(rewriter, op.getLoc(), tensorOf(op.getResult()),
+                         {op.getGrad(), op.getInput()},
+                         [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                           return arith::MulFOp::create(
+                               b, l, a[0], siluDerivative(b, l, a[1]));
+                         }));
     return success();
   }
 };
@@ -97,9 +99,9 @@ struct SwigluGradLowering : public OpRewritePattern<SwigluGradOp> {
     Value gateGrad = buildElementwise(
         rewriter, loc, type, {op.getGrad(), op.getGate(), op.getUp()},
         [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return arith::MulFOp::create(
-              b, l, arith::MulFOp::create(b, l, a[0], a[2]),
-              siluDerivative(b, l, a[1]));
+          return arith::MulFOp::create(b, l,
+                                       arith::MulFOp::create(b, l, a[0], a[2]),
+                                       siluDerivative(b, l, a[1]));
         });
     Value upGrad = buildElementwise(
         rewriter, loc, type, {op.getGrad(), op.getGate()},
@@ -130,7 +132,8 @@ struct GeluGradLowering : public OpRewritePattern<GeluGradOp> {
             Value poly = arith::MulFOp::create(
                 b, l, x,
                 arith::AddFOp::create(
-                    b, l, c(1.0), arith::MulFOp::create(b, l, c(0.044715), x2)));
+                    b, l, c(1.0),
+                    arith::MulFOp::create(b, l, c(0.044715), x2)));
             Value t = math::TanhOp::create(
                 b, l, arith::MulFOp::create(b, l, c(0.7978845608028654), poly));
             Value dpoly = arith::AddFOp::create(
@@ -139,8 +142,8 @@ struct GeluGradLowering : public OpRewritePattern<GeluGradOp> {
                 b, l, c(1.0), arith::MulFOp::create(b, l, t, t));
             Value second = arith::MulFOp::create(
                 b, l,
-                arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, c(0.5), x),
-                                      sech2),
+                arith::MulFOp::create(
+                    b, l, arith::MulFOp::create(b, l, c(0.5), x), sech2),
                 arith::MulFOp::create(b, l, c(0.7978845608028654), dpoly));
             derivative = arith::AddFOp::create(
                 b, l,
@@ -153,16 +156,17 @@ struct GeluGradLowering : public OpRewritePattern<GeluGradOp> {
                 b, l, c(0.5),
                 arith::AddFOp::create(
                     b, l, c(1.0),
-                    math::ErfOp::create(
-                        b, l, arith::MulFOp::create(b, l, x, c(0.7071067811865476)))));
+                    math::ErfOp::create(b, l,
+                                        arith::MulFOp::create(
+                                            b, l, x, c(0.7071067811865476)))));
             Value pdf = arith::MulFOp::create(
                 b, l, c(0.3989422804014327),
                 math::ExpOp::create(
                     b, l,
                     arith::MulFOp::create(b, l, c(-0.5),
                                           arith::MulFOp::create(b, l, x, x))));
-            derivative =
-                arith::AddFOp::create(b, l, cdf, arith::MulFOp::create(b, l, x, pdf));
+            derivative = arith::AddFOp::create(
+                b, l, cdf, arith::MulFOp::create(b, l, x, pdf));
           }
           return arith::MulFOp::create(b, l, a[0], derivative);
         });
@@ -189,19 +193,21 @@ struct CrossEntropyGradLowering : public OpRewritePattern<CrossEntropyGradOp> {
     double factor = op.getReduction() == ReduceKind::mean ? 1.0 / tokens : 1.0;
     Value result = buildMapped(
         rewriter, loc, type, {logits, max, sum, op.getLabels(), op.getGrad()},
-        {identity, rowMap, rowMap, rowMap, AffineMap::get(rank, 0, {}, context)},
+        {identity, rowMap, rowMap, rowMap,
+         AffineMap::get(rank, 0, {}, context)},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value p = arith::DivFOp::create(
               b, l,
-              math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1])),
+              math::ExpOp::create(b, l,
+                                  arith::SubFOp::create(b, l, a[0], a[1])),
               a[2]);
           Value column = linalg::IndexOp::create(b, l, rank - 1);
-          Value isLabel = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::eq, column,
-              clampedIndex(b, l, a[3], classes));
+          Value isLabel =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, column,
+                                    clampedIndex(b, l, a[3], classes));
           Value shifted = arith::SelectOp::create(
-              b, l, isLabel, arith::SubFOp::create(b, l, p, constant(b, l, p, 1.0)),
-              p);
+              b, l, isLabel,
+              arith::SubFOp::create(b, l, p, constant(b, l, p, 1.0)), p);
           return arith::MulFOp::create(
               b, l, shifted,
               arith::MulFOp::create(b, l, a[4], constant(b, l, p, factor)));
@@ -230,11 +236,11 @@ struct RmsNormGradLowering : public OpRewritePattern<RmsNormGradOp> {
       return math::RsqrtOp::create(
           b, l, arith::AddFOp::create(b, l, mean, constant(b, l, mean, eps)));
     };
-    Value squares = buildReduction(
-        rewriter, loc, x, {last}, Combine::Sum, {}, {},
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return arith::MulFOp::create(b, l, a[0], a[0]);
-        });
+    Value squares =
+        buildReduction(rewriter, loc, x, {last}, Combine::Sum, {}, {},
+                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         return arith::MulFOp::create(b, l, a[0], a[0]);
+                       });
     // dot = sum_j dy_j w_j x_j
     Value dot = buildReduction(
         rewriter, loc, x, {last}, Combine::Sum, {dy, w}, {identity, weightMap},
@@ -248,8 +254,8 @@ struct RmsNormGradLowering : public OpRewritePattern<RmsNormGradOp> {
         {identity, identity, weightMap, rowMap, rowMap},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value r = rstd(b, l, a[3]);
-          Value r3 = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, r, r),
-                                           r);
+          Value r3 =
+              arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, r, r), r);
           Value first = arith::MulFOp::create(
               b, l, arith::MulFOp::create(b, l, r, a[2]), a[1]);
           Value second = arith::MulFOp::create(
@@ -314,7 +320,8 @@ struct LayerNormGradLowering : public OpRewritePattern<LayerNormGradOp> {
     };
     // sum(g) and sum(g xhat) per row
     Value sumG = buildReduction(
-        rewriter, loc, dy, {last}, Combine::Sum, ValueRange(gInputs).drop_front(),
+        rewriter, loc, dy, {last}, Combine::Sum,
+        ValueRange(gInputs).drop_front(),
         ArrayRef<AffineMap>(gMaps).drop_front(),
         [&](OpBuilder &b, Location l, ValueRange a) { return g(b, l, a, 0); });
     SmallVector<Value> gxInputs = gInputs;
@@ -339,20 +346,23 @@ struct LayerNormGradLowering : public OpRewritePattern<LayerNormGradOp> {
           Value xh = xhat(b, l, a[0], a[1], a[2]);
           Value rstd = math::RsqrtOp::create(
               b, l,
-              arith::AddFOp::create(b, l, mean(b, l, a[2]), constant(b, l, a[2], eps)));
+              arith::AddFOp::create(b, l, mean(b, l, a[2]),
+                                    constant(b, l, a[2], eps)));
           Value inner = arith::SubFOp::create(
-              b, l, arith::SubFOp::create(b, l, g(b, l, a, 5), mean(b, l, a[3])),
+              b, l,
+              arith::SubFOp::create(b, l, g(b, l, a, 5), mean(b, l, a[3])),
               arith::MulFOp::create(b, l, xh, mean(b, l, a[4])));
           return arith::MulFOp::create(b, l, rstd, inner);
         });
     SmallVector<Value> results = {dx};
     if (w) {
-      Value dwAcc = buildReduction(
-          rewriter, loc, x, leadingDims(rank), Combine::Sum,
-          {dy, sum, squares}, {identity, rowMap, rowMap},
-          [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-            return arith::MulFOp::create(b, l, a[1], xhat(b, l, a[0], a[2], a[3]));
-          });
+      Value dwAcc =
+          buildReduction(rewriter, loc, x, leadingDims(rank), Combine::Sum,
+                         {dy, sum, squares}, {identity, rowMap, rowMap},
+                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                           return arith::MulFOp::create(
+                               b, l, a[1], xhat(b, l, a[0], a[2], a[3]));
+                         });
       Value dbAcc =
           buildReduction(rewriter, loc, dy, leadingDims(rank), Combine::Sum);
       results.push_back(finish(rewriter, loc, dwAcc, tensorOf(w)));
@@ -364,43 +374,76 @@ struct LayerNormGradLowering : public OpRewritePattern<LayerNormGradOp> {
 };
 
 /// dtable[v, h] = sum over positions p with ids[p] == v of dy[p, h].
+/// The table gradient as a scatter-add: each token's output-gradient row
+/// is added, in token order, to the row of its id (an id outside the table
+/// adds nothing), in f32, rounded once to the table's dtype. A loop over
+/// the tokens, with one vector add each: not a comparison of every token
+/// with every table row.
 struct EmbeddingGradLowering : public OpRewritePattern<EmbeddingGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(EmbeddingGradOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *context = op.getContext();
     RankedTensorType tableType = tensorOf(op.getResult());
-    int64_t positions = tensorOf(op.getIds()).getRank();
-    int64_t loops = 2 + positions; // v, h, positions...
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, context); };
-    SmallVector<AffineExpr> gradExprs, idExprs;
-    for (int64_t p = 0; p < positions; ++p) {
-      gradExprs.push_back(d(2 + p));
-      idExprs.push_back(d(2 + p));
-    }
-    gradExprs.push_back(d(1));
-    SmallVector<utils::IteratorType> iterators = parallelIterators(loops);
-    for (int64_t p = 0; p < positions; ++p)
-      iterators[2 + p] = utils::IteratorType::reduction;
-    auto accType = RankedTensorType::get(tableType.getShape(),
-                                         rewriter.getF32Type());
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{accType}, ValueRange{op.getGrad(), op.getIds()},
+    RankedTensorType idsType = tensorOf(op.getIds());
+    int64_t vocab = tableType.getDimSize(0), dim = tableType.getDimSize(1);
+    int64_t tokens = idsType.getNumElements();
+    auto accType =
+        RankedTensorType::get(tableType.getShape(), rewriter.getF32Type());
+    Value ids = reshapeTensor(rewriter, loc, op.getIds(), {tokens});
+    Value grad = reshapeTensor(rewriter, loc, op.getGrad(), {tokens, dim});
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value end = arith::ConstantIndexOp::create(rewriter, loc, tokens);
+    Value rows = arith::ConstantIndexOp::create(rewriter, loc, vocab);
+    auto rowType = RankedTensorType::get({1, dim}, rewriter.getF32Type());
+    auto gradRowType =
+        RankedTensorType::get({1, dim}, tableType.getElementType());
+    auto loop = scf::ForOp::create(
+        rewriter, loc, zero, end, one,
         ValueRange{filledTensor(rewriter, loc, accType, 0.0)},
-        {mapOf(context, loops, gradExprs), mapOf(context, loops, idExprs),
-         mapOf(context, loops, {d(0), d(1)})},
-        iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          Value row = linalg::IndexOp::create(b, l, 0);
-          Value id = arith::IndexCastOp::create(b, l, b.getIndexType(), args[1]);
-          Value match =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, id);
-          Value value = toCompute(b, l, args[0]);
-          Value added = arith::AddFOp::create(b, l, args[2], value);
-          linalg::YieldOp::create(
-              b, l, Value(arith::SelectOp::create(b, l, match, added, args[2])));
+        [&](OpBuilder &b, Location l, Value t, ValueRange acc) {
+          Value id = arith::IndexCastOp::create(
+              b, l, b.getIndexType(),
+              tensor::ExtractOp::create(b, l, ids, ValueRange{t}));
+          Value inTable = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, id, zero),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, id, rows));
+          auto branch = scf::IfOp::create(
+              b, l, inTable,
+              [&](OpBuilder &inner, Location il) {
+                SmallVector<OpFoldResult> sizes = {inner.getIndexAttr(1),
+                                                   inner.getIndexAttr(dim)};
+                SmallVector<OpFoldResult> strides(2, inner.getIndexAttr(1));
+                SmallVector<OpFoldResult> at = {id, inner.getIndexAttr(0)};
+                SmallVector<OpFoldResult> token = {t, inner.getIndexAttr(0)};
+                Value row = tensor::ExtractSliceOp::create(
+                    inner, il, rowType, acc[0], at, sizes, strides);
+                Value gradRow = tensor::ExtractSliceOp::create(
+                    inner, il, gradRowType, grad, token, sizes, strides);
+                AffineMap identity = inner.getMultiDimIdentityMap(2);
+                auto add = linalg::GenericOp::create(
+                    inner, il, TypeRange{rowType}, ValueRange{gradRow},
+                    ValueRange{row}, {identity, identity}, parallelIterators(2),
+                    [](OpBuilder &nb, Location nl, ValueRange args) {
+                      Value sum = arith::AddFOp::create(
+                          nb, nl, args[1], toCompute(nb, nl, args[0]));
+                      linalg::YieldOp::create(nb, nl, sum);
+                    });
+                Value updated = tensor::InsertSliceOp::create(
+                    inner, il, add.getResult(0), acc[0], at, sizes, strides);
+                scf::YieldOp::create(inner, il, updated);
+              },
+              [&](OpBuilder &inner, Location il) {
+                scf::YieldOp::create(inner, il, acc[0]);
+              });
+          scf::YieldOp::create(b, l, branch.getResult(0));
         });
-    rewriter.replaceOp(op, finish(rewriter, loc, generic.getResult(0), tableType));
+    Value result = loop.getResult(0);
+    if (tableType.getElementType() != accType.getElementType())
+      result = finish(rewriter, loc, result, tableType);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };
@@ -448,19 +491,19 @@ struct AttentionGradLowering : public OpRewritePattern<AttentionGradOp> {
                          mapOf(context, 6, {d(0), d(1), d(2), d(3)})},
                         iterators(4, 2));
     // dP[b, h, s, t] = sum_e dO[b, s, h, e] v[b, t, h / G, e]
-    Value dp = contract(rewriter, loc, {batch, heads, seqQ, seqKv}, dout,
-                        op.getValue(),
-                        {mapOf(context, 5, {d(0), d(2), d(1), d(4)}),
-                         mapOf(context, 5, {d(0), d(3), d(1).floorDiv(group), d(4)}),
-                         mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
-                        iterators(4, 1));
+    Value dp = contract(
+        rewriter, loc, {batch, heads, seqQ, seqKv}, dout, op.getValue(),
+        {mapOf(context, 5, {d(0), d(2), d(1), d(4)}),
+         mapOf(context, 5, {d(0), d(3), d(1).floorDiv(group), d(4)}),
+         mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
+        iterators(4, 1));
     // D[b, h, s] = sum_e dO[b, s, h, e] O[b, s, h, e]
-    Value rowDot = contract(rewriter, loc, {batch, heads, seqQ}, dout,
-                            op.getOutput(),
-                            {mapOf(context, 4, {d(0), d(2), d(1), d(3)}),
-                             mapOf(context, 4, {d(0), d(2), d(1), d(3)}),
-                             mapOf(context, 4, {d(0), d(1), d(2)})},
-                            iterators(3, 1));
+    Value rowDot =
+        contract(rewriter, loc, {batch, heads, seqQ}, dout, op.getOutput(),
+                 {mapOf(context, 4, {d(0), d(2), d(1), d(3)}),
+                  mapOf(context, 4, {d(0), d(2), d(1), d(3)}),
+                  mapOf(context, 4, {d(0), d(1), d(2)})},
+                 iterators(3, 1));
     auto scoresType = cast<RankedTensorType>(probs.getType());
     Value ds = buildMapped(
         rewriter, loc, scoresType, {probs, dp, rowDot},
@@ -473,11 +516,12 @@ struct AttentionGradLowering : public OpRewritePattern<AttentionGradOp> {
               floatConstant(b, l, a[0].getType(), scale));
         });
     // dQ[b, s, h, d] = sum_t dS[b, h, s, t] k[b, t, h / G, d]
-    Value dq = contract(rewriter, loc, qType.getShape(), ds, op.getKey(),
-                        {mapOf(context, 5, {d(0), d(2), d(1), d(4)}),
-                         mapOf(context, 5, {d(0), d(4), d(2).floorDiv(group), d(3)}),
-                         mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
-                        iterators(4, 1));
+    Value dq =
+        contract(rewriter, loc, qType.getShape(), ds, op.getKey(),
+                 {mapOf(context, 5, {d(0), d(2), d(1), d(4)}),
+                  mapOf(context, 5, {d(0), d(4), d(2).floorDiv(group), d(3)}),
+                  mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
+                 iterators(4, 1));
     // dK[b, t, hk, d] = sum_{g, s} dS[b, hk, g, s, t] q[b, s, hk, g, d]
     Value dk = contract(rewriter, loc, kType.getShape(), splitHeads(ds, 1),
                         splitHeads(op.getQuery(), 2),
@@ -495,8 +539,9 @@ struct AttentionGradLowering : public OpRewritePattern<AttentionGradOp> {
 } // namespace
 
 void mlir::meg::populateGradPatterns(RewritePatternSet &patterns) {
-  patterns.add<SoftmaxGradLowering, SiluGradLowering, SwigluGradLowering,
-               GeluGradLowering, CrossEntropyGradLowering, RmsNormGradLowering,
-               LayerNormGradLowering, EmbeddingGradLowering,
-               AttentionGradLowering>(patterns.getContext());
+  patterns
+      .add<SoftmaxGradLowering, SiluGradLowering, SwigluGradLowering,
+           GeluGradLowering, CrossEntropyGradLowering, RmsNormGradLowering,
+           LayerNormGradLowering, EmbeddingGradLowering, AttentionGradLowering>(
+          patterns.getContext());
 }

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -20,8 +21,7 @@ namespace mlir::meg {
 
 /// Body callback: builds the scalar result from the block's scalar inputs
 /// (already converted to the compute type).
-using ScalarFn =
-    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+using ScalarFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 /// f32 for the float types (compute in f32), the type itself otherwise.
 Type computeType(Type element);

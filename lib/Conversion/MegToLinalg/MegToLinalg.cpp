@@ -35,14 +35,15 @@ struct ConvertMegToLinalgPass
     MLIRContext *context = &getContext();
     ConversionTarget target(*context);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
-                           arith::ArithDialect, math::MathDialect>();
+                           arith::ArithDialect, math::MathDialect,
+                           scf::SCFDialect>();
     target.addIllegalDialect<MegDialect>();
     // Left for the program lowering: module symbols, parameter reads,
     // collectives, regions.
-    target.addLegalOp<ParamOp, ParamRefOp, MeshOp, SubmeshOp, ShardSliceOp, AllGatherOp,
-                      ReduceScatterOp, AllReduceOp, AllGatherStartOp,
-                      ReduceScatterStartOp, AllReduceStartOp, WaitOp,
-                      FusionOp, GraphRegionOp, YieldOp>();
+    target.addLegalOp<ParamOp, ParamRefOp, MeshOp, SubmeshOp, ShardSliceOp,
+                      AllGatherOp, ReduceScatterOp, AllReduceOp,
+                      AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp,
+                      WaitOp, FusionOp, GraphRegionOp, YieldOp>();
     RewritePatternSet patterns(context);
     populateMegToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

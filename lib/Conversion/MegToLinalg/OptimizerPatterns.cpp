@@ -1,7 +1,9 @@
 //===- OptimizerPatterns.cpp - adamw to linalg -------------------------===//
 //
-// One AdamW step as three elementwise generics (moments and parameter),
-// computed in f32 and stored in each tensor's own dtype.
+// One AdamW step as one elementwise generic with three outputs (parameter
+// and moments), computed in f32 and stored in each tensor's own dtype: one
+// pass over the state, each element read before it is written, so that the
+// update can happen in the state's own buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,12 +53,13 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
       Value step = arith::SIToFPOp::create(b, l, b.getF32Type(), a[4]);
       auto correction = [&](double beta) -> Value {
         return arith::SubFOp::create(
-            b, l, c(b, l, 1.0), math::PowFOp::create(b, l, c(b, l, beta), step));
+            b, l, c(b, l, 1.0),
+            math::PowFOp::create(b, l, c(b, l, beta), step));
       };
-      Value mhat = arith::DivFOp::create(b, l, newExpAvg(b, l, a),
-                                         correction(beta1));
-      Value vhat = arith::DivFOp::create(b, l, newExpAvgSq(b, l, a),
-                                         correction(beta2));
+      Value mhat =
+          arith::DivFOp::create(b, l, newExpAvg(b, l, a), correction(beta1));
+      Value vhat =
+          arith::DivFOp::create(b, l, newExpAvgSq(b, l, a), correction(beta2));
       Value update = arith::AddFOp::create(
           b, l,
           arith::DivFOp::create(
@@ -68,11 +71,30 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
           b, l, a[0], arith::MulFOp::create(b, l, c(b, l, lr), update));
     };
     auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
-    Value param = buildMapped(rewriter, loc, paramType, inputs, maps, newParam);
-    Value expAvg = buildMapped(rewriter, loc, typeOf(op.getExpAvg()), inputs,
-                               maps, newExpAvg);
-    Value expAvgSq = buildMapped(rewriter, loc, typeOf(op.getExpAvgSq()),
-                                 inputs, maps, newExpAvgSq);
+    SmallVector<RankedTensorType> types = {paramType, typeOf(op.getExpAvg()),
+                                           typeOf(op.getExpAvgSq())};
+    SmallVector<Type> resultTypes(types.begin(), types.end());
+    SmallVector<Value> inits;
+    for (RankedTensorType type : types) {
+      inits.push_back(emptyTensor(rewriter, loc, type));
+      maps.push_back(identity);
+    }
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultTypes, inputs, inits, maps,
+        parallelIterators(rank),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          SmallVector<Value> a;
+          for (Value arg : args.take_front(inputs.size()))
+            a.push_back(toCompute(b, l, arg));
+          Value results[] = {newParam(b, l, a), newExpAvg(b, l, a),
+                             newExpAvgSq(b, l, a)};
+          SmallVector<Value> stored;
+          for (auto [value, type] : llvm::zip(results, types))
+            stored.push_back(convertScalar(b, l, value, type.getElementType()));
+          linalg::YieldOp::create(b, l, stored);
+        });
+    Value param = generic.getResult(0), expAvg = generic.getResult(1),
+          expAvgSq = generic.getResult(2);
     rewriter.replaceOp(op, {param, expAvg, expAvgSq});
     return success();
   }

@@ -107,6 +107,20 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' is only valid on a kernel function";
     return success();
   }
+  if (name == kInPlaceAttrName) {
+    auto func = dyn_cast<func::FuncOp>(op);
+    auto inPlace = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!func || !inPlace)
+      return op->emitError() << "'" << name
+                             << "' expects an array of argument indices on a "
+                                "kernel function";
+    for (int64_t arg : inPlace.asArrayRef())
+      if (arg < -1 || arg >= static_cast<int64_t>(func.getNumArguments()))
+        return op->emitError()
+               << "'" << name << "' names argument " << arg << " of a "
+               << "function with " << func.getNumArguments() << " arguments";
+    return success();
+  }
   return op->emitError() << "unknown meg attribute '" << name << "'";
 }
 

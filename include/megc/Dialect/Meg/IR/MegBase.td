@@ -58,6 +58,9 @@ def Meg_Dialect : Dialect {
     /// A kernel function's #meg.kernel_strategy.
     static constexpr ::llvm::StringLiteral kKernelStrategyAttrName =
         "meg.kernel_strategy";
+    /// On a kernel function: per result, the argument it overwrites (an
+    /// optimizer's update of its state), or -1.
+    static constexpr ::llvm::StringLiteral kInPlaceAttrName = "meg.in_place";
 
   private:
     void registerAttributes();
