@@ -26,8 +26,8 @@ namespace {
 /// Nominal parallelism for comparing candidate domains; a fixed number, so
 /// that choices depend on shapes only.
 constexpr int64_t kNominalWorkers = 16;
-/// What running a nest in a later dispatch instead of this one costs, as a
-/// factor of its parallel time: its data is read from memory once more.
+/// What running a nest in another dispatch than this one costs, as a factor
+/// of its parallel time there: its data is read from memory once more.
 constexpr double kDeferredFactor = 1.5;
 
 /// The buffer a view (subview, reshape) reads or writes.
@@ -289,20 +289,36 @@ SmallVector<int64_t> chooseTile(ArrayRef<int64_t> domain, int64_t work,
 
 DispatchPlan chooseDispatch(ArrayRef<Operation *> steps,
                             const GridLimits &limits) {
-  SmallVector<int64_t> extents;
-  if (auto anchor = dyn_cast<linalg::LinalgOp>(steps.front()))
-    extents = anchor.getStaticLoopRanges();
+  // Candidate domains: every prefix of every nest's loops (a nest before
+  // the main loop, such as a fill of its output, may move ahead of it).
+  SmallVector<SmallVector<int64_t>> domains = {{}};
+  for (Operation *step : steps)
+    if (auto nest = dyn_cast<linalg::LinalgOp>(step)) {
+      SmallVector<int64_t> extents = nest.getStaticLoopRanges();
+      for (unsigned rank = 1; rank <= extents.size(); ++rank) {
+        SmallVector<int64_t> domain(extents.begin(), extents.begin() + rank);
+        if (!llvm::is_contained(domains, domain))
+          domains.push_back(domain);
+      }
+    }
   int64_t work = 0;
   for (Operation *step : steps)
     work = std::max(work, volume(step));
   DispatchPlan best;
   double bestCost = 0;
-  for (unsigned rank = 0; rank <= extents.size(); ++rank) {
-    ArrayRef<int64_t> domain = ArrayRef(extents).take_front(rank);
+  for (ArrayRef<int64_t> domain : domains) {
     DispatchPlan plan =
         planDispatch(steps, domain, chooseTile(domain, work, limits));
     if (plan.members.empty())
       continue;
+    // Time on kNominalWorkers: members at this grid's parallelism, the
+    // others at what a dispatch of their own would get, and more.
+    auto alone = [&](Operation *step) {
+      int64_t grid =
+          std::clamp<int64_t>(volume(step) / limits.minWork, 1, limits.maxGrid);
+      return kDeferredFactor * volume(step) /
+             static_cast<double>(std::min(grid, kNominalWorkers));
+    };
     double parallel =
         static_cast<double>(std::min(plan.gridSize(), kNominalWorkers));
     double cost = 0;
@@ -310,11 +326,12 @@ DispatchPlan chooseDispatch(ArrayRef<Operation *> steps,
       cost += volume(member.step) / parallel;
     for (auto [step, combine] : llvm::zip(plan.rest, plan.restIsCombine))
       if (!combine)
-        cost += kDeferredFactor * volume(step) / kNominalWorkers;
+        cost += alone(step);
     for (Operation *step : plan.hoisted)
-      cost += kDeferredFactor * volume(step) / kNominalWorkers;
+      cost += alone(step);
     // Ties go to the longer domain, which describes the kernel better.
-    if (best.members.empty() || cost <= bestCost) {
+    if (best.members.empty() || cost < bestCost ||
+        (cost == bestCost && domain.size() > best.domain.size())) {
       best = std::move(plan);
       bestCost = cost;
     }

@@ -85,9 +85,8 @@ DispatchPlan planDispatch(llvm::ArrayRef<mlir::Operation *> steps,
 llvm::SmallVector<int64_t> chooseTile(llvm::ArrayRef<int64_t> domain,
                                       int64_t work, const GridLimits &limits);
 
-/// Picks the domain (a prefix of the first step's loops, none when it is
-/// not a loop nest) whose dispatch does the most work in parallel, and
-/// plans it.
+/// Picks the domain (a prefix of some nest's loops, or none) whose dispatch
+/// does the most work in parallel, and plans it.
 DispatchPlan chooseDispatch(llvm::ArrayRef<mlir::Operation *> steps,
                             const GridLimits &limits);
 

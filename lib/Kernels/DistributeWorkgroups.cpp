@@ -88,8 +88,16 @@ private:
     for (unsigned inner = dim + 1; inner < plan.domain.size(); ++inner)
       stride *= plan.domain[inner] / plan.tile[inner];
     int64_t pieces = plan.domain[dim] / plan.tile[dim];
+    int64_t outer = 1;
+    for (unsigned before = 0; before < dim; ++before)
+      outer *= plan.domain[before] / plan.tile[before];
+    // The outermost split dimension needs no modulus: the id is below the
+    // grid size.
     AffineExpr id = builder.getAffineDimExpr(0);
-    AffineExpr offset = (id.floorDiv(stride) % pieces) * plan.tile[dim];
+    AffineExpr coordinate = id.floorDiv(stride);
+    if (outer > 1)
+      coordinate = coordinate % pieces;
+    AffineExpr offset = coordinate * plan.tile[dim];
     return affine::makeComposedFoldedAffineApply(
         builder, kernel.getLoc(), AffineMap::get(1, 0, offset), {workgroup});
   }

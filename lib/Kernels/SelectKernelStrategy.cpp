@@ -29,23 +29,24 @@ struct MegSelectKernelStrategyPass
     : public impl::MegSelectKernelStrategyBase<MegSelectKernelStrategyPass> {
   using Base::Base;
 
-  LogicalResult initialize(MLIRContext *) override {
+  LogicalResult initialize(MLIRContext *context) override {
     if (target == "cpu") {
       if (vectorBits < kComputeBits || !llvm::isPowerOf2_32(vectorBits))
-        return emitError(UnknownLoc::get(&getContext()))
-               << "meg-select-kernel-strategy: vector-bits " << vectorBits
+        return emitError(UnknownLoc::get(context))
+               << "meg-select-kernel-strategy: vector-bits "
+               << static_cast<unsigned>(vectorBits)
                << " is not a power of two of at least " << kComputeBits;
       limits = cpuGridLimits();
       vectorWidth = vectorBits / kComputeBits;
       return success();
     }
     if (target != "cuda")
-      return emitError(UnknownLoc::get(&getContext()))
+      return emitError(UnknownLoc::get(context))
              << "meg-select-kernel-strategy: unknown target '" << target
              << "'; expected cpu or cuda";
     llvm::Expected<CudaArch> arch = CudaArch::parse(cudaArch, "cuda-arch");
     if (!arch)
-      return emitError(UnknownLoc::get(&getContext()))
+      return emitError(UnknownLoc::get(context))
              << "meg-select-kernel-strategy: "
              << llvm::toString(arch.takeError());
     // A block's threads each take a few vectors of its tile; grids of up to
@@ -63,7 +64,7 @@ struct MegSelectKernelStrategyPass
       SmallVector<Operation *> steps = kernelSteps(kernel);
       if (steps.empty()) {
         strategy = meg::KernelStrategyAttr::get(
-            context, meg::KernelStrategyKind::serial, {}, {}, 1);
+            context, meg::KernelStrategyKind::serial, {}, {}, vectorWidth);
       } else {
         DispatchPlan plan = chooseDispatch(steps, limits);
         meg::KernelStrategyKind kind = classify(plan);

@@ -135,3 +135,28 @@ def test_trace_and_graph_options(llama_ir, batch, tmp_path):
     categories = {event["cat"] for event in events}
     assert {"entry", "graph", "gemm"} <= categories
     assert sum(event["cat"] == "entry" for event in events) == 2
+
+
+def test_thread_count_changes_no_result(llama_artifact, batch):
+    """A CPU session runs on `threads` threads; the results are the same
+    bits for any number, and a bad number is refused."""
+    sessions = [megc.Session(llama_artifact, params="init:4", threads=n)
+                for n in (1, 3)]
+    for _ in range(2):
+        losses = [s.run("train_step", batch)["loss"] for s in sessions]
+        assert_bitwise(losses[1], losses[0])
+    for name, value in sessions[1].parameters().items():
+        assert_bitwise(value, sessions[0].parameters()[name])
+    for bad in (0, -1, 5000, 2.5, True):
+        with pytest.raises(ValueError, match="expected a number of threads"):
+            megc.Session(llama_artifact, threads=bad)
+
+
+def test_kernel_module_and_strategies(llama_ir):
+    """emit="kernels" gives the kernel functions the back end compiles, and
+    the program text each kernel's strategy and dispatches."""
+    kernels = megc.compile(llama_ir, emit="kernels")
+    assert "func.func @megk0_meg_embedding" in kernels
+    program = megc.compile(llama_ir, emit="megrt")
+    assert "  cpu strategy #meg.kernel_strategy<" in program
+    assert "_d0_entry grid " in program

@@ -215,3 +215,65 @@ TEST(KernelLaunch, RejectsExtensionsItCannotCheck) {
 
 } // namespace
 } // namespace megrt::test
+
+namespace megrt::test {
+namespace {
+
+/// Entry "grid": y = x + workgroup index per 8-element chunk (one dispatch
+/// of 4 workgroups), and s = 2 * sum(x[0..8)) computed as per-workgroup
+/// partials in the kernel's scratch that a second dispatch sums.
+ProgramDesc gridProgram() {
+  ProgramDesc program = testKernelsProgram(MEGRT_TEST_KERNELS_1);
+  KernelDesc offset{"offset", "", 2};
+  offset.cpuDispatches = {
+      {"add_workgroup_id", {4}, {}, 0, {kernelArg(0), kernelArg(1)}}};
+  KernelDesc sum{"sum", "", 2};
+  sum.cpuDispatches = {
+      {"double_into_partials", {8}, {}, 0, {scratchArg(64), kernelArg(0)}},
+      {"sum_partials", {1}, {}, 0, {scratchArg(64), kernelArg(1)}}};
+  sum.cpuScratchBytes = 64 + 8 * sizeof(float);
+  program.kernels.push_back(offset);
+  program.kernels.push_back(sum);
+  EntryDesc entry;
+  entry.name = "grid";
+  entry.inputs = {{"x", fb::DType::f32, {32}}};
+  entry.outputs = {{"y", fb::DType::f32, {32}}, {"s", fb::DType::f32, {1}}};
+  entry.buffers = {inputBuffer(0, {32}), outputBuffer(0, {32}),
+                   outputBuffer(1, {1})};
+  entry.commands = {LaunchDesc{3, {0, 1}}, LaunchDesc{4, {0, 2}}};
+  program.entries = {entry};
+  return program;
+}
+
+TEST(KernelLaunch, DispatchGridsRunEveryWorkgroupOnAnyNumberOfThreads) {
+  std::vector<float> x = testValues(32, 5);
+  float expected = 0.0f;
+  for (int i = 0; i < 8; ++i)
+    expected += 2.0f * x[i];
+  std::vector<uint8_t> bytes = buildArtifact(gridProgram());
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    SessionOptions options;
+    options.threads = threads;
+    Session session(Program::fromBytes(bytes), options);
+    std::map<std::string, Tensor> outputs =
+        session.run("grid", {{"x", Tensor::fromFloats(DType::F32, {32}, x)}});
+    std::vector<float> y = outputs.at("y").toFloats();
+    for (int i = 0; i < 32; ++i)
+      EXPECT_EQ(y[i], x[i] + static_cast<float>(i / 8))
+          << i << " on " << threads << " threads";
+    EXPECT_EQ(outputs.at("s").toFloats()[0], expected) << threads;
+  }
+}
+
+TEST(KernelLaunch, ProgramKernelSpecsDescribeTheirDispatches) {
+  Program program = Program::fromBytes(buildArtifact(gridProgram()));
+  const KernelSpec &sum = program.kernels()[4];
+  EXPECT_EQ(sum.name, "sum");
+  ASSERT_EQ(sum.cpu.dispatches.size(), 2u);
+  EXPECT_EQ(sum.cpu.dispatches[0].entry, "double_into_partials");
+  EXPECT_EQ(sum.cpu.dispatches[0].workgroups, 8u);
+  EXPECT_EQ(sum.cpu.scratchBytes, 96u);
+}
+
+} // namespace
+} // namespace megrt::test

@@ -7,6 +7,8 @@
 #ifndef MEGC_KERNELS_PASSES_H
 #define MEGC_KERNELS_PASSES_H
 
+#include "megc/Dialect/Meg/IR/MegDialect.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

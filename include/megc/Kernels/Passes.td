@@ -159,6 +159,7 @@ def MegSelectKernelStrategy
     Option<"cudaArch", "cuda-arch", "std::string", /*default=*/"\"sm_90\"",
            "CUDA architecture for target=cuda">
   ];
+  let dependentDialects = ["::mlir::meg::MegDialect"];
 }
 
 def MegDistributeWorkgroups

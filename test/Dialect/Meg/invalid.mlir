@@ -1622,3 +1622,51 @@ module attributes {meg.precision = #meg.precision<param = f32, main_params = f32
     return
   }
 }
+
+// -----
+
+// expected-error @+1 {{kernel_strategy tile 3 does not divide domain dimension 1 of extent 8}}
+func.func @tile_not_dividing() attributes {meg.kernel_strategy = #meg.kernel_strategy<pointwise, domain = [4, 8], tile = [1, 3], vector = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{kernel_strategy has a domain of rank 2 but a tile of rank 1}}
+func.func @tile_rank() attributes {meg.kernel_strategy = #meg.kernel_strategy<pointwise, domain = [4, 8], tile = [1], vector = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{kernel_strategy vector width 3 is not a positive power of two}}
+func.func @vector_width() attributes {meg.kernel_strategy = #meg.kernel_strategy<pointwise, domain = [4], tile = [4], vector = 3>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a serial kernel_strategy has no domain}}
+func.func @serial_domain() attributes {meg.kernel_strategy = #meg.kernel_strategy<serial, domain = [4], tile = [4], vector = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown kernel strategy 'tiled'; expected serial, pointwise, row_reduction, column_reduction or full_reduction}}
+func.func @unknown_kind() attributes {meg.kernel_strategy = #meg.kernel_strategy<tiled, domain = [], tile = [], vector = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'meg.kernel_strategy' is only valid on a kernel function}}
+module attributes {meg.kernel_strategy = #meg.kernel_strategy<serial, domain = [], tile = [], vector = 1>} {
+}
+
+// -----
+
+// expected-error @+1 {{'meg.in_place' names argument 1 of a function with 1 arguments}}
+func.func @in_place_range(%x: memref<4xf32>) attributes {meg.in_place = array<i64: 1>} {
+  return
+}

@@ -377,3 +377,19 @@ func.func @regions(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>)
 }
 
 }
+
+// Kernel strategies and in-place updates on kernel functions, as the back
+// end records them.
+// CHECK-LABEL: func.func @kernel_strategy
+// CHECK-SAME: meg.kernel_strategy = #meg.kernel_strategy<column_reduction, domain = [2, 256], tile = [1, 16], vector = 16>
+func.func @kernel_strategy(%x: memref<4xf32>) attributes {
+    meg.kernel_strategy = #meg.kernel_strategy<column_reduction, domain = [2, 256], tile = [1, 16], vector = 16>} {
+  return
+}
+// CHECK-LABEL: func.func @serial_strategy
+// CHECK-SAME: meg.in_place = array<i64: 0>, meg.kernel_strategy = #meg.kernel_strategy<serial, domain = [], tile = [], vector = 4>
+func.func @serial_strategy(%x: tensor<4xf32>) -> tensor<4xf32> attributes {
+    meg.in_place = array<i64: 0>,
+    meg.kernel_strategy = #meg.kernel_strategy<serial, domain = [], tile = [], vector = 4>} {
+  return %x : tensor<4xf32>
+}
