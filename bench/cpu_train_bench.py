@@ -7,9 +7,11 @@ being forward, backward and AdamW. PyTorch: transformers' LlamaForCausalLM
 with the same configuration, the same loss (mean token cross-entropy, labels
 not shifted) and torch.optim.AdamW, f32. Each runs in its own process;
 reports the median step time after warm-up steps and the process's peak
-resident memory (ru_maxrss), and the ratios. PyTorch uses its default
-thread count; megc's kernels run on one thread and its GEMMs on OpenBLAS's
-threads: the thread counts are printed next to the times.
+resident memory (ru_maxrss), and the ratios. Both use their default thread
+count, every core: PyTorch its intra-op threads, megc its session's thread
+pool, which runs the kernels' workgroups and the GEMMs' blocks (OpenBLAS
+single-threaded inside each block); the counts are printed next to the
+times.
 
 Usage: python3 bench/cpu_train_bench.py --megc-run PATH [--steps 5]
 """
@@ -99,7 +101,7 @@ def main():
              f"{cfg['batch']} f32, {os.cpu_count()} cores")
     print(f"CPU train step, {shape}")
     print(f"  megc:    {megc_ms:9.1f} ms, peak {megc_peak:7.0f} MB "
-          f"(kernels 1 thread, GEMMs OpenBLAS threads)")
+          f"({os.cpu_count()} threads)")
     print(f"  PyTorch: {torch_result['ms']:9.1f} ms, peak "
           f"{torch_result['peak_mb']:7.0f} MB ({torch_result['threads']} "
           f"threads)")

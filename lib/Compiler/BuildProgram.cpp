@@ -247,9 +247,14 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
     FailureOr<uint32_t> source = bufferFor(store.getValue());
     if (failed(source))
       return failure();
-    uint32_t param =
-        addBuffer(BufferKind::Parameter, paramIndex.lookup(store.getName()),
-                  cast<RankedTensorType>(store.getValue().getType()));
+    uint32_t index = paramIndex.lookup(store.getName());
+    auto type = cast<RankedTensorType>(store.getValue().getType());
+    // Computed in the parameter's storage already (an update in place).
+    const BufferDesc &from = entry->buffers[*source];
+    if (from.kind == BufferKind::Parameter && from.index == index &&
+        from.offset == 0 && from.type == type)
+      return success();
+    uint32_t param = addBuffer(BufferKind::Parameter, index, type);
     entry->commands.push_back(
         CopyCommand{*source, param, entry->buffers[param].sizeBytes()});
     return success();
