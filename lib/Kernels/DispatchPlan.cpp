@@ -16,6 +16,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <algorithm>
+#include <tuple>
 
 using namespace mlir;
 
@@ -272,6 +273,23 @@ DispatchPlan planDispatch(ArrayRef<Operation *> steps, ArrayRef<int64_t> domain,
   return plan;
 }
 
+/// Whether `nest` reduces any of its first `rank` loops (the domain's).
+static bool reducesDomainLoops(linalg::LinalgOp nest, size_t rank) {
+  SmallVector<utils::IteratorType> iterators = nest.getIteratorTypesArray();
+  return llvm::any_of(ArrayRef(iterators).take_front(rank),
+                      [](utils::IteratorType it) {
+                        return it == utils::IteratorType::reduction;
+                      });
+}
+
+/// How many of `plan`'s loop nests reduce domain dimensions.
+static int64_t reducingMembers(const DispatchPlan &plan) {
+  return llvm::count_if(plan.members, [&](const DispatchPlan::Member &m) {
+    auto nest = dyn_cast<linalg::LinalgOp>(m.step);
+    return nest && reducesDomainLoops(nest, plan.domain.size());
+  });
+}
+
 SmallVector<int64_t> chooseTile(ArrayRef<int64_t> domain, int64_t work,
                                 const GridLimits &limits) {
   SmallVector<int64_t> tile(domain.begin(), domain.end());
@@ -329,9 +347,15 @@ DispatchPlan chooseDispatch(ArrayRef<Operation *> steps,
         cost += alone(step);
     for (Operation *step : plan.hoisted)
       cost += alone(step);
-    // Ties go to the longer domain, which describes the kernel better.
+    // Ties (small kernels, whose every grid is one workgroup) go to the
+    // domain that describes the kernel best: not empty, reducing the
+    // fewest of its nests' loops (a norm's domain is its rows), longest.
+    auto tieKey = [](const DispatchPlan &p) {
+      return std::make_tuple(p.domain.empty(), reducingMembers(p),
+                             -static_cast<int64_t>(p.domain.size()));
+    };
     if (best.members.empty() || cost < bestCost ||
-        (cost == bestCost && domain.size() > best.domain.size())) {
+        (cost == bestCost && tieKey(plan) < tieKey(best))) {
       best = std::move(plan);
       bestCost = cost;
     }
@@ -348,12 +372,7 @@ meg::KernelStrategyKind classify(const DispatchPlan &plan) {
     auto nest = dyn_cast<linalg::LinalgOp>(member.step);
     if (!nest)
       continue;
-    SmallVector<utils::IteratorType> iterators = nest.getIteratorTypesArray();
-    bool reducesDomain =
-        llvm::any_of(ArrayRef(iterators).take_front(plan.domain.size()),
-                     [](utils::IteratorType it) {
-                       return it == utils::IteratorType::reduction;
-                     });
+    bool reducesDomain = reducesDomainLoops(nest, plan.domain.size());
     if (reducesDomain && nest.getNumParallelLoops() == 0)
       full = true;
     else if (reducesDomain)

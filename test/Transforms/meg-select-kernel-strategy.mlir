@@ -137,3 +137,32 @@ func.func @serial(%x: memref<f32>, %y: memref<f32>) {
   }
   return
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+
+// Too small to split: every domain gives one workgroup, and the kernel is
+// still described by its rows (a row reduction), not by a domain that
+// includes the reduced dimension.
+// CHECK-LABEL: func.func @small_row_reduction
+// CHECK-SAME: #meg.kernel_strategy<row_reduction, domain = [16], tile = [16], vector = 4>
+func.func @small_row_reduction(%x: memref<16x64xf32>, %y: memref<16x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %sums = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%sums : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x64xf32>) outs(%sums : memref<16xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %t = arith.addf %s, %a : f32
+    linalg.yield %t : f32
+  }
+  linalg.generic {indexing_maps = [#id, #rows, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sums : memref<16x64xf32>, memref<16xf32>) outs(%y : memref<16x64xf32>) {
+  ^bb0(%a: f32, %s: f32, %b: f32):
+    %q = arith.divf %a, %s : f32
+    linalg.yield %q : f32
+  }
+  return
+}
