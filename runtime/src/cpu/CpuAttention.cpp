@@ -172,21 +172,14 @@ void forwardTile(const AttentionShape &s, const Layout &layout, const void *q,
             layout.output(b, tile.first, h), layout.outputStride());
 }
 
-/// The scratch of the backward: per query head, f32 gradients of its KV
-/// head's keys and values, summed over the group afterwards.
-struct BackwardPartials {
-  std::vector<float> dk, dv;
-};
-
 /// The backward of one (batch, query head): dq of its rows, and its
-/// contribution to dk and dv in `dkHead`, `dvHead` (seqKv rows each).
+/// contribution added to the f32 sums of dk and dv of its KV head in
+/// `dkHead`, `dvHead` (seqKv rows each).
 void backwardHead(const AttentionShape &s, const Layout &layout,
                   const void *dout, const void *q, const void *k, const void *v,
                   const void *out, void *dq, int64_t b, int64_t h,
                   float *dkHead, float *dvHead) {
   int64_t g = h / layout.group();
-  std::fill(dkHead, dkHead + s.seqKv * s.headDim, 0.0f);
-  std::fill(dvHead, dvHead + s.seqKv * s.valueDim, 0.0f);
   std::vector<float> qBuffer, dBuffer, oBuffer, kBuffer, vBuffer;
   std::vector<float> probs(kQueryTile * kKeyBlock), dp(kQueryTile * kKeyBlock);
   std::vector<float> lse(kQueryTile), delta(kQueryTile);
@@ -261,12 +254,9 @@ void backwardHead(const AttentionShape &s, const Layout &layout,
                  dp.data(), kKeyBlock);
       // dS = P * (dP - delta); the scale of the scores carries into dq and
       // dk.
-      for (int64_t r = 0; r < tile.count; ++r) {
-        float *p = &probs[r * kKeyBlock];
-        const float *d = &dp[r * kKeyBlock];
-        for (int64_t j = 0; j < keys; ++j)
-          p[j] = p[j] * (d[j] - delta[r]) * s.scale;
-      }
+      for (int64_t r = 0; r < tile.count; ++r)
+        softmaxGradRow(&probs[r * kKeyBlock], &dp[r * kKeyBlock], keys,
+                       delta[r], s.scale);
       // dq += dS K; dk += dS^T Q
       matmulTile(false, false, tile.count, s.headDim, keys, 1.0f, probs.data(),
                  kKeyBlock, keyRows.data, keyRows.stride, 1.0f, dqTile.data(),
@@ -302,43 +292,21 @@ void attentionBackward(ThreadPool &pool, const AttentionShape &s,
                        void *dv) {
   checkAttentionShape(s);
   Layout layout(s);
-  BackwardPartials partials;
-  int64_t heads = s.batch * s.heads;
-  partials.dk.resize(heads * s.seqKv * s.headDim);
-  partials.dv.resize(heads * s.seqKv * s.valueDim);
-  pool.parallelFor(static_cast<uint32_t>(heads), [&](uint32_t unit) {
-    int64_t b = unit / s.heads, h = unit % s.heads;
-    backwardHead(s, layout, dout, q, k, v, out, dq, b, h,
-                 &partials.dk[unit * s.seqKv * s.headDim],
-                 &partials.dv[unit * s.seqKv * s.valueDim]);
-  });
-  // dk and dv of a KV head: its query heads' parts summed in head order,
-  // in chunks of keys.
-  constexpr int64_t kRowsPerChunk = 64;
-  int64_t chunks = (s.seqKv + kRowsPerChunk - 1) / kRowsPerChunk;
+  // One unit per (batch, KV head): its query heads in order, each adding
+  // its part to the KV head's f32 sums, rounded once at the end.
   pool.parallelFor(
-      static_cast<uint32_t>(s.batch * s.kvHeads * chunks), [&](uint32_t unit) {
-        int64_t chunk = unit % chunks, bg = unit / chunks;
-        int64_t b = bg / s.kvHeads, g = bg % s.kvHeads;
-        int64_t first = chunk * kRowsPerChunk;
-        int64_t rows = std::min(kRowsPerChunk, s.seqKv - first);
-        std::vector<float> dkSum(rows * s.headDim, 0.0f),
-            dvSum(rows * s.valueDim, 0.0f);
+      static_cast<uint32_t>(s.batch * s.kvHeads), [&](uint32_t unit) {
+        int64_t b = unit / s.kvHeads, g = unit % s.kvHeads;
+        std::vector<float> dkSum(s.seqKv * s.headDim, 0.0f),
+            dvSum(s.seqKv * s.valueDim, 0.0f);
         for (int64_t h = g * layout.group(); h < (g + 1) * layout.group();
-             ++h) {
-          const float *dkPart =
-              &partials.dk[((b * s.heads + h) * s.seqKv + first) * s.headDim];
-          const float *dvPart =
-              &partials.dv[((b * s.heads + h) * s.seqKv + first) * s.valueDim];
-          for (int64_t i = 0; i < rows * s.headDim; ++i)
-            dkSum[i] += dkPart[i];
-          for (int64_t i = 0; i < rows * s.valueDim; ++i)
-            dvSum[i] += dvPart[i];
-        }
-        writeRows(s.dtype, dkSum.data(), s.headDim, rows, s.headDim, dk,
-                  layout.key(b, first, g), layout.keyStride());
-        writeRows(s.dtype, dvSum.data(), s.valueDim, rows, s.valueDim, dv,
-                  layout.value(b, first, g), layout.valueStride());
+             ++h)
+          backwardHead(s, layout, dout, q, k, v, out, dq, b, h, dkSum.data(),
+                       dvSum.data());
+        writeRows(s.dtype, dkSum.data(), s.headDim, s.seqKv, s.headDim, dk,
+                  layout.key(b, 0, g), layout.keyStride());
+        writeRows(s.dtype, dvSum.data(), s.valueDim, s.seqKv, s.valueDim, dv,
+                  layout.value(b, 0, g), layout.valueStride());
       });
 }
 

@@ -20,10 +20,10 @@ void attentionForward(ThreadPool &pool, const AttentionShape &shape,
 
 /// The gradients dq, dk, dv of attentionForward given the output gradient
 /// dout and the forward's output `out`, recomputing the probabilities block
-/// by block: one unit per (batch, query head), each accumulating its part
-/// of dk and dv in f32 (batch x heads x seqKv x (headDim + valueDim) floats
-/// in all), then summed over the query heads that share a KV head in head
-/// order and rounded once.
+/// by block: one unit per (batch, KV head), which runs the query heads
+/// sharing the KV head in order, each adding its part of dk and dv to f32
+/// sums (seqKv x (headDim + valueDim) floats per unit) that are rounded
+/// once; the result does not depend on the number of threads.
 void attentionBackward(ThreadPool &pool, const AttentionShape &shape,
                        const void *dout, const void *q, const void *k,
                        const void *v, const void *out, void *dq, void *dk,

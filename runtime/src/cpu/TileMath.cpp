@@ -86,15 +86,26 @@ static float sumOf(const float *values, int64_t count) {
 MEGRT_VECTOR_CLONES
 float expShiftedSum(float *values, int64_t count, float shift) {
   // Cephes' expf: exp(x) = 2^n exp(r), x = n ln 2 + r, |r| <= ln 2 / 2, with
-  // ln 2 split in two so that r is exact, and a degree-7 polynomial.
+  // ln 2 split in two so that r is exact, and a degree-7 polynomial. n is
+  // rounded by adding and subtracting 1.5 * 2^23, whose low mantissa bits
+  // then hold it as an integer, and the underflow is a factor 0: no branch
+  // and no conversion call, so that the loop vectorizes (this file is
+  // compiled with -fno-trapping-math, which lets the selects be vector
+  // blends; the values are the same).
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   constexpr float kMin = -87.3365447504f, kMax = 88.3762626647f;
+  constexpr float kRound = 12582912.0f;
+  constexpr int32_t kRoundBits = 0x4B400000;
   for (int64_t i = 0; i < count; ++i) {
     float x = values[i] - shift;
-    bool underflow = x < kMin;
-    x = x < kMin ? kMin : (x > kMax ? kMax : x);
-    float n = std::floor(x * kLog2e + 0.5f);
+    float keep = x < kMin ? 0.0f : 1.0f;
+    x = x < kMin ? kMin : x;
+    x = x > kMax ? kMax : x;
+    float t = x * kLog2e + kRound;
+    float n = t - kRound;
+    int32_t nBits;
+    std::memcpy(&nBits, &t, sizeof(nBits));
     float r = x - n * kLn2Hi;
     r = r - n * kLn2Lo;
     float p = 1.9875691500e-4f;
@@ -104,12 +115,19 @@ float expShiftedSum(float *values, int64_t count, float shift) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    int32_t bits = (nBits - kRoundBits + 127) << 23;
     float scale;
     std::memcpy(&scale, &bits, sizeof(scale));
-    values[i] = underflow ? 0.0f : p * scale;
+    values[i] = p * scale * keep;
   }
   return sumOf(values, count);
+}
+
+MEGRT_VECTOR_CLONES
+void softmaxGradRow(float *p, const float *dp, int64_t count, float delta,
+                    float scale) {
+  for (int64_t i = 0; i < count; ++i)
+    p[i] = p[i] * (dp[i] - delta) * scale;
 }
 
 MEGRT_VECTOR_CLONES

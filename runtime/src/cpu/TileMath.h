@@ -21,6 +21,11 @@ float maxOf(const float *values, int64_t count);
 /// to 2 ulp in f32, 0 below the smallest normal); returns their sum.
 float expShiftedSum(float *values, int64_t count, float shift);
 
+/// p[i] = p[i] * (dp[i] - delta) * scale: the scores' gradient from the
+/// probabilities p, their gradient dp and delta = sum(p * dp).
+void softmaxGradRow(float *p, const float *dp, int64_t count, float delta,
+                    float scale);
+
 /// values[i] *= factor.
 void scaleRow(float *values, int64_t count, float factor);
 
