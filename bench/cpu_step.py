@@ -44,27 +44,22 @@ SHAPE = {"layers": 4, "hidden": 512, "heads": 8, "kv_heads": 4, "ffn": 1408,
 TORCH_STEP = r"""
 import json, statistics, sys, time
 import numpy as np, torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
+sys.path.insert(0, sys.argv[8])
+from torch_llama import llama_config, token_loss
 cfg = json.loads(sys.argv[1])
 ids, labels = np.load(sys.argv[2]), np.load(sys.argv[3])
 steps, warmup, threads, mode = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
 torch.set_num_threads(threads)
 torch.manual_seed(0)
-config = LlamaConfig(vocab_size=cfg["vocab"], hidden_size=cfg["hidden"],
-    intermediate_size=cfg["ffn"], num_hidden_layers=cfg["layers"],
-    num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
-    max_position_embeddings=cfg["seq"], tie_word_embeddings=False)
-config._attn_implementation = "sdpa"
-model = LlamaForCausalLM(config).float()
+model = LlamaForCausalLM(llama_config(cfg)).float()
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 ids = torch.tensor(ids, dtype=torch.int64)
 labels = torch.tensor(labels, dtype=torch.int64)
 
 def train():
     optimizer.zero_grad()
-    logits = model(input_ids=ids).logits
-    loss = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    loss = token_loss(model(input_ids=ids).logits, labels)
     loss.backward()
     optimizer.step()
     return loss
@@ -115,7 +110,8 @@ def megc_median(megc_run, folder, entry, threads, steps, warmup,
 def torch_medians(python, folder, threads, steps, warmup, mode):
     out = run([python, "-c", TORCH_STEP, json.dumps(SHAPE),
                f"{folder}/input_ids.npy", f"{folder}/labels.npy", str(steps),
-               str(warmup), str(threads), mode], timeout=3600)
+               str(warmup), str(threads), mode,
+               os.path.dirname(os.path.abspath(__file__))], timeout=3600)
     return json.loads(out.strip().splitlines()[-1])
 
 

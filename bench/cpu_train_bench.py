@@ -32,22 +32,18 @@ FOLDER = os.path.join(ROOT, ".gpucheck", "bench", "llama_train_cpu")
 TORCH_STEP = r"""
 import json, resource, statistics, sys, time
 import numpy as np, torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
+sys.path.insert(0, sys.argv[6])
+from torch_llama import llama_config, token_loss
 cfg, ids, labels, steps, warmup = json.loads(sys.argv[1]), np.load(sys.argv[2]), np.load(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-config = LlamaConfig(vocab_size=cfg["vocab"], hidden_size=cfg["hidden"],
-    intermediate_size=cfg["ffn"], num_hidden_layers=cfg["layers"],
-    num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
-    max_position_embeddings=cfg["seq"], tie_word_embeddings=False)
-config._attn_implementation = "sdpa"
-model = LlamaForCausalLM(config).float()
+model = LlamaForCausalLM(llama_config(cfg)).float()
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 ids, labels = torch.tensor(ids, dtype=torch.int64), torch.tensor(labels, dtype=torch.int64)
 samples = []
 for step in range(warmup + steps):
     start = time.perf_counter()
     optimizer.zero_grad()
-    logits = model(input_ids=ids).logits
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    loss = token_loss(model(input_ids=ids).logits, labels)
     loss.backward()
     optimizer.step()
     if step >= warmup:
@@ -91,7 +87,8 @@ def main():
     torch_run = subprocess.run(
         [sys.executable, "-c", TORCH_STEP, json.dumps(cfg),
          f"{FOLDER}/input_ids.npy", f"{FOLDER}/labels.npy",
-         str(options.steps), str(options.warmup)],
+         str(options.steps), str(options.warmup),
+         os.path.dirname(os.path.abspath(__file__))],
         capture_output=True, text=True, timeout=600)
     if torch_run.returncode != 0:
         sys.exit("PyTorch step failed:\n" + torch_run.stderr[-2000:])

@@ -190,22 +190,16 @@ def llama_bench(megc_run, out, rows):
     top = sorted(per_kind.items(), key=lambda item: -item[1])[:10]
     print("llama fwd+bwd device time by kind (ms per step): " + ", ".join(
         f"{kind} {ms / max(runs, 1):.2f}" for kind, ms in top), flush=True)
-    from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(
-        vocab_size=cfg["vocab"], hidden_size=cfg["hidden"],
-        intermediate_size=cfg["ffn"], num_hidden_layers=cfg["layers"],
-        num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
-        max_position_embeddings=cfg["seq"], tie_word_embeddings=False)
-    config._attn_implementation = "sdpa"
+    from transformers import LlamaForCausalLM
+    from torch_llama import llama_config, token_loss
+    config = llama_config(cfg)
     dtype = torch.bfloat16 if cfg["dtype"] == "bf16" else torch.float32
     model = LlamaForCausalLM(config).to("cuda", dtype)
     tids = torch.tensor(ids, device="cuda")
     tlabels = torch.tensor(labels, device="cuda")
 
     def step(m=model):
-        logits = m(input_ids=tids).logits
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]).float(), tlabels.reshape(-1))
+        loss = token_loss(m(input_ids=tids).logits, tlabels)
         loss.backward()
 
     eager = torch_ms(step)

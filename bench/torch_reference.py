@@ -31,15 +31,12 @@ import e2e_util  # noqa: E402
 
 def build_model(cfg, weights):
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(
-        vocab_size=cfg["vocab"], hidden_size=cfg["hidden"],
-        intermediate_size=cfg["ffn"], num_hidden_layers=cfg["layers"],
-        num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
-        rms_norm_eps=cfg["eps"], rope_theta=cfg["theta"],
-        max_position_embeddings=cfg["seq"], tie_word_embeddings=False,
-        attention_bias=False, mlp_bias=False, attention_dropout=0.0)
-    config._attn_implementation = "eager"
+    from transformers import LlamaForCausalLM
+    from torch_llama import llama_config
+    config = llama_config(
+        cfg, attention="eager", rms_norm_eps=cfg["eps"],
+        rope_theta=cfg["theta"], attention_bias=False, mlp_bias=False,
+        attention_dropout=0.0)
     model = LlamaForCausalLM(config).double()
     state = {name: torch.tensor(value, dtype=torch.float64)
              for name, value in weights.items()}

@@ -76,8 +76,8 @@ LogicalResult wrapInParallel(ArrayRef<Operation *> ops, func::FuncOp func) {
   for (Operation *op : ops) {
     for (Value result : op->getResults())
       for (Operation *user : result.getUsers())
-        if (!group.contains(func.getBody().front().findAncestorOpInBlock(
-                *user)))
+        if (!group.contains(
+                func.getBody().front().findAncestorOpInBlock(*user)))
           return op->emitError()
                  << "cannot run on a GPU: kernel '" << func.getName()
                  << "' computes a value on the host that later host code "
@@ -85,9 +85,9 @@ LogicalResult wrapInParallel(ArrayRef<Operation *> ops, func::FuncOp func) {
     bool nested = false;
     op->walk([&](scf::ParallelOp) { nested = true; });
     if (nested)
-      return op->emitError() << "cannot run on a GPU: kernel '"
-                             << func.getName()
-                             << "' has a parallel loop inside serial code";
+      return op->emitError()
+             << "cannot run on a GPU: kernel '" << func.getName()
+             << "' has a parallel loop inside serial code";
   }
   OpBuilder builder(ops.front());
   Location loc = ops.front()->getLoc();
@@ -167,7 +167,6 @@ void sinkGlobalsIntoLaunches(ModuleOp kernels) {
   }
 }
 
-
 struct MegMapKernelsToGpuPass
     : public impl::MegMapKernelsToGpuBase<MegMapKernelsToGpuPass> {
   using Base::Base;
@@ -176,7 +175,8 @@ struct MegMapKernelsToGpuPass
     ModuleOp kernels = getOperation();
     hoistParallelDimensions(kernels);
     OpPassManager toLoops(ModuleOp::getOperationName());
-    toLoops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    toLoops.addNestedPass<func::FuncOp>(
+        createConvertLinalgToParallelLoopsPass());
     toLoops.addNestedPass<func::FuncOp>(createCanonicalizerPass());
     if (failed(runPipeline(toLoops, kernels)) ||
         failed(prepareParallelLoops(kernels)))

@@ -43,9 +43,9 @@ TEST(TileMath, ExpShiftedSumIsCloseToExp) {
 }
 
 TEST(TileMath, ExpShiftedSumHandlesTheRangeEnds) {
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, -87.0f, -88.0f,
-                               -200.0f,
-                               -std::numeric_limits<float>::infinity()};
+  std::vector<float> values = {
+      0.0f,   -0.0f,  1.0f,    -1.0f,
+      -87.0f, -88.0f, -200.0f, -std::numeric_limits<float>::infinity()};
   std::vector<float> input = values;
   expShiftedSum(values.data(), static_cast<int64_t>(values.size()), 0.0f);
   EXPECT_EQ(values[0], 1.0f);

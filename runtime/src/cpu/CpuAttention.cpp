@@ -63,8 +63,8 @@ private:
 /// a tensor, as f32: the tensor itself for f32 (with its stride), a widened
 /// packed copy in `buffer` otherwise.
 struct Rows {
-  const float *data;
-  int64_t stride;
+  const float *data = nullptr;
+  int64_t stride = 0;
 };
 Rows readRows(DType dtype, const void *tensor, int64_t offset, int64_t rows,
               int64_t width, int64_t stride, std::vector<float> &buffer) {
@@ -96,6 +96,24 @@ void writeRows(DType dtype, const float *values, int64_t ld, int64_t rows,
     for (int64_t c = 0; c < width; ++c)
       bits[c] = convert(row[c]);
   }
+}
+
+/// Keys [k0, k0 + count) of KV head g of batch b, as f32 rows, and their
+/// values unless `values` is null (buffers as readRows').
+struct KeyBlock {
+  Rows keys, values;
+};
+KeyBlock readKeyBlock(const AttentionShape &s, const Layout &layout,
+                      const void *k, const void *v, int64_t b, int64_t g,
+                      int64_t k0, int64_t count, std::vector<float> &kBuffer,
+                      std::vector<float> &vBuffer) {
+  KeyBlock block;
+  block.keys = readRows(s.dtype, k, layout.key(b, k0, g), count, s.headDim,
+                        layout.keyStride(), kBuffer);
+  if (v)
+    block.values = readRows(s.dtype, v, layout.value(b, k0, g), count,
+                            s.valueDim, layout.valueStride(), vBuffer);
+  return block;
 }
 
 /// A query tile: rows [first, first + count) of one head, and the keys the
@@ -134,10 +152,8 @@ void forwardTile(const AttentionShape &s, const Layout &layout, const void *q,
                           tile.count, s.headDim, layout.queryStride(), qBuffer);
   for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
     int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
-    Rows keyRows = readRows(s.dtype, k, layout.key(b, k0, g), keys, s.headDim,
-                            layout.keyStride(), kBuffer);
-    Rows valueRows = readRows(s.dtype, v, layout.value(b, k0, g), keys,
-                              s.valueDim, layout.valueStride(), vBuffer);
+    auto [keyRows, valueRows] =
+        readKeyBlock(s, layout, k, v, b, g, k0, keys, kBuffer, vBuffer);
     // scores = scale * Q K^T
     matmulTile(false, true, tile.count, keys, s.headDim, s.scale, queries.data,
                queries.stride, keyRows.data, keyRows.stride, 0.0f,
@@ -205,8 +221,9 @@ void backwardHead(const AttentionShape &s, const Layout &layout,
     std::vector<float> rowMax(tile.count, kNegInf), rowSum(tile.count, 0.0f);
     for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
       int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
-      Rows keyRows = readRows(s.dtype, k, layout.key(b, k0, g), keys, s.headDim,
-                              layout.keyStride(), kBuffer);
+      Rows keyRows =
+          readKeyBlock(s, layout, k, nullptr, b, g, k0, keys, kBuffer, vBuffer)
+              .keys;
       matmulTile(false, true, tile.count, keys, s.headDim, s.scale,
                  queries.data, queries.stride, keyRows.data, keyRows.stride,
                  0.0f, probs.data(), kKeyBlock);
@@ -229,10 +246,8 @@ void backwardHead(const AttentionShape &s, const Layout &layout,
     std::fill(dqTile.begin(), dqTile.end(), 0.0f);
     for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
       int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
-      Rows keyRows = readRows(s.dtype, k, layout.key(b, k0, g), keys, s.headDim,
-                              layout.keyStride(), kBuffer);
-      Rows valueRows = readRows(s.dtype, v, layout.value(b, k0, g), keys,
-                                s.valueDim, layout.valueStride(), vBuffer);
+      auto [keyRows, valueRows] =
+          readKeyBlock(s, layout, k, v, b, g, k0, keys, kBuffer, vBuffer);
       // P = exp(scale * Q K^T - lse)
       matmulTile(false, true, tile.count, keys, s.headDim, s.scale,
                  queries.data, queries.stride, keyRows.data, keyRows.stride,
@@ -299,8 +314,7 @@ void attentionBackward(ThreadPool &pool, const AttentionShape &s,
         int64_t b = unit / s.kvHeads, g = unit % s.kvHeads;
         std::vector<float> dkSum(s.seqKv * s.headDim, 0.0f),
             dvSum(s.seqKv * s.valueDim, 0.0f);
-        for (int64_t h = g * layout.group(); h < (g + 1) * layout.group();
-             ++h)
+        for (int64_t h = g * layout.group(); h < (g + 1) * layout.group(); ++h)
           backwardHead(s, layout, dout, q, k, v, out, dq, b, h, dkSum.data(),
                        dvSum.data());
         writeRows(s.dtype, dkSum.data(), s.headDim, s.seqKv, s.headDim, dk,
