@@ -38,13 +38,18 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
       {"mlir", Emit::Mlir},
       {"megrt", Emit::Megrt},
       {"kernels", Emit::Kernels},
+      {"llvm", Emit::Llvm},
       {"ptx", Emit::Ptx}};
   const auto *emit = llvm::find_if(
       kEmits, [&](const auto &entry) { return flags.emit == entry.first; });
   if (emit == std::end(kEmits))
     return optionError("unknown --emit '" + flags.emit +
-                       "'; expected artifact, mlir, megrt, kernels or ptx");
+                       "'; expected artifact, mlir, megrt, kernels, llvm or "
+                       "ptx");
   options.emit = emit->second;
+  if (options.emit == Emit::Llvm && !options.cpu)
+    return optionError("--emit=llvm prints the CPU code: it needs the cpu "
+                       "target (--target=cpu or cpu,cuda)");
   Expected<CudaArch> arch = CudaArch::parse(flags.cudaArch, "--cuda-arch");
   if (!arch)
     return arch.takeError();

@@ -129,6 +129,8 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
       return mlir::failure();
     cpu = std::move(*compiled);
   }
+  if (options.emit == Emit::Llvm)
+    return cpu->llvmIr;
   for (EntryDesc &entry : program->entries)
     planMemory(entry);
   const CpuModuleDesc *cpuCode = cpu ? &*cpu : nullptr;

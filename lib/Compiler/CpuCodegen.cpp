@@ -228,6 +228,11 @@ FailureOr<CpuModuleDesc> compileCpuKernels(const ProgramDesc &program,
   module->setTargetTriple(machine->getTargetTriple());
   optimize(*module, *machine);
   addBf16Truncation(*module);
+  std::string llvmIr;
+  if (options.emit == Emit::Llvm) {
+    llvm::raw_string_ostream os(llvmIr);
+    module->print(os, nullptr);
+  }
 
   llvm::SmallString<0> object;
   {
@@ -242,7 +247,8 @@ FailureOr<CpuModuleDesc> compileCpuKernels(const ProgramDesc &program,
   FailureOr<std::string> linked = linkShared(kernels, object);
   if (failed(linked))
     return failure();
-  return CpuModuleDesc{std::move(*linked), features, std::move(*codes)};
+  return CpuModuleDesc{std::move(*linked), features, std::move(*codes),
+                       std::move(llvmIr)};
 }
 
 } // namespace megc

@@ -76,7 +76,7 @@ def compile(
     *,
     target: str | Sequence[str] = ...,
     cuda_arch: str = ...,
-    emit: Literal["mlir", "megrt", "kernels", "ptx"],
+    emit: Literal["mlir", "megrt", "kernels", "llvm", "ptx"],
     no_fuse: bool = ...,
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
@@ -100,7 +100,8 @@ def compile(
     `source` is meg IR text, or a path (`pathlib.Path`) to a file of it.
     The options are the driver's flags: `target` ("cpu", "cuda", "cpu,cuda"
     or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
-    bytes; "mlir", "megrt", "kernels" and "ptx" return text), `no_fuse`,
+    bytes; "mlir", "megrt", "kernels", "llvm" and "ptx" return text),
+    `no_fuse`,
     `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
     `share_io_buffers` and `cpu` ("x86-64", or "native" for this host's
     instruction-set extensions). Raises megc.Error with the diagnostics; what a

@@ -160,3 +160,13 @@ def test_kernel_module_and_strategies(llama_ir):
     program = megc.compile(llama_ir, emit="megrt")
     assert "  cpu strategy #meg.kernel_strategy<" in program
     assert "_d0_entry grid " in program
+
+
+def test_llvm_ir_of_the_cpu_code(llama_ir):
+    """emit="llvm" gives the CPU module's optimised LLVM IR, which megc
+    --emit=llvm prints too; it needs the cpu target."""
+    ir = megc.compile(llama_ir, emit="llvm")
+    assert "define void @megk0_meg_embedding_d0_entry(" in ir
+    assert "<4 x float>" in ir
+    with pytest.raises(megc.Error, match="--emit=llvm prints the CPU code"):
+        megc.compile(llama_ir, target="cuda", emit="llvm")

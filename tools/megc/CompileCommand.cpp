@@ -36,7 +36,9 @@ cl::opt<std::string> emit("emit",
                           cl::desc("What to write: artifact (default), mlir "
                                    "(the IR after the front end), megrt (the "
                                    "program as text), kernels (the kernel "
-                                   "functions the back end compiles) or ptx"),
+                                   "functions the back end compiles), llvm "
+                                   "(the CPU code's optimised LLVM IR) or "
+                                   "ptx"),
                           cl::init("artifact"), cl::cat(compileCategory));
 cl::list<std::string> targets("target",
                               cl::desc("Targets to generate code for: cpu, "

@@ -20,8 +20,8 @@ namespace megc {
 
 /// What `megc --emit` asks for: the artifact, the IR after the front end,
 /// the program as text, the kernel functions (the input of the back-end
-/// pipelines, for megc-opt), or the PTX.
-enum class Emit { Artifact, Mlir, Megrt, Kernels, Ptx };
+/// pipelines, for megc-opt), the CPU module's optimised LLVM IR, or the PTX.
+enum class Emit { Artifact, Mlir, Megrt, Kernels, Llvm, Ptx };
 
 /// `--cuda-graphs`: no graph regions, one per step, or one per layer.
 enum class CudaGraphScope { None, Step, Layer };

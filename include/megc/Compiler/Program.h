@@ -209,6 +209,8 @@ struct CpuModuleDesc {
   std::string sharedObject;
   std::vector<std::string> features;
   std::vector<KernelCodeDesc> kernels;
+  /// The optimised LLVM IR the object was made from, with --emit=llvm only.
+  std::string llvmIr;
 };
 
 /// Compiles the kernel module for the CPU the options name.
