@@ -65,8 +65,10 @@ def test_bad_compile_options(llama_ir):
         megc.compile(llama_ir, target="cpu,tpu")
     with pytest.raises(megc.Error, match="unsupported --cuda-arch 'sm_80'"):
         megc.compile(llama_ir, target="cuda", cuda_arch="sm_80")
-    with pytest.raises(megc.Error, match="unknown --emit 'llvm'"):
-        megc.compile(llama_ir, emit="llvm")
+    with pytest.raises(megc.Error, match="unknown --emit 'sass'"):
+        megc.compile(llama_ir, emit="sass")
+    with pytest.raises(megc.Error, match="needs the cpu target"):
+        megc.compile(llama_ir, target="cuda", emit="llvm")
 
 
 def test_fatal_llvm_errors_raise(llama_ir):
