@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job: generate a small Llama preset with an AdamW configuration,
-# compile it for the CPU (and sm_90 PTX/cubin when the CUDA toolkit is
-# installed), summarise the artifact, run `forward`, then train on one batch
-# it can memorise for a few dozen steps, printing the falling loss.
+# The main job: import a small Llama from a Hugging Face model directory
+# (its config.json) with an AdamW configuration, compile it for the CPU (and
+# sm_90 PTX/cubin when the CUDA toolkit is installed), summarise the
+# artifact, run `forward`, then train on one batch it can memorise for a few
+# dozen steps, printing the falling loss, and save the trained weights in
+# Hugging Face layout (config.json, model.safetensors).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MEGC_BUILD_DIR:-$root/build}
@@ -12,8 +14,18 @@ bin=$build/bin
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-"$bin/megc" gen llama --layers 2 --hidden 128 --heads 8 --kv-heads 2 \
-  --ffn 352 --vocab 512 --seq 64 --batch 2 --train --lr 3e-3 \
+mkdir -p "$out/hf-llama"
+cat > "$out/hf-llama/config.json" <<'JSON'
+{
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "vocab_size": 512, "hidden_size": 128, "intermediate_size": 352,
+  "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+  "hidden_act": "silu", "max_position_embeddings": 2048,
+  "rms_norm_eps": 1e-05, "rope_parameters": {"rope_theta": 10000.0},
+  "tie_word_embeddings": false, "dtype": "float32"
+}
+JSON
+"$bin/megc" import "$out/hf-llama" --seq 64 --batch 2 --train --lr 3e-3 \
   -o "$out/llama.mlir"
 targets=cpu
 [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" ] && targets=cpu,cuda
@@ -33,4 +45,5 @@ PY
   --input input_ids="$out/input_ids.npy" --output-dir "$out/forward"
 "$bin/megc-run" "$out/llama.megc" --entry train_step --params init:0 \
   --input input_ids="$out/input_ids.npy" --input labels="$out/labels.npy" \
-  --steps 40 --save-params "$out/trained.safetensors"
+  --steps 40 --save-params "$out/trained/"
+ls "$out/trained"

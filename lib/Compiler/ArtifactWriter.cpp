@@ -81,7 +81,9 @@ public:
           param.trainable, initKindOf(param.initKind), param.initScale,
           sharding, param.state,
           param.initSource.empty() ? 0
-                                   : builder.CreateString(param.initSource)));
+                                   : builder.CreateString(param.initSource),
+          param.aliases.empty() ? 0
+                                : builder.CreateVectorOfStrings(param.aliases)));
     }
     flatbuffers::Offset<fb::Mesh> mesh = 0;
     if (program.mesh) {
@@ -127,7 +129,8 @@ public:
         builder, kArtifactFormatVersion, builder.CreateString("megc"),
         builder.CreateVector(parameters), builder.CreateVector(entries),
         builder.CreateVector(kernels), cpu, cuda, mesh,
-        builder.CreateVector(submeshes), /*checksum=*/1);
+        builder.CreateVector(submeshes), /*checksum=*/1,
+        program.hfConfig.empty() ? 0 : builder.CreateString(program.hfConfig));
     // The placeholder makes FlatBuffers store the field; sealing fills it.
     fb::FinishProgramBuffer(builder, root);
     std::string bytes(

@@ -55,6 +55,9 @@ public:
 
   FailureOr<ProgramDesc> build() {
     program.kernelModule = ModuleOp::create(module.getLoc());
+    if (auto config =
+            module->getAttrOfType<StringAttr>(MegDialect::kHfConfigAttrName))
+      program.hfConfig = config.str();
     if (failed(describeMesh()))
       return failure();
     for (ParamOp param : module.getOps<ParamOp>()) {
@@ -65,6 +68,10 @@ public:
            stringifyInitKind(init.getKind()).str(),
            init.getScale().convertToDouble(), param.getState(),
            init.getSource() ? init.getSource().getValue().str() : ""});
+      if (ArrayAttr aliases = param.getAliasesAttr())
+        for (Attribute alias : aliases)
+          program.parameters.back().aliases.push_back(
+              cast<StringAttr>(alias).str());
       if (ShardingAttr sharding = param.getShardingAttr()) {
         FailureOr<uint32_t> group =
             submeshIndex(param, sharding.getMesh(), sharding.getAxes());

@@ -8,6 +8,7 @@
 #include "megc/Gen/Generate.h"
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Gen/HfImport.h"
 #include "megc/Gen/Presets.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -114,9 +115,52 @@ Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh) {
   return Error::success();
 }
 
+/// `megc import`: the config sets the sizes; the command line the shapes.
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+importModel(mlir::MLIRContext &context, const GenOptions &o,
+            const std::optional<MeshSizes> &mesh) {
+  for (const Setting &setting :
+       {Setting{"layers", bool(o.layers)}, Setting{"hidden", bool(o.hidden)},
+        Setting{"heads", bool(o.heads)}, Setting{"kv-heads", bool(o.kvHeads)},
+        Setting{"ffn", bool(o.ffn)}, Setting{"vocab", bool(o.vocab)},
+        Setting{"text-seq", bool(o.textSeq)},
+        Setting{"in-channels", bool(o.inChannels)},
+        Setting{"context-dim", bool(o.contextDim)},
+        Setting{"rotary-interleaved", bool(o.rotaryInterleaved)},
+        Setting{"rotary-percent", bool(o.rotaryPercent)},
+        Setting{"rope-theta", bool(o.ropeTheta)},
+        Setting{"norm-eps", bool(o.normEps)}})
+    if (setting.given)
+      return genError("--" + setting.flag +
+                      " does not apply to megc import: the model's config "
+                      "sets it");
+  if (!o.seq || !o.batch)
+    return genError("megc import needs --seq and --batch: a Hugging Face "
+                    "config does not fix the shapes of the entries");
+  HfImportShape shape;
+  shape.seq = *o.seq;
+  shape.batch = *o.batch;
+  if (shape.seq < 1 || shape.batch < 1)
+    return genError("--seq and --batch must be >= 1");
+  if (o.dtype) {
+    Expected<DType> dtype = parseDType(*o.dtype);
+    if (!dtype)
+      return dtype.takeError();
+    shape.dtype = *dtype;
+  }
+  Expected<LlamaConfig> config = readHfConfig(*o.hfConfig, shape);
+  if (!config)
+    return config.takeError();
+  if (Error error = localBatch(config->batch, mesh))
+    return std::move(error);
+  return buildLlama(context, *config);
+}
+
 Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 build(mlir::MLIRContext &context, const GenOptions &o,
       const std::optional<MeshSizes> &mesh) {
+  if (o.hfConfig)
+    return importModel(context, o, mesh);
   if (o.preset == "llama") {
     if (Error error =
             rejectSettings("llama", {{"text-seq", bool(o.textSeq)},

@@ -1,13 +1,19 @@
 //===- Llama.cpp - the Llama decoder preset ----------------------------===//
 //
 // A Llama-style decoder with the parameter names and shapes of Hugging
-// Face's LlamaForCausalLM (no biases, untied head), RoPE unfused.
+// Face's LlamaForCausalLM, RoPE unfused, and the family's variations that
+// `megc import` reads from configs: biases, an explicit head dim, Qwen3's
+// q/k norms, tied embeddings, Llama 3 RoPE scaling.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ModelBuilder.h"
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -23,7 +29,9 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
                                          {"seq", c.seq},
                                          {"batch", c.batch}}))
     return error;
-  if (c.hidden % c.heads != 0)
+  if (c.headDim < 0)
+    return configError("head dim must be >= 1, got " + llvm::Twine(c.headDim));
+  if (c.headDim == 0 && c.hidden % c.heads != 0)
     return configError("--hidden " + llvm::Twine(c.hidden) +
                        " must be a multiple of --heads " +
                        llvm::Twine(c.heads));
@@ -33,68 +41,136 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
                        llvm::Twine(c.kvHeads));
   if (!(c.normEps > 0.0))
     return configError("--norm-eps must be > 0");
+  if (!(c.initStd > 0.0) || !std::isfinite(c.initStd))
+    return configError("the initialisation std must be a finite number > 0, "
+                       "got " +
+                       formatNumber(c.initStd));
   return llvm::Error::success();
+}
+
+static const char *hfDTypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "float32";
+  case DType::BF16:
+    return "bfloat16";
+  case DType::F16:
+    return "float16";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+std::string llamaHfConfig(const LlamaConfig &c) {
+  if (c.rope.interleaved || c.rope.percent != 1.0 || c.qkvBias != c.outputBias ||
+      c.qkNorm)
+    return "";
+  llvm::json::Object config{
+      {"architectures", llvm::json::Array{"LlamaForCausalLM"}},
+      {"model_type", "llama"},
+      {"vocab_size", c.vocab},
+      {"hidden_size", c.hidden},
+      {"intermediate_size", c.ffn},
+      {"num_hidden_layers", c.layers},
+      {"num_attention_heads", c.heads},
+      {"num_key_value_heads", c.kvHeads},
+      {"head_dim", c.headDim ? c.headDim : c.hidden / c.heads},
+      {"hidden_act", "silu"},
+      {"max_position_embeddings", c.seq},
+      {"rms_norm_eps", c.normEps},
+      {"rope_theta", c.rope.theta},
+      {"attention_bias", c.qkvBias},
+      {"mlp_bias", c.mlpBias},
+      {"tie_word_embeddings", c.tieEmbeddings},
+      {"initializer_range", c.initStd},
+      {"dtype", hfDTypeName(c.dtype)}};
+  if (c.rope.llama3)
+    config["rope_scaling"] = llvm::json::Object{
+        {"rope_type", "llama3"},
+        {"factor", c.rope.llama3->factor},
+        {"low_freq_factor", c.rope.llama3->lowFreqFactor},
+        {"high_freq_factor", c.rope.llama3->highFreqFactor},
+        {"original_max_position_embeddings",
+         c.rope.llama3->originalMaxPositions}};
+  return llvm::formatv("{0}", llvm::json::Value(std::move(config))).str();
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
                                                  const LlamaConfig &c) {
   if (llvm::Error error = checkLlama(c))
     return std::move(error);
-  int64_t headDim = c.hidden / c.heads;
+  int64_t headDim = c.headDim ? c.headDim : c.hidden / c.heads;
   llvm::Expected<int64_t> rotaryDim = rotaryDimFor(headDim, c.rope);
   if (!rotaryDim)
     return rotaryDim.takeError();
 
   ModelBuilder b(context, c.dtype);
+  b.setInitStd(c.initStd);
+  int64_t qDim = c.heads * headDim;
   int64_t kvDim = c.kvHeads * headDim;
-  b.weight("model.embed_tokens.weight", {c.vocab, c.hidden});
+  const char *embedName = "model.embed_tokens.weight";
+  if (c.tieEmbeddings)
+    b.weight(embedName, {c.vocab, c.hidden}, {"lm_head.weight"});
+  else
+    b.weight(embedName, {c.vocab, c.hidden});
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string layer = "model.layers." + std::to_string(i);
+    std::string attn = layer + ".self_attn";
     b.ones(layer + ".input_layernorm.weight", {c.hidden});
-    b.linearParams(layer + ".self_attn.q_proj", c.hidden, c.hidden, false);
-    b.linearParams(layer + ".self_attn.k_proj", c.hidden, kvDim, false);
-    b.linearParams(layer + ".self_attn.v_proj", c.hidden, kvDim, false);
-    b.linearParams(layer + ".self_attn.o_proj", c.hidden, c.hidden, false);
+    b.linearParams(attn + ".q_proj", c.hidden, qDim, c.qkvBias);
+    b.linearParams(attn + ".k_proj", c.hidden, kvDim, c.qkvBias);
+    b.linearParams(attn + ".v_proj", c.hidden, kvDim, c.qkvBias);
+    b.linearParams(attn + ".o_proj", qDim, c.hidden, c.outputBias);
+    if (c.qkNorm) {
+      b.ones(attn + ".q_norm.weight", {headDim});
+      b.ones(attn + ".k_norm.weight", {headDim});
+    }
     b.ones(layer + ".post_attention_layernorm.weight", {c.hidden});
-    b.linearParams(layer + ".mlp.gate_proj", c.hidden, c.ffn, false);
-    b.linearParams(layer + ".mlp.up_proj", c.hidden, c.ffn, false);
-    b.linearParams(layer + ".mlp.down_proj", c.ffn, c.hidden, false);
+    b.linearParams(layer + ".mlp.gate_proj", c.hidden, c.ffn, c.mlpBias);
+    b.linearParams(layer + ".mlp.up_proj", c.hidden, c.ffn, c.mlpBias);
+    b.linearParams(layer + ".mlp.down_proj", c.ffn, c.hidden, c.mlpBias);
   }
   b.ones("model.norm.weight", {c.hidden});
-  b.linearParams("lm_head", c.hidden, c.vocab, false);
+  if (!c.tieEmbeddings)
+    b.linearParams("lm_head", c.hidden, c.vocab, false);
 
   Type i32 = IntegerType::get(&context, 32);
   RankedTensorType idsType = b.tensor({c.batch, c.seq}, i32);
 
   // forward(input_ids) -> logits
   Value ids = b.beginFunction("forward", {{"input_ids", idsType}}).front();
-  Value hidden = b.embedding(b.param("model.embed_tokens.weight"), ids);
+  Value hidden = b.embedding(b.param(embedName), ids);
   RopeTables rope = buildRopeTables(b, c.seq, *rotaryDim, c.rope);
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
     Value x = b.rmsNorm(hidden, layer + ".input_layernorm.weight", c.normEps);
-    Value q = b.reshape(b.linear(x, attn + ".q_proj", false),
+    Value q = b.reshape(b.linear(x, attn + ".q_proj", c.qkvBias),
                         {c.batch, c.seq, c.heads, headDim});
-    Value k = b.reshape(b.linear(x, attn + ".k_proj", false),
+    Value k = b.reshape(b.linear(x, attn + ".k_proj", c.qkvBias),
                         {c.batch, c.seq, c.kvHeads, headDim});
-    Value v = b.reshape(b.linear(x, attn + ".v_proj", false),
+    Value v = b.reshape(b.linear(x, attn + ".v_proj", c.qkvBias),
                         {c.batch, c.seq, c.kvHeads, headDim});
+    if (c.qkNorm) {
+      q = b.rmsNorm(q, attn + ".q_norm.weight", c.normEps);
+      k = b.rmsNorm(k, attn + ".k_norm.weight", c.normEps);
+    }
     q = applyRope(b, q, rope, c.rope.interleaved);
     k = applyRope(b, k, rope, c.rope.interleaved);
     Value a = b.reshape(b.attention(q, k, v, /*causal=*/true),
-                        {c.batch, c.seq, c.hidden});
-    hidden = b.add(hidden, b.linear(a, attn + ".o_proj", false));
+                        {c.batch, c.seq, qDim});
+    hidden = b.add(hidden, b.linear(a, attn + ".o_proj", c.outputBias));
 
     std::string mlp = layer + ".mlp";
     x = b.rmsNorm(hidden, layer + ".post_attention_layernorm.weight",
                   c.normEps);
-    Value gate = b.silu(b.linear(x, mlp + ".gate_proj", false));
-    Value up = b.linear(x, mlp + ".up_proj", false);
-    hidden = b.add(hidden, b.linear(b.mul(gate, up), mlp + ".down_proj", false));
+    Value gate = b.silu(b.linear(x, mlp + ".gate_proj", c.mlpBias));
+    Value up = b.linear(x, mlp + ".up_proj", c.mlpBias);
+    hidden = b.add(hidden,
+                   b.linear(b.mul(gate, up), mlp + ".down_proj", c.mlpBias));
   }
   hidden = b.rmsNorm(hidden, "model.norm.weight", c.normEps);
-  Value logits = b.linear(hidden, "lm_head", false);
+  Value logits = c.tieEmbeddings ? b.linearWith(hidden, embedName)
+                                 : b.linear(hidden, "lm_head", false);
   b.endFunction({{"logits", logits}});
 
   // loss(input_ids, labels) -> mean token cross-entropy (labels not shifted)
@@ -102,7 +178,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
       b.beginFunction("loss", {{"input_ids", idsType}, {"labels", idsType}});
   Value lossLogits = b.call("forward", args[0]).front();
   b.endFunction({{"loss", b.crossEntropyMean(lossLogits, args[1])}});
-  return b.finish();
+  llvm::Expected<OwningOpRef<ModuleOp>> module = b.finish();
+  if (!module)
+    return module.takeError();
+  std::string hfConfig = c.hfConfig.empty() ? llamaHfConfig(c) : c.hfConfig;
+  if (!hfConfig.empty())
+    (**module)->setAttr(meg::MegDialect::kHfConfigAttrName,
+                        StringAttr::get(&context, hfConfig));
+  return module;
 }
 
 } // namespace megc::gen

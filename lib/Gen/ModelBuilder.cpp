@@ -94,17 +94,20 @@ ArrayRef<int64_t> ModelBuilder::shapeOf(Value value) {
 }
 
 void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
-                           InitKind kind, double scale) {
+                           InitKind kind, double scale,
+                           ArrayRef<StringRef> aliases) {
   RankedTensorType type = tensor(shape);
   paramTypes[name] = type;
   ParamOp::create(builder, loc, builder.getStringAttr(name),
                   TypeAttr::get(type),
                   InitAttr::get(&context, kind, APFloat(scale)),
-                  /*frozen=*/nullptr, /*state=*/nullptr, /*sharding=*/nullptr);
+                  /*frozen=*/nullptr, /*state=*/nullptr, /*sharding=*/nullptr,
+                  aliases.empty() ? ArrayAttr() : builder.getStrArrayAttr(aliases));
 }
 
-void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape) {
-  declare(name, shape, InitKind::normal, 0.02);
+void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
+                          ArrayRef<StringRef> aliases) {
+  declare(name, shape, InitKind::normal, initStd, aliases);
 }
 
 void ModelBuilder::ones(StringRef name, ArrayRef<int64_t> shape) {
@@ -167,9 +170,13 @@ Value ModelBuilder::param(StringRef name) {
 }
 
 Value ModelBuilder::linear(Value input, StringRef prefix, bool bias) {
-  Value weightValue = param((prefix + ".weight").str());
-  Value biasValue = bias ? param((prefix + ".bias").str()) : Value();
-  return LinearOp::create(builder, loc, input, weightValue, biasValue);
+  return linearWith(input, (prefix + ".weight").str(),
+                    bias ? param((prefix + ".bias").str()) : Value());
+}
+
+Value ModelBuilder::linearWith(Value input, StringRef weightName,
+                               Value bias) {
+  return LinearOp::create(builder, loc, input, param(weightName), bias);
 }
 
 Value ModelBuilder::rmsNorm(Value input, StringRef weightName, double eps) {

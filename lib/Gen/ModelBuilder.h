@@ -35,8 +35,12 @@ public:
   mlir::RankedTensorType tensor(llvm::ArrayRef<int64_t> shape,
                                 mlir::Type element) const;
 
-  /// Parameter declarations (module level, in declaration order).
-  void weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  /// Parameter declarations (module level, in declaration order). Weights
+  /// draw from normal(0, initStd); `aliases` are other names checkpoints
+  /// hold the parameter under.
+  void weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+              llvm::ArrayRef<llvm::StringRef> aliases = {});
+  void setInitStd(double std) { initStd = std; }
   void ones(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   void zeros(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   /// A linear layer `prefix.weight` [out, in] (and `prefix.bias` [out]).
@@ -55,6 +59,9 @@ public:
   mlir::Value param(llvm::StringRef name);
 
   mlir::Value linear(mlir::Value input, llvm::StringRef prefix, bool bias);
+  /// A linear layer on the parameter `weightName` (a tied LM head).
+  mlir::Value linearWith(mlir::Value input, llvm::StringRef weightName,
+                         mlir::Value bias = {});
   mlir::Value rmsNorm(mlir::Value input, llvm::StringRef weight, double eps);
   mlir::Value layerNorm(mlir::Value input, double eps);
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
@@ -93,13 +100,15 @@ public:
 
 private:
   void declare(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-               mlir::meg::InitKind kind, double scale);
+               mlir::meg::InitKind kind, double scale,
+               llvm::ArrayRef<llvm::StringRef> aliases = {});
 
   mlir::MLIRContext &context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::OpBuilder builder;
   mlir::Location loc;
   mlir::Type activationType;
+  double initStd = 0.02;
   llvm::StringMap<mlir::RankedTensorType> paramTypes;
   mlir::func::FuncOp currentFunction;
 };

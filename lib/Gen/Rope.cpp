@@ -33,6 +33,39 @@ llvm::Expected<int64_t> rotaryDimFor(int64_t headDim,
   return rotaryDim;
 }
 
+/// Llama 3.x scaling of the inverse frequencies, in f32 and in the order of
+/// operations of transformers' `_compute_llama3_parameters`.
+static void scaleLlama3(MutableArrayRef<float> invFreq,
+                        const Llama3RopeScaling &scaling) {
+  auto factor = static_cast<float>(scaling.factor);
+  auto low = static_cast<float>(scaling.lowFreqFactor);
+  auto context = static_cast<float>(scaling.originalMaxPositions);
+  auto lowFreqWavelength = static_cast<float>(
+      static_cast<double>(scaling.originalMaxPositions) /
+      scaling.lowFreqFactor);
+  auto highFreqWavelength = static_cast<float>(
+      static_cast<double>(scaling.originalMaxPositions) /
+      scaling.highFreqFactor);
+  auto span = static_cast<float>(scaling.highFreqFactor -
+                                 scaling.lowFreqFactor);
+  auto twoPi = static_cast<float>(2.0 * M_PI);
+  for (float &inv : invFreq) {
+    float wavelength = twoPi / inv;
+    if (wavelength > lowFreqWavelength) {
+      inv = inv / factor;
+    } else if (!(wavelength < highFreqWavelength)) {
+      // One operation a statement, so that no FMA contraction changes the
+      // rounding.
+      float ratio = context / wavelength;
+      float smooth = (ratio - low) / span;
+      float scaledPart = (1.0f - smooth) * inv;
+      scaledPart = scaledPart / factor;
+      float keptPart = smooth * inv;
+      inv = scaledPart + keptPart;
+    }
+  }
+}
+
 RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,
                            const RopeConfig &config) {
   int64_t half = rotaryDim / 2;
@@ -43,6 +76,8 @@ RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,
     invFreq.push_back(1.0f / std::pow(static_cast<float>(config.theta),
                                       exponent));
   }
+  if (config.llama3)
+    scaleLlama3(invFreq, *config.llama3);
   Value positions = b.reshape(b.iota(seq), {seq, 1});
   Value freqs = b.mul(positions, b.constantF32(invFreq)); // [S, half]
 

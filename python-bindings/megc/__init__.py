@@ -29,6 +29,7 @@ from typing import Any, Literal, Union, overload
 import numpy as np
 
 from . import _megc, gen
+from .gen import import_hf
 from ._megc import (
     EntrySpec,
     Error,
@@ -49,6 +50,7 @@ __all__ = [
     "compile",
     "float32_to_bfloat16",
     "gen",
+    "import_hf",
     "supported_devices",
 ]
 
@@ -227,10 +229,13 @@ class Session:
         self._native.init_parameters(seed)
 
     def load_params(self, source: Parameters, *, allow_extra: bool = False) -> None:
-        """Sets every model weight from a safetensors file or a dict of arrays;
-        training state keeps its values. A missing weight, a dtype or shape
-        mismatch or (unless allow_extra) a name that is not a parameter
-        raises megc.Error, and then nothing has changed."""
+        """Sets every model weight from a safetensors file, a Hugging Face
+        model directory (model.safetensors or a sharded index) or a dict of
+        arrays; training state keeps its values. Weights in another float
+        dtype are converted, a tied weight is found under its alias. A
+        missing weight, a shape mismatch or (unless allow_extra) a name that
+        is not a parameter raises megc.Error, and then nothing has
+        changed."""
         if isinstance(source, Mapping):
             self._native.load_dict(
                 {name: _as_array(value) for name, value in source.items()},
@@ -240,9 +245,18 @@ class Session:
         else:
             self._native.load_parameters(os.fspath(source), allow_extra)
 
-    def save_params(self, path: PathLike) -> None:
-        """Writes the model weights as safetensors."""
-        self._native.save_parameters(os.fspath(path))
+    def save_params(
+        self, path: PathLike, *, max_shard_bytes: int = 50_000_000_000
+    ) -> None:
+        """Writes the model weights as a safetensors file or, when `path` is
+        a directory (or a string ending in '/'), in Hugging Face layout:
+        model.safetensors or shards of at most `max_shard_bytes` with
+        model.safetensors.index.json, and the model's config.json, which
+        transformers' from_pretrained loads."""
+        text = os.fspath(path)
+        if os.path.isdir(text) and not text.endswith("/"):
+            text += "/"
+        self._native.save_parameters(text, max_shard_bytes)
 
     def load_state(self, source: Parameters) -> None:
         """Sets the full training state (weights, optimizer moments, step

@@ -10,12 +10,13 @@ megc.Error and name the flags as the driver spells them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from . import _megc
 
-__all__ = ["flux", "llama", "mmdit"]
+__all__ = ["flux", "import_hf", "llama", "mmdit"]
 
 
 def _generate(preset: str, settings: dict[str, Any]) -> str:
@@ -122,3 +123,31 @@ def flux(
     """Single-stream blocks with parallel attention and MLP and RoPE
     (diffusers FluxSingleTransformerBlock names), with mmdit's entries."""
     return _generate("flux", locals())
+
+
+def import_hf(
+    path: str | os.PathLike[str],
+    *,
+    seq: int,
+    batch: int,
+    dtype: str | None = None,
+    train: bool = False,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    betas: tuple[float, float] | None = None,
+    adam_eps: float | None = None,
+    precision: Mapping[str, str] | None = None,
+    frozen: str | None = None,
+    mesh: str | None = None,
+    fsdp: str | None = None,
+    outer_fsdp: str | None = None,
+    bucket_mb: int | None = None,
+) -> str:
+    """A Hugging Face model as meg IR, as `megc import PATH` writes it: PATH
+    is a config.json or a model directory of LlamaForCausalLM,
+    MistralForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM; `seq` and
+    `batch` set the entries' shapes and `dtype` replaces the config's. A
+    config field megc does not implement raises megc.Error naming it."""
+    settings = dict(locals())
+    settings["hf_config"] = os.fspath(settings.pop("path"))
+    return _generate("", settings)

@@ -153,7 +153,8 @@ const Setting<std::optional<std::string>> kTextSettings[] = {
     {"frozen", &gen::GenOptions::frozen},
     {"mesh", &gen::GenOptions::mesh},
     {"fsdp", &gen::GenOptions::fsdp},
-    {"outer_fsdp", &gen::GenOptions::outerFsdp}};
+    {"outer_fsdp", &gen::GenOptions::outerFsdp},
+    {"hf_config", &gen::GenOptions::hfConfig}};
 
 /// Stores `value` in the field `keyword` names, if one of `settings` does.
 template <typename T, size_t N>

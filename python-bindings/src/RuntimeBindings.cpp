@@ -311,11 +311,13 @@ void bindSession(nb::module_ &m) {
           nb::arg("path"), nb::arg("allow_extra"))
       .def(
           "save_parameters",
-          [](SessionHandle &self, const Path &path) {
-            self.locked(
-                [&](megrt::Session &s) { s.saveParameters(path.string()); });
+          [](SessionHandle &self, const std::string &path,
+             uint64_t maxShardBytes) {
+            self.locked([&](megrt::Session &s) {
+              s.saveParameters(path, maxShardBytes);
+            });
           },
-          nb::arg("path"))
+          nb::arg("path"), nb::arg("max_shard_bytes"))
       .def(
           "load_state",
           [](SessionHandle &self, const Path &path) {

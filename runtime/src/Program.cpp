@@ -110,6 +110,8 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
                      std::nullopt,
                      param.state(),
                      toString(param.init_source())};
+  for (uint32_t i = 0; i < sizeOf(param.aliases()); ++i)
+    spec.aliases.push_back(param.aliases()->Get(i)->str());
   if (const fb::Sharding *sharding = param.sharding())
     spec.sharding =
         ShardingSpec{sharding->submesh(), toShape(sharding->full_shape())};
@@ -191,6 +193,7 @@ void describe(Program::Impl &impl) {
   impl.hasCpuModule = root.cpu() != nullptr;
   impl.hasCudaModule = root.cuda() != nullptr;
   readMesh(root, impl);
+  impl.hfConfig = toString(root.hf_config());
   impl.checksum = root.checksum();
 }
 
@@ -242,6 +245,7 @@ const std::optional<MeshSpec> &Program::mesh() const { return impl_->mesh; }
 const std::vector<SubmeshSpec> &Program::submeshes() const {
   return impl_->submeshes;
 }
+const std::string &Program::hfConfig() const { return impl_->hfConfig; }
 uint64_t Program::checksum() const { return impl_->checksum; }
 
 std::string Program::describeMesh() const {

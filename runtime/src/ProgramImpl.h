@@ -24,6 +24,7 @@ struct Program::Impl {
   bool hasCudaModule = false;
   std::optional<MeshSpec> mesh;
   std::vector<SubmeshSpec> submeshes;
+  std::string hfConfig;
   uint64_t checksum = 0;
 };
 

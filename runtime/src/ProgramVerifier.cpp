@@ -686,6 +686,14 @@ void verifyProgramSemantics(const fb::Program &program) {
     verifyParameter(*param, mesh,
                     concat("parameter '", param->name()->str(), "'"));
   }
+  // Aliases are checkpoint names too: unique among names and aliases.
+  for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i) {
+    const fb::Parameter *param = program.parameters()->Get(i);
+    for (uint32_t j = 0; j < sizeOf(param->aliases()); ++j)
+      checkUniqueName(names, toString(param->aliases()->Get(j)),
+                      concat("alias ", j, " of parameter '",
+                             param->name()->str(), "'"));
+  }
   for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i)
     verifyCopySource(program, *program.parameters()->Get(i));
 

@@ -8,11 +8,13 @@
 #include "Trace.h"
 #include "comm/Communicator.h"
 #include "comm/LaunchEnvironment.h"
+#include "HfCheckpoint.h"
 #include "megrt/Safetensors.h"
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <iostream>
 #include <optional>
 
@@ -314,33 +316,59 @@ void Session::loadState(const std::string &path) {
 }
 
 void Session::load(const std::string &path, bool allowExtra, bool withState) {
-  std::map<std::string, Tensor> tensors = readSafetensors(path);
+  std::map<std::string, Tensor> tensors = readCheckpoint(path);
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   auto wanted = [&](const ParameterSpec &spec) {
     return withState || !spec.state;
   };
-  // Check everything before writing anything, so that a bad file leaves the
-  // parameters as they were.
-  for (const ParameterSpec &spec : specs) {
+  // The file's tensor for each wanted parameter: under its name or, failing
+  // that, one of its aliases (a tied lm_head.weight).
+  std::vector<const Tensor *> found(specs.size(), nullptr);
+  std::set<std::string> known;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ParameterSpec &spec = specs[i];
+    known.insert(spec.name);
+    known.insert(spec.aliases.begin(), spec.aliases.end());
     if (!wanted(spec))
       continue;
-    auto found = tensors.find(spec.name);
-    if (found == tensors.end())
+    auto match = tensors.find(spec.name);
+    for (size_t a = 0; match == tensors.end() && a < spec.aliases.size(); ++a)
+      match = tensors.find(spec.aliases[a]);
+    if (match == tensors.end())
       fail("'", path, "': missing parameter '", spec.name, "' (expected ",
            formatType(spec.dtype, spec.shape), ")");
-    checkTensorMatches(found->second, spec.dtype, Impl::fileShape(spec),
-                       concat("'", path, "': parameter '", spec.name, "'"));
+    found[i] = &match->second;
   }
   if (!allowExtra)
     for (const auto &[name, tensor] : tensors)
-      if (!impl_->program.findParameter(name))
+      if (!known.count(name))
         fail("'", path, "': tensor '", name,
              "' is not a parameter of the program (pass allowExtra to "
              "ignore it)");
+  // Check everything before writing anything, so that a bad file leaves the
+  // parameters as they were. Model weights of another floating-point dtype
+  // are converted (a bf16 checkpoint into an f32 model); training state must
+  // match exactly.
+  std::vector<Tensor> converted(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (!wanted(specs[i]))
+    if (!found[i])
       continue;
-    const Tensor &tensor = tensors.at(specs[i].name);
+    const ParameterSpec &spec = specs[i];
+    std::string what = concat("'", path, "': parameter '", spec.name, "'");
+    const Tensor &tensor = *found[i];
+    if (!spec.state && tensor.dtype() != spec.dtype &&
+        isFloatingPoint(tensor.dtype()) && isFloatingPoint(spec.dtype)) {
+      checkTensorMatches(tensor, tensor.dtype(), Impl::fileShape(spec), what);
+      converted[i] = Tensor::fromFloats(spec.dtype, tensor.shape(),
+                                        tensor.toFloats());
+      found[i] = &converted[i];
+    }
+    checkTensorMatches(*found[i], spec.dtype, Impl::fileShape(spec), what);
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!found[i])
+      continue;
+    const Tensor &tensor = *found[i];
     if (specs[i].sharding)
       impl_->write(
           i,
@@ -353,16 +381,22 @@ void Session::load(const std::string &path, bool allowExtra, bool withState) {
     impl_->refreshCopies();
 }
 
-void Session::saveParameters(const std::string &path) const {
-  save(path, /*withState=*/false);
+void Session::saveParameters(const std::string &path,
+                             uint64_t maxShardBytes) const {
+  save(path, /*withState=*/false, maxShardBytes);
 }
 
 void Session::saveState(const std::string &path) const {
-  save(path, /*withState=*/true);
+  if (isCheckpointDirectory(path))
+    fail("cannot save the training state to the directory '", path,
+         "': the state goes into one .safetensors file (directories take "
+         "model weights in Hugging Face layout)");
+  save(path, /*withState=*/true, 0);
 }
 
-void Session::save(const std::string &path, bool withState) const {
-  std::map<std::string, Tensor> tensors;
+void Session::save(const std::string &path, bool withState,
+                   uint64_t maxShardBytes) const {
+  std::vector<std::pair<std::string, Tensor>> tensors;
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   bool writer = impl_->rank == 0;
   // Every rank gathers the sharded parameters in the same order.
@@ -372,13 +406,21 @@ void Session::save(const std::string &path, bool withState) const {
     if (specs[i].sharding) {
       Tensor full = impl_->gather(i);
       if (writer)
-        tensors.emplace(specs[i].name, std::move(full));
+        tensors.emplace_back(specs[i].name, std::move(full));
     } else if (writer) {
-      tensors.emplace(specs[i].name, impl_->read(i));
+      tensors.emplace_back(specs[i].name, impl_->read(i));
     }
   }
-  if (writer)
-    writeSafetensors(path, tensors);
+  if (!writer)
+    return;
+  if (!withState && isCheckpointDirectory(path)) {
+    writeCheckpointDirectory(path, tensors, impl_->program.hfConfig(),
+                             maxShardBytes);
+    return;
+  }
+  writeSafetensors(path, std::map<std::string, Tensor>(
+                             std::make_move_iterator(tensors.begin()),
+                             std::make_move_iterator(tensors.end())));
 }
 
 const Tensor &Session::parameter(std::string_view name) const {

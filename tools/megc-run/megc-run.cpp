@@ -32,9 +32,10 @@ namespace {
 
 const char *kUsage =
     "usage: megc-run MODEL.megc --entry NAME [--device cpu|cuda[:N]]\n"
-    "                [--params init[:SEED]|FILE.safetensors]\n"
+    "                [--params init[:SEED]|FILE.safetensors|HF-DIR]\n"
     "                [--input NAME=FILE.npy ...] [--output-dir DIR]\n"
-    "                [--steps N] [--save-params FILE.safetensors]\n"
+    "                [--steps N] [--save-params FILE.safetensors|HF-DIR/]\n"
+    "                [--max-shard-size SIZE]\n"
     "                [--save-state FILE.safetensors] [--load-state FILE]\n"
     "                [--allow-extra-params] [--warmup N] [--no-cuda-graphs]\n"
     "                [--trace FILE.json] [--comm-timeout SECONDS]\n"
@@ -46,6 +47,8 @@ struct Options {
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
   int64_t warmup = 0;
+  /// Shards of a --save-params directory (transformers' default, 50 GB).
+  uint64_t maxShardBytes = 50'000'000'000;
   double commTimeoutSeconds = 300;
   bool allowExtraParams = false;
   bool cudaGraphs = true;
@@ -65,6 +68,30 @@ bool parseCount(const std::string &text, uint64_t &value) {
 [[noreturn]] void usageError(const std::string &message) {
   std::cerr << "megc-run: error: " << message << "\n" << kUsage;
   std::exit(2);
+}
+
+/// A size as transformers writes max_shard_size: bytes, or a count with
+/// KB, MB or GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+bool parseSize(const std::string &text, uint64_t &bytes) {
+  static const std::pair<const char *, uint64_t> kUnits[] = {
+      {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+      {"KB", 1000},        {"MB", 1000000},     {"GB", 1000000000}};
+  std::string digits = text;
+  uint64_t unit = 1;
+  for (const auto &[suffix, scale] : kUnits) {
+    std::string name(suffix);
+    if (text.size() > name.size() &&
+        text.compare(text.size() - name.size(), name.size(), name) == 0) {
+      digits = text.substr(0, text.size() - name.size());
+      unit = scale;
+      break;
+    }
+  }
+  uint64_t count = 0;
+  if (!parseCount(digits, count) || count == 0 || count > UINT64_MAX / unit)
+    return false;
+  bytes = count * unit;
+  return true;
 }
 
 Options parse(int argc, char **argv) {
@@ -89,6 +116,12 @@ Options parse(int argc, char **argv) {
       options.outputDir = value(i);
     } else if (arg == "--save-params") {
       options.saveParams = value(i);
+    } else if (arg == "--max-shard-size") {
+      std::string text = value(i);
+      if (!parseSize(text, options.maxShardBytes))
+        usageError("--max-shard-size expects a positive size such as "
+                   "5GB, 500MB or 1048576, got '" +
+                   text + "'");
     } else if (arg == "--save-state") {
       options.saveState = value(i);
     } else if (arg == "--load-state") {
@@ -243,7 +276,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       megrt::writeNpy(options.outputDir + "/" + name + ".npy", tensor);
   }
   if (!options.saveParams.empty())
-    session.saveParameters(options.saveParams);
+    session.saveParameters(options.saveParams, options.maxShardBytes);
   if (!options.saveState.empty())
     session.saveState(options.saveState);
   // Written here rather than by the Session's destructor, so that a trace

@@ -1,7 +1,9 @@
 //===- GenCommand.cpp - `megc gen` -------------------------------------===//
 //
 // Parses the preset flags into gen::GenOptions (megc/Gen/Generate.h), which
-// builds the model, and prints it.
+// builds the model, and prints it. `megc import` shares the shape, dtype,
+// training, precision and mesh flags; its model comes from a Hugging Face
+// config.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,19 +26,33 @@ cl::SubCommand &genSubCommand() {
   return command;
 }
 
+cl::SubCommand &importSubCommand() {
+  static cl::SubCommand command(
+      "import", "Write a Hugging Face model (config.json or its directory) "
+                "as meg IR: LlamaForCausalLM, MistralForCausalLM, "
+                "Qwen2ForCausalLM, Qwen3ForCausalLM");
+  return command;
+}
+
 namespace {
 cl::OptionCategory genCategory("megc gen options");
+
+// Options of both `gen` and `import` (import rejects the model-size flags
+// with a message, rather than leaving them to the parser).
+#define MEGC_BOTH cl::sub(genSubCommand()), cl::sub(importSubCommand())
 
 cl::opt<std::string> preset(cl::Positional, cl::Required,
                             cl::desc("<llama|mmdit|flux>"),
                             cl::sub(genSubCommand()), cl::cat(genCategory));
+cl::opt<std::string> hfPath(cl::Positional, cl::Required,
+                            cl::desc("<config.json|model directory>"),
+                            cl::sub(importSubCommand()), cl::cat(genCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
-                                cl::sub(genSubCommand()), cl::cat(genCategory));
+                                MEGC_BOTH, cl::cat(genCategory));
 
 #define MEGC_INT_FLAG(var, flag, help)                                         \
-  cl::opt<int64_t> var(flag, cl::desc(help), cl::sub(genSubCommand()),         \
-                       cl::cat(genCategory))
+  cl::opt<int64_t> var(flag, cl::desc(help), MEGC_BOTH, cl::cat(genCategory))
 MEGC_INT_FLAG(layers, "layers", "Number of transformer blocks");
 MEGC_INT_FLAG(hidden, "hidden", "Hidden size");
 MEGC_INT_FLAG(heads, "heads", "Attention heads");
@@ -45,64 +61,65 @@ MEGC_INT_FLAG(ffn, "ffn", "MLP intermediate size (llama)");
 MEGC_INT_FLAG(vocab, "vocab", "Vocabulary size (llama)");
 MEGC_INT_FLAG(seq, "seq", "Sequence length (image tokens for mmdit/flux)");
 MEGC_INT_FLAG(textSeq, "text-seq", "Text tokens (mmdit, flux)");
-MEGC_INT_FLAG(batch, "batch", "Batch size");
+MEGC_INT_FLAG(batch, "batch", "Batch size (global, with --mesh)");
 MEGC_INT_FLAG(inChannels, "in-channels", "Latent channels (mmdit, flux)");
 MEGC_INT_FLAG(contextDim, "context-dim", "Text embedding width (mmdit, flux)");
 #undef MEGC_INT_FLAG
 
 cl::opt<std::string> dtype("dtype", cl::desc("Element type: f32, bf16, f16"),
-                           cl::sub(genSubCommand()), cl::cat(genCategory));
+                           MEGC_BOTH, cl::cat(genCategory));
 cl::opt<bool> rotaryInterleaved(
     "rotary-interleaved",
     cl::desc("Interleaved rotate_half ([-x1, x0, -x3, x2, ...])"),
-    cl::sub(genSubCommand()), cl::cat(genCategory));
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> rotaryPercent("rotary-percent",
                               cl::desc("Fraction of head dim that rotates"),
-                              cl::sub(genSubCommand()), cl::cat(genCategory));
+                              MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> ropeTheta("rope-theta", cl::desc("RoPE base"),
-                          cl::sub(genSubCommand()), cl::cat(genCategory));
+                          MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> normEps("norm-eps", cl::desc("Normalisation epsilon"),
-                        cl::sub(genSubCommand()), cl::cat(genCategory));
+                        MEGC_BOTH, cl::cat(genCategory));
 cl::opt<bool> train("train",
                     cl::desc("Add the AdamW configuration (meg.optimizer), "
                              "so that megc compiles grad and train_step"),
-                    cl::sub(genSubCommand()), cl::cat(genCategory));
+                    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> learningRate("lr", cl::desc("AdamW learning rate (--train)"),
-                             cl::sub(genSubCommand()), cl::cat(genCategory));
+                             MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> weightDecay("weight-decay",
                             cl::desc("AdamW weight decay (--train)"),
-                            cl::sub(genSubCommand()), cl::cat(genCategory));
+                            MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> betas("betas", cl::desc("AdamW B1,B2 (--train)"),
-                           cl::sub(genSubCommand()), cl::cat(genCategory));
+                           MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> adamEps("adam-eps", cl::desc("AdamW epsilon (--train)"),
-                        cl::sub(genSubCommand()), cl::cat(genCategory));
+                        MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Precision policy KEY=DTYPE,... over param, main_params, "
              "main_grads, grad_reduce, exp_avg, exp_avg_sq (--train)"),
-    cl::sub(genSubCommand()), cl::cat(genCategory));
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> frozen("frozen",
                             cl::desc("Freeze the parameters whose names "
                                      "match this regular expression"),
-                            cl::sub(genSubCommand()), cl::cat(genCategory));
+                            MEGC_BOTH, cl::cat(genCategory));
 
 cl::opt<std::string> mesh(
     "mesh",
     cl::desc("Device mesh AXIS=SIZE,... over dp_outer, dp_shard, tp (data "
              "parallel: --batch is the global batch)"),
-    cl::sub(genSubCommand()), cl::cat(genCategory));
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> fsdp(
     "fsdp",
     cl::desc("FSDP strategy over dp_shard (--mesh): no_shard, optim, "
              "optim_grads, optim_grads_params (default no_shard)"),
-    cl::sub(genSubCommand()), cl::cat(genCategory));
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> outerFsdp(
     "outer-fsdp",
     cl::desc("HSDP strategy over dp_outer: no_shard (default) or optim"),
-    cl::sub(genSubCommand()), cl::cat(genCategory));
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<int64_t> bucketMb("bucket-mb",
                           cl::desc("Gradient bucket size in MiB (default 40)"),
-                          cl::sub(genSubCommand()), cl::cat(genCategory));
+                          MEGC_BOTH, cl::cat(genCategory));
+#undef MEGC_BOTH
 
 /// The flag's value if it was given on the command line.
 template <typename T> std::optional<T> given(const cl::opt<T> &flag) {
@@ -125,7 +142,10 @@ std::vector<std::pair<std::string, std::string>> precisionPairs() {
 
 gen::GenOptions readOptions() {
   gen::GenOptions o;
-  o.preset = preset;
+  if (importSubCommand())
+    o.hfConfig = hfPath;
+  else
+    o.preset = preset;
   o.layers = given(layers), o.hidden = given(hidden), o.heads = given(heads);
   o.kvHeads = given(kvHeads), o.ffn = given(ffn), o.vocab = given(vocab);
   o.seq = given(seq), o.textSeq = given(textSeq), o.batch = given(batch);
@@ -147,11 +167,12 @@ gen::GenOptions readOptions() {
 } // namespace
 
 int runGen() {
+  const char *command = importSubCommand() ? "megc import" : "megc gen";
   mlir::MLIRContext context;
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
       gen::generateModel(context, readOptions());
   if (!module) {
-    WithColor::error(errs(), "megc gen")
+    WithColor::error(errs(), command)
         << toString(module.takeError()) << "\n";
     return 1;
   }
@@ -159,7 +180,7 @@ int runGen() {
   std::unique_ptr<ToolOutputFile> output =
       mlir::openOutputFile(outputFile, &error);
   if (!output) {
-    WithColor::error(errs(), "megc gen") << error << "\n";
+    WithColor::error(errs(), command) << error << "\n";
     return 1;
   }
   (*module)->print(output->os());

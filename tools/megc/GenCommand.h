@@ -14,7 +14,12 @@ namespace megc {
 /// The `gen` subcommand; its options register themselves with it.
 llvm::cl::SubCommand &genSubCommand();
 
-/// Runs `megc gen` after command-line parsing; returns the exit code.
+/// The `import` subcommand (a Hugging Face config as IR); it shares most of
+/// `gen`'s options.
+llvm::cl::SubCommand &importSubCommand();
+
+/// Runs `megc gen` or `megc import` after command-line parsing; returns the
+/// exit code.
 int runGen();
 
 } // namespace megc

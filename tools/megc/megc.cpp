@@ -15,6 +15,7 @@
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::SubCommand &gen = megc::genSubCommand();
+  llvm::cl::SubCommand &import = megc::importSubCommand();
   llvm::cl::SubCommand &inspect = megc::inspectSubCommand();
   megc::registerCompileOptions();
   llvm::cl::ParseCommandLineOptions(
@@ -22,8 +23,9 @@ int main(int argc, char **argv) {
       "megc: compiles transformer training graphs\n\n"
       "  megc model.mlir -o model.megc       compile a model to an artifact\n"
       "  megc gen <llama|mmdit|flux> [options] -o model.mlir\n"
+      "  megc import <hf-dir|config.json> --seq N --batch N -o model.mlir\n"
       "  megc inspect model.megc             describe an artifact\n");
-  if (gen)
+  if (gen || import)
     return megc::runGen();
   if (inspect)
     return megc::runInspect();

@@ -167,6 +167,8 @@ struct ParameterDesc {
   bool state = false;
   /// For initKind "copy": the parameter this one copies.
   std::string initSource;
+  /// Other names checkpoints hold the parameter under (meg.param aliases).
+  std::vector<std::string> aliases;
   /// A sharded parameter: the submesh it is split over and the shape of
   /// the whole tensor (its type is this rank's 1-D piece).
   int32_t shardSubmesh = -1;
@@ -184,6 +186,8 @@ struct ProgramDesc {
   std::optional<MeshDesc> mesh;
   std::vector<std::vector<std::string>> submeshes;
   std::vector<ParameterDesc> parameters;
+  /// meg.hf_config of the module, or empty.
+  std::string hfConfig;
   std::vector<EntryDesc> entries;
   std::vector<KernelDesc> kernels;
   /// The kernels as tensor functions (one `func.func` per KernelDesc, same

@@ -26,8 +26,12 @@ namespace megc::gen {
 /// default, and a set one that does not apply to the preset is an error.
 /// Errors name the flags as the driver spells them (`--kv-heads`).
 struct GenOptions {
-  /// `llama`, `mmdit` or `flux`.
+  /// `llama`, `mmdit` or `flux`; empty with `hfConfig`.
   std::string preset;
+  /// `megc import`: a Hugging Face config.json or model directory, which
+  /// sets the model's sizes (the size flags do not apply; seq and batch
+  /// are required).
+  std::optional<std::string> hfConfig;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab, seq,
       textSeq, batch, inChannels, contextDim;
   /// `f32`, `bf16` or `f16`.

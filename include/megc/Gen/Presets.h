@@ -13,6 +13,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace megc::gen {
@@ -23,20 +24,48 @@ enum class DType { F32, BF16, F16 };
 /// Parses `f32`, `bf16` or `f16`.
 llvm::Expected<DType> parseDType(llvm::StringRef text);
 
+/// Llama 3.x frequency scaling (`rope_scaling` of type `llama3`): with
+/// wavelength `2 pi / inv_freq` and L = originalMaxPositions, frequencies of
+/// wavelength above L / lowFreqFactor are divided by `factor`, those below
+/// L / highFreqFactor kept, and those between interpolated.
+struct Llama3RopeScaling {
+  double factor = 8.0, lowFreqFactor = 1.0, highFreqFactor = 4.0;
+  int64_t originalMaxPositions = 8192;
+};
+
 /// Rotary embedding settings shared by the presets that use RoPE.
 struct RopeConfig {
   bool interleaved = false;
   double percent = 1.0;
   double theta = 10000.0;
+  std::optional<Llama3RopeScaling> llama3;
 };
 
-/// A Llama-style decoder with Hugging Face parameter names.
+/// A Llama-style decoder with Hugging Face parameter names; the fields after
+/// `normEps` are the variations of the Llama family that `megc import`
+/// reads from a config (Mistral, Qwen2, Qwen3).
 struct LlamaConfig {
   int64_t layers = 2, hidden = 64, heads = 4, kvHeads = 2, ffn = 176;
   int64_t vocab = 256, seq = 16, batch = 2;
   DType dtype = DType::F32;
   RopeConfig rope;
   double normEps = 1e-5;
+  /// Width of one attention head; 0 means hidden / heads.
+  int64_t headDim = 0;
+  /// Biases on q, k and v; on o; on gate, up and down.
+  bool qkvBias = false, outputBias = false, mlpBias = false;
+  /// RMSNorm of each query and key head before RoPE (Qwen3's q_norm and
+  /// k_norm, weight [head_dim], epsilon normEps).
+  bool qkNorm = false;
+  /// The LM head reads model.embed_tokens.weight: one parameter, both uses,
+  /// known to checkpoints under both names.
+  bool tieEmbeddings = false;
+  /// Standard deviation of the normal initialisation of the weights.
+  double initStd = 0.02;
+  /// The Hugging Face config (a JSON object) that the model is, recorded on
+  /// the module as meg.hf_config; empty: derived from the fields above when
+  /// Hugging Face's LlamaForCausalLM can express them.
+  std::string hfConfig;
 };
 
 /// The sizes the diffusion transformer presets share: image tokens `seq`,
@@ -60,6 +89,9 @@ struct FluxConfig : DiTConfig {
 /// an error that names the offending setting.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildLlama(mlir::MLIRContext &context, const LlamaConfig &config);
+/// The LlamaForCausalLM config.json of `config`, or an empty string when
+/// the config has no Hugging Face equivalent (interleaved or partial RoPE).
+std::string llamaHfConfig(const LlamaConfig &config);
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildMMDiT(mlir::MLIRContext &context, const MMDiTConfig &config);
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>

@@ -90,6 +90,9 @@ struct ParameterSpec {
   /// is either replicated, with the copy's full shape (the copy holds the
   /// piece of it), or sharded in the same way (elementwise).
   std::string initSource;
+  /// Other names checkpoints may hold the parameter under (a tied
+  /// lm_head.weight).
+  std::vector<std::string> aliases;
 };
 
 struct MemoryPlanInfo {
@@ -151,6 +154,8 @@ public:
   /// The mesh the program runs on; nullopt for a single-rank program.
   const std::optional<MeshSpec> &mesh() const;
   const std::vector<SubmeshSpec> &submeshes() const;
+  /// The model's Hugging Face config.json text, or empty.
+  const std::string &hfConfig() const;
   /// "@world [dp_outer=2, dp_shard=2]", or "(no mesh)", for messages.
   std::string describeMesh() const;
   /// FNV-1a 64 of the artifact (the seal, megrt/ArtifactSeal.h): equal

@@ -109,19 +109,28 @@ public:
   /// replicated source takes its piece of the source.
   void initParameters(uint64_t seed);
 
-  /// Reads every model weight by name from a safetensors file (training
-  /// state is not looked for: it keeps its values, except master weights,
-  /// which are re-derived from the loaded weights). A missing weight, a
-  /// dtype or shape mismatch, or (unless allowExtra) a tensor that is not a
-  /// parameter is an error; nothing is changed on error. The file holds
-  /// full tensors (a sharded parameter's full shape); every rank reads it
-  /// and keeps its piece.
+  /// Reads every model weight by name from a checkpoint: a safetensors
+  /// file, or a directory in Hugging Face layout (model.safetensors, or the
+  /// shards model.safetensors.index.json lists). Training state is not
+  /// looked for: it keeps its values, except master weights, which are
+  /// re-derived from the loaded weights. A weight may be stored under one of
+  /// its aliases (a tied lm_head.weight), and in another floating-point
+  /// dtype, which is converted (round to nearest even). A missing weight, a
+  /// shape mismatch, or (unless allowExtra) a tensor that is neither a
+  /// parameter nor an alias is an error; nothing is changed on error. The
+  /// file holds full tensors (a sharded parameter's full shape); every rank
+  /// reads it and keeps its piece.
   void loadParameters(const std::string &path, bool allowExtra = false);
   /// Writes the model weights (every parameter that is not training state)
-  /// as full tensors. With several ranks, every rank must call it: the
-  /// pieces of sharded parameters are gathered, and rank 0 alone writes the
-  /// file (the others write nothing).
-  void saveParameters(const std::string &path) const;
+  /// as full tensors in their dtype: to a safetensors file, or, when `path`
+  /// is a directory or ends in '/', in Hugging Face layout (model.safetensors,
+  /// or shards of at most maxShardBytes with model.safetensors.index.json,
+  /// and config.json when the artifact has the model's config), which
+  /// transformers' from_pretrained loads. With several ranks, every rank
+  /// must call it: the pieces of sharded parameters are gathered, and rank 0
+  /// alone writes (the others write nothing).
+  void saveParameters(const std::string &path,
+                      uint64_t maxShardBytes = 50'000'000'000) const;
   /// The full training state: model weights, optimizer moments and step
   /// count, every one required on load. Loaded and saved like the weights.
   void loadState(const std::string &path);
@@ -152,7 +161,8 @@ public:
 
 private:
   void load(const std::string &path, bool allowExtra, bool withState);
-  void save(const std::string &path, bool withState) const;
+  void save(const std::string &path, bool withState,
+            uint64_t maxShardBytes) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

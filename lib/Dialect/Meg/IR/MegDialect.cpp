@@ -9,6 +9,7 @@
 
 #include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
 
 #include "megc/Dialect/Meg/IR/MegDialect.cpp.inc"
 
@@ -97,6 +98,19 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
                                                  fsdp.getOuter(), "outer")))
       return failure();
     return success();
+  }
+  if (name == kHfConfigAttrName) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!text)
+      return op->emitError() << "'" << name
+                             << "' expects a string holding a JSON object";
+    llvm::Expected<llvm::json::Value> config = llvm::json::parse(text);
+    if (!config)
+      return op->emitError() << "'" << name << "' is not valid JSON: "
+                             << llvm::toString(config.takeError());
+    if (!config->getAsObject())
+      return op->emitError() << "'" << name << "' must be a JSON object";
+    return expectModule();
   }
   if (name == kKernelStrategyAttrName) {
     if (!isa<KernelStrategyAttr>(attr.getValue()))

@@ -35,6 +35,29 @@ SmallVector<int64_t> ParamOp::getFullShape() {
 }
 
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (ArrayAttr aliases = getAliasesAttr()) {
+    for (Attribute attr : aliases) {
+      StringRef alias = cast<StringAttr>(attr).getValue();
+      if (alias.empty() || alias == getSymName())
+        return emitOpError() << "alias '" << alias
+                             << "' must be a non-empty name other than the "
+                                "parameter's own";
+      if (symbolTable.lookupNearestSymbolFrom(
+              *this, StringAttr::get(getContext(), alias)))
+        return emitOpError() << "alias '" << alias
+                             << "' is the name of another symbol";
+    }
+    for (ParamOp other :
+         cast<ModuleOp>(getOperation()->getParentOp()).getOps<ParamOp>()) {
+      if (other == *this || !other.getAliasesAttr())
+        continue;
+      for (Attribute attr : aliases)
+        if (llvm::is_contained(other.getAliasesAttr(), attr))
+          return emitOpError()
+                 << "alias " << attr << " is also an alias of @"
+                 << other.getSymName();
+    }
+  }
   if (FlatSymbolRefAttr source = getInit().getSource()) {
     auto from = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, source);
     if (!from)

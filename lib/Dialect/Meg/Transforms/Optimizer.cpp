@@ -61,7 +61,7 @@ struct MegOptimizerPass
     ParamOp::create(builder, module.getLoc(), builder.getStringAttr(stateName),
                     TypeAttr::get(type), init,
                     /*frozen=*/nullptr, builder.getUnitAttr(),
-                    /*sharding=*/nullptr);
+                    /*sharding=*/nullptr, /*aliases=*/nullptr);
   }
 
   LogicalResult buildStep(ModuleOp module, func::FuncOp grad,

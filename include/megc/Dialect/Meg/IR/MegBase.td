@@ -53,6 +53,9 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPrecisionAttrName = "meg.precision";
     static constexpr ::llvm::StringLiteral kOptimizerAttrName = "meg.optimizer";
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
+    /// The Hugging Face config.json (a JSON object, as a string) that the
+    /// module's model is; checkpoints in Hugging Face layout carry it.
+    static constexpr ::llvm::StringLiteral kHfConfigAttrName = "meg.hf_config";
     /// Names an entry point's argument or result (`input_ids`, `logits`).
     static constexpr ::llvm::StringLiteral kNameAttrName = "meg.name";
     /// A kernel function's #meg.kernel_strategy.

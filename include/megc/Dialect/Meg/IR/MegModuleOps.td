@@ -23,21 +23,27 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     gradient and no optimizer state. A `state` parameter is training state
     (optimizer moments, step count) that meg-optimizer adds: persistent like
     a weight, never trained, and not part of model checkpoints.
+    `aliases` are other names checkpoints may hold the parameter under (a
+    tied `lm_head.weight` is `model.embed_tokens.weight`); no parameter may
+    be named like another's alias.
 
     ```mlir
     meg.param @model.layers.0.self_attn.q_proj.weight : tensor<4096x4096xbf16>
         init #meg.init<normal(0.02)>
     meg.param frozen @model.norm.weight : tensor<4096xbf16> init #meg.init<ones>
+    meg.param @model.embed_tokens.weight : tensor<151936x1024xbf16>
+        init #meg.init<normal(0.02)> aliases ["lm_head.weight"]
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Meg_FloatTensor>:$type,
                        Meg_InitAttr:$init,
                        UnitAttr:$frozen, UnitAttr:$state,
-                       OptionalAttr<Meg_ShardingAttr>:$sharding);
+                       OptionalAttr<Meg_ShardingAttr>:$sharding,
+                       OptionalAttr<StrArrayAttr>:$aliases);
   let assemblyFormat = [{
     (`frozen` $frozen^)? (`state` $state^)? $sym_name `:` $type `init` qualified($init)
-    (`sharding` qualified($sharding)^)? attr-dict
+    (`sharding` qualified($sharding)^)? (`aliases` $aliases^)? attr-dict
   }];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {

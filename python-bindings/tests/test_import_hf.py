@@ -1,0 +1,72 @@
+"""megc.import_hf: the IR `megc import` writes, Hugging Face checkpoints
+loaded and saved by a Session, and errors that name the config field. The
+models and their transformers outputs are the fixtures of the end-to-end
+tests (test/e2e/hf-fixtures)."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import megc
+from conftest import ROOT
+
+FIXTURES = ROOT / "test" / "e2e" / "hf-fixtures"
+
+
+def read_safetensors(path):
+    """name -> array for the F32 and I32 tensors of a file."""
+    data = path.read_bytes()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    kinds = {"F32": np.float32, "I32": np.int32}
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        tensors[name] = np.frombuffer(data[8 + size + begin:8 + size + end],
+                                      kinds[info["dtype"]]).reshape(
+                                          info["shape"])
+    return tensors
+
+
+def test_import_matches_cli(tools):
+    source = FIXTURES / "qwen3"
+    cli = tools.run("megc", "import", source, "--seq", 8, "--batch", 2,
+                    "--train", "--lr", 0.01).decode()
+    assert megc.import_hf(source, seq=8, batch=2, train=True, lr=0.01) == cli
+
+
+def test_session_runs_and_saves_hf_checkpoints(tmp_path):
+    source = FIXTURES / "qwen3"
+    reference = read_safetensors(source / "reference.safetensors")
+    session = megc.Session(
+        megc.compile(megc.import_hf(source, seq=8, batch=2)), device="cpu")
+    session.load_params(source)
+    logits = session.run("forward", {"input_ids": reference["input_ids"]})
+    error = (np.linalg.norm(logits["logits"] - reference["logits"]) /
+             np.linalg.norm(reference["logits"]))
+    assert error < 1e-5
+
+    session.save_params(tmp_path, max_shard_bytes=40_000)
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    assert "lm_head.weight" not in index["weight_map"]
+    assert len(set(index["weight_map"].values())) > 1
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config == json.loads((source / "config.json").read_text())
+    again = megc.Session(session.program, device="cpu")
+    again.load_params(tmp_path)
+    for name, value in session.parameters().items():
+        np.testing.assert_array_equal(again.parameter(name), value)
+
+
+def test_unsupported_field_names_it(tmp_path):
+    config = json.loads((FIXTURES / "llama" / "config.json").read_text())
+    config["rope_parameters"]["rope_type"] = "dynamic"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(megc.Error, match="field 'rope_type' is 'dynamic'"):
+        megc.import_hf(tmp_path, seq=8, batch=2)
+    with pytest.raises(megc.Error, match="needs --seq and --batch"):
+        megc.import_hf(FIXTURES / "llama", seq=None, batch=2)
