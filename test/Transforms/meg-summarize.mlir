@@ -28,6 +28,7 @@ module attributes {meg.optimizer = #meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 
 // RUN: megc gen llama --layers 2 --hidden 128 --heads 8 --kv-heads 2 --ffn 352 --vocab 512 --seq 64 --batch 2 | megc-opt --meg-summarize -o /dev/null | FileCheck %s --check-prefix=DOC
 // DOC: meg model summary
 // DOC-NEXT: parameters: 21 tensors, 0.48 M elements, 1.9 MB (trainable 21, frozen 0)
+// DOC-NEXT: meg.hf_config: LlamaForCausalLM (Hugging Face config)
 // DOC-NEXT: func @forward: 98 ops
 // DOC-NEXT: meg.param_ref 21
 // DOC-NEXT: meg.linear 15

@@ -22,6 +22,8 @@ of an artifact and altered safetensors checkpoints.
       OUT is the safetensors file IN without tensor NAME.
   make_inputs.py f16-param IN OUT NAME
       OUT is IN with tensor NAME stored as F16.
+  make_inputs.py i32-param IN OUT NAME
+      OUT is IN with tensor NAME stored as I32.
   make_inputs.py reshape-param IN OUT NAME DIM,DIM...
       OUT is IN with tensor NAME cut or zero-padded to the given shape.
 """
@@ -124,14 +126,14 @@ def read_safetensors(path):
 
 
 def write_safetensors(path, tensors):
-    """tensors: name -> float32 or float16 array."""
+    """tensors: name -> float32, float16 or int32 array."""
     header, blobs, offset = {}, [], 0
+    kinds = {np.dtype(np.float16): "F16", np.dtype(np.int32): "I32"}
     for name, array in tensors.items():
-        f16 = array.dtype == np.float16
-        blob = np.ascontiguousarray(array).tobytes()
-        if not f16:
-            blob = np.ascontiguousarray(array, np.float32).tobytes()
-        header[name] = {"dtype": "F16" if f16 else "F32",
+        kind = kinds.get(array.dtype, "F32")
+        blob = np.ascontiguousarray(
+            array, None if kind != "F32" else np.float32).tobytes()
+        header[name] = {"dtype": kind,
                         "shape": list(array.shape),
                         "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
@@ -177,6 +179,10 @@ def main(argv):
     elif command == "f16-param":
         tensors = read_safetensors(args[0])
         tensors[args[2]] = tensors[args[2]].astype(np.float16)
+        write_safetensors(args[1], tensors)
+    elif command == "i32-param":
+        tensors = read_safetensors(args[0])
+        tensors[args[2]] = tensors[args[2]].astype(np.int32)
         write_safetensors(args[1], tensors)
     elif command == "reshape-param":
         tensors = read_safetensors(args[0])

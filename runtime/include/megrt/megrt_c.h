@@ -109,8 +109,11 @@ int megrt_session_world_size(const megrt_session *session);
 
 megrt_status megrt_session_init_parameters(megrt_session *session,
                                            uint64_t seed);
-/* Model weights by name from a safetensors file; `allow_extra` non-zero
- * ignores tensors that are not parameters. Nothing changes on failure. */
+/* Model weights by name from a safetensors file or a Hugging Face model
+ * directory (model.safetensors or a sharded index; saving to a directory,
+ * or a path ending in '/', writes that layout with config.json and shards
+ * of at most 50 GB); `allow_extra` non-zero ignores tensors that are not
+ * parameters. Nothing changes on failure. */
 megrt_status megrt_session_load_parameters(megrt_session *session,
                                            const char *path, int allow_extra);
 megrt_status megrt_session_save_parameters(megrt_session *session,

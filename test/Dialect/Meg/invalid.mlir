@@ -1670,3 +1670,21 @@ module attributes {meg.kernel_strategy = #meg.kernel_strategy<serial, domain = [
 func.func @in_place_range(%x: memref<4xf32>) attributes {meg.in_place = array<i64: 1>} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{alias "lm_head.weight" is also an alias of @other}}
+meg.param @model.embed_tokens.weight : tensor<8x4xf32> init #meg.init<normal(0.02)> aliases ["lm_head.weight"]
+meg.param @other : tensor<8x4xf32> init #meg.init<normal(0.02)> aliases ["lm_head.weight"]
+
+// -----
+
+// expected-error @+1 {{alias 'lm_head.weight' is the name of another symbol}}
+meg.param @model.embed_tokens.weight : tensor<8x4xf32> init #meg.init<normal(0.02)> aliases ["lm_head.weight"]
+meg.param @lm_head.weight : tensor<8x4xf32> init #meg.init<normal(0.02)>
+
+// -----
+
+// expected-error @+1 {{'meg.hf_config' must be a JSON object}}
+module attributes {meg.hf_config = "[1, 2]"} {
+}

@@ -10,6 +10,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::meg {
@@ -21,6 +22,23 @@ using namespace mlir;
 using namespace mlir::meg;
 
 namespace {
+
+/// The architecture a verified meg.hf_config names, or "(no architecture)".
+std::string hfArchitecture(StringAttr config) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(config);
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return "(invalid)";
+  }
+  const llvm::json::Object *object = value->getAsObject();
+  const llvm::json::Array *list =
+      object ? object->getArray("architectures") : nullptr;
+  if (list && !list->empty())
+    if (std::optional<StringRef> name = (*list)[0].getAsString())
+      return name->str();
+  return "(no architecture)";
+}
+
 
 /// Bytes of one element of a parameter's element type.
 int64_t elementBytes(Type type) {
@@ -89,10 +107,15 @@ struct MegSummarizePass
       printGroup(os, submesh.getMeshAttr(), submesh.getAxesAttr());
       os << "\n";
     }
-    for (NamedAttribute attr : module->getAttrs())
-      if (attr.getName().getValue().starts_with("meg."))
-        os << "  " << attr.getName().getValue() << " = " << attr.getValue()
-           << "\n";
+    for (NamedAttribute attr : module->getAttrs()) {
+      StringRef name = attr.getName().getValue();
+      if (name == MegDialect::kHfConfigAttrName)
+        os << "  " << name << ": "
+           << hfArchitecture(cast<StringAttr>(attr.getValue()))
+           << " (Hugging Face config)\n";
+      else if (name.starts_with("meg."))
+        os << "  " << name << " = " << attr.getValue() << "\n";
+    }
     for (auto func : module.getOps<func::FuncOp>()) {
       llvm::MapVector<StringRef, int64_t> counts;
       int64_t total = 0;

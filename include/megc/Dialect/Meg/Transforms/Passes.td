@@ -26,6 +26,7 @@ def MegSummarize : Pass<"meg-summarize", "::mlir::ModuleOp"> {
         | megc-opt --meg-summarize -o /dev/null
     meg model summary
       parameters: 21 tensors, 0.48 M elements, 1.9 MB (trainable 21, frozen 0)
+      meg.hf_config: LlamaForCausalLM (Hugging Face config)
       func @forward: 98 ops
         meg.param_ref 21
         meg.linear 15
