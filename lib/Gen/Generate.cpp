@@ -274,7 +274,8 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
   auto config = mlir::meg::AdamWAttr::getChecked(
       [&]() { return mlir::emitError(module.getLoc()); }, module.getContext(),
       APFloat(o.learningRate.value_or(1e-3)), APFloat(beta1), APFloat(beta2),
-      APFloat(o.adamEps.value_or(1e-8)), APFloat(o.weightDecay.value_or(0.0)));
+      APFloat(o.adamEps.value_or(1e-8)), APFloat(o.weightDecay.value_or(0.0)),
+      APFloat(o.clipGrad.value_or(0.0)));
   if (!config)
     return genError("invalid AdamW settings (see above)");
   module->setAttr(mlir::meg::MegDialect::kOptimizerAttrName, config);

@@ -128,7 +128,9 @@ void checkTiling(std::vector<TensorEntry> entries, uint64_t dataBytes,
 
 } // namespace
 
-std::map<std::string, Tensor> readSafetensors(const std::string &path) {
+std::map<std::string, Tensor>
+readSafetensors(const std::string &path,
+                std::map<std::string, std::string> *metadata) {
   std::vector<uint8_t> bytes = readFile(path);
   std::string file = concat("safetensors file '", path, "'");
   if (bytes.size() < kLengthBytes)
@@ -158,8 +160,20 @@ std::map<std::string, Tensor> readSafetensors(const std::string &path) {
 
   std::vector<TensorEntry> entries;
   for (const auto &[name, info] : header.members) {
-    if (name == "__metadata__")
+    if (name == "__metadata__") {
+      if (!metadata)
+        continue;
+      if (info.kind != JsonValue::Kind::Object)
+        fail(file, ": \"__metadata__\" is ", info.kindName(),
+             ", expected an object of strings");
+      for (const auto &[key, value] : info.members) {
+        if (value.kind != JsonValue::Kind::String)
+          fail(file, ": \"__metadata__\"[\"", key, "\"] is ",
+               value.kindName(), ", expected a string");
+        (*metadata)[key] = value.text;
+      }
       continue;
+    }
     entries.push_back(parseTensorEntry(name, info, dataBytes,
                                        concat(file, ": tensor '", name, "'")));
   }

@@ -308,15 +308,19 @@ void Session::initParameters(uint64_t seed) {
 }
 
 void Session::loadParameters(const std::string &path, bool allowExtra) {
-  load(path, allowExtra, /*withState=*/false);
+  load(path, allowExtra, /*withState=*/false, nullptr);
 }
 
-void Session::loadState(const std::string &path) {
-  load(path, /*allowExtra=*/false, /*withState=*/true);
+std::map<std::string, std::string> Session::loadState(const std::string &path) {
+  std::map<std::string, std::string> metadata;
+  load(path, /*allowExtra=*/false, /*withState=*/true, &metadata);
+  return metadata;
 }
 
-void Session::load(const std::string &path, bool allowExtra, bool withState) {
-  std::map<std::string, Tensor> tensors = readCheckpoint(path);
+void Session::load(const std::string &path, bool allowExtra, bool withState,
+                   std::map<std::string, std::string> *metadata) {
+  std::map<std::string, Tensor> tensors =
+      metadata ? readSafetensors(path, metadata) : readCheckpoint(path);
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   auto wanted = [&](const ParameterSpec &spec) {
     return withState || !spec.state;
@@ -383,19 +387,22 @@ void Session::load(const std::string &path, bool allowExtra, bool withState) {
 
 void Session::saveParameters(const std::string &path,
                              uint64_t maxShardBytes) const {
-  save(path, /*withState=*/false, maxShardBytes);
+  save(path, /*withState=*/false, maxShardBytes, {});
 }
 
-void Session::saveState(const std::string &path) const {
+void Session::saveState(
+    const std::string &path,
+    const std::map<std::string, std::string> &metadata) const {
   if (isCheckpointDirectory(path))
     fail("cannot save the training state to the directory '", path,
          "': the state goes into one .safetensors file (directories take "
          "model weights in Hugging Face layout)");
-  save(path, /*withState=*/true, 0);
+  save(path, /*withState=*/true, 0, metadata);
 }
 
 void Session::save(const std::string &path, bool withState,
-                   uint64_t maxShardBytes) const {
+                   uint64_t maxShardBytes,
+                   const std::map<std::string, std::string> &metadata) const {
   std::vector<std::pair<std::string, Tensor>> tensors;
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   bool writer = impl_->rank == 0;
@@ -418,9 +425,11 @@ void Session::save(const std::string &path, bool withState,
                              maxShardBytes);
     return;
   }
-  writeSafetensors(path, std::map<std::string, Tensor>(
-                             std::make_move_iterator(tensors.begin()),
-                             std::make_move_iterator(tensors.end())));
+  writeSafetensors(path,
+                   std::map<std::string, Tensor>(
+                       std::make_move_iterator(tensors.begin()),
+                       std::make_move_iterator(tensors.end())),
+                   metadata);
 }
 
 const Tensor &Session::parameter(std::string_view name) const {

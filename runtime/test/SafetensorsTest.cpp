@@ -213,10 +213,21 @@ TEST(SessionParameters, ShapeAndDTypeMismatchNameBoth) {
   Session session = twoParameterSession(1);
   EXPECT_EQ(loadError(session, path),
             "'" + path + "': parameter 'w' has shape [3,4], expected [4,3]");
-  writeSafetensors(path, {{"w", Tensor(DType::F32, {4, 3})},
-                          {"ids", Tensor(DType::I64, {5})}});
+  writeSafetensors(path, {{"w", Tensor(DType::BF16, {4, 3})},
+                          {"ids", Tensor(DType::I32, {5})}});
   EXPECT_EQ(loadError(session, path),
-            "'" + path + "': parameter 'w' has dtype f32, expected bf16");
+            "'" + path + "': parameter 'ids' has dtype i32, expected i64");
+}
+
+TEST(SessionParameters, WeightsOfAnotherFloatDTypeAreConverted) {
+  std::string path = tempPath("f32-into-bf16.safetensors");
+  std::vector<float> values = testValues(12, 9);
+  writeSafetensors(path, {{"w", Tensor::fromFloats(DType::F32, {4, 3}, values)},
+                          {"ids", Tensor(DType::I64, {5})}});
+  Session session = twoParameterSession(1);
+  EXPECT_EQ(loadError(session, path), "(loaded)");
+  EXPECT_EQ(session.parameter("w"),
+            Tensor::fromFloats(DType::BF16, {4, 3}, values));
 }
 
 TEST(SessionParameters, ExtraTensorsNeedAllowExtra) {

@@ -10,7 +10,8 @@ Blocks by info string:
                           non-zero and every line of the next fenced block
                           must appear in the output.
   python [cuda|gpu]       run by /usr/bin/python3 with the built package.
-  LANG file=NAME          written to NAME, for the blocks after it to use.
+  LANG file=NAME          written to NAME (directories made as needed), for
+                          the blocks after it to use.
   anything else           shown only (output, IR, API sketches).
 `cuda` blocks need the CUDA toolkit's ptxas, `gpu` blocks a CUDA GPU with a
 driver; without them they are reported as skipped. The tools of BUILD/bin
@@ -96,6 +97,7 @@ def run_page(page, build, tmp, available):
         where = f"{page.name}:{line}"
         files = [a[len("file="):] for a in attrs if a.startswith("file=")]
         if files:
+            (work / files[0]).parent.mkdir(parents=True, exist_ok=True)
             (work / files[0]).write_text(text)
             continue
         if language == "sh":

@@ -15,6 +15,7 @@
 #include "megrt/Error.h"
 #include "megrt/Npy.h"
 #include "megrt/Session.h"
+#include "megrt/TokenDataset.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -25,10 +26,15 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace {
+
+/// The training state's metadata key for the --data stream position.
+const std::string kDataPositionKey = "megc.data_position";
 
 const char *kUsage =
     "usage: megc-run MODEL.megc --entry NAME [--device cpu|cuda[:N]]\n"
@@ -39,11 +45,19 @@ const char *kUsage =
     "                [--save-state FILE.safetensors] [--load-state FILE]\n"
     "                [--allow-extra-params] [--warmup N] [--no-cuda-graphs]\n"
     "                [--trace FILE.json] [--comm-timeout SECONDS]\n"
-    "                [--threads N]\n";
+    "                [--threads N]\n"
+    "                [--data FILE [--data-dtype uint16|uint32] [--data-seed N]]\n"
+    "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
   std::string saveParams, saveState, loadState, trace;
+  /// Token files: --data feeds input_ids and labels of every step, in
+  /// order or shuffled by dataSeed; --eval-data the loss entry every
+  /// evalEvery steps, evalBatches batches from its start.
+  std::string data, evalData, dataDType = "uint16";
+  std::optional<uint64_t> dataSeed;
+  int64_t evalEvery = 0, evalBatches = 1;
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
   int64_t warmup = 0;
@@ -122,6 +136,29 @@ Options parse(int argc, char **argv) {
         usageError("--max-shard-size expects a positive size such as "
                    "5GB, 500MB or 1048576, got '" +
                    text + "'");
+    } else if (arg == "--data") {
+      options.data = value(i);
+    } else if (arg == "--eval-data") {
+      options.evalData = value(i);
+    } else if (arg == "--data-dtype") {
+      options.dataDType = value(i);
+      if (options.dataDType != "uint16" && options.dataDType != "uint32")
+        usageError("--data-dtype expects uint16 or uint32, got '" +
+                   options.dataDType + "'");
+    } else if (arg == "--data-seed") {
+      std::string text = value(i);
+      uint64_t seed = 0;
+      if (!parseCount(text, seed))
+        usageError("--data-seed expects a non-negative integer, got '" + text +
+                   "'");
+      options.dataSeed = seed;
+    } else if (arg == "--eval-every" || arg == "--eval-batches") {
+      std::string text = value(i);
+      uint64_t count = 0;
+      if (!parseCount(text, count) || count < 1 || count > (1ull << 40))
+        usageError(arg + " expects a positive integer, got '" + text + "'");
+      (arg == "--eval-every" ? options.evalEvery : options.evalBatches) =
+          static_cast<int64_t>(count);
     } else if (arg == "--save-state") {
       options.saveState = value(i);
     } else if (arg == "--load-state") {
@@ -181,7 +218,43 @@ Options parse(int argc, char **argv) {
     usageError("no artifact given");
   if (options.entry.empty())
     usageError("--entry is required");
+  if (options.data.empty() &&
+      (options.dataSeed || !options.evalData.empty()))
+    usageError(std::string(options.dataSeed ? "--data-seed" : "--eval-data") +
+               " needs --data");
+  if (!options.data.empty() &&
+      (options.inputs.count("input_ids") || options.inputs.count("labels")))
+    usageError("--data gives input_ids and labels; do not pass them with "
+               "--input");
+  if (options.evalData.empty() && options.evalEvery)
+    usageError("--eval-every needs --eval-data");
   return options;
+}
+
+/// The rows of the global batch an entry's token input takes (its dim 0
+/// times the data-parallel group it is split over) and its sequence length;
+/// the entry must take input_ids and labels as i32 [batch, seq].
+std::pair<int64_t, int64_t> tokenBatchShape(const megrt::Program &program,
+                                            const std::string &entryName,
+                                            const std::string &flag) {
+  const megrt::EntrySpec *entry = program.findEntry(entryName);
+  if (!entry)
+    throw megrt::Error(flag + ": the artifact has no entry '" + entryName +
+                       "'");
+  const megrt::TensorSpec *ids = nullptr;
+  bool labels = false;
+  for (const megrt::TensorSpec &input : entry->inputs) {
+    if (input.name == "input_ids")
+      ids = &input;
+    labels |= input.name == "labels";
+  }
+  if (!ids || !labels || ids->dtype != megrt::DType::I32 ||
+      ids->shape.size() != 2)
+    throw megrt::Error(flag + " feeds input_ids and labels (i32 [batch, "
+                       "seq]), which entry '" +
+                       entryName + "' does not take");
+  int64_t group = ids->split ? program.submeshes()[*ids->split].size : 1;
+  return {ids->shape[0] * group, ids->shape[1]};
 }
 
 /// A one-line rendering of a scalar output, or empty for larger tensors.
@@ -236,37 +309,97 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
               << program.describeMesh() << std::endl;
   if (!init)
     session.loadParameters(options.params, options.allowExtraParams);
+  std::map<std::string, std::string> resumed;
   if (!options.loadState.empty())
-    session.loadState(options.loadState);
+    resumed = session.loadState(options.loadState);
 
   std::map<std::string, megrt::Tensor> inputs;
   for (const auto &[name, path] : options.inputs)
     inputs[name] = megrt::readNpy(path);
 
+  // Token data: every rank reads the global batch; the Session hands each
+  // data-parallel rank its rows.
+  std::unique_ptr<megrt::TokenDataset> data, evalData;
+  int64_t rows = 0, evalRows = 0;
+  megrt::TokenDatasetOptions dataOptions;
+  dataOptions.dtype = megrt::parseTokenDType(options.dataDType);
+  dataOptions.vocab = megrt::vocabSizeOf(program).value_or(0);
+  if (!options.data.empty()) {
+    auto [batchRows, seq] = tokenBatchShape(program, options.entry, "--data");
+    rows = batchRows;
+    megrt::TokenDatasetOptions train = dataOptions;
+    train.shuffleSeed = options.dataSeed;
+    data = std::make_unique<megrt::TokenDataset>(options.data, seq, train);
+    if (auto position = resumed.find(kDataPositionKey);
+        position != resumed.end()) {
+      uint64_t value = 0;
+      if (!parseCount(position->second, value))
+        throw megrt::Error("'" + options.loadState + "': metadata " +
+                           kDataPositionKey + " = '" + position->second +
+                           "' is not a count");
+      data->setPosition(value);
+    }
+    if (lead)
+      std::cout << "megc-run: --data " << options.data << ": "
+                << data->numTokens() << " tokens, " << data->numWindows()
+                << " windows of " << seq << " + 1, " << rows
+                << " a step, from window " << data->position() << std::endl;
+  }
+  if (!options.evalData.empty()) {
+    auto [batchRows, seq] = tokenBatchShape(program, "loss", "--eval-data");
+    evalRows = batchRows;
+    evalData =
+        std::make_unique<megrt::TokenDataset>(options.evalData, seq,
+                                              dataOptions);
+  }
+  auto evaluate = [&](int64_t step) {
+    double sum = 0;
+    for (int64_t k = 0; k < options.evalBatches; ++k) {
+      std::map<std::string, megrt::Tensor> batch;
+      evalData->windows(static_cast<uint64_t>(k * evalRows), evalRows,
+                        batch["input_ids"], batch["labels"]);
+      sum += *session.run("loss", batch).at("loss").dataAs<float>();
+    }
+    if (lead)
+      std::cout << "eval step " << step << " loss "
+                << sum / static_cast<double>(options.evalBatches) << " ("
+                << options.evalBatches << " batches)" << std::endl;
+  };
+
   std::map<std::string, megrt::Tensor> outputs;
   // Warm-up steps take the first run's costs (allocation, graph capture)
   // out of the timed ones.
+  if (data && options.warmup > 0)
+    throw megrt::Error("--warmup repeats steps, which would consume --data "
+                       "windows; use it without --data");
   for (int64_t step = 0; step < options.warmup; ++step)
     outputs = session.run(options.entry, inputs);
   std::vector<double> times;
   for (int64_t step = 1; step <= options.steps; ++step) {
+    if (data)
+      data->next(rows, inputs["input_ids"], inputs["labels"]);
     auto start = std::chrono::steady_clock::now();
     outputs = session.run(options.entry, inputs);
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
     times.push_back(ms);
-    if (!lead)
-      continue;
-    std::cout << "step " << step << "/" << options.steps << " " << options.entry
-              << " " << ms << " ms";
-    for (const auto &[name, tensor] : outputs) {
-      std::string scalar = scalarText(tensor);
-      if (!scalar.empty())
-        std::cout << " " << name << " " << scalar;
+    if (lead) {
+      std::cout << "step " << step << "/" << options.steps << " "
+                << options.entry << " " << ms << " ms";
+      for (const auto &[name, tensor] : outputs) {
+        std::string scalar = scalarText(tensor);
+        if (!scalar.empty())
+          std::cout << " " << name << " " << scalar;
+      }
+      std::cout << std::endl;
     }
-    std::cout << std::endl;
+    // Every rank evaluates: the loss entry communicates.
+    if (evalData && options.evalEvery && step % options.evalEvery == 0)
+      evaluate(step);
   }
+  if (evalData && (!options.evalEvery || options.steps % options.evalEvery))
+    evaluate(options.steps);
   if (lead && times.size() > 1)
     std::cout << "median step ms: " << median(times) << " (" << times.size()
               << " steps)" << std::endl;
@@ -277,8 +410,12 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   }
   if (!options.saveParams.empty())
     session.saveParameters(options.saveParams, options.maxShardBytes);
-  if (!options.saveState.empty())
-    session.saveState(options.saveState);
+  if (!options.saveState.empty()) {
+    std::map<std::string, std::string> metadata;
+    if (data)
+      metadata[kDataPositionKey] = std::to_string(data->position());
+    session.saveState(options.saveState, metadata);
+  }
   // Written here rather than by the Session's destructor, so that a trace
   // that cannot be written is an error. Each rank writes its own.
   if (!options.trace.empty())

@@ -43,6 +43,14 @@ struct GenOptions {
   /// `frozen`.
   bool train = false;
   std::optional<double> learningRate, weightDecay, adamEps;
+  /// Global gradient-norm clipping (0: off).
+  std::optional<double> clipGrad;
+  /// The learning-rate schedule: constant, linear, cosine or wsd, with
+  /// its warmup, decay and WSD decay steps, the floor and the start of the
+  /// warmup; wsdStyle linear, cosine, exponential or minus_sqrt.
+  std::optional<std::string> lrSchedule, wsdStyle;
+  std::optional<int64_t> warmupSteps, decaySteps, wsdDecaySteps;
+  std::optional<double> minLr, warmupInitLr;
   /// `B1,B2`, as the flag takes it.
   std::optional<std::string> betas;
   /// KEY=DTYPE pairs in the order given, over param, main_params,

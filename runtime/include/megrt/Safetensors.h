@@ -12,7 +12,10 @@ namespace megrt {
 /// Reads every tensor of the file. Supports dtypes F32, BF16, F16, I32 and
 /// I64; anything else, a truncated file, a malformed header or data offsets
 /// that do not tile the data section exactly is an error naming the file.
-std::map<std::string, Tensor> readSafetensors(const std::string &path);
+/// `metadata`, when given, receives the header's "__metadata__" strings.
+std::map<std::string, Tensor>
+readSafetensors(const std::string &path,
+                std::map<std::string, std::string> *metadata = nullptr);
 
 /// Writes the tensors in name order with an 8-byte aligned header.
 /// `metadata` becomes the header's "__metadata__" object when not empty.

@@ -132,9 +132,13 @@ public:
   void saveParameters(const std::string &path,
                       uint64_t maxShardBytes = 50'000'000'000) const;
   /// The full training state: model weights, optimizer moments and step
-  /// count, every one required on load. Loaded and saved like the weights.
-  void loadState(const std::string &path);
-  void saveState(const std::string &path) const;
+  /// count, every one required on load. Loaded and saved like the weights,
+  /// as one safetensors file whose metadata holds `metadata` (what the
+  /// caller needs to resume, such as a data position); loadState returns
+  /// the file's metadata.
+  std::map<std::string, std::string> loadState(const std::string &path);
+  void saveState(const std::string &path,
+                 const std::map<std::string, std::string> &metadata = {}) const;
 
   /// On the CPU the reference shows the parameter live; on a CUDA device it
   /// shows its value as of this call (call again after a run). For a
@@ -160,9 +164,10 @@ public:
   void writeTrace();
 
 private:
-  void load(const std::string &path, bool allowExtra, bool withState);
-  void save(const std::string &path, bool withState,
-            uint64_t maxShardBytes) const;
+  void load(const std::string &path, bool allowExtra, bool withState,
+            std::map<std::string, std::string> *metadata);
+  void save(const std::string &path, bool withState, uint64_t maxShardBytes,
+            const std::map<std::string, std::string> &metadata) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -240,7 +240,7 @@ PrecisionAttr::verify(function_ref<InFlightDiagnostic()> emitError, Type param,
 LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 APFloat lrValue, APFloat beta1Value,
                                 APFloat beta2Value, APFloat epsValue,
-                                APFloat weightDecayValue) {
+                                APFloat weightDecayValue, APFloat clipValue) {
   double lr = lrValue.convertToDouble();
   double beta1 = beta1Value.convertToDouble();
   double beta2 = beta2Value.convertToDouble();
@@ -256,6 +256,35 @@ LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expects eps > 0, got " << eps;
   if (!(std::isfinite(weightDecay) && weightDecay >= 0.0))
     return emitError() << "expects weight_decay >= 0, got " << weightDecay;
+  double clip = clipValue.convertToDouble();
+  if (!(std::isfinite(clip) && clip >= 0.0))
+    return emitError() << "expects clip_grad >= 0 (0: no clipping), got "
+                       << clip;
+  return success();
+}
+
+LogicalResult LrScheduleAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, LrScheduleKind kind,
+    int64_t warmup, int64_t decay, APFloat minLrValue, APFloat initLrValue,
+    int64_t wsdDecay, WsdDecayStyle, FlatSymbolRefAttr, FlatSymbolRefAttr) {
+  double minLr = minLrValue.convertToDouble();
+  double initLr = initLrValue.convertToDouble();
+  if (warmup < 0 || decay < 0 || wsdDecay < 0)
+    return emitError() << "expects warmup, decay and wsd_decay >= 0, got "
+                       << warmup << ", " << decay << " and " << wsdDecay;
+  if (!(std::isfinite(minLr) && minLr >= 0.0) ||
+      !(std::isfinite(initLr) && initLr >= 0.0))
+    return emitError() << "expects min_lr and init_lr >= 0, got " << minLr
+                       << " and " << initLr;
+  if (kind != LrScheduleKind::constant && decay <= warmup)
+    return emitError() << "expects decay (" << decay
+                       << " steps) > warmup (" << warmup << " steps) for a "
+                       << stringifyLrScheduleKind(kind) << " schedule";
+  if (kind == LrScheduleKind::wsd && (wsdDecay < 1 || wsdDecay > decay - warmup))
+    return emitError() << "expects wsd_decay in [1, decay - warmup = "
+                       << decay - warmup << "], got " << wsdDecay;
+  if (kind != LrScheduleKind::wsd && wsdDecay != 0)
+    return emitError() << "wsd_decay applies to the wsd schedule only";
   return success();
 }
 

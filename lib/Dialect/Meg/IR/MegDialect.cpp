@@ -99,6 +99,27 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
       return failure();
     return success();
   }
+  if (name == kLrScheduleAttrName) {
+    auto schedule = dyn_cast<LrScheduleAttr>(attr.getValue());
+    if (!schedule)
+      return op->emitError()
+             << "'" << name << "' expects a #meg.lr_schedule attribute";
+    if (failed(expectModule()))
+      return failure();
+    auto adamw = op->getAttrOfType<AdamWAttr>(kOptimizerAttrName);
+    if (!adamw)
+      return op->emitError() << "'" << name << "' needs '"
+                             << kOptimizerAttrName << "'";
+    if (schedule.getMinLr().convertToDouble() >
+            adamw.getLr().convertToDouble() ||
+        schedule.getInitLr().convertToDouble() >
+            adamw.getLr().convertToDouble())
+      return op->emitError() << "'" << name
+                             << "': min_lr and init_lr must not exceed the "
+                                "optimizer's lr "
+                             << adamw.getLr().convertToDouble();
+    return success();
+  }
   if (name == kHfConfigAttrName) {
     auto text = dyn_cast<StringAttr>(attr.getValue());
     if (!text)

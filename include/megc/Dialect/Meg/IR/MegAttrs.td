@@ -110,6 +110,12 @@ def Meg_F64Parameter : APFloatParameter<"a 64-bit float"> {
   let parser = "::mlir::meg::parseF64AsAPFloat($_parser)";
 }
 
+def Meg_ClipParameter : APFloatParameter<"a gradient-norm bound, 0 for none"> {
+  let printer = "::mlir::meg::printF64($_printer, $_self.convertToDouble())";
+  let parser = "::mlir::meg::parseF64AsAPFloat($_parser)";
+  let defaultValue = "::llvm::APFloat(0.0)";
+}
+
 def Meg_InitAttr : Meg_Attr<"Init", "init"> {
   let summary = "How a parameter is initialised";
   let description = [{
@@ -217,6 +223,9 @@ def Meg_AdamWAttr : Meg_Attr<"AdamW", "adamw"> {
     Decoupled weight decay with bias correction:
     `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
      p = p - lr (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p)`.
+    With `clip_grad` > 0 (omitted: 0, off) the gradients are first scaled
+    by `min(1, clip_grad / (norm + 1e-6))`, norm being the L2 norm of all
+    trainable gradients in f32 (`torch.nn.utils.clip_grad_norm_`).
 
     ```mlir
     #meg.adamw<lr = 3.0e-4, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8,
@@ -225,7 +234,70 @@ def Meg_AdamWAttr : Meg_Attr<"AdamW", "adamw"> {
   }];
   let parameters = (ins Meg_F64Parameter:$lr, Meg_F64Parameter:$beta1,
                         Meg_F64Parameter:$beta2, Meg_F64Parameter:$eps,
-                        Meg_F64Parameter:$weight_decay);
+                        Meg_F64Parameter:$weight_decay,
+                        Meg_ClipParameter:$clip_grad);
+  let builders = [
+    AttrBuilder<(ins "::llvm::APFloat":$lr, "::llvm::APFloat":$beta1,
+                     "::llvm::APFloat":$beta2, "::llvm::APFloat":$eps,
+                     "::llvm::APFloat":$weight_decay), [{
+      return $_get($_ctxt, lr, beta1, beta2, eps, weight_decay,
+                   ::llvm::APFloat(0.0));
+    }]>
+  ];
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Meg_LrScheduleKind : I32EnumAttr<"LrScheduleKind",
+    "learning-rate schedule after warmup", [
+  I32EnumAttrCase<"constant", 0>, I32EnumAttrCase<"linear", 1>,
+  I32EnumAttrCase<"cosine", 2>, I32EnumAttrCase<"wsd", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::meg";
+}
+def Meg_LrScheduleKindAttr
+    : EnumAttr<Meg_Dialect, Meg_LrScheduleKind, "lr_schedule_kind"> {
+  let assemblyFormat = "$value";
+}
+
+def Meg_WsdDecayStyle : I32EnumAttr<"WsdDecayStyle",
+    "how a warmup-stable-decay schedule decays", [
+  I32EnumAttrCase<"linear", 0>, I32EnumAttrCase<"cosine", 1>,
+  I32EnumAttrCase<"exponential", 2>, I32EnumAttrCase<"minus_sqrt", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::meg";
+}
+def Meg_WsdDecayStyleAttr
+    : EnumAttr<Meg_Dialect, Meg_WsdDecayStyle, "wsd_decay_style"> {
+  let assemblyFormat = "$value";
+}
+
+def Meg_LrScheduleAttr : Meg_Attr<"LrSchedule", "lr_schedule"> {
+  let summary = "Learning-rate schedule of the training step (Megatron's)";
+  let description = [{
+    The learning rate of update n (counted from 0), from the optimizer's
+    `lr` as max_lr, W = `warmup`, D = `decay`: while n <= W (W > 0),
+    `init_lr + (max_lr - init_lr) n / W`; then `constant` keeps max_lr;
+    past D it is `min_lr`; otherwise, with r = (n - W) / (D - W), `min_lr +
+    c (max_lr - min_lr)` with c = 1 - r (`linear`), 0.5 (cos(pi r) + 1)
+    (`cosine`), or for `wsd` 1 until n = D - `wsd_decay` and then the
+    `wsd_style` decay over the last `wsd_decay` steps. The runtime computes
+    it before each step from the step count and writes it to `lr_param`,
+    which `meg-optimizer` declares and records here with `step_param`.
+
+    ```mlir
+    #meg.lr_schedule<kind = cosine, warmup = 100, decay = 10000,
+                     min_lr = 3.0e-5, init_lr = 0.0, wsd_decay = 0,
+                     wsd_style = linear>
+    ```
+  }];
+  let parameters = (ins "::mlir::meg::LrScheduleKind":$kind,
+                        "int64_t":$warmup, "int64_t":$decay,
+                        Meg_F64Parameter:$min_lr, Meg_F64Parameter:$init_lr,
+                        "int64_t":$wsd_decay,
+                        "::mlir::meg::WsdDecayStyle":$wsd_style,
+                        OptionalParameter<"::mlir::FlatSymbolRefAttr">:$lr_param,
+                        OptionalParameter<"::mlir::FlatSymbolRefAttr">:$step_param);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

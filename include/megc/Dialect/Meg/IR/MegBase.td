@@ -53,6 +53,8 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPrecisionAttrName = "meg.precision";
     static constexpr ::llvm::StringLiteral kOptimizerAttrName = "meg.optimizer";
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
+    /// The #meg.lr_schedule of the training step.
+    static constexpr ::llvm::StringLiteral kLrScheduleAttrName = "meg.lr_schedule";
     /// The Hugging Face config.json (a JSON object, as a string) that the
     /// module's model is; checkpoints in Hugging Face layout carry it.
     static constexpr ::llvm::StringLiteral kHfConfigAttrName = "meg.hf_config";
