@@ -65,8 +65,26 @@ static_assert(static_cast<int>(fb::KernelStrategyKind::full_reduction) ==
 static_assert(static_cast<int>(fb::KernelStrategyKind::pointwise) ==
               static_cast<int>(mlir::meg::KernelStrategyKind::pointwise));
 
+// The artifact's schedule enums are the dialect's, value for value.
+static_assert(static_cast<int>(fb::LrScheduleKind::wsd) ==
+              static_cast<int>(mlir::meg::LrScheduleKind::wsd));
+static_assert(static_cast<int>(fb::WsdDecayStyle::minus_sqrt) ==
+              static_cast<int>(mlir::meg::WsdDecayStyle::minus_sqrt));
+
 class Writer {
 public:
+  flatbuffers::Offset<fb::LrSchedule>
+  writeLrSchedule(const ProgramDesc &program) {
+    if (!program.lrSchedule)
+      return 0;
+    const LrScheduleDesc &s = *program.lrSchedule;
+    return fb::CreateLrSchedule(
+        builder, static_cast<fb::LrScheduleKind>(s.kind), s.maxLr, s.minLr,
+        s.initLr, s.warmup, s.decay, s.wsdDecay,
+        static_cast<fb::WsdDecayStyle>(s.wsdStyle), s.lrParameter,
+        s.stepParameter);
+  }
+
   std::string write(const ProgramDesc &program, const CpuModuleDesc *cpuModule,
                     const CudaModuleDesc *cudaModule) {
     std::vector<flatbuffers::Offset<fb::Parameter>> parameters;
@@ -130,7 +148,8 @@ public:
         builder.CreateVector(parameters), builder.CreateVector(entries),
         builder.CreateVector(kernels), cpu, cuda, mesh,
         builder.CreateVector(submeshes), /*checksum=*/1,
-        program.hfConfig.empty() ? 0 : builder.CreateString(program.hfConfig));
+        program.hfConfig.empty() ? 0 : builder.CreateString(program.hfConfig),
+        writeLrSchedule(program));
     // The placeholder makes FlatBuffers store the field; sealing fills it.
     fb::FinishProgramBuffer(builder, root);
     std::string bytes(

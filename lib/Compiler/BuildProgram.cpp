@@ -82,6 +82,8 @@ public:
                                                    sharding.getShape().end());
       }
     }
+    if (failed(describeLrSchedule()))
+      return failure();
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isPrivate() || func.isExternal())
         continue;
@@ -95,6 +97,34 @@ public:
   }
 
 private:
+  /// The schedule's state parameters, as meg-optimizer recorded them.
+  LogicalResult describeLrSchedule() {
+    auto schedule = module->getAttrOfType<LrScheduleAttr>(
+        MegDialect::kLrScheduleAttrName);
+    if (!schedule || !schedule.getLrParam())
+      return success();
+    auto adamw = module->getAttrOfType<AdamWAttr>(MegDialect::kOptimizerAttrName);
+    auto lr = paramIndex.find(schedule.getLrParam().getValue());
+    auto step = paramIndex.find(schedule.getStepParam()
+                                    ? schedule.getStepParam().getValue()
+                                    : "");
+    if (!adamw || lr == paramIndex.end() || step == paramIndex.end())
+      return module.emitError()
+             << "'" << MegDialect::kLrScheduleAttrName
+             << "' names lr and step parameters that are not declared";
+    program.lrSchedule = LrScheduleDesc{
+        static_cast<uint32_t>(schedule.getKind()),
+        adamw.getLr().convertToDouble(),
+        schedule.getMinLr().convertToDouble(),
+        schedule.getInitLr().convertToDouble(),
+        schedule.getWarmup(),
+        schedule.getDecay(),
+        schedule.getWsdDecay(),
+        static_cast<uint32_t>(schedule.getWsdStyle()),
+        static_cast<uint32_t>(lr->second),
+        static_cast<uint32_t>(step->second)};
+    return success();
+  }
   LogicalResult describeMesh();
   FailureOr<uint32_t> submeshIndex(Operation *user, FlatSymbolRefAttr mesh,
                                    ArrayAttr axes);

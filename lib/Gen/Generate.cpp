@@ -253,6 +253,42 @@ Error applyPrecision(mlir::ModuleOp module,
   return Error::success();
 }
 
+/// Sets meg.lr_schedule when a schedule setting is given (without one the
+/// rate is the optimizer's, compiled in).
+Error applyLrSchedule(mlir::ModuleOp module, const GenOptions &o) {
+  bool given = o.lrSchedule || o.warmupSteps || o.decaySteps || o.minLr ||
+               o.warmupInitLr || o.wsdDecaySteps || o.wsdStyle;
+  if (!given)
+    return Error::success();
+  auto kind = mlir::meg::symbolizeLrScheduleKind(o.lrSchedule.value_or("constant"));
+  if (!kind)
+    return genError("--lr-schedule: unknown schedule '" + *o.lrSchedule +
+                    "'; expected constant, linear, cosine or wsd");
+  auto style = mlir::meg::symbolizeWsdDecayStyle(o.wsdStyle.value_or("linear"));
+  if (!style)
+    return genError("--wsd-style: unknown style '" + *o.wsdStyle +
+                    "'; expected linear, cosine, exponential or minus_sqrt");
+  if (*kind != mlir::meg::LrScheduleKind::wsd && (o.wsdDecaySteps || o.wsdStyle))
+    return genError("--wsd-decay-steps and --wsd-style need --lr-schedule wsd");
+  if (*kind != mlir::meg::LrScheduleKind::constant && !o.decaySteps)
+    return genError("--lr-schedule " + *o.lrSchedule + " needs --decay-steps");
+  mlir::MLIRContext *context = module.getContext();
+  std::string diagnostics;
+  auto schedule = mlir::meg::LrScheduleAttr::getChecked(
+      [&]() { return mlir::emitError(module.getLoc()); }, context, *kind,
+      o.warmupSteps.value_or(0), o.decaySteps.value_or(0),
+      APFloat(o.minLr.value_or(0.0)), APFloat(o.warmupInitLr.value_or(0.0)),
+      o.wsdDecaySteps.value_or(0), *style, mlir::FlatSymbolRefAttr(),
+      mlir::FlatSymbolRefAttr());
+  if (!schedule)
+    return genError("invalid learning-rate schedule (see above)");
+  double lr = o.learningRate.value_or(1e-3);
+  if (o.minLr.value_or(0.0) > lr || o.warmupInitLr.value_or(0.0) > lr)
+    return genError("--min-lr and --warmup-init-lr must not exceed --lr");
+  module->setAttr(mlir::meg::MegDialect::kLrScheduleAttrName, schedule);
+  return Error::success();
+}
+
 /// Adds the optimizer attribute and the precision policy, or rejects their
 /// settings without `train`.
 Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
@@ -261,7 +297,15 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
          {Setting{"lr", bool(o.learningRate)},
           Setting{"weight-decay", bool(o.weightDecay)},
           Setting{"betas", bool(o.betas)}, Setting{"adam-eps", bool(o.adamEps)},
-          Setting{"precision", bool(o.precision)}})
+          Setting{"precision", bool(o.precision)},
+          Setting{"clip-grad", bool(o.clipGrad)},
+          Setting{"lr-schedule", bool(o.lrSchedule)},
+          Setting{"warmup-steps", bool(o.warmupSteps)},
+          Setting{"decay-steps", bool(o.decaySteps)},
+          Setting{"min-lr", bool(o.minLr)},
+          Setting{"warmup-init-lr", bool(o.warmupInitLr)},
+          Setting{"wsd-decay-steps", bool(o.wsdDecaySteps)},
+          Setting{"wsd-style", bool(o.wsdStyle)}})
       if (setting.given)
         return genError("--" + setting.flag + " needs --train");
     return Error::success();
@@ -279,6 +323,8 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
   if (!config)
     return genError("invalid AdamW settings (see above)");
   module->setAttr(mlir::meg::MegDialect::kOptimizerAttrName, config);
+  if (Error error = applyLrSchedule(module, o))
+    return error;
   if (o.precision)
     return applyPrecision(module, *o.precision);
   return Error::success();

@@ -139,14 +139,20 @@ const Setting<std::optional<int64_t>> kIntSettings[] = {
     {"batch", &gen::GenOptions::batch},
     {"in_channels", &gen::GenOptions::inChannels},
     {"context_dim", &gen::GenOptions::contextDim},
-    {"bucket_mb", &gen::GenOptions::bucketMb}};
+    {"bucket_mb", &gen::GenOptions::bucketMb},
+    {"warmup_steps", &gen::GenOptions::warmupSteps},
+    {"decay_steps", &gen::GenOptions::decaySteps},
+    {"wsd_decay_steps", &gen::GenOptions::wsdDecaySteps}};
 const Setting<std::optional<double>> kFloatSettings[] = {
     {"rotary_percent", &gen::GenOptions::rotaryPercent},
     {"rope_theta", &gen::GenOptions::ropeTheta},
     {"norm_eps", &gen::GenOptions::normEps},
     {"lr", &gen::GenOptions::learningRate},
     {"weight_decay", &gen::GenOptions::weightDecay},
-    {"adam_eps", &gen::GenOptions::adamEps}};
+    {"adam_eps", &gen::GenOptions::adamEps},
+    {"clip_grad", &gen::GenOptions::clipGrad},
+    {"min_lr", &gen::GenOptions::minLr},
+    {"warmup_init_lr", &gen::GenOptions::warmupInitLr}};
 const Setting<std::optional<std::string>> kTextSettings[] = {
     {"dtype", &gen::GenOptions::dtype},
     {"betas", &gen::GenOptions::betas},
@@ -154,7 +160,9 @@ const Setting<std::optional<std::string>> kTextSettings[] = {
     {"mesh", &gen::GenOptions::mesh},
     {"fsdp", &gen::GenOptions::fsdp},
     {"outer_fsdp", &gen::GenOptions::outerFsdp},
-    {"hf_config", &gen::GenOptions::hfConfig}};
+    {"hf_config", &gen::GenOptions::hfConfig},
+    {"lr_schedule", &gen::GenOptions::lrSchedule},
+    {"wsd_style", &gen::GenOptions::wsdStyle}};
 
 /// Stores `value` in the field `keyword` names, if one of `settings` does.
 template <typename T, size_t N>

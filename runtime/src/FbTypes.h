@@ -49,6 +49,12 @@ inline bool isValid(fb::CollectiveKind kind) {
 inline bool isValid(fb::ReduceOp op) {
   return op >= fb::ReduceOp::MIN && op <= fb::ReduceOp::MAX;
 }
+inline bool isValid(fb::LrScheduleKind kind) {
+  return kind >= fb::LrScheduleKind::MIN && kind <= fb::LrScheduleKind::MAX;
+}
+inline bool isValid(fb::WsdDecayStyle style) {
+  return style >= fb::WsdDecayStyle::MIN && style <= fb::WsdDecayStyle::MAX;
+}
 
 inline DType toDType(fb::DType dtype) { return static_cast<DType>(dtype); }
 

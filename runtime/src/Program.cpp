@@ -10,6 +10,7 @@
 #include "megrt/FormatVersion.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
 namespace megrt {
@@ -194,6 +195,18 @@ void describe(Program::Impl &impl) {
   impl.hasCudaModule = root.cuda() != nullptr;
   readMesh(root, impl);
   impl.hfConfig = toString(root.hf_config());
+  if (const fb::LrSchedule *s = root.lr_schedule())
+    impl.lrSchedule = LrScheduleSpec{
+        static_cast<LrScheduleSpec::Kind>(s->kind()),
+        s->max_lr(),
+        s->min_lr(),
+        s->init_lr(),
+        s->warmup(),
+        s->decay(),
+        s->wsd_decay(),
+        static_cast<LrScheduleSpec::WsdStyle>(s->wsd_style()),
+        s->lr_parameter(),
+        s->step_parameter()};
   impl.checksum = root.checksum();
 }
 
@@ -246,6 +259,54 @@ const std::vector<SubmeshSpec> &Program::submeshes() const {
   return impl_->submeshes;
 }
 const std::string &Program::hfConfig() const { return impl_->hfConfig; }
+const std::optional<LrScheduleSpec> &Program::lrSchedule() const {
+  return impl_->lrSchedule;
+}
+
+double LrScheduleSpec::learningRateAt(int64_t n) const {
+  if (warmup > 0 && n <= warmup)
+    return initLr + (maxLr - initLr) * static_cast<double>(n) /
+                        static_cast<double>(warmup);
+  if (kind == Kind::Constant)
+    return maxLr;
+  if (n > decay)
+    return minLr;
+  double r = static_cast<double>(n - warmup) /
+             static_cast<double>(decay - warmup);
+  double c = 1.0;
+  switch (kind) {
+  case Kind::Linear:
+    c = 1.0 - r;
+    break;
+  case Kind::Cosine:
+    c = 0.5 * (std::cos(M_PI * r) + 1.0);
+    break;
+  case Kind::Wsd: {
+    int64_t stable = decay - wsdDecay;
+    if (n <= stable)
+      break;
+    double q = static_cast<double>(n - stable) / static_cast<double>(wsdDecay);
+    switch (wsdStyle) {
+    case WsdStyle::Linear:
+      c = 1.0 - q;
+      break;
+    case WsdStyle::Cosine:
+      c = 0.5 * (std::cos(M_PI * q) + 1.0);
+      break;
+    case WsdStyle::Exponential:
+      c = 2.0 * std::pow(0.5, q) - 1.0;
+      break;
+    case WsdStyle::MinusSqrt:
+      c = 1.0 - std::sqrt(q);
+      break;
+    }
+    break;
+  }
+  case Kind::Constant:
+    break;
+  }
+  return minLr + c * (maxLr - minLr);
+}
 uint64_t Program::checksum() const { return impl_->checksum; }
 
 std::string Program::describeMesh() const {

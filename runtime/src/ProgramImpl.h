@@ -25,6 +25,7 @@ struct Program::Impl {
   std::optional<MeshSpec> mesh;
   std::vector<SubmeshSpec> submeshes;
   std::string hfConfig;
+  std::optional<LrScheduleSpec> lrSchedule;
   uint64_t checksum = 0;
 };
 

@@ -114,6 +114,41 @@ void verifyCopySource(const fb::Program &program, const fb::Parameter &param) {
   fail(where, ": copies '", source, "', which is not a parameter");
 }
 
+/// The schedule's rates are finite and ordered, its steps consistent, and
+/// it reads and writes f32 scalar training state.
+void verifyLrSchedule(const fb::Program &program,
+                      const fb::LrSchedule &schedule) {
+  if (!isValid(schedule.kind()) || !isValid(schedule.wsd_style()))
+    fail("lr_schedule: invalid kind or WSD style value");
+  double maxLr = schedule.max_lr(), minLr = schedule.min_lr(),
+         initLr = schedule.init_lr();
+  if (!(std::isfinite(maxLr) && maxLr > 0) ||
+      !(std::isfinite(minLr) && minLr >= 0 && minLr <= maxLr) ||
+      !(std::isfinite(initLr) && initLr >= 0 && initLr <= maxLr))
+    fail("lr_schedule: expected 0 <= min_lr, init_lr <= max_lr with max_lr > "
+         "0, found max_lr ",
+         maxLr, ", min_lr ", minLr, ", init_lr ", initLr);
+  int64_t warmup = schedule.warmup(), decay = schedule.decay(),
+          wsdDecay = schedule.wsd_decay();
+  bool constant = schedule.kind() == fb::LrScheduleKind::constant;
+  bool wsd = schedule.kind() == fb::LrScheduleKind::wsd;
+  if (warmup < 0 || (!constant && decay <= warmup) ||
+      (wsd && (wsdDecay < 1 || wsdDecay > decay - warmup)))
+    fail("lr_schedule: inconsistent steps: warmup ", warmup, ", decay ", decay,
+         ", wsd_decay ", wsdDecay);
+  for (auto [index, what] : {std::pair{schedule.lr_parameter(), "lr"},
+                             std::pair{schedule.step_parameter(), "step"}}) {
+    if (index >= sizeOf(program.parameters()))
+      fail("lr_schedule: ", what, " parameter ", index, " of ",
+           sizeOf(program.parameters()));
+    const fb::Parameter &param = *program.parameters()->Get(index);
+    if (!param.state() || param.dtype() != fb::DType::f32 ||
+        sizeOf(param.shape()) != 0 || param.sharding())
+      fail("lr_schedule: the ", what, " parameter '", param.name()->str(),
+           "' must be an unsharded f32 scalar of the training state");
+  }
+}
+
 void verifyParameter(const fb::Parameter &param, const MeshVerifier &mesh,
                      const std::string &where) {
   checkedTensorBytes(param.dtype(), param.shape(), where);
@@ -696,6 +731,8 @@ void verifyProgramSemantics(const fb::Program &program) {
   }
   for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i)
     verifyCopySource(program, *program.parameters()->Get(i));
+  if (const fb::LrSchedule *schedule = program.lr_schedule())
+    verifyLrSchedule(program, *schedule);
 
   names.clear();
   for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i) {

@@ -3,6 +3,7 @@
 
 #include "Device.h"
 #include "Fail.h"
+#include "FbTypes.h"
 #include "MeshLayout.h"
 #include "ParameterInit.h"
 #include "Trace.h"
@@ -172,6 +173,35 @@ struct Session::Impl {
     device->parameterWritten(index);
   }
 
+  /// Writes the schedule's learning rate for the coming update into the lr
+  /// parameter, before an entry that reads it runs.
+  void applyLrSchedule(size_t entry) {
+    const std::optional<LrScheduleSpec> &schedule = program.lrSchedule();
+    if (!schedule || !readsParameter(entry, schedule->lrParameter))
+      return;
+    float done = *read(schedule->stepParameter).dataAs<float>();
+    auto rate = static_cast<float>(
+        schedule->learningRateAt(static_cast<int64_t>(done)));
+    if (*parameters[schedule->lrParameter].dataAs<float>() != rate ||
+        !lrWritten) {
+      write(schedule->lrParameter, &rate);
+      lrWritten = true;
+    }
+    learningRate = rate;
+  }
+
+  /// Whether entry `entry` has a buffer on parameter `index`.
+  bool readsParameter(size_t entry, size_t index) const {
+    const fb::Entry &spec = *fb::GetProgram(program.bytes())->entries()->Get(
+        static_cast<uint32_t>(entry));
+    for (uint32_t i = 0; i < sizeOf(spec.buffers()); ++i) {
+      const fb::Buffer &buffer = *spec.buffers()->Get(i);
+      if (buffer.kind() == fb::BufferKind::parameter && buffer.index() == index)
+        return true;
+    }
+    return false;
+  }
+
   const Tensor &read(size_t index) const {
     device->parameterRead(index);
     return parameters[index];
@@ -265,6 +295,9 @@ struct Session::Impl {
   // ever written in place.
   std::vector<Tensor> parameters;
   std::unique_ptr<Device> device;
+  /// The schedule's rate the last run used, and whether it was written.
+  std::optional<float> learningRate;
+  bool lrWritten = false;
 };
 
 Session::Session(Program program, SessionOptions options)
@@ -494,13 +527,18 @@ Session::run(std::string_view entryName,
         impl_->layout.indexInGroup(*input.split, impl_->rank) * input.shape[0];
     ordered.push_back(&rows.emplace_back(pieceOf(given, first, input.shape)));
   }
-  std::vector<Tensor> outputs =
-      impl_->device->run(spec - program.entries().data(), ordered);
+  size_t entryIndex = spec - program.entries().data();
+  impl_->applyLrSchedule(entryIndex);
+  std::vector<Tensor> outputs = impl_->device->run(entryIndex, ordered);
 
   std::map<std::string, Tensor> results;
   for (size_t i = 0; i < spec->outputs.size(); ++i)
     results.emplace(spec->outputs[i].name, std::move(outputs[i]));
   return results;
+}
+
+std::optional<double> Session::learningRate() const {
+  return impl_->learningRate;
 }
 
 void Session::writeTrace() {

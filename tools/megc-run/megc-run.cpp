@@ -392,6 +392,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
         if (!scalar.empty())
           std::cout << " " << name << " " << scalar;
       }
+      if (std::optional<double> lr = session.learningRate())
+        std::cout << " lr " << *lr;
       std::cout << std::endl;
     }
     // Every rank evaluates: the loss entry communicates.

@@ -92,6 +92,35 @@ cl::opt<std::string> betas("betas", cl::desc("AdamW B1,B2 (--train)"),
                            MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> adamEps("adam-eps", cl::desc("AdamW epsilon (--train)"),
                         MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> clipGrad(
+    "clip-grad",
+    cl::desc("Clip the global L2 norm of the gradients to this (--train; "
+             "0: off); train_step then returns grad_norm"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string> lrSchedule(
+    "lr-schedule",
+    cl::desc("Learning-rate schedule, computed by the runtime each step: "
+             "constant, linear, cosine or wsd (--train)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<int64_t> warmupSteps("warmup-steps",
+                             cl::desc("Linear warmup steps (--lr-schedule)"),
+                             MEGC_BOTH, cl::cat(genCategory));
+cl::opt<int64_t> decaySteps(
+    "decay-steps",
+    cl::desc("Step at which the decay reaches --min-lr (--lr-schedule)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> minLr("min-lr", cl::desc("Floor of the decay (default 0)"),
+                      MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> warmupInitLr(
+    "warmup-init-lr", cl::desc("Learning rate warmup starts from (default 0)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<int64_t> wsdDecaySteps(
+    "wsd-decay-steps", cl::desc("Steps of the final decay (--lr-schedule wsd)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string> wsdStyle(
+    "wsd-style",
+    cl::desc("WSD decay: linear, cosine, exponential, minus_sqrt"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Precision policy KEY=DTYPE,... over param, main_params, "
@@ -157,6 +186,10 @@ gen::GenOptions readOptions() {
   o.train = train;
   o.learningRate = given(learningRate), o.weightDecay = given(weightDecay);
   o.betas = given(betas), o.adamEps = given(adamEps);
+  o.clipGrad = given(clipGrad), o.lrSchedule = given(lrSchedule);
+  o.warmupSteps = given(warmupSteps), o.decaySteps = given(decaySteps);
+  o.minLr = given(minLr), o.warmupInitLr = given(warmupInitLr);
+  o.wsdDecaySteps = given(wsdDecaySteps), o.wsdStyle = given(wsdStyle);
   if (precision.getNumOccurrences())
     o.precision = precisionPairs();
   o.frozen = given(frozen);

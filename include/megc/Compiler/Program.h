@@ -175,6 +175,17 @@ struct ParameterDesc {
   std::vector<int64_t> fullShape;
 };
 
+/// The learning-rate schedule (#meg.lr_schedule with the optimizer's lr as
+/// maximum) and the state parameters it reads and writes; kind and
+/// wsdStyle are the dialect's LrScheduleKind and WsdDecayStyle values.
+struct LrScheduleDesc {
+  uint32_t kind;
+  double maxLr, minLr, initLr;
+  int64_t warmup, decay, wsdDecay;
+  uint32_t wsdStyle;
+  uint32_t lrParameter, stepParameter;
+};
+
 struct MeshDesc {
   std::string name;
   std::vector<std::pair<std::string, int64_t>> axes;
@@ -188,6 +199,7 @@ struct ProgramDesc {
   std::vector<ParameterDesc> parameters;
   /// meg.hf_config of the module, or empty.
   std::string hfConfig;
+  std::optional<LrScheduleDesc> lrSchedule;
   std::vector<EntryDesc> entries;
   std::vector<KernelDesc> kernels;
   /// The kernels as tensor functions (one `func.func` per KernelDesc, same

@@ -34,7 +34,18 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
                                  op.getExpAvgSq(), op.getStep()};
     SmallVector<AffineMap> maps = {identity, identity, identity, identity,
                                    scalar};
-    // a = [param, grad, exp_avg, exp_avg_sq, step]
+    // a = [param, grad, exp_avg, exp_avg_sq, step, (lr), (grad_scale)]
+    int lrIndex = -1, scaleIndex = -1;
+    if (op.getLr()) {
+      lrIndex = inputs.size();
+      inputs.push_back(op.getLr());
+      maps.push_back(scalar);
+    }
+    if (op.getGradScale()) {
+      scaleIndex = inputs.size();
+      inputs.push_back(op.getGradScale());
+      maps.push_back(scalar);
+    }
     auto c = [](OpBuilder &b, Location l, double v) {
       return floatConstant(b, l, b.getF32Type(), v);
     };
@@ -67,8 +78,9 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
               arith::AddFOp::create(b, l, math::SqrtOp::create(b, l, vhat),
                                     c(b, l, eps))),
           arith::MulFOp::create(b, l, c(b, l, decay), a[0]));
-      return arith::SubFOp::create(
-          b, l, a[0], arith::MulFOp::create(b, l, c(b, l, lr), update));
+      Value rate = lrIndex >= 0 ? a[lrIndex] : c(b, l, lr);
+      return arith::SubFOp::create(b, l, a[0],
+                                   arith::MulFOp::create(b, l, rate, update));
     };
     auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
     SmallVector<RankedTensorType> types = {paramType, typeOf(op.getExpAvg()),
@@ -86,6 +98,9 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
           SmallVector<Value> a;
           for (Value arg : args.take_front(inputs.size()))
             a.push_back(toCompute(b, l, arg));
+          // The clipped gradient, one rounding as clip_grad_norm_'s mul_.
+          if (scaleIndex >= 0)
+            a[1] = arith::MulFOp::create(b, l, a[1], a[scaleIndex]);
           Value results[] = {newParam(b, l, a), newExpAvg(b, l, a),
                              newExpAvgSq(b, l, a)};
           SmallVector<Value> stored;

@@ -95,6 +95,22 @@ struct ParameterSpec {
   std::vector<std::string> aliases;
 };
 
+/// Megatron's learning-rate schedule (schema table LrSchedule): before a run
+/// of an entry that reads parameter `lrParameter`, the runtime writes
+/// learningRateAt(n) there, n being the value of `stepParameter` (the
+/// updates done so far, counted from 0).
+struct LrScheduleSpec {
+  enum class Kind { Constant, Linear, Cosine, Wsd };
+  enum class WsdStyle { Linear, Cosine, Exponential, MinusSqrt };
+  Kind kind;
+  double maxLr, minLr, initLr;
+  int64_t warmup, decay, wsdDecay;
+  WsdStyle wsdStyle;
+  size_t lrParameter, stepParameter;
+
+  double learningRateAt(int64_t n) const;
+};
+
 struct MemoryPlanInfo {
   uint64_t arenaBytes = 0;
   uint64_t peakBytes = 0;
@@ -156,6 +172,8 @@ public:
   const std::vector<SubmeshSpec> &submeshes() const;
   /// The model's Hugging Face config.json text, or empty.
   const std::string &hfConfig() const;
+  /// The learning-rate schedule; nullopt when the rate is compiled in.
+  const std::optional<LrScheduleSpec> &lrSchedule() const;
   /// "@world [dp_outer=2, dp_shard=2]", or "(no mesh)", for messages.
   std::string describeMesh() const;
   /// FNV-1a 64 of the artifact (the seal, megrt/ArtifactSeal.h): equal

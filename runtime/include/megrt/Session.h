@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -156,6 +157,11 @@ public:
   /// every output (this rank's values).
   std::map<std::string, Tensor>
   run(std::string_view entry, const std::map<std::string, Tensor> &inputs);
+
+  /// The learning rate the last run of a training step used, from the
+  /// artifact's schedule (Program::lrSchedule); nullopt before such a run
+  /// or when the rate is compiled in.
+  std::optional<double> learningRate() const;
 
   /// Writes the trace of every run so far to options.traceFile now, and
   /// throws if tracing is off or the file cannot be written. The destructor

@@ -403,6 +403,11 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
   };
   SmallVector<Update> updates;
   for (AdamWOp adamw : body.getOps<AdamWOp>()) {
+    if (adamw.getGradScale())
+      return adamw.emitError()
+             << "meg-fsdp: gradient clipping (clip_grad) is not supported "
+                "with data parallelism yet: its norm would be taken before "
+                "the gradients are reduced";
     auto ref = adamw.getParam().getDefiningOp<ParamRefOp>();
     StringRef name = ref ? ref.getName() : "";
     name.consume_front("optimizer.main_param.");
@@ -585,7 +590,8 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     };
     auto sharded = AdamWOp::create(
         builder, loc, master, update.grad, moment("optimizer.exp_avg."),
-        moment("optimizer.exp_avg_sq."), adamw.getStep(), adamw.getConfig());
+        moment("optimizer.exp_avg_sq."), adamw.getStep(), adamw.getLr(),
+        adamw.getGradScale(), adamw.getConfig());
 
     // The weight from the new master piece.
     builder.setInsertionPoint(ret);

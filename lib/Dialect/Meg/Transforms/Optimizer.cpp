@@ -2,7 +2,10 @@
 //
 // Turns the gradient function into a training step: AdamW on every
 // trainable parameter, with the moments and the step count kept as
-// persistent state parameters.
+// persistent state parameters. With a meg.lr_schedule the learning rate is
+// a state scalar the runtime writes before each step; with clip_grad the
+// gradients are scaled by the global-norm clipping coefficient inside the
+// update, and the step returns the norm as grad_norm.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +93,67 @@ struct MegOptimizerPass
                                 one);
     Value stepIndex = CastOp::create(
         builder, loc, RankedTensorType::get({}, builder.getI64Type()), count);
+    auto constant = [&](double value) -> Value {
+      return arith::ConstantOp::create(
+          builder, loc, scalar,
+          DenseElementsAttr::get(scalar, builder.getFloatAttr(f32, value)));
+    };
+
+    // The learning rate the runtime computes from the schedule.
+    Value lr;
+    if (auto schedule = module->getAttrOfType<LrScheduleAttr>(
+            MegDialect::kLrScheduleAttrName)) {
+      declareState(builder, module, "optimizer.lr", scalar);
+      builder.setInsertionPoint(ret);
+      lr = read("optimizer.lr", scalar);
+      MLIRContext *context = module.getContext();
+      module->setAttr(
+          MegDialect::kLrScheduleAttrName,
+          LrScheduleAttr::get(
+              context, schedule.getKind(), schedule.getWarmup(),
+              schedule.getDecay(), schedule.getMinLr(), schedule.getInitLr(),
+              schedule.getWsdDecay(), schedule.getWsdStyle(),
+              FlatSymbolRefAttr::get(context, "optimizer.lr"),
+              FlatSymbolRefAttr::get(context, "optimizer.step")));
+    }
+
+    // Global-norm clipping: norm = sqrt(sum of every gradient's squares) in
+    // f32, scale = min(1, clip / (norm + 1e-6)).
+    Value gradNorm, gradScale;
+    double clip = config.getClipGrad().convertToDouble();
+    if (clip > 0.0) {
+      Value sum;
+      for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+        auto resultName = step.getResultAttrOfType<StringAttr>(
+            index, MegDialect::kNameAttrName);
+        if (!resultName || !resultName.getValue().starts_with("grad."))
+          continue;
+        auto type = cast<RankedTensorType>(value.getType());
+        Value grad = type.getElementType() == f32
+                         ? value
+                         : Value(CastOp::create(builder, loc, type.clone(f32),
+                                                value));
+        SmallVector<int64_t> dims;
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          dims.push_back(d);
+        Value squares = ReduceOp::create(
+            builder, loc, ReduceKind::sum,
+            MulOp::create(builder, loc, grad, grad), dims,
+            /*keep_dims=*/false);
+        sum = sum ? Value(AddOp::create(builder, loc, sum, squares)) : squares;
+      }
+      if (!sum)
+        return grad.emitError()
+               << "meg-optimizer: clip_grad needs a gradient to clip";
+      gradNorm = SqrtOp::create(builder, loc, sum);
+      Value coefficient = DivOp::create(
+          builder, loc, constant(clip),
+          AddOp::create(builder, loc, gradNorm, constant(1e-6)));
+      gradScale = NegOp::create(
+          builder, loc,
+          MaxOp::create(builder, loc, NegOp::create(builder, loc, coefficient),
+                        constant(-1.0)));
+    }
 
     SmallVector<std::pair<std::string, Value>> stores = {
         {"optimizer.step", count}};
@@ -127,7 +191,7 @@ struct MegOptimizerPass
       auto update = AdamWOp::create(
           builder, loc, read(master, masterType), value,
           read(expAvg, expAvgType), read(expAvgSq, expAvgSqType), stepIndex,
-          config);
+          lr, gradScale, config);
       if (master != paramName) {
         stores.push_back({master, update.getNewParam()});
         stores.push_back({paramName.str(),
@@ -142,14 +206,19 @@ struct MegOptimizerPass
     for (auto &[param, value] : stores)
       ParamStoreOp::create(builder, loc, param, value);
 
-    Value loss = ret.getOperand(0);
-    func::ReturnOp::create(builder, loc, loss);
+    SmallVector<Value> results = {ret.getOperand(0)};
+    if (gradNorm)
+      results.push_back(gradNorm);
+    func::ReturnOp::create(builder, loc, results);
     ret.erase();
-    step.setFunctionType(
-        builder.getFunctionType(step.getArgumentTypes(), loss.getType()));
+    step.setFunctionType(builder.getFunctionType(
+        step.getArgumentTypes(), ValueRange(results).getTypes()));
     step.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
     step.setResultAttr(0, MegDialect::kNameAttrName,
                        builder.getStringAttr("loss"));
+    if (gradNorm)
+      step.setResultAttr(1, MegDialect::kNameAttrName,
+                         builder.getStringAttr("grad_norm"));
     return success();
   }
 };

@@ -10,7 +10,7 @@
 include "megc/Dialect/Meg/IR/MegAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Meg_AdamWOp : Meg_Op<"adamw", [Pure,
+def Meg_AdamWOp : Meg_Op<"adamw", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["param", "new_param"]>,
     AllTypesMatch<["exp_avg", "new_exp_avg"]>,
     AllTypesMatch<["exp_avg_sq", "new_exp_avg_sq"]>]> {
@@ -19,7 +19,9 @@ def Meg_AdamWOp : Meg_Op<"adamw", [Pure,
     Updates a (main) parameter and its first and second moments from its
     gradient; `step` is the 1-based step count used for bias correction.
     The moments are stored in their own dtypes and computed in f32; all four
-    tensors have the same shape.
+    tensors have the same shape. `lr`, when given, is the learning rate at
+    run time (an f32 scalar, the schedule's value) in place of the config's;
+    `grad_scale` multiplies the gradient first (the clipping coefficient).
 
     ```mlir
     %p2, %m2, %v2 = meg.adamw %p, %g, %m, %v, %step
@@ -31,12 +33,17 @@ def Meg_AdamWOp : Meg_Op<"adamw", [Pure,
   }];
   let arguments = (ins Meg_FloatTensor:$param, Meg_FloatTensor:$grad,
                        Meg_FloatTensor:$exp_avg, Meg_FloatTensor:$exp_avg_sq,
-                       Meg_StepTensor:$step, Meg_AdamWAttr:$config);
+                       Meg_StepTensor:$step,
+                       Optional<0DTensorOf<[F32]>>:$lr,
+                       Optional<0DTensorOf<[F32]>>:$grad_scale,
+                       Meg_AdamWAttr:$config);
   let results = (outs Meg_FloatTensor:$new_param,
                       Meg_FloatTensor:$new_exp_avg,
                       Meg_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step
+    (`lr` `(` $lr^ `:` type($lr) `)`)?
+    (`grad_scale` `(` $grad_scale^ `:` type($grad_scale) `)`)?
     `config` `(` qualified($config) `)` attr-dict
     `:` type($param) `,` type($grad) `,` type($exp_avg) `,` type($exp_avg_sq) `,` type($step)
   }];
