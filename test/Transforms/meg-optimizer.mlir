@@ -40,3 +40,34 @@ module {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// With a schedule, AdamW reads the rate from a state scalar the runtime
+// writes, recorded on the schedule with the step count; with clip_grad the
+// gradients are scaled by min(1, clip / (norm + 1e-6)) inside the update
+// and the step returns the norm (before clipping) as grad_norm.
+// CHECK: meg.lr_schedule = #meg.lr_schedule<kind = cosine, warmup = 2, decay = 10, min_lr = 0.001, init_lr = 0.0, wsd_decay = 0, wsd_style = linear, lr_param = @optimizer.lr, step_param = @optimizer.step>
+// CHECK-DAG: meg.param state @optimizer.lr : tensor<f32> init #meg.init<zeros>
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<f32> {meg.name = "grad_norm"})
+// CHECK: %[[LR:.*]] = meg.param_ref @optimizer.lr
+// CHECK: %[[SQ:.*]] = meg.mul %[[G:.*]], %[[G]] : tensor<4x4xf32>
+// CHECK: %[[SUM:.*]] = meg.reduce sum %[[SQ]] dims [0, 1]
+// CHECK: %[[NORM:.*]] = meg.sqrt %[[SUM]]
+// CHECK: %[[EPS:.*]] = meg.add %[[NORM]]
+// CHECK: %[[COEFF:.*]] = meg.div %{{.*}}, %[[EPS]]
+// CHECK: %[[NEG:.*]] = meg.neg %[[COEFF]]
+// CHECK: %[[MAX:.*]] = meg.max %[[NEG]]
+// CHECK: %[[SCALE:.*]] = meg.neg %[[MAX]]
+// CHECK: meg.adamw {{.*}} lr(%[[LR]] : tensor<f32>) grad_scale(%[[SCALE]] : tensor<f32>) config(#meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0, clip_grad = 1.0>)
+// CHECK: return %{{.*}}, %[[NORM]]
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0, clip_grad = 1.0>, meg.lr_schedule = #meg.lr_schedule<kind = cosine, warmup = 2, decay = 10, min_lr = 1.0e-3, init_lr = 0.0, wsd_decay = 0, wsd_style = linear>} {
+  meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4x4xf32>
+    %y = meg.linear %x, %w : tensor<2x4xf32>, tensor<4x4xf32>
+    %l = meg.reduce mean %y dims [0, 1] : tensor<2x4xf32>
+    return %l : tensor<f32>
+  }
+}

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -47,7 +48,9 @@ const char *kUsage =
     "                [--trace FILE.json] [--comm-timeout SECONDS]\n"
     "                [--threads N]\n"
     "                [--data FILE [--data-dtype uint16|uint32] [--data-seed N]]\n"
-    "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n";
+    "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n"
+    "                [--metrics FILE.jsonl] [--log-every N]\n"
+    "                [--save-every N --save-dir DIR [--keep K]] [--resume DIR]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
@@ -58,6 +61,15 @@ struct Options {
   std::string data, evalData, dataDType = "uint16";
   std::optional<uint64_t> dataSeed;
   int64_t evalEvery = 0, evalBatches = 1;
+  /// One JSON object per step (rank 0); a progress line every logEvery
+  /// steps (and the last).
+  std::string metrics;
+  int64_t logEvery = 1;
+  /// Checkpoints: the training state every saveEvery steps into
+  /// saveDir/step-NNNNNNNN.safetensors, the newest `keep` kept (0: all);
+  /// --resume DIR continues from the newest one there, up to --steps.
+  std::string saveDir, resume;
+  int64_t saveEvery = 0, keep = 0;
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
   int64_t warmup = 0;
@@ -152,6 +164,26 @@ Options parse(int argc, char **argv) {
         usageError("--data-seed expects a non-negative integer, got '" + text +
                    "'");
       options.dataSeed = seed;
+    } else if (arg == "--save-dir") {
+      options.saveDir = value(i);
+    } else if (arg == "--resume") {
+      options.resume = value(i);
+    } else if (arg == "--save-every" || arg == "--keep") {
+      std::string text = value(i);
+      uint64_t count = 0;
+      if (!parseCount(text, count) || count < 1 || count > (1ull << 40))
+        usageError(arg + " expects a positive integer, got '" + text + "'");
+      (arg == "--save-every" ? options.saveEvery : options.keep) =
+          static_cast<int64_t>(count);
+    } else if (arg == "--metrics") {
+      options.metrics = value(i);
+    } else if (arg == "--log-every") {
+      std::string text = value(i);
+      uint64_t count = 0;
+      if (!parseCount(text, count) || count < 1 || count > (1ull << 40))
+        usageError("--log-every expects a positive integer, got '" + text +
+                   "'");
+      options.logEvery = static_cast<int64_t>(count);
     } else if (arg == "--eval-every" || arg == "--eval-batches") {
       std::string text = value(i);
       uint64_t count = 0;
@@ -228,7 +260,42 @@ Options parse(int argc, char **argv) {
                "--input");
   if (options.evalData.empty() && options.evalEvery)
     usageError("--eval-every needs --eval-data");
+  if (options.saveEvery && options.saveDir.empty())
+    usageError("--save-every needs --save-dir");
+  if (!options.saveDir.empty() && !options.saveEvery)
+    usageError("--save-dir needs --save-every");
+  if (options.keep && !options.saveEvery)
+    usageError("--keep needs --save-every");
+  if (!options.resume.empty() && !options.loadState.empty())
+    usageError("--resume and --load-state both load a training state; give "
+               "one");
   return options;
+}
+
+/// The checkpoint file of step `step` in `dir`.
+std::string checkpointPath(const std::string &dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "step-%08lld.safetensors",
+                static_cast<long long>(step));
+  return (std::filesystem::path(dir) / name).string();
+}
+
+/// The checkpoints of `dir` by step, oldest first.
+std::vector<std::pair<int64_t, std::string>>
+listCheckpoints(const std::string &dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    long long step = 0;
+    char tail[32];
+    if (std::sscanf(name.c_str(), "step-%8lld.%31s", &step, tail) == 2 &&
+        std::string(tail) == "safetensors" &&
+        name == std::filesystem::path(checkpointPath(dir, step)).filename())
+      found.emplace_back(step, entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 /// The rows of the global batch an entry's token input takes (its dim 0
@@ -257,12 +324,16 @@ std::pair<int64_t, int64_t> tokenBatchShape(const megrt::Program &program,
   return {ids->shape[0] * group, ids->shape[1]};
 }
 
-/// A one-line rendering of a scalar output, or empty for larger tensors.
-std::string scalarText(const megrt::Tensor &tensor) {
+/// A one-line rendering of a scalar output, or empty for larger tensors;
+/// `digits` significant digits (9 round-trip an f32).
+std::string scalarText(const megrt::Tensor &tensor, int digits = 6) {
   if (tensor.numElements() != 1 || tensor.dtype() != megrt::DType::F32)
     return "";
+  float value = *tensor.dataAs<float>();
+  if (!std::isfinite(value))
+    return value != value ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
   char text[64];
-  std::snprintf(text, sizeof(text), "%.6g", *tensor.dataAs<float>());
+  std::snprintf(text, sizeof(text), "%.*g", digits, value);
   return text;
 }
 
@@ -310,8 +381,20 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   if (!init)
     session.loadParameters(options.params, options.allowExtraParams);
   std::map<std::string, std::string> resumed;
-  if (!options.loadState.empty())
-    resumed = session.loadState(options.loadState);
+  std::string statePath = options.loadState;
+  int64_t firstStep = 1;
+  if (!options.resume.empty()) {
+    auto checkpoints = listCheckpoints(options.resume);
+    if (checkpoints.empty())
+      throw megrt::Error("--resume: '" + options.resume +
+                         "' holds no step-NNNNNNNN.safetensors checkpoint");
+    statePath = checkpoints.back().second;
+    firstStep = checkpoints.back().first + 1;
+    if (lead)
+      std::cout << "megc-run: resuming from " << statePath << std::endl;
+  }
+  if (!statePath.empty())
+    resumed = session.loadState(statePath);
 
   std::map<std::string, megrt::Tensor> inputs;
   for (const auto &[name, path] : options.inputs)
@@ -334,7 +417,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
         position != resumed.end()) {
       uint64_t value = 0;
       if (!parseCount(position->second, value))
-        throw megrt::Error("'" + options.loadState + "': metadata " +
+        throw megrt::Error("'" + statePath + "': metadata " +
                            kDataPositionKey + " = '" + position->second +
                            "' is not a count");
       data->setPosition(value);
@@ -374,8 +457,23 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                        "windows; use it without --data");
   for (int64_t step = 0; step < options.warmup; ++step)
     outputs = session.run(options.entry, inputs);
+  std::unique_ptr<std::ofstream> metrics;
+  if (lead && !options.metrics.empty()) {
+    metrics = std::make_unique<std::ofstream>(options.metrics);
+    if (!*metrics)
+      throw megrt::Error("cannot write the metrics file '" + options.metrics +
+                         "'");
+  }
   std::vector<double> times;
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  auto saveState = [&](const std::string &path) {
+    std::map<std::string, std::string> metadata;
+    if (data)
+      metadata[kDataPositionKey] = std::to_string(data->position());
+    session.saveState(path, metadata);
+  };
+  if (options.saveEvery && lead)
+    std::filesystem::create_directories(options.saveDir);
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
     if (data)
       data->next(rows, inputs["input_ids"], inputs["labels"]);
     auto start = std::chrono::steady_clock::now();
@@ -384,7 +482,29 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                     std::chrono::steady_clock::now() - start)
                     .count();
     times.push_back(ms);
-    if (lead) {
+    if (metrics) {
+      // JSON has no NaN or infinities: those are written as strings.
+      *metrics << "{\"step\":" << step << ",\"entry_ms\":" << ms;
+      for (const auto &[name, tensor] : outputs) {
+        std::string scalar = scalarText(tensor, 9);
+        if (scalar.empty())
+          continue;
+        bool number = scalar.find_first_of("NI") == std::string::npos;
+        *metrics << ",\"" << name << "\":" << (number ? "" : "\"") << scalar
+                 << (number ? "" : "\"");
+      }
+      if (std::optional<double> lr = session.learningRate()) {
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.9g", *lr);
+        *metrics << ",\"lr\":" << text;
+      }
+      if (data)
+        *metrics << ",\"tokens_per_s\":"
+                 << static_cast<double>(rows * data->seq()) / (ms / 1000.0);
+      *metrics << "}\n";
+      metrics->flush();
+    }
+    if (lead && (step % options.logEvery == 0 || step == options.steps)) {
       std::cout << "step " << step << "/" << options.steps << " "
                 << options.entry << " " << ms << " ms";
       for (const auto &[name, tensor] : outputs) {
@@ -395,6 +515,15 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       if (std::optional<double> lr = session.learningRate())
         std::cout << " lr " << *lr;
       std::cout << std::endl;
+    }
+    if (options.saveEvery && step % options.saveEvery == 0) {
+      saveState(checkpointPath(options.saveDir, step));
+      if (lead && options.keep) {
+        auto checkpoints = listCheckpoints(options.saveDir);
+        for (size_t i = 0;
+             i + static_cast<size_t>(options.keep) < checkpoints.size(); ++i)
+          std::filesystem::remove(checkpoints[i].second);
+      }
     }
     // Every rank evaluates: the loss entry communicates.
     if (evalData && options.evalEvery && step % options.evalEvery == 0)
@@ -412,12 +541,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   }
   if (!options.saveParams.empty())
     session.saveParameters(options.saveParams, options.maxShardBytes);
-  if (!options.saveState.empty()) {
-    std::map<std::string, std::string> metadata;
-    if (data)
-      metadata[kDataPositionKey] = std::to_string(data->position());
-    session.saveState(options.saveState, metadata);
-  }
+  if (!options.saveState.empty())
+    saveState(options.saveState);
   // Written here rather than by the Session's destructor, so that a trace
   // that cannot be written is an error. Each rank writes its own.
   if (!options.trace.empty())
