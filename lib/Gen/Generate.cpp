@@ -102,8 +102,19 @@ Expected<MeshSizes> parseMesh(StringRef text) {
   return sizes;
 }
 
-/// Turns the global batch into one data-parallel rank's batch.
-Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh) {
+/// Turns the global batch into one data-parallel rank's micro-batch.
+Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh,
+                 int64_t microBatches = 1) {
+  if (microBatches > 1) {
+    int64_t ranks = mesh ? mesh->dataParallel() : 1;
+    if (batch % (ranks * microBatches) != 0)
+      return genError("--batch " + Twine(batch) + " does not split into " +
+                      Twine(microBatches) + " micro-batches" +
+                      (mesh ? " on each of " + Twine(ranks) +
+                                  " data-parallel ranks"
+                            : Twine("")));
+    batch /= microBatches;
+  }
   if (!mesh)
     return Error::success();
   int64_t ranks = mesh->dataParallel();
@@ -151,7 +162,7 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
   Expected<LlamaConfig> config = readHfConfig(*o.hfConfig, shape);
   if (!config)
     return config.takeError();
-  if (Error error = localBatch(config->batch, mesh))
+  if (Error error = localBatch(config->batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
   return buildLlama(context, *config);
 }
@@ -173,7 +184,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     take(o.layers, c.layers), take(o.hidden, c.hidden), take(o.heads, c.heads);
     take(o.kvHeads, c.kvHeads), take(o.ffn, c.ffn), take(o.vocab, c.vocab);
     take(o.seq, c.seq), take(o.batch, c.batch), take(o.normEps, c.normEps);
-    if (Error error = localBatch(c.batch, mesh))
+    if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
       return std::move(error);
     // Without --kv-heads, --heads means plain multi-head attention.
     if (!o.kvHeads && o.heads)
@@ -194,7 +205,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     if (Error error = readDType(o, c.dtype))
       return std::move(error);
     readDiT(o, c);
-    if (Error error = localBatch(c.batch, mesh))
+    if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
       return std::move(error);
     return buildMMDiT(context, c);
   }
@@ -208,7 +219,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
       return std::move(error);
     readDiT(o, c);
     readRope(o, c.rope);
-    if (Error error = localBatch(c.batch, mesh))
+    if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
       return std::move(error);
     return buildFlux(context, c);
   }
@@ -299,6 +310,7 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
           Setting{"betas", bool(o.betas)}, Setting{"adam-eps", bool(o.adamEps)},
           Setting{"precision", bool(o.precision)},
           Setting{"clip-grad", bool(o.clipGrad)},
+          Setting{"micro-batches", bool(o.microBatches)},
           Setting{"lr-schedule", bool(o.lrSchedule)},
           Setting{"warmup-steps", bool(o.warmupSteps)},
           Setting{"decay-steps", bool(o.decaySteps)},
@@ -325,6 +337,15 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
   module->setAttr(mlir::meg::MegDialect::kOptimizerAttrName, config);
   if (Error error = applyLrSchedule(module, o))
     return error;
+  if (o.microBatches) {
+    if (*o.microBatches < 1)
+      return genError("--micro-batches must be >= 1, got " +
+                      Twine(*o.microBatches));
+    module->setAttr(mlir::meg::MegDialect::kMicroBatchesAttrName,
+                    mlir::IntegerAttr::get(
+                        mlir::IntegerType::get(module.getContext(), 64),
+                        *o.microBatches));
+  }
   if (o.precision)
     return applyPrecision(module, *o.precision);
   return Error::success();

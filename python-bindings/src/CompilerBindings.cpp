@@ -142,7 +142,8 @@ const Setting<std::optional<int64_t>> kIntSettings[] = {
     {"bucket_mb", &gen::GenOptions::bucketMb},
     {"warmup_steps", &gen::GenOptions::warmupSteps},
     {"decay_steps", &gen::GenOptions::decaySteps},
-    {"wsd_decay_steps", &gen::GenOptions::wsdDecaySteps}};
+    {"wsd_decay_steps", &gen::GenOptions::wsdDecaySteps},
+    {"micro_batches", &gen::GenOptions::microBatches}};
 const Setting<std::optional<double>> kFloatSettings[] = {
     {"rotary_percent", &gen::GenOptions::rotaryPercent},
     {"rope_theta", &gen::GenOptions::ropeTheta},

@@ -24,6 +24,10 @@ def flags(settings):
     ("llama", dict(layers=1, batch=8, train=True, mesh="dp_outer=2,dp_shard=2",
                    fsdp="optim_grads_params", outer_fsdp="optim",
                    bucket_mb=2)),
+    ("llama", dict(layers=1, batch=4, train=True, lr_schedule="wsd",
+                   warmup_steps=2, decay_steps=10, wsd_decay_steps=4,
+                   wsd_style="cosine", min_lr=1e-4, clip_grad=1.0,
+                   micro_batches=2)),
     ("mmdit", dict(layers=1, hidden=32, heads=2, text_seq=4)),
     ("flux", dict(layers=1, hidden=32, heads=2, rope_theta=500.0)),
 ])

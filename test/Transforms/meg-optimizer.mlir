@@ -71,3 +71,28 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Two micro-batches: train_step takes twice the rows, runs the gradient on
+// each half and steps on the means.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%[[X:.*]]: tensor<4x4xf32>)
+// CHECK: meg.slice %[[X]] [0, 0] [2, 4] [1, 1]
+// CHECK: meg.slice %[[X]] [2, 0] [2, 4] [1, 1]
+// CHECK: %[[LOSS:.*]] = meg.add
+// CHECK: %[[GRAD:.*]] = meg.add
+// CHECK: %[[HALF:.*]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: meg.mul %[[LOSS]], %[[HALF]]
+// CHECK: %[[HALF2:.*]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[MEAN:.*]] = meg.mul %[[GRAD]], %[[HALF2]]
+// CHECK: meg.adamw %{{.*}}, %[[MEAN]]
+module attributes {meg.micro_batches = 2 : i64, meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>} {
+  meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4x4xf32>
+    %y = meg.linear %x, %w : tensor<2x4xf32>, tensor<4x4xf32>
+    %l = meg.reduce mean %y dims [0, 1] : tensor<2x4xf32>
+    return %l : tensor<f32>
+  }
+}

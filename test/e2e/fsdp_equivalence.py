@@ -38,6 +38,19 @@ CONFIGS = [
 ]
 
 
+# Micro-batches accumulate their gradients before the one reduction; the
+# entries other than train_step take one micro-batch, so only training is
+# compared.
+MICRO_CONFIGS = [
+    ("micro 2 optim_grads_params", "dp_shard=4",
+     ["--fsdp", "optim_grads_params", "--micro-batches", "2"]),
+    ("micro 2 hsdp 2x2 optim", "dp_outer=2,dp_shard=2",
+     ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim",
+      "--micro-batches", "2"]),
+    ("micro 4 no_shard", "dp_shard=2",
+     ["--fsdp", "no_shard", "--micro-batches", "4"]),
+]
+
 BF16 = ["--dtype", "bf16", "--precision", "main_params=f32"]
 BF16_STEPS = 3
 BF16_TOLERANCE = 2e-2
@@ -169,6 +182,10 @@ def main():
         if not options.only or options.only in name:
             failed |= not compare(name, mesh, flags, reference, STEPS,
                                   TOLERANCE, entries=True)
+    for name, mesh, flags in MICRO_CONFIGS:
+        if not options.only or options.only in name:
+            failed |= not compare(name, mesh, flags, reference, STEPS,
+                                  TOLERANCE, entries=False)
     bf16_single = compile_model("bf16_single", BF16)
     bf16_reference = (*train(bf16_single, inputs,
                              os.path.join(options.tmp, "bf16.safetensors"),

@@ -2,8 +2,10 @@
 PyTorch and transformers: 20 AdamW steps of the `llama` fixture
 (test/e2e/hf-fixtures) on consecutive windows of a token file, with
 Megatron's warmup + cosine learning-rate schedule (written out below, not
-taken from megc) and torch.nn.utils.clip_grad_norm_ at a norm that clips
-some steps and not others. Writes, into --out (default
+taken from megc), torch.nn.utils.clip_grad_norm_ at a norm that clips
+some steps and not others, and each global batch of 8 rows run as 4
+micro-batches of 2 whose gradients accumulate (each loss divided by 4, as
+Megatron does). Writes, into --out (default
 test/e2e/training-reference):
 
   tokens.bin              the token file (uint16), as megc-run --data reads it
@@ -28,9 +30,9 @@ from safetensors.torch import save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-SETTINGS = dict(steps=20, batch=2, seq=8, lr=0.01, min_lr=0.001, warmup=3,
+SETTINGS = dict(steps=20, batch=8, micro_batches=4, seq=8, lr=0.01, min_lr=0.001, warmup=3,
                 decay=20, betas=[0.9, 0.95], eps=1e-8, weight_decay=0.1,
-                clip_grad=3.6)
+                clip_grad=1.8)
 
 
 def megatron_lr(n, s):
@@ -70,18 +72,23 @@ def main():
             w = n * s["batch"] + r
             rows.append(ids_all[w * s["seq"]:w * s["seq"] + s["seq"] + 1])
         window = torch.stack(rows)
-        ids, labels = window[:, :-1], window[:, 1:]
         lr = megatron_lr(n, s)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        logits = model(ids).logits
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, vocab), labels.reshape(-1))
         optimizer.zero_grad()
-        loss.backward()
+        micro = s["batch"] // s["micro_batches"]
+        loss = 0.0
+        for k in range(s["micro_batches"]):
+            part = window[k * micro:(k + 1) * micro]
+            ids, labels = part[:, :-1], part[:, 1:]
+            logits = model(ids).logits
+            micro_loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, vocab), labels.reshape(-1))
+            (micro_loss / s["micro_batches"]).backward()
+            loss += micro_loss.item() / s["micro_batches"]
         norm = torch.nn.utils.clip_grad_norm_(params, s["clip_grad"])
         optimizer.step()
-        steps.append(dict(loss=loss.item(), grad_norm=norm.item(), lr=lr))
+        steps.append(dict(loss=loss, grad_norm=norm.item(), lr=lr))
 
     clipped = sum(step["grad_norm"] > s["clip_grad"] for step in steps)
     assert 0 < clipped < len(steps), f"clipping active on {clipped} steps"

@@ -1,6 +1,6 @@
 """megc's training loop against PyTorch: the `llama` fixture imported with
-Megatron's warmup + cosine schedule and global-norm clipping, trained 20
-steps by megc-run on a token file, compared with the reference that
+Megatron's warmup + cosine schedule, global-norm clipping and 4
+micro-batches a step, trained 20 steps by megc-run on a token file, compared with the reference that
 make_training_reference.py computed with torch.optim.AdamW and
 torch.nn.utils.clip_grad_norm_ (test/e2e/training-reference): every step's
 learning rate, grad norm (relative error below 1e-5) and loss, and the final
@@ -36,7 +36,7 @@ def main():
         "--weight-decay", str(s["weight_decay"]), "--lr-schedule", "cosine",
         "--warmup-steps", str(s["warmup"]), "--decay-steps", str(s["decay"]),
         "--min-lr", str(s["min_lr"]), "--clip-grad", str(s["clip_grad"]),
-        "-o", model])
+        "--micro-batches", str(s["micro_batches"]), "-o", model])
     e2e_util.run(["megc", model, "-o", artifact])
     metrics = os.path.join(options.tmp, "metrics.jsonl")
     final = os.path.join(options.tmp, "final.safetensors")

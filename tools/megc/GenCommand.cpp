@@ -97,6 +97,12 @@ cl::opt<double> clipGrad(
     cl::desc("Clip the global L2 norm of the gradients to this (--train; "
              "0: off); train_step then returns grad_norm"),
     MEGC_BOTH, cl::cat(genCategory));
+cl::opt<int64_t> microBatches(
+    "micro-batches",
+    cl::desc("Micro-batches a training step accumulates (--train): --batch "
+             "stays the global batch; forward, loss and grad take one "
+             "micro-batch"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> lrSchedule(
     "lr-schedule",
     cl::desc("Learning-rate schedule, computed by the runtime each step: "
@@ -187,6 +193,7 @@ gen::GenOptions readOptions() {
   o.learningRate = given(learningRate), o.weightDecay = given(weightDecay);
   o.betas = given(betas), o.adamEps = given(adamEps);
   o.clipGrad = given(clipGrad), o.lrSchedule = given(lrSchedule);
+  o.microBatches = given(microBatches);
   o.warmupSteps = given(warmupSteps), o.decaySteps = given(decaySteps);
   o.minLr = given(minLr), o.warmupInitLr = given(warmupInitLr);
   o.wsdDecaySteps = given(wsdDecaySteps), o.wsdStyle = given(wsdStyle);

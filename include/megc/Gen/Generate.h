@@ -50,6 +50,9 @@ struct GenOptions {
   /// warmup; wsdStyle linear, cosine, exponential or minus_sqrt.
   std::optional<std::string> lrSchedule, wsdStyle;
   std::optional<int64_t> warmupSteps, decaySteps, wsdDecaySteps;
+  /// Micro-batches of a training step: --batch stays the global batch;
+  /// forward, loss and grad take one micro-batch.
+  std::optional<int64_t> microBatches;
   std::optional<double> minLr, warmupInitLr;
   /// `B1,B2`, as the flag takes it.
   std::optional<std::string> betas;

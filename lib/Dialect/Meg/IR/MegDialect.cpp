@@ -99,6 +99,14 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
       return failure();
     return success();
   }
+  if (name == kMicroBatchesAttrName) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!count || count.getInt() < 1)
+      return op->emitError() << "'" << name
+                             << "' expects an integer number of "
+                                "micro-batches >= 1";
+    return expectModule();
+  }
   if (name == kLrScheduleAttrName) {
     auto schedule = dyn_cast<LrScheduleAttr>(attr.getValue());
     if (!schedule)

@@ -13,6 +13,7 @@
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGOPTIMIZER
@@ -67,12 +68,85 @@ struct MegOptimizerPass
                     /*sharding=*/nullptr, /*aliases=*/nullptr);
   }
 
+  /// A function of the gradient's results over `count` micro-batches: its
+  /// arguments are the gradient's with dim 0 `count` times larger; each
+  /// micro-batch (rows [k b, (k + 1) b)) runs a copy of the gradient's body,
+  /// and the loss and the gradients (in their dtypes, the main_grads
+  /// policy's) are summed and divided by `count`: the mean over the global
+  /// batch for equal micro-batches.
+  FailureOr<func::FuncOp> accumulate(OpBuilder &builder, func::FuncOp grad,
+                                     int64_t count) {
+    Location loc = grad.getLoc();
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : grad.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || type.getRank() == 0)
+        return grad.emitError()
+               << "meg-optimizer: micro-batches split dim 0 of every input, "
+                  "but argument "
+               << arg.getArgNumber() << " has type " << arg.getType();
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] *= count;
+      argTypes.push_back(type.clone(shape));
+    }
+    auto step = func::FuncOp::create(
+        builder, loc, grad.getName(),
+        builder.getFunctionType(argTypes, grad.getResultTypes()));
+    step.setAllArgAttrs(grad.getAllArgAttrs());
+    step.setAllResultAttrs(grad.getAllResultAttrs());
+    Block *body = step.addEntryBlock();
+    OpBuilder inner = OpBuilder::atBlockBegin(body);
+    SmallVector<Value> sums;
+    for (int64_t k = 0; k < count; ++k) {
+      IRMapping mapping;
+      for (auto [from, to] : llvm::zip(grad.getArguments(), body->getArguments())) {
+        auto type = cast<RankedTensorType>(from.getType());
+        SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+        offsets[0] = k * type.getDimSize(0);
+        mapping.map(from, SliceOp::create(inner, loc, to, offsets,
+                                          type.getShape(), strides));
+      }
+      for (Operation &op : grad.getBody().front().without_terminator())
+        inner.clone(op, mapping);
+      auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
+      for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+        Value mapped = mapping.lookupOrDefault(value);
+        if (k == 0)
+          sums.push_back(mapped);
+        else
+          sums[index] = AddOp::create(inner, loc, sums[index], mapped);
+      }
+    }
+    SmallVector<Value> means;
+    for (Value sum : sums) {
+      auto type = cast<RankedTensorType>(sum.getType());
+      auto scalar = RankedTensorType::get({}, type.getElementType());
+      Value inverse = arith::ConstantOp::create(
+          inner, loc, scalar,
+          DenseElementsAttr::get(
+              scalar, inner.getFloatAttr(type.getElementType(),
+                                         1.0 / static_cast<double>(count))));
+      means.push_back(MulOp::create(inner, loc, sum, inverse));
+    }
+    func::ReturnOp::create(inner, loc, means);
+    return step;
+  }
+
   LogicalResult buildStep(ModuleOp module, func::FuncOp grad,
                           AdamWAttr config) {
     OpBuilder builder(module.getContext());
     Location loc = grad.getLoc();
     builder.setInsertionPointAfter(grad);
-    auto step = cast<func::FuncOp>(builder.clone(*grad));
+    int64_t microBatches = 1;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(
+            MegDialect::kMicroBatchesAttrName))
+      microBatches = attr.getInt();
+    FailureOr<func::FuncOp> built =
+        microBatches == 1 ? cast<func::FuncOp>(builder.clone(*grad))
+                          : accumulate(builder, grad, microBatches);
+    if (failed(built))
+      return failure();
+    func::FuncOp step = *built;
     step.setName(name);
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
 

@@ -53,6 +53,9 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPrecisionAttrName = "meg.precision";
     static constexpr ::llvm::StringLiteral kOptimizerAttrName = "meg.optimizer";
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
+    /// Micro-batches of one training step (an i64 >= 1): train_step takes
+    /// the global batch and accumulates the gradients of its micro-batches.
+    static constexpr ::llvm::StringLiteral kMicroBatchesAttrName = "meg.micro_batches";
     /// The #meg.lr_schedule of the training step.
     static constexpr ::llvm::StringLiteral kLrScheduleAttrName = "meg.lr_schedule";
     /// The Hugging Face config.json (a JSON object, as a string) that the

@@ -259,6 +259,17 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
     rounding. Parameters and state are written with `meg.param_store` after
     all reads.
 
+    With `meg.micro_batches = N`, `train_step` takes inputs N times the
+    gradient function's batch (dim 0), runs the gradient on each slice of
+    rows in turn and steps on the mean of the N losses and gradients (summed
+    in the gradients' dtype); the activations of one micro-batch are alive
+    at a time. With a `meg.lr_schedule` the rate is the state scalar
+    `optimizer.lr`, which the runtime writes before each step (recorded on
+    the schedule as `lr_param`, with `step_param`). With `clip_grad` > 0 in
+    `meg.optimizer`, every update scales its gradient by `min(1, clip /
+    (norm + 1e-6))`, norm being the f32 L2 norm of all gradients, and
+    `train_step` also returns the norm as `grad_norm`.
+
     ```mlir
     %s1 = meg.add %step, %one : tensor<f32>, tensor<f32>
     %p2, %m2, %v2 = meg.adamw %p, %g, %m, %v, %t config(#meg.adamw<...>) ...
