@@ -58,6 +58,9 @@ private:
   void shardParameters();
   LogicalResult gatherWeights(func::FuncOp func);
   LogicalResult shardOptimizer(func::FuncOp step);
+  template <typename Update>
+  LogicalResult clipReducedGradients(MutableArrayRef<Update> updates,
+                                     Operation *firstUpdate);
   void averageOutputs(func::FuncOp func);
 
   // Value builders at the builder's insertion point.
@@ -384,6 +387,72 @@ LogicalResult FsdpRewriter::gatherWeights(func::FuncOp func) {
   return success();
 }
 
+/// Global-norm clipping after the reduction: meg-optimizer's norm read the
+/// rank's own gradients; the norm is taken again from the reduced
+/// gradients the updates read, each rank summing the squares of its pieces
+/// and the partial sums added over the groups whose ranks hold distinct
+/// pieces (padding is zeros). The updates' scale and the returned grad_norm
+/// follow it.
+template <typename Update>
+LogicalResult FsdpRewriter::clipReducedGradients(MutableArrayRef<Update> updates,
+                                                 Operation *firstUpdate) {
+  AdamWOp first = updates.front().adamw;
+  if (!first.getGradScale())
+    return success();
+  builder.setInsertionPoint(firstUpdate);
+  Location loc = first.getLoc();
+  Type f32 = builder.getF32Type();
+  auto scalar = RankedTensorType::get({}, f32);
+  Value sum;
+  for (Update &update : updates) {
+    if (!update.adamw.getGradScale())
+      return update.adamw.emitError()
+             << "meg-fsdp: some updates clip their gradients and others not";
+    Value grad = castTo(flatten(update.grad, loc), f32, loc);
+    Value squares = ReduceOp::create(builder, loc, ReduceKind::sum,
+                                     MulOp::create(builder, loc, grad, grad),
+                                     ArrayRef<int64_t>{0},
+                                     /*keep_dims=*/false);
+    sum = sum ? Value(AddOp::create(builder, loc, sum, squares)) : squares;
+  }
+  auto add = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::sum);
+  auto combine = [&](ArrayAttr axes) {
+    Value one = reshape(sum, {1}, loc);
+    Value total = AllReduceOp::create(builder, loc, one.getType(), one,
+                                      config.getMesh(), axes, add);
+    sum = reshape(total, {}, loc);
+  };
+  if (stateSharded)
+    combine(shardAxes);
+  if (outerAxes && outerOptim)
+    combine(outerAxes);
+  auto constant = [&](double value) -> Value {
+    return arith::ConstantOp::create(
+        builder, loc, scalar,
+        DenseElementsAttr::get(scalar, builder.getFloatAttr(f32, value)));
+  };
+  Value norm = SqrtOp::create(builder, loc, sum);
+  double clip = first.getConfig().getClipGrad().convertToDouble();
+  Value coefficient = DivOp::create(
+      builder, loc, constant(clip), AddOp::create(builder, loc, norm,
+                                                  constant(1e-6)));
+  Value scale = NegOp::create(
+      builder, loc,
+      MaxOp::create(builder, loc, NegOp::create(builder, loc, coefficient),
+                    constant(-1.0)));
+  for (Update &update : updates)
+    update.adamw.getGradScaleMutable().assign(scale);
+  auto func = firstUpdate->getParentOfType<func::FuncOp>();
+  Operation *ret = func.getBody().front().getTerminator();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    auto name = func.getResultAttrOfType<StringAttr>(
+        operand.getOperandNumber(), MegDialect::kNameAttrName);
+    if (name && name.getValue() == "grad_norm")
+      operand.set(norm);
+  }
+  return success();
+}
+
 /// Buckets the gradients, reduces them over the data-parallel group and
 /// runs AdamW on the local shard of the optimizer state.
 LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
@@ -403,11 +472,6 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
   };
   SmallVector<Update> updates;
   for (AdamWOp adamw : body.getOps<AdamWOp>()) {
-    if (adamw.getGradScale())
-      return adamw.emitError()
-             << "meg-fsdp: gradient clipping (clip_grad) is not supported "
-                "with data parallelism yet: its norm would be taken before "
-                "the gradients are reduced";
     auto ref = adamw.getParam().getDefiningOp<ParamRefOp>();
     StringRef name = ref ? ref.getName() : "";
     name.consume_front("optimizer.main_param.");
@@ -547,6 +611,9 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     }
   }
 
+  if (failed(clipReducedGradients(MutableArrayRef<Update>(updates), firstUpdate)))
+    return failure();
+
   // The updates themselves.
   auto ret = body.getTerminator();
   llvm::StringMap<ParamStoreOp> stores;
@@ -651,6 +718,9 @@ void FsdpRewriter::averageOutputs(func::FuncOp func) {
     auto name = func.getResultAttrOfType<StringAttr>(
         operand.getOperandNumber(), MegDialect::kNameAttrName);
     bool gradient = name && name.getValue().starts_with("grad.");
+    // The clipping norm is already that of the reduced gradients.
+    if (name && name.getValue() == "grad_norm")
+      continue;
     Location loc = ret.getLoc();
     if ((type.getRank() == 0 || gradient) &&
         isa<FloatType>(type.getElementType())) {
