@@ -291,7 +291,8 @@ private:
     return fb::CreateEntry(
         builder, builder.CreateString(entry.name), builder.CreateVector(inputs),
         builder.CreateVector(outputs), builder.CreateVector(buffers),
-        builder.CreateVector(commands), plan, builder.CreateVector(graphs));
+        builder.CreateVector(commands), plan, builder.CreateVector(graphs),
+        entry.flops());
   }
 
   flatbuffers::FlatBufferBuilder builder;

@@ -858,4 +858,22 @@ FailureOr<ProgramDesc> buildProgram(ModuleOp module,
   return ProgramBuilder(module, options).build();
 }
 
+uint64_t EntryDesc::flops() const {
+  double total = 0;
+  for (const Command &command : commands) {
+    if (const auto *gemm = std::get_if<GemmCommand>(&command)) {
+      total += 2.0 * static_cast<double>(gemm->m) * gemm->n * gemm->k *
+               gemm->batch;
+    } else if (const auto *attention = std::get_if<AttentionCommand>(&command)) {
+      double forward = 2.0 * static_cast<double>(attention->batch) *
+                       attention->heads * attention->seqQ * attention->seqKv *
+                       (attention->headDim + attention->valueDim);
+      if (attention->causal)
+        forward /= 2;
+      total += attention->backward ? 2.5 * forward : forward;
+    }
+  }
+  return static_cast<uint64_t>(total);
+}
+
 } // namespace megc

@@ -52,6 +52,7 @@ __all__ = [
     "gen",
     "import_hf",
     "supported_devices",
+    "train",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -219,6 +220,12 @@ class Session:
         arrays = {name: _as_array(value) for name, value in (inputs or {}).items()}
         return self._native.run(entry, arrays)
 
+    @property
+    def learning_rate(self) -> float | None:
+        """The rate the last training step used, from the artifact's
+        schedule; None before one or when the rate is compiled in."""
+        return self._native.learning_rate()
+
     def write_trace(self) -> None:
         """Writes the trace file now (the session was created with `trace`)."""
         self._native.write_trace()
@@ -289,6 +296,54 @@ class Session:
     def set_parameter(self, name: str, value: Any) -> None:
         """`value` must have the parameter's dtype and shape."""
         self._native.set_parameter(name, _as_array(value))
+
+
+def train(
+    session: Session,
+    data: PathLike,
+    *,
+    steps: int,
+    entry: str = "train_step",
+    data_dtype: str = "uint16",
+    data_seed: int | None = None,
+    position: int = 0,
+    eval_data: PathLike | None = None,
+    eval_every: int = 0,
+    eval_batches: int = 1,
+) -> list[dict[str, float]]:
+    """Trains as `megc-run --entry ENTRY --data DATA --steps STEPS` does: each
+    step runs `entry` on the next windows of the token file (uint16 or
+    uint32 ids, seq + 1 tokens a window, in order or shuffled per epoch by
+    `data_seed`, from window `position`), and every `eval_every` steps (and
+    after the last) the `loss` entry's mean over `eval_batches` batches of
+    `eval_data`. Returns one dict per step: `step`, the scalar outputs (loss,
+    grad_norm), `lr` when the artifact has a schedule, `eval_loss` on
+    evaluation steps, and `position`, the data position after the step (to
+    resume from). Bad files raise megc.Error naming the file and offset."""
+    if steps < 1:
+        raise ValueError(f"steps {steps!r}: expected at least one step")
+    stream = _megc.TokenDataset(session.program, entry, os.fspath(data),
+                                data_dtype, data_seed)
+    stream.position = position
+    held_out = (_megc.TokenDataset(session.program, "loss",
+                                   os.fspath(eval_data), data_dtype, None)
+                if eval_data is not None else None)
+    log = []
+    for step in range(1, steps + 1):
+        outputs = session.run(entry, stream.next())
+        record: dict[str, float] = {"step": step}
+        record.update({name: float(value) for name, value in outputs.items()
+                       if np.ndim(value) == 0})
+        if session.learning_rate is not None:
+            record["lr"] = session.learning_rate
+        if held_out is not None and (
+                (eval_every and step % eval_every == 0) or step == steps):
+            losses = [float(session.run("loss", held_out.windows(
+                k * held_out.rows))["loss"]) for k in range(eval_batches)]
+            record["eval_loss"] = sum(losses) / len(losses)
+        record["position"] = stream.position
+        log.append(record)
+    return log
 
 
 def bfloat16_to_float32(bits: Any) -> np.ndarray:

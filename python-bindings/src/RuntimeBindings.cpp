@@ -5,10 +5,12 @@
 #include "megrt/Error.h"
 #include "megrt/Program.h"
 #include "megrt/Session.h"
+#include "megrt/TokenDataset.h"
 #include "megrt/Tensor.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -340,6 +342,11 @@ void bindSession(nb::module_ &m) {
             return toArray(self.session.parameter(name));
           },
           nb::arg("name"))
+      .def("learning_rate",
+           [](SessionHandle &self) {
+             std::lock_guard<std::mutex> lock(self.mutex);
+             return self.session.learningRate();
+           })
       .def(
           "set_parameter",
           [](SessionHandle &self, const std::string &name, nb::handle value) {
@@ -352,10 +359,82 @@ void bindSession(nb::module_ &m) {
 
 } // namespace
 
+/// megrt::TokenDataset sized for an entry of a program: its windows feed
+/// that entry's input_ids and labels, its ids are checked against the
+/// program's vocabulary.
+struct TokenDatasetHandle {
+  TokenDatasetHandle(const megrt::Program &program, const std::string &entry,
+                     const std::string &path, const std::string &dtype,
+                     std::optional<uint64_t> seed)
+      : shape(megrt::tokenBatchShape(program, entry, "data")),
+        dataset(path, shape.seq, options(program, dtype, seed)) {}
+
+  static megrt::TokenDatasetOptions options(const megrt::Program &program,
+                                            const std::string &dtype,
+                                            std::optional<uint64_t> seed) {
+    megrt::TokenDatasetOptions options;
+    options.dtype = megrt::parseTokenDType(dtype);
+    options.shuffleSeed = seed;
+    options.vocab = megrt::vocabSizeOf(program).value_or(0);
+    return options;
+  }
+
+  nb::dict batch(megrt::Tensor ids, megrt::Tensor labels) {
+    nb::dict inputs;
+    inputs["input_ids"] = toArray(std::move(ids));
+    inputs["labels"] = toArray(std::move(labels));
+    return inputs;
+  }
+
+  megrt::TokenBatchShape shape;
+  megrt::TokenDataset dataset;
+};
+
+void bindTokenDataset(nb::module_ &m) {
+  nb::class_<TokenDatasetHandle>(m, "TokenDataset",
+                                 "Windows of a token file for an entry")
+      .def(nb::init<const megrt::Program &, const std::string &,
+                    const std::string &, const std::string &,
+                    std::optional<uint64_t>>(),
+           nb::arg("program"), nb::arg("entry"), nb::arg("path"),
+           nb::arg("dtype"), nb::arg("seed").none())
+      .def("next",
+           [](TokenDatasetHandle &self) {
+             megrt::Tensor ids, labels;
+             self.dataset.next(self.shape.rows, ids, labels);
+             return self.batch(std::move(ids), std::move(labels));
+           })
+      .def(
+          "windows",
+          [](TokenDatasetHandle &self, uint64_t first) {
+            megrt::Tensor ids, labels;
+            self.dataset.windows(first, self.shape.rows, ids, labels);
+            return self.batch(std::move(ids), std::move(labels));
+          },
+          nb::arg("first"))
+      .def_prop_rw(
+          "position",
+          [](const TokenDatasetHandle &self) { return self.dataset.position(); },
+          [](TokenDatasetHandle &self, uint64_t position) {
+            self.dataset.setPosition(position);
+          })
+      .def_prop_ro("rows",
+                   [](const TokenDatasetHandle &self) { return self.shape.rows; })
+      .def_prop_ro("seq",
+                   [](const TokenDatasetHandle &self) { return self.shape.seq; })
+      .def_prop_ro("num_tokens", [](const TokenDatasetHandle &self) {
+        return self.dataset.numTokens();
+      })
+      .def_prop_ro("num_windows", [](const TokenDatasetHandle &self) {
+        return self.dataset.numWindows();
+      });
+}
+
 void bindRuntime(nb::module_ &m) {
   bindSpecs(m);
   bindProgram(m);
   bindSession(m);
+  bindTokenDataset(m);
   m.def("supported_devices", &megrt::supportedDevices,
         "The devices a Session accepts in this build.");
 }

@@ -70,3 +70,35 @@ def test_unsupported_field_names_it(tmp_path):
         megc.import_hf(tmp_path, seq=8, batch=2)
     with pytest.raises(megc.Error, match="needs --seq and --batch"):
         megc.import_hf(FIXTURES / "llama", seq=None, batch=2)
+
+
+def test_train_matches_megc_run(tools, tmp_path):
+    """megc.train on a token file gives megc-run --data's losses, learning
+    rates and final weights, bit for bit."""
+    reference = ROOT / "test" / "e2e" / "training-reference"
+    ir = megc.import_hf(FIXTURES / "llama", seq=8, batch=2, train=True,
+                        lr=0.01, lr_schedule="cosine", warmup_steps=2,
+                        decay_steps=6, clip_grad=1.0)
+    artifact = megc.compile(ir)
+    (tmp_path / "model.megc").write_bytes(artifact)
+    session = megc.Session(artifact, params=FIXTURES / "llama")
+    log = megc.train(session, reference / "tokens.bin", steps=4, data_seed=3,
+                     eval_data=reference / "tokens.bin", eval_every=2)
+    tools.run("megc-run", tmp_path / "model.megc", "--entry", "train_step",
+              "--params", FIXTURES / "llama", "--data",
+              reference / "tokens.bin", "--data-seed", 3, "--steps", 4,
+              "--metrics", tmp_path / "metrics.jsonl", "--save-params",
+              tmp_path / "trained.safetensors")
+    cli = [json.loads(line) for line in
+           (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    for mine, theirs in zip(log, cli):
+        for key in ("loss", "grad_norm", "lr"):
+            assert np.float32(mine[key]) == np.float32(theirs[key]), key
+    assert [r["position"] for r in log] == [2, 4, 6, 8]
+    assert "eval_loss" in log[1] and "eval_loss" not in log[0]
+    trained = megc.Session(artifact, params=tmp_path / "trained.safetensors")
+    for name, value in trained.parameters().items():
+        np.testing.assert_array_equal(session.parameter(name), value)
+    with pytest.raises(megc.Error, match="too short for one window"):
+        (tmp_path / "short.bin").write_bytes(b"\0\0" * 4)
+        megc.train(session, tmp_path / "short.bin", steps=1)

@@ -162,7 +162,8 @@ void describe(Program::Impl &impl) {
               memoryPlan->unplanned_bytes()};
     impl.entries.push_back({entry.name()->str(), toTensorSpecs(entry.inputs()),
                             toTensorSpecs(entry.outputs()), plan,
-                            sizeOf(entry.buffers()), sizeOf(entry.commands())});
+                            sizeOf(entry.buffers()), sizeOf(entry.commands()),
+                            entry.flops()});
   }
   for (uint32_t i = 0; i < sizeOf(root.kernels()); ++i) {
     const fb::Kernel &kernel = *root.kernels()->Get(i);

@@ -140,6 +140,26 @@ void TokenDataset::windows(uint64_t first, int64_t rows, Tensor &inputIds,
   fill(windows, inputIds, labels);
 }
 
+TokenBatchShape tokenBatchShape(const Program &program,
+                                const std::string &entryName,
+                                const std::string &flag) {
+  const EntrySpec *entry = program.findEntry(entryName);
+  if (!entry)
+    fail(flag, ": the artifact has no entry '", entryName, "'");
+  const TensorSpec *ids = nullptr;
+  bool labels = false;
+  for (const TensorSpec &input : entry->inputs) {
+    if (input.name == "input_ids")
+      ids = &input;
+    labels |= input.name == "labels";
+  }
+  if (!ids || !labels || ids->dtype != DType::I32 || ids->shape.size() != 2)
+    fail(flag, " feeds input_ids and labels (i32 [batch, seq]), which entry '",
+         entryName, "' does not take");
+  int64_t group = ids->split ? program.submeshes()[*ids->split].size : 1;
+  return {ids->shape[0] * group, ids->shape[1]};
+}
+
 std::optional<uint64_t> vocabSizeOf(const Program &program) {
   if (program.hfConfig().empty())
     return std::nullopt;

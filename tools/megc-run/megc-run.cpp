@@ -298,32 +298,6 @@ listCheckpoints(const std::string &dir) {
   return found;
 }
 
-/// The rows of the global batch an entry's token input takes (its dim 0
-/// times the data-parallel group it is split over) and its sequence length;
-/// the entry must take input_ids and labels as i32 [batch, seq].
-std::pair<int64_t, int64_t> tokenBatchShape(const megrt::Program &program,
-                                            const std::string &entryName,
-                                            const std::string &flag) {
-  const megrt::EntrySpec *entry = program.findEntry(entryName);
-  if (!entry)
-    throw megrt::Error(flag + ": the artifact has no entry '" + entryName +
-                       "'");
-  const megrt::TensorSpec *ids = nullptr;
-  bool labels = false;
-  for (const megrt::TensorSpec &input : entry->inputs) {
-    if (input.name == "input_ids")
-      ids = &input;
-    labels |= input.name == "labels";
-  }
-  if (!ids || !labels || ids->dtype != megrt::DType::I32 ||
-      ids->shape.size() != 2)
-    throw megrt::Error(flag + " feeds input_ids and labels (i32 [batch, "
-                       "seq]), which entry '" +
-                       entryName + "' does not take");
-  int64_t group = ids->split ? program.submeshes()[*ids->split].size : 1;
-  return {ids->shape[0] * group, ids->shape[1]};
-}
-
 /// A one-line rendering of a scalar output, or empty for larger tensors;
 /// `digits` significant digits (9 round-trip an f32).
 std::string scalarText(const megrt::Tensor &tensor, int digits = 6) {
@@ -408,7 +382,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   dataOptions.dtype = megrt::parseTokenDType(options.dataDType);
   dataOptions.vocab = megrt::vocabSizeOf(program).value_or(0);
   if (!options.data.empty()) {
-    auto [batchRows, seq] = tokenBatchShape(program, options.entry, "--data");
+    auto [batchRows, seq] =
+        megrt::tokenBatchShape(program, options.entry, "--data");
     rows = batchRows;
     megrt::TokenDatasetOptions train = dataOptions;
     train.shuffleSeed = options.dataSeed;
@@ -429,7 +404,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                 << " a step, from window " << data->position() << std::endl;
   }
   if (!options.evalData.empty()) {
-    auto [batchRows, seq] = tokenBatchShape(program, "loss", "--eval-data");
+    auto [batchRows, seq] =
+        megrt::tokenBatchShape(program, "loss", "--eval-data");
     evalRows = batchRows;
     evalData =
         std::make_unique<megrt::TokenDataset>(options.evalData, seq,
@@ -501,6 +477,12 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       if (data)
         *metrics << ",\"tokens_per_s\":"
                  << static_cast<double>(rows * data->seq()) / (ms / 1000.0);
+      // Every rank runs the entry's FLOPs on its part of the batch.
+      if (const megrt::EntrySpec *spec = program.findEntry(options.entry);
+          spec && spec->flops)
+        *metrics << ",\"tflops\":"
+                 << static_cast<double>(spec->flops) * session.worldSize() /
+                        (ms * 1e9);
       *metrics << "}\n";
       metrics->flush();
     }

@@ -317,6 +317,9 @@ int runInspect() {
       for (auto &[name, count] : counts)
         os << " " << name << " " << count;
       os << "\n";
+      if (entry->flops())
+        os << "  flops: " << llvm::format("%.4g", double(entry->flops()))
+           << " a run in GEMMs and attention (per rank)\n";
       printCollectives(os, *entry, groupSizes);
       if (entry->graphs() && entry->graphs()->size()) {
         os << "  graph regions: " << entry->graphs()->size() << "\n";

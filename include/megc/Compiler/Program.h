@@ -120,6 +120,10 @@ struct EntryDesc {
   std::vector<Command> commands;
   MemoryPlan plan;
   std::vector<GraphRegionDesc> graphs;
+
+  /// The floating-point operations of its GEMMs and attention (the
+  /// artifact's Entry.flops).
+  uint64_t flops() const;
 };
 
 /// One pointer passed to a dispatch: the kernel's argument `value`, or

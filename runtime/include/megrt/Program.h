@@ -124,6 +124,8 @@ struct EntrySpec {
   MemoryPlanInfo plan;
   size_t numBuffers;
   size_t numCommands;
+  /// Floating-point operations of one run in GEMMs and attention.
+  uint64_t flops = 0;
 };
 
 /// One dispatch of a kernel's code: its entry (a CPU symbol or a CUDA

@@ -80,6 +80,19 @@ private:
 /// The vocabulary size the artifact's Hugging Face config gives, if any.
 std::optional<uint64_t> vocabSizeOf(const Program &program);
 
+/// What a token file feeds an entry: `rows` windows a run (the global batch:
+/// dim 0 of input_ids times the data-parallel group it is split over) of
+/// `seq` + 1 tokens.
+struct TokenBatchShape {
+  int64_t rows, seq;
+};
+
+/// The entry must take input_ids and labels as i32 [batch, seq]; `flag`
+/// names the option in the error otherwise.
+TokenBatchShape tokenBatchShape(const Program &program,
+                                const std::string &entry,
+                                const std::string &flag);
+
 } // namespace megrt
 
 #endif // MEGRT_TOKENDATASET_H
