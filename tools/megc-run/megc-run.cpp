@@ -487,15 +487,26 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       metrics->flush();
     }
     if (lead && (step % options.logEvery == 0 || step == options.steps)) {
+      // Rates first and outputs last, so that the loss ends the line.
       std::cout << "step " << step << "/" << options.steps << " "
                 << options.entry << " " << ms << " ms";
+      if (std::optional<double> lr = session.learningRate())
+        std::cout << " lr " << *lr;
+      // Training on --data: throughput, and the model FLOPs' rate.
+      const megrt::EntrySpec *spec = program.findEntry(options.entry);
+      if (data)
+        std::cout << " tok/s "
+                  << static_cast<int64_t>(static_cast<double>(rows) *
+                                          data->seq() / (ms / 1000.0));
+      if (data && spec->flops)
+        std::cout << " TFLOP/s "
+                  << static_cast<double>(spec->flops) * session.worldSize() /
+                         (ms * 1e9);
       for (const auto &[name, tensor] : outputs) {
         std::string scalar = scalarText(tensor);
         if (!scalar.empty())
           std::cout << " " << name << " " << scalar;
       }
-      if (std::optional<double> lr = session.learningRate())
-        std::cout << " lr " << *lr;
       std::cout << std::endl;
     }
     if (options.saveEvery && step % options.saveEvery == 0) {
