@@ -13,6 +13,7 @@
 #include "megrt/Safetensors.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -47,6 +48,28 @@ void checkTensorMatches(const Tensor &tensor, DType dtype, const Shape &shape,
   if (tensor.shape() != shape)
     fail(what, " has shape ", formatShape(tensor.shape()), ", expected ",
          formatShape(shape));
+}
+
+/// Fails naming the first NaN or infinity of a floating-point tensor.
+void checkFinite(const Tensor &tensor, const std::string &what) {
+  if (!isFloatingPoint(tensor.dtype()))
+    return;
+  std::vector<float> values = tensor.toFloats();
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isfinite(values[i]))
+      continue;
+    std::string index;
+    size_t rest = i;
+    for (size_t d = tensor.shape().size(); d-- > 0;) {
+      auto dim = static_cast<size_t>(tensor.shape()[d]);
+      index = concat(rest % dim, index.empty() ? "" : ", ", index);
+      rest /= dim;
+    }
+    fail(what, " holds ", values[i] != values[i] ? "NaN" : "an infinity",
+         " at element ", i, " (index [", index,
+         "]); a run from it would be meaningless (turn the check off with "
+         "--no-check-finite / SessionOptions::checkFinite)");
+  }
 }
 
 std::string joinRanks(const std::vector<int> &ranks) {
@@ -383,7 +406,8 @@ void Session::load(const std::string &path, bool allowExtra, bool withState,
              "' is not a parameter of the program (pass allowExtra to "
              "ignore it)");
   // Check everything before writing anything, so that a bad file leaves the
-  // parameters as they were. Model weights of another floating-point dtype
+  // parameters as they were: names, dtypes, shapes and (unless turned off)
+  // finite values. Model weights of another floating-point dtype
   // are converted (a bf16 checkpoint into an f32 model); training state must
   // match exactly.
   std::vector<Tensor> converted(specs.size());
@@ -401,6 +425,8 @@ void Session::load(const std::string &path, bool allowExtra, bool withState,
       found[i] = &converted[i];
     }
     checkTensorMatches(*found[i], spec.dtype, Impl::fileShape(spec), what);
+    if (impl_->options.checkFinite)
+      checkFinite(*found[i], what);
   }
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!found[i])

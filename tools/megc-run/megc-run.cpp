@@ -50,7 +50,8 @@ const char *kUsage =
     "                [--data FILE [--data-dtype uint16|uint32] [--data-seed N]]\n"
     "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n"
     "                [--metrics FILE.jsonl] [--log-every N]\n"
-    "                [--save-every N --save-dir DIR [--keep K]] [--resume DIR]\n";
+    "                [--save-every N --save-dir DIR [--keep K]] [--resume DIR]\n"
+    "                [--no-check-finite]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
@@ -77,6 +78,7 @@ struct Options {
   uint64_t maxShardBytes = 50'000'000'000;
   double commTimeoutSeconds = 300;
   bool allowExtraParams = false;
+  bool checkFinite = true;
   bool cudaGraphs = true;
   /// 0: MEGRT_NUM_THREADS, else every core.
   unsigned threads = 0;
@@ -208,6 +210,8 @@ Options parse(int argc, char **argv) {
         usageError("--warmup expects a non-negative integer, got '" + text +
                    "'");
       options.warmup = static_cast<int64_t>(warmup);
+    } else if (arg == "--no-check-finite") {
+      options.checkFinite = false;
     } else if (arg == "--allow-extra-params") {
       options.allowExtraParams = true;
     } else if (arg == "--no-cuda-graphs") {
@@ -329,6 +333,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   sessionOptions.traceFile = options.trace;
   sessionOptions.commTimeoutSeconds = options.commTimeoutSeconds;
   sessionOptions.threads = options.threads;
+  sessionOptions.checkFinite = options.checkFinite;
   bool init = options.params == "init" || options.params.rfind("init:", 0) == 0;
   if (options.params.rfind("init:", 0) == 0) {
     std::string seed = options.params.substr(5);
@@ -454,6 +459,21 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       data->next(rows, inputs["input_ids"], inputs["labels"]);
     auto start = std::chrono::steady_clock::now();
     outputs = session.run(options.entry, inputs);
+    // A non-finite loss or gradient norm ends the run before anything is
+    // saved from it: the checkpoints on disk stay the last good state.
+    for (const char *name : {"loss", "grad_norm"})
+      if (auto it = outputs.find(name);
+          it != outputs.end() && it->second.numElements() == 1 &&
+          it->second.dtype() == megrt::DType::F32 &&
+          !std::isfinite(*it->second.dataAs<float>()))
+        throw megrt::Error(
+            "non-finite " + std::string(name) + " (" +
+            scalarText(it->second) + ") at step " + std::to_string(step) +
+            " of entry '" + options.entry +
+            "'; nothing of this step or after is saved" +
+            (options.saveEvery ? ", the last checkpoint in '" +
+                                     options.saveDir + "' is the last good state"
+                               : ""));
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();

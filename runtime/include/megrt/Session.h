@@ -46,6 +46,10 @@ struct SessionOptions {
   /// variable, else every core the process may use. Results are the same
   /// for any number.
   unsigned threads = 0;
+  /// Loading weights or training state checks that every value is finite
+  /// (an error names the tensor and its first bad element); false skips
+  /// the check for speed.
+  bool checkFinite = true;
 };
 
 /// The devices a Session accepts: "cpu", and "cuda" when the runtime was
