@@ -88,8 +88,42 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
   return pm.run(module);
 }
 
+/// With an optimizer, `grad` and `train_step` name what meg-autodiff and
+/// meg-optimizer build (or a user built with them, megc-opt): a function
+/// under such a name that is not one would compile to an entry that does not
+/// do what its name says.
+static mlir::LogicalResult checkReservedEntries(mlir::ModuleOp module) {
+  if (!module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName))
+    return mlir::success();
+  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step")) {
+    bool trains = false;
+    step.walk([&](mlir::meg::AdamWOp) { trains = true; });
+    if (!trains)
+      return step.emitError()
+             << "'train_step' is the name of the training step meg-optimizer "
+                "builds, but this function updates no parameter (no "
+                "meg.adamw); rename it (megc builds train_step from the "
+                "function named loss)";
+  }
+  if (auto grad = module.lookupSymbol<mlir::func::FuncOp>("grad")) {
+    bool gradients = false;
+    for (unsigned i = 0; i < grad.getNumResults(); ++i)
+      if (auto name = grad.getResultAttrOfType<mlir::StringAttr>(
+              i, mlir::meg::MegDialect::kNameAttrName))
+        gradients |= name.getValue().starts_with("grad.");
+    if (!gradients && !module.lookupSymbol("train_step"))
+      return grad.emitError()
+             << "'grad' is the name of the gradient function meg-autodiff "
+                "builds, but this function returns no grad.<parameter> "
+                "result; rename it";
+  }
+  return mlir::success();
+}
+
 mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
                                            const CompileOptions &options) {
+  if (failed(checkReservedEntries(module)))
+    return mlir::failure();
   mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
   buildFrontEndPipeline(frontEnd, module, options);
   if (failed(runPipeline(module, frontEnd)))

@@ -28,12 +28,12 @@ meg.param @p : tensor<4xf32> init #meg.init<copy(@m)>
 
 // -----
 
-// expected-error @+1 {{expects the normal init scale to be finite and >= 0, got -5.000000e-01}}
+// expected-error @+1 {{expects the normal init scale in [0, 1000], got -5.000000e-01}}
 meg.param @p : tensor<4xf32> init #meg.init<normal(-0.5)>
 
 // -----
 
-// expected-error @+1 {{expects the uniform init scale to be finite and >= 0, got -1.000000e+00}}
+// expected-error @+1 {{expects the uniform init scale in [0, 1000], got -1.000000e+00}}
 meg.param @p : tensor<4xf32> init #meg.init<uniform(-1.0)>
 
 // -----
@@ -169,7 +169,7 @@ module attributes {meg.precision = #meg.precision<param = bf16, main_params = f3
 // #meg.adamw
 //===----------------------------------------------------------------------===//
 
-// expected-error @+1 {{expects lr > 0, got 0.000000e+00}}
+// expected-error @+1 {{expects lr > 0 (that f32 can hold), got 0.000000e+00}}
 module attributes {meg.optimizer = #meg.adamw<lr = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.1>} {}
 
 // -----
@@ -908,7 +908,7 @@ func.func @f(%x: tensor<2x8xf32>, %w: tensor<4x8xf32>, %b: tensor<4xbf16>) {
 // -----
 
 func.func @f(%x: tensor<2x8xf32>, %w: tensor<8xf32>) {
-  // expected-error @+1 {{'meg.rms_norm' op expects eps > 0, got 0.000000e+00}}
+  // expected-error @+1 {{'meg.rms_norm' op expects eps in (0, 1], got 0.000000e+00}}
   %0 = meg.rms_norm %x, %w eps 0.0 : tensor<2x8xf32>, tensor<8xf32>
   return
 }
@@ -940,7 +940,7 @@ func.func @f(%x: tensor<2x8xf32>, %w: tensor<8xbf16>) {
 // -----
 
 func.func @f(%x: tensor<2x8xf32>) {
-  // expected-error @+1 {{'meg.layer_norm' op expects eps > 0, got -1.000000e-05}}
+  // expected-error @+1 {{'meg.layer_norm' op expects eps in (0, 1], got -1.000000e-05}}
   %0 = meg.layer_norm %x eps -1.0e-5 : tensor<2x8xf32>
   return
 }
@@ -1029,7 +1029,7 @@ func.func @f(%x: tensor<16x2x4x32xf32>, %c: tensor<8x32xf32>) {
 // -----
 
 func.func @f(%q: tensor<2x16x4x32xf32>, %k: tensor<2x16x2x32xf32>) {
-  // expected-error @+1 {{'meg.attention' op expects scale > 0}}
+  // expected-error @+1 {{'meg.attention' op expects a scale > 0 that f32 can hold}}
   %0 = meg.attention %q, %k, %k scale 0.0 : tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>
   return
 }
@@ -1169,7 +1169,7 @@ func.func @f(%dy: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>) {
 // -----
 
 func.func @f(%dy: tensor<2x8xf32>, %w: tensor<8xf32>) {
-  // expected-error @+1 {{'meg.rms_norm_grad' op expects eps > 0, got 0.000000e+00}}
+  // expected-error @+1 {{'meg.rms_norm_grad' op expects eps in (0, 1], got 0.000000e+00}}
   %0:2 = meg.rms_norm_grad %dy, %dy, %w eps 0.0 : tensor<2x8xf32>, tensor<8xf32>
   return
 }
@@ -1233,7 +1233,7 @@ func.func @f(%o: tensor<2x16x4x32xf32>, %q: tensor<2x16x4x32xf32>, %k: tensor<2x
 // -----
 
 func.func @f(%o: tensor<2x16x4x32xf32>, %q: tensor<2x16x4x32xf32>, %k: tensor<2x16x2x32xf32>) {
-  // expected-error @+1 {{'meg.attention_grad' op expects scale > 0}}
+  // expected-error @+1 {{'meg.attention_grad' op expects a scale > 0 that f32 can hold}}
   %0:3 = meg.attention_grad %o, %q, %k, %k, %o scale -1.0 : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>
   return
 }

@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -119,9 +120,10 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   : "init kind copy needs a source parameter");
   double scale = scaleValue.convertToDouble();
   bool hasScale = kind == InitKind::normal || kind == InitKind::uniform;
-  if (hasScale && !(std::isfinite(scale) && scale >= 0.0))
+  // Weights of that size overflow the products of any layer.
+  if (hasScale && !(scale >= 0.0 && scale <= 1000.0))
     return emitError() << "expects the " << stringifyInitKind(kind)
-                       << " init scale to be finite and >= 0, got " << scale;
+                       << " init scale in [0, 1000], got " << scale;
   if (!hasScale && scale != 0.0)
     return emitError() << "init kind " << stringifyInitKind(kind)
                        << " takes no scale";
@@ -246,8 +248,8 @@ LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double beta2 = beta2Value.convertToDouble();
   double eps = epsValue.convertToDouble();
   double weightDecay = weightDecayValue.convertToDouble();
-  if (!(std::isfinite(lr) && lr > 0.0))
-    return emitError() << "expects lr > 0, got " << lr;
+  if (!(lr > 0.0 && lr <= std::numeric_limits<float>::max()))
+    return emitError() << "expects lr > 0 (that f32 can hold), got " << lr;
   if (!(beta1 >= 0.0 && beta1 < 1.0))
     return emitError() << "expects beta1 in [0, 1), got " << beta1;
   if (!(beta2 >= 0.0 && beta2 < 1.0))

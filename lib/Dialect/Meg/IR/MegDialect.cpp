@@ -180,14 +180,41 @@ static LogicalResult verifyValueName(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// An entry's inputs (or outputs) are looked up by name: a name used by an
+/// earlier argument (result) of the same function is an error.
+static LogicalResult verifyUniqueName(Operation *op, unsigned index,
+                                      bool result, NamedAttribute attr) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!func || !name)
+    return success();
+  for (unsigned i = 0; i < index; ++i) {
+    auto other = result ? func.getResultAttrOfType<StringAttr>(
+                              i, MegDialect::kNameAttrName)
+                        : func.getArgAttrOfType<StringAttr>(
+                              i, MegDialect::kNameAttrName);
+    if (other == name)
+      return op->emitError()
+             << (result ? "result " : "argument ") << index << " is named '"
+             << name.getValue() << "' like " << (result ? "result " : "argument ")
+             << i << "; the names of an entry's "
+             << (result ? "outputs" : "inputs") << " must differ";
+  }
+  return success();
+}
+
 LogicalResult MegDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    unsigned argIndex,
                                                    NamedAttribute attr) {
-  return verifyValueName(op, attr, "argument " + std::to_string(argIndex));
+  if (failed(verifyValueName(op, attr, "argument " + std::to_string(argIndex))))
+    return failure();
+  return verifyUniqueName(op, argIndex, /*result=*/false, attr);
 }
 
 LogicalResult MegDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                       unsigned resultIndex,
                                                       NamedAttribute attr) {
-  return verifyValueName(op, attr, "result " + std::to_string(resultIndex));
+  if (failed(verifyValueName(op, attr, "result " + std::to_string(resultIndex))))
+    return failure();
+  return verifyUniqueName(op, resultIndex, /*result=*/true, attr);
 }

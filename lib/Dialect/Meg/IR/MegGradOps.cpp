@@ -8,6 +8,8 @@
 #include "SharedVerifiers.h"
 #include "ShapeUtils.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::meg;
 
@@ -95,8 +97,10 @@ LogicalResult AttentionGradOp::verify() {
   if (inferred.front() != getGrad().getType())
     return emitOpError() << "expects an output gradient of type "
                          << inferred.front() << ", got " << getGrad().getType();
-  if (!(getScale().convertToDouble() > 0.0))
-    return emitOpError() << "expects scale > 0";
+  double scale = getScale().convertToDouble();
+  if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max()))
+    return emitOpError() << "expects a scale > 0 that f32 can hold, got "
+                         << scale;
   return success();
 }
 

@@ -5,6 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShapeUtils.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
 #include "SharedVerifiers.h"
 
 using namespace mlir;
@@ -139,8 +143,10 @@ LogicalResult mlir::meg::verifyNormWeight(Operation *op, StringRef what,
 }
 
 LogicalResult mlir::meg::verifyEps(Operation *op, double eps) {
-  if (!(eps > 0.0))
-    return op->emitOpError() << "expects eps > 0, got " << eps;
+  // Above 1 the epsilon outweighs the variance of normalised activations,
+  // and the layer's output vanishes.
+  if (!(eps > 0.0 && eps <= 1.0))
+    return op->emitOpError() << "expects eps in (0, 1], got " << eps;
   return success();
 }
 
@@ -255,8 +261,12 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  if (!(adaptor.getScale().convertToDouble() > 0.0))
-    return inferError(loc, "meg.attention", "expects scale > 0");
+  double scale = adaptor.getScale().convertToDouble();
+  // The scores are computed in f32: a larger scale overflows them.
+  if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max()))
+    return inferError(loc, "meg.attention",
+                      "expects a scale > 0 that f32 can hold, got " +
+                          llvm::formatv("{0:e}", scale).str());
   return inferAttentionType(loc, "meg.attention", adaptor.getQuery().getType(),
                             adaptor.getKey().getType(),
                             adaptor.getValue().getType(), inferred);
