@@ -101,7 +101,8 @@ public:
           param.initSource.empty() ? 0
                                    : builder.CreateString(param.initSource),
           param.aliases.empty() ? 0
-                                : builder.CreateVectorOfStrings(param.aliases)));
+                                : builder.CreateVectorOfStrings(param.aliases),
+          param.nonNegative));
     }
     flatbuffers::Offset<fb::Mesh> mesh = 0;
     if (program.mesh) {

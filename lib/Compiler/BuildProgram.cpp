@@ -68,6 +68,8 @@ public:
            stringifyInitKind(init.getKind()).str(),
            init.getScale().convertToDouble(), param.getState(),
            init.getSource() ? init.getSource().getValue().str() : ""});
+      program.parameters.back().nonNegative =
+          param->hasAttr(MegDialect::kNonNegativeAttrName);
       if (ArrayAttr aliases = param.getAliasesAttr())
         for (Attribute alias : aliases)
           program.parameters.back().aliases.push_back(

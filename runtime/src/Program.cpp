@@ -111,6 +111,7 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
                      std::nullopt,
                      param.state(),
                      toString(param.init_source())};
+  spec.nonNegative = param.non_negative();
   for (uint32_t i = 0; i < sizeOf(param.aliases()); ++i)
     spec.aliases.push_back(param.aliases()->Get(i)->str());
   if (const fb::Sharding *sharding = param.sharding())

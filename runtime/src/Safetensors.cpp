@@ -43,6 +43,36 @@ std::optional<DType> parseSafetensorsDType(const std::string &name) {
   return std::nullopt;
 }
 
+/// Whether `text` is valid UTF-8 (shortest forms, no surrogates) without
+/// NUL bytes: what a tensor name may hold.
+bool isCleanName(const std::string &text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    if (byte == 0)
+      return false;
+    size_t length = byte < 0x80 ? 1 : (byte >> 5) == 6 ? 2
+                                  : (byte >> 4) == 14  ? 3
+                                  : (byte >> 3) == 30  ? 4
+                                                       : 0;
+    if (length == 0 || i + length > text.size())
+      return false;
+    uint32_t code = length == 1 ? byte : byte & (0x7f >> length);
+    for (size_t k = 1; k < length; ++k) {
+      auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next >> 6) != 2)
+        return false;
+      code = (code << 6) | (next & 0x3f);
+    }
+    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kMin[length] || code > 0x10ffff ||
+        (code >= 0xd800 && code <= 0xdfff))
+      return false;
+    i += length;
+  }
+  return true;
+}
+
 const JsonValue *findMember(const JsonValue &object, const char *key) {
   for (const auto &[name, value] : object.members)
     if (name == key)
@@ -174,6 +204,9 @@ readSafetensors(const std::string &path,
       }
       continue;
     }
+    if (name.empty() || !isCleanName(name))
+      fail(file, ": a tensor name is ", name.empty() ? "empty" : "not valid "
+           "UTF-8 or holds a NUL byte", " (", quoteJson(name), ")");
     entries.push_back(parseTensorEntry(name, info, dataBytes,
                                        concat(file, ": tensor '", name, "'")));
   }

@@ -72,6 +72,15 @@ void checkFinite(const Tensor &tensor, const std::string &what) {
   }
 }
 
+/// Fails naming the first negative element (NaN passes: checkFinite's).
+void checkNonNegative(const Tensor &tensor, const std::string &what) {
+  std::vector<float> values = tensor.toFloats();
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i] < 0)
+      fail(what, " holds ", values[i], " at element ", i,
+           ", but it is never negative (a second moment or a step count)");
+}
+
 std::string joinRanks(const std::vector<int> &ranks) {
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i)
@@ -427,6 +436,8 @@ void Session::load(const std::string &path, bool allowExtra, bool withState,
     checkTensorMatches(*found[i], spec.dtype, Impl::fileShape(spec), what);
     if (impl_->options.checkFinite)
       checkFinite(*found[i], what);
+    if (spec.nonNegative)
+      checkNonNegative(*found[i], what);
   }
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!found[i])

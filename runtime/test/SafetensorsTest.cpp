@@ -109,6 +109,23 @@ TEST(Safetensors, RejectsTruncatedFiles) {
                         "section of 15 bytes"));
 }
 
+TEST(Safetensors, RejectsNamesThatAreNotCleanUtf8) {
+  std::vector<uint8_t> data = floatBytes({1, 2});
+  auto header = [](const std::string &name) {
+    return "{\"" + name +
+           "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+  };
+  for (const std::string &name :
+       {std::string("a\\u0000b"), std::string("w\xff"),
+        std::string("\xc0\xaf"), std::string("\xed\xa0\x80")})
+    EXPECT_THAT(readError(safetensorsBytes(header(name), data)),
+                HasSubstr("a tensor name is not valid UTF-8 or holds a NUL "
+                          "byte"))
+        << name;
+  EXPECT_EQ(readError(safetensorsBytes(header("caf\xc3\xa9.w"), data)),
+            "(read)");
+}
+
 TEST(Safetensors, RejectsBadOffsets) {
   std::vector<uint8_t> data = floatBytes({1, 2, 3, 4});
   EXPECT_THAT(

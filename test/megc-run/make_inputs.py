@@ -22,6 +22,8 @@ of an artifact and altered safetensors checkpoints.
       OUT is the safetensors file IN without tensor NAME.
   make_inputs.py f16-param IN OUT NAME
       OUT is IN with tensor NAME stored as F16.
+  make_inputs.py set-param IN OUT NAME VALUE
+      OUT is IN with element 0 of tensor NAME set to VALUE.
   make_inputs.py nan-param IN OUT NAME
       OUT is IN with element 3 of tensor NAME set to NaN.
   make_inputs.py i32-param IN OUT NAME
@@ -181,6 +183,11 @@ def main(argv):
     elif command == "f16-param":
         tensors = read_safetensors(args[0])
         tensors[args[2]] = tensors[args[2]].astype(np.float16)
+        write_safetensors(args[1], tensors)
+    elif command == "set-param":
+        tensors = read_safetensors(args[0])
+        tensors[args[2]] = np.array(tensors[args[2]], np.float32)
+        tensors[args[2]].reshape(-1)[0] = float(args[3])
         write_safetensors(args[1], tensors)
     elif command == "nan-param":
         tensors = read_safetensors(args[0])

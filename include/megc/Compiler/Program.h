@@ -173,6 +173,8 @@ struct ParameterDesc {
   std::string initSource;
   /// Other names checkpoints hold the parameter under (meg.param aliases).
   std::vector<std::string> aliases;
+  /// Never negative (meg.non_negative): a second moment, a step count.
+  bool nonNegative = false;
   /// A sharded parameter: the submesh it is split over and the shape of
   /// the whole tensor (its type is this rank's 1-D piece).
   int32_t shardSubmesh = -1;

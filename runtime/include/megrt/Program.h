@@ -93,6 +93,8 @@ struct ParameterSpec {
   /// Other names checkpoints may hold the parameter under (a tied
   /// lm_head.weight).
   std::vector<std::string> aliases;
+  /// Never negative (a second moment, the step count): checked on load.
+  bool nonNegative = false;
 };
 
 /// Megatron's learning-rate schedule (schema table LrSchedule): before a run

@@ -150,6 +150,13 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' is only valid on a kernel function";
     return success();
   }
+  if (name == kNonNegativeAttrName) {
+    auto param = dyn_cast<ParamOp>(op);
+    if (!param || !isa<UnitAttr>(attr.getValue()) || !param.getState())
+      return op->emitError() << "'" << name
+                             << "' is a unit attribute of state meg.params";
+    return success();
+  }
   if (name == kInPlaceAttrName) {
     auto func = dyn_cast<func::FuncOp>(op);
     auto inPlace = dyn_cast<DenseI64ArrayAttr>(attr.getValue());

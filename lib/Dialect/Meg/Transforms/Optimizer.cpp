@@ -57,15 +57,19 @@ struct MegOptimizerPass
   /// Declares a state parameter before the functions, zero-initialised
   /// unless `init` says otherwise.
   void declareState(OpBuilder &builder, ModuleOp module, StringRef stateName,
-                    RankedTensorType type, InitAttr init = {}) {
+                    RankedTensorType type, InitAttr init = {},
+                    bool nonNegative = false) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(*module.getOps<func::FuncOp>().begin());
     if (!init)
       init = InitAttr::get(builder.getContext(), InitKind::zeros, APFloat(0.0));
-    ParamOp::create(builder, module.getLoc(), builder.getStringAttr(stateName),
-                    TypeAttr::get(type), init,
-                    /*frozen=*/nullptr, builder.getUnitAttr(),
-                    /*sharding=*/nullptr, /*aliases=*/nullptr);
+    auto param = ParamOp::create(
+        builder, module.getLoc(), builder.getStringAttr(stateName),
+        TypeAttr::get(type), init,
+        /*frozen=*/nullptr, builder.getUnitAttr(),
+        /*sharding=*/nullptr, /*aliases=*/nullptr);
+    if (nonNegative)
+      param->setAttr(MegDialect::kNonNegativeAttrName, builder.getUnitAttr());
   }
 
   /// A function of the gradient's results over `count` micro-batches: its
@@ -152,7 +156,8 @@ struct MegOptimizerPass
 
     Type f32 = builder.getF32Type();
     auto scalar = RankedTensorType::get({}, f32);
-    declareState(builder, module, "optimizer.step", scalar);
+    declareState(builder, module, "optimizer.step", scalar, {},
+                 /*nonNegative=*/true);
 
     builder.setInsertionPoint(ret);
     auto read = [&](StringRef param, RankedTensorType type) -> Value {
@@ -249,7 +254,8 @@ struct MegOptimizerPass
       std::string expAvg = ("optimizer.exp_avg." + paramName).str();
       std::string expAvgSq = ("optimizer.exp_avg_sq." + paramName).str();
       declareState(builder, module, expAvg, expAvgType);
-      declareState(builder, module, expAvgSq, expAvgSqType);
+      declareState(builder, module, expAvgSq, expAvgSqType, {},
+                   /*nonNegative=*/true);
       // Separate master weights: the optimizer updates a copy in the
       // policy's main_params dtype, and the model weight is its rounding.
       std::string master = paramName.str();

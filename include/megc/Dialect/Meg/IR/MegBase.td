@@ -69,6 +69,9 @@ def Meg_Dialect : Dialect {
     /// On a kernel function: per result, the argument it overwrites (an
     /// optimizer's update of its state), or -1.
     static constexpr ::llvm::StringLiteral kInPlaceAttrName = "meg.in_place";
+    /// On a state meg.param: its values are never negative (a second
+    /// moment, a step count), which loading checks.
+    static constexpr ::llvm::StringLiteral kNonNegativeAttrName = "meg.non_negative";
 
   private:
     void registerAttributes();
