@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Clipping.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
@@ -401,18 +402,12 @@ LogicalResult FsdpRewriter::clipReducedGradients(MutableArrayRef<Update> updates
     return success();
   builder.setInsertionPoint(firstUpdate);
   Location loc = first.getLoc();
-  Type f32 = builder.getF32Type();
-  auto scalar = RankedTensorType::get({}, f32);
   Value sum;
   for (Update &update : updates) {
     if (!update.adamw.getGradScale())
       return update.adamw.emitError()
              << "meg-fsdp: some updates clip their gradients and others not";
-    Value grad = castTo(flatten(update.grad, loc), f32, loc);
-    Value squares = ReduceOp::create(builder, loc, ReduceKind::sum,
-                                     MulOp::create(builder, loc, grad, grad),
-                                     ArrayRef<int64_t>{0},
-                                     /*keep_dims=*/false);
+    Value squares = sumOfSquares(builder, loc, update.grad);
     sum = sum ? Value(AddOp::create(builder, loc, sum, squares)) : squares;
   }
   auto add = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::sum);
@@ -426,20 +421,9 @@ LogicalResult FsdpRewriter::clipReducedGradients(MutableArrayRef<Update> updates
     combine(shardAxes);
   if (outerAxes && outerOptim)
     combine(outerAxes);
-  auto constant = [&](double value) -> Value {
-    return arith::ConstantOp::create(
-        builder, loc, scalar,
-        DenseElementsAttr::get(scalar, builder.getFloatAttr(f32, value)));
-  };
   Value norm = SqrtOp::create(builder, loc, sum);
-  double clip = first.getConfig().getClipGrad().convertToDouble();
-  Value coefficient = DivOp::create(
-      builder, loc, constant(clip), AddOp::create(builder, loc, norm,
-                                                  constant(1e-6)));
-  Value scale = NegOp::create(
-      builder, loc,
-      MaxOp::create(builder, loc, NegOp::create(builder, loc, coefficient),
-                    constant(-1.0)));
+  Value scale = clipScale(builder, loc, norm,
+                          first.getConfig().getClipGrad().convertToDouble());
   for (Update &update : updates)
     update.adamw.getGradScaleMutable().assign(scale);
   auto func = firstUpdate->getParentOfType<func::FuncOp>();

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Clipping.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
@@ -172,11 +173,6 @@ struct MegOptimizerPass
                                 one);
     Value stepIndex = CastOp::create(
         builder, loc, RankedTensorType::get({}, builder.getI64Type()), count);
-    auto constant = [&](double value) -> Value {
-      return arith::ConstantOp::create(
-          builder, loc, scalar,
-          DenseElementsAttr::get(scalar, builder.getFloatAttr(f32, value)));
-    };
 
     // The learning rate the runtime computes from the schedule.
     Value lr;
@@ -207,31 +203,14 @@ struct MegOptimizerPass
             index, MegDialect::kNameAttrName);
         if (!resultName || !resultName.getValue().starts_with("grad."))
           continue;
-        auto type = cast<RankedTensorType>(value.getType());
-        Value grad = type.getElementType() == f32
-                         ? value
-                         : Value(CastOp::create(builder, loc, type.clone(f32),
-                                                value));
-        SmallVector<int64_t> dims;
-        for (int64_t d = 0; d < type.getRank(); ++d)
-          dims.push_back(d);
-        Value squares = ReduceOp::create(
-            builder, loc, ReduceKind::sum,
-            MulOp::create(builder, loc, grad, grad), dims,
-            /*keep_dims=*/false);
+        Value squares = sumOfSquares(builder, loc, value);
         sum = sum ? Value(AddOp::create(builder, loc, sum, squares)) : squares;
       }
       if (!sum)
         return grad.emitError()
                << "meg-optimizer: clip_grad needs a gradient to clip";
       gradNorm = SqrtOp::create(builder, loc, sum);
-      Value coefficient = DivOp::create(
-          builder, loc, constant(clip),
-          AddOp::create(builder, loc, gradNorm, constant(1e-6)));
-      gradScale = NegOp::create(
-          builder, loc,
-          MaxOp::create(builder, loc, NegOp::create(builder, loc, coefficient),
-                        constant(-1.0)));
+      gradScale = clipScale(builder, loc, gradNorm, clip);
     }
 
     SmallVector<std::pair<std::string, Value>> stores = {
