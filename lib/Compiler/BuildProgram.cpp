@@ -404,7 +404,12 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
     return failure();
   command.submesh = *group;
   command.src = *src;
-  command.dst = addBuffer(BufferKind::Arena, 0, producedType);
+  // A gathered weight lands in the parameter's storage (through views).
+  std::optional<uint32_t> stored;
+  if (isa<AllGatherOp>(op))
+    stored = storedParameter(op, op->getResult(0));
+  command.dst = stored ? addBuffer(BufferKind::Parameter, *stored, producedType)
+                       : addBuffer(BufferKind::Arena, 0, producedType);
   command.count = command.kind == CollectiveCommand::Kind::AllGather
                       ? inputType.getNumElements()
                       : producedType.getNumElements();
@@ -504,6 +509,20 @@ LogicalResult ProgramBuilder::placeGraphRegion(GraphRegionOp region) {
   if (graph.count > 0)
     entry->graphs.push_back(std::move(graph));
   return success();
+}
+
+/// The ancestor of `op` in `block`, or null.
+static Operation *inBlock(Block *block, Operation *op) {
+  return block->findAncestorOpInBlock(*op);
+}
+
+/// The parameter read `value` is: a meg.param_ref, or a graph region's
+/// argument bound to one.
+static ParamRefOp paramRefOf(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    if (auto region = dyn_cast<GraphRegionOp>(arg.getOwner()->getParentOp()))
+      return region.getInputs()[arg.getArgNumber()].getDefiningOp<ParamRefOp>();
+  return value.getDefiningOp<ParamRefOp>();
 }
 
 /// What a kernel is named after: its op, or the ops a fusion holds
@@ -610,9 +629,10 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
     // AdamW is elementwise: result i updates operand i of (param, exp_avg,
     // exp_avg_sq), operands 0, 2 and 3.
     static constexpr unsigned kUpdated[] = {0, 2, 3};
-    auto ref = op->getOperand(kUpdated[index]).getDefiningOp<ParamRefOp>();
+    Value state = op->getOperand(kUpdated[index]);
+    ParamRefOp ref = paramRefOf(state);
     if (ref && paramIndex.lookup(ref.getName()) == *stored.back())
-      inPlace[index] = llvm::find(inputs, ref.getResult()) - inputs.begin();
+      inPlace[index] = llvm::find(inputs, state) - inputs.begin();
   }
   if (llvm::any_of(inPlace, [](int64_t arg) { return arg >= 0; }))
     kernel->setAttr(kInPlaceAttrName, builder.getDenseI64ArrayAttr(inPlace));
@@ -654,22 +674,32 @@ uint32_t ProgramBuilder::resultBuffer(Value result) {
   return addBuffer(BufferKind::Arena, 0, type);
 }
 
-/// The ancestor of `op` in `block`, or null.
-static Operation *inBlock(Block *block, Operation *op) {
-  return block->findAncestorOpInBlock(*op);
-}
-
 bool ProgramBuilder::readAfter(StringRef param, Operation *op) {
-  Block *block = op->getBlock();
   auto func = op->getParentOfType<func::FuncOp>();
+  Block *top = &func.getBody().front();
+  Operation *opTop = inBlock(top, op);
+  // Whether `user` may run after `op` (ops of one block in order, graph
+  // regions as a whole).
+  auto runsAfter = [&](Operation *user) {
+    if (user->getBlock() == op->getBlock())
+      return user != op && !user->isBeforeInBlock(op);
+    Operation *userTop = inBlock(top, user);
+    return !userTop || userTop == opTop || !userTop->isBeforeInBlock(opTop);
+  };
   bool after = false;
-  // Every use of every read of the parameter, through views, and the waits
-  // of collectives that read it, must come before `op`.
+  // Every use of every read of the parameter, through views, graph region
+  // arguments, and the waits of collectives that read it, must come before
+  // `op`.
   std::function<void(Value)> visit = [&](Value value) {
-    for (Operation *user : value.getUsers()) {
-      Operation *top = inBlock(block, user);
-      if (!top || (top != op && !top->isBeforeInBlock(op)))
-        after = true;
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto region = dyn_cast<GraphRegionOp>(user)) {
+        visit(region.getBody().front().getArgument(
+            use.getOperandNumber() -
+            region.getInputs().getBeginOperandIndex()));
+        continue;
+      }
+      after |= runsAfter(user);
       if (isa<ReshapeOp, AllGatherStartOp, ReduceScatterStartOp,
               AllReduceStartOp>(user))
         visit(user->getResult(0));
@@ -684,17 +714,41 @@ bool ProgramBuilder::readAfter(StringRef param, Operation *op) {
 
 std::optional<uint32_t> ProgramBuilder::storedParameter(Operation *op,
                                                         Value result) {
-  if (!result.hasOneUse())
-    return std::nullopt;
-  auto store = dyn_cast<ParamStoreOp>(*result.getUsers().begin());
-  if (!store || store->getBlock() != op->getBlock() ||
+  // The result may have other readers (the cast of an updated master
+  // weight to the model's dtype): they read the parameter's storage, which
+  // holds the new value from `op` on. Reshapes are views, and a graph
+  // region's result is the value its body yields: the value they lead to is
+  // the one stored.
+  Value stored = result;
+  while (stored.hasOneUse()) {
+    OpOperand &use = *stored.getUses().begin();
+    if (auto reshape = dyn_cast<ReshapeOp>(use.getOwner()))
+      stored = reshape.getResult();
+    else if (auto region = dyn_cast<GraphRegionOp>(
+                 use.getOwner()->getParentOp());
+             region && isa<YieldOp>(use.getOwner()))
+      stored = region.getResult(use.getOperandNumber());
+    else
+      break;
+  }
+  ParamStoreOp store;
+  for (Operation *user : stored.getUsers()) {
+    auto candidate = dyn_cast<ParamStoreOp>(user);
+    if (!candidate)
+      continue;
+    if (store)
+      return std::nullopt;
+    store = candidate;
+  }
+  if (!store ||
+      store->getParentOp() != op->getParentOfType<func::FuncOp>() ||
       !paramIndex.count(store.getName()) || readAfter(store.getName(), op))
     return std::nullopt;
   uint32_t param = paramIndex.lookup(store.getName());
   // A kernel that also reads the parameter would overwrite what it reads;
   // only the optimizer's elementwise update may (see placeKernel).
   for (Value operand : op->getOperands())
-    if (auto ref = operand.getDefiningOp<ParamRefOp>())
+    if (ParamRefOp ref = paramRefOf(operand))
       if (ref.getName() == store.getName() && !isa<AdamWOp>(op))
         return std::nullopt;
   if (isa<FusionOp>(op)) {

@@ -68,6 +68,9 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(mlir::createSymbolDCEPass());
+  // Each update right after its gradient, so that gradients die early.
+  if (training)
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegScheduleUpdates());
   if (options.fuse)
     pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegFuse());
   if (options.cudaGraphs != CudaGraphScope::None) {

@@ -380,3 +380,20 @@ func.func @chain(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %11 = meg.slice %10 [0, 0] [2, 4] [1, 1] : tensor<2x4xf32>
   return %11 : tensor<2x4xf32>
 }
+
+// -----
+
+// AdamW reads a gradient widened exactly (bf16 to f32) without the cast;
+// a rounding cast (f32 to bf16) stays.
+// CHECK-LABEL: func.func @adamw_reads_narrow_gradient
+// CHECK-SAME: (%[[P:.*]]: tensor<4xf32>, %[[G:.*]]: tensor<4xbf16>, %[[M:.*]]: tensor<4xf32>, %[[T:.*]]: tensor<i64>, %[[F:.*]]: tensor<4xf32>)
+// CHECK: meg.adamw %[[P]], %[[G]], %[[M]], %[[M]], %[[T]] {{.*}} : tensor<4xf32>, tensor<4xbf16>,
+// CHECK: %[[R:.*]] = meg.cast %[[F]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK: meg.adamw %[[P]], %[[R]], %[[M]], %[[M]], %[[T]] {{.*}} : tensor<4xf32>, tensor<4xbf16>,
+func.func @adamw_reads_narrow_gradient(%p: tensor<4xf32>, %g: tensor<4xbf16>, %m: tensor<4xf32>, %t: tensor<i64>, %f: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %w = meg.cast %g : tensor<4xbf16> to tensor<4xf32>
+  %0:3 = meg.adamw %p, %w, %m, %m, %t config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
+  %r = meg.cast %f : tensor<4xf32> to tensor<4xbf16>
+  %1:3 = meg.adamw %p, %r, %m, %m, %t config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
+  return %0#0, %1#0 : tensor<4xf32>, tensor<4xf32>
+}

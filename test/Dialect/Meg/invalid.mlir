@@ -1612,13 +1612,28 @@ func.func @wait_on_tensor(%a: tensor<2xf32>) {
 
 // -----
 
-// The optimizer must consume what the precision policy says.
-module attributes {meg.precision = #meg.precision<param = f32, main_params = f32, main_grads = f32, grad_reduce = f32, exp_avg = f32, exp_avg_sq = f32>} {
+// The optimizer must consume what the precision policy says (a gradient
+// that widens exactly to main_grads, bf16 for f32, is that value; f32 for
+// bf16 main grads is not).
+module attributes {meg.precision = #meg.precision<param = f32, main_params = f32, main_grads = bf16, grad_reduce = bf16, exp_avg = f32, exp_avg_sq = f32>} {
   meg.param @w : tensor<4xf32> init #meg.init<ones>
-  func.func @grad_dtype(%g: tensor<4xbf16>, %m: tensor<4xf32>, %step: tensor<i64>) {
+  func.func @grad_dtype(%g: tensor<4xf32>, %m: tensor<4xf32>, %step: tensor<i64>) {
     %p = meg.param_ref @w : tensor<4xf32>
-    // expected-error @+1 {{'meg.adamw' op receives the gradient in 'bf16' but the precision policy says 'f32' (parameter @w)}}
-    %0:3 = meg.adamw %p, %g, %m, %m, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
+    // expected-error @+1 {{'meg.adamw' op receives the gradient in 'f32' but the precision policy says 'bf16' (parameter @w)}}
+    %0:3 = meg.adamw %p, %g, %m, %m, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
+    return
+  }
+}
+
+// -----
+
+// f16 does not widen to bf16 exactly.
+module attributes {meg.precision = #meg.precision<param = f32, main_params = f32, main_grads = bf16, grad_reduce = bf16, exp_avg = f32, exp_avg_sq = f32>} {
+  meg.param @w : tensor<4xf32> init #meg.init<ones>
+  func.func @grad_not_widening(%g: tensor<4xf16>, %m: tensor<4xf32>, %step: tensor<i64>) {
+    %p = meg.param_ref @w : tensor<4xf32>
+    // expected-error @+1 {{'meg.adamw' op receives the gradient in 'f16' but the precision policy says 'bf16' (parameter @w)}}
+    %0:3 = meg.adamw %p, %g, %m, %m, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<4xf32>, tensor<4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
     return
   }
 }

@@ -1,6 +1,6 @@
 //===- MegOptimizerOps.cpp - optimizer ops -----------------------------===//
 //
-// Verification of the AdamW update.
+// Verification and canonicalization of the AdamW update.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +37,10 @@ LogicalResult AdamWOp::verify() {
         {"exp_avg", getExpAvg(), policy.getExpAvg()},
         {"exp_avg_sq", getExpAvgSq(), policy.getExpAvgSq()}}) {
     Type element = cast<RankedTensorType>(value.getType()).getElementType();
-    if (element != want) {
+    // A gradient the update widens exactly as it reads it (see the
+    // canonicalizer) is the main_grads value.
+    if (element != want &&
+        !(value == getGrad() && isExactFloatWidening(element, want))) {
       InFlightDiagnostic diag = emitOpError()
                                 << "receives the " << name << " in " << element
                                 << " but the precision policy says " << want;
@@ -47,4 +50,29 @@ LogicalResult AdamWOp::verify() {
     }
   }
   return success();
+}
+
+namespace {
+/// adamw(p, cast(g : bf16 -> f32), ...) reads g and widens it per element:
+/// the same values, without storing the f32 copy of the gradient.
+struct FoldGradientWidening : public OpRewritePattern<AdamWOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AdamWOp op,
+                                PatternRewriter &rewriter) const override {
+    auto widen = op.getGrad().getDefiningOp<CastOp>();
+    if (!widen ||
+        !isExactFloatWidening(getElementTypeOrSelf(widen.getInput().getType()),
+                              getElementTypeOrSelf(widen.getType())))
+      return failure();
+    rewriter.modifyOpInPlace(
+        op, [&] { op.getGradMutable().assign(widen.getInput()); });
+    return success();
+  }
+};
+} // namespace
+
+void AdamWOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                          MLIRContext *context) {
+  patterns.add<FoldGradientWidening>(context);
 }

@@ -495,6 +495,13 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     filled += bytes;
   }
 
+  // Each bucket's reduction starts once its last gradient exists and
+  // completes once the next bucket's has started (the last one's right
+  // before the optimizer), so that one reduction overlaps the backward at
+  // a time and the full gradients die early: meg-schedule-updates then runs
+  // each update right after its reduced gradient.
+  SmallVector<Value> futures;
+  SmallVector<Operation *> starts;
   for (SmallVector<Update *> &bucket : buckets) {
     Update *last = bucket.back();
     Location loc = last->adamw.getLoc();
@@ -546,9 +553,22 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
                                         FutureType::get(&getContext(), resultType), joined,
                                         config.getMesh(), shardAxes, avg);
 
-    // Complete it right before the optimizer, then the outer stage.
-    builder.setInsertionPoint(firstUpdate);
-    Value reduced = WaitOp::create(builder, loc, future);
+    futures.push_back(future);
+    starts.push_back(future.getDefiningOp());
+  }
+
+  for (auto [index, bucket] : llvm::enumerate(buckets)) {
+    Location loc = bucket.back()->adamw.getLoc();
+    RankedTensorType resultType =
+        cast<FutureType>(futures[index].getType()).getValueType();
+    Type element = resultType.getElementType();
+    auto avg = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::avg);
+    // The wait, then the outer stage.
+    if (index + 1 < starts.size())
+      builder.setInsertionPointAfter(starts[index + 1]);
+    else
+      builder.setInsertionPoint(firstUpdate);
+    Value reduced = WaitOp::create(builder, loc, futures[index]);
     if (outerAxes && outerOptim) {
       SmallVector<Value> pieces;
       int64_t outerWidth = 0;

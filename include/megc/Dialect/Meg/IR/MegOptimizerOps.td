@@ -22,6 +22,11 @@ def Meg_AdamWOp : Meg_Op<"adamw", [Pure, AttrSizedOperandSegments,
     tensors have the same shape. `lr`, when given, is the learning rate at
     run time (an f32 scalar, the schedule's value) in place of the config's;
     `grad_scale` multiplies the gradient first (the clipping coefficient).
+    Under a precision policy the gradient is in the `main_grads` dtype, or
+    in a narrower one that widens to it exactly (bf16 or f16 for f32): the
+    canonicalizer folds such a widening `meg.cast` into the update, which
+    widens each element as it reads it, so that the wider copy of the
+    gradient is never stored.
 
     ```mlir
     %p2, %m2, %v2 = meg.adamw %p, %g, %m, %v, %step
@@ -48,6 +53,7 @@ def Meg_AdamWOp : Meg_Op<"adamw", [Pure, AttrSizedOperandSegments,
     `:` type($param) `,` type($grad) `,` type($exp_avg) `,` type($exp_avg_sq) `,` type($step)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 #endif // MEGC_DIALECT_MEG_IR_MEGOPTIMIZEROPS_TD

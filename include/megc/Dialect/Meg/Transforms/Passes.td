@@ -285,6 +285,46 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegScheduleUpdates : Pass<"meg-schedule-updates", "::mlir::func::FuncOp"> {
+  let summary = "Moves each parameter update to just after its last input";
+  let description = [{
+    meg-optimizer appends every update after the whole backward pass, so each
+    gradient lives until the end of the step. This pass moves every op whose
+    result a `meg.param_store` writes (`meg.adamw`, the rounding of a master
+    weight to the model's dtype, the step count) right after the last op it
+    must follow: the producers of its operands, and every other read of the
+    parameter it overwrites (through views and the collectives that start
+    from a read). The ops that only the update needs move with it: the cast
+    of its gradient to the `main_grads` dtype, the sum over micro-batches,
+    the reads of its state, and scalars (the step index, the learning rate,
+    the clipping scale), which may be shared. No op moves later than it was,
+    and the stores stay last: the values computed do not change.
+
+    The static memory plan then frees each gradient at its update, and the
+    program builder computes the update in the parameter's own storage
+    (there is no later read of the old value). With `clip_grad`, every update
+    needs the norm of all gradients, so the updates stay after the last one.
+    The statistic `moved` counts the updates that moved.
+
+    ```mlir
+    // before
+    %gw = meg.linear %dyT, %x ...        // the last use of @w is above
+    %dx = meg.linear %dy, %w ...         // the backward goes on
+    ...
+    %w2, %m2, %v2 = meg.adamw %w, %gw, %m, %v, %t ...
+    // after
+    %gw = meg.linear %dyT, %x ...
+    %dx = meg.linear %dy, %w ...
+    %w2, %m2, %v2 = meg.adamw %w, %gw, %m, %v, %t ...
+    ...                                  // the rest of the backward
+    meg.param_store @w, %w2 : tensor<64x64xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numMoved", "moved", "Updates moved earlier">
+  ];
+}
+
 def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
   let summary = "FSDP / HSDP: shards weights, gradients and optimizer state";
   let description = [{
