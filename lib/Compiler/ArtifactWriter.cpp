@@ -150,7 +150,7 @@ public:
         builder.CreateVector(kernels), cpu, cuda, mesh,
         builder.CreateVector(submeshes), /*checksum=*/1,
         program.hfConfig.empty() ? 0 : builder.CreateString(program.hfConfig),
-        writeLrSchedule(program));
+        writeLrSchedule(program), program.memoryBudget);
     // The placeholder makes FlatBuffers store the field; sealing fills it.
     fb::FinishProgramBuffer(builder, root);
     std::string bytes(
@@ -293,7 +293,7 @@ private:
         builder, builder.CreateString(entry.name), builder.CreateVector(inputs),
         builder.CreateVector(outputs), builder.CreateVector(buffers),
         builder.CreateVector(commands), plan, builder.CreateVector(graphs),
-        entry.flops());
+        entry.flops(), entry.flops(/*onlyRecomputed=*/true));
   }
 
   flatbuffers::FlatBufferBuilder builder;

@@ -58,6 +58,7 @@ public:
     if (auto config =
             module->getAttrOfType<StringAttr>(MegDialect::kHfConfigAttrName))
       program.hfConfig = config.str();
+    program.memoryBudget = options.memoryBudget;
     if (failed(describeMesh()))
       return failure();
     for (ParamOp param : module.getOps<ParamOp>()) {
@@ -136,6 +137,7 @@ private:
   uint32_t addBuffer(BufferKind kind, uint32_t index, RankedTensorType type,
                      int32_t aliasOf = -1);
   LogicalResult placeOp(Operation *op);
+  LogicalResult placeOpCommands(Operation *op);
   LogicalResult placeKernel(Operation *op);
   std::optional<uint32_t> storedParameter(Operation *op, Value result);
   uint32_t resultBuffer(Value result);
@@ -260,6 +262,16 @@ FailureOr<uint32_t> ProgramBuilder::bufferFor(Value value) {
 }
 
 LogicalResult ProgramBuilder::placeOp(Operation *op) {
+  size_t first = entry->commands.size();
+  LogicalResult placed = placeOpCommands(op);
+  // The commands of a recomputation, for the entry's recompute_flops.
+  entry->recomputed.resize(entry->commands.size(), false);
+  if (op->hasAttr(MegDialect::kRecomputedAttrName))
+    std::fill(entry->recomputed.begin() + first, entry->recomputed.end(), true);
+  return placed;
+}
+
+LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
   if (absorbed.contains(op))
     return success();
   if (op->hasTrait<OpTrait::ConstantLike>())
@@ -616,6 +628,12 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
     llvm::append_range(results, builder.clone(*op, mapping)->getResults());
   }
   func::ReturnOp::create(builder, op->getLoc(), results);
+  // Where an op stands in the model is not part of what it computes:
+  // identical work in every layer, and its recomputation, shares a kernel.
+  kernel.walk([](Operation *inner) {
+    inner->removeAttr(MegDialect::kLayerAttrName);
+    inner->removeAttr(MegDialect::kRecomputedAttrName);
+  });
 
   // Results that go straight into a parameter's storage; an optimizer
   // update overwrites the state it reads (meg.in_place on the kernel names,
@@ -914,9 +932,11 @@ FailureOr<ProgramDesc> buildProgram(ModuleOp module,
   return ProgramBuilder(module, options).build();
 }
 
-uint64_t EntryDesc::flops() const {
+uint64_t EntryDesc::flops(bool onlyRecomputed) const {
   double total = 0;
-  for (const Command &command : commands) {
+  for (auto [index, command] : llvm::enumerate(commands)) {
+    if (onlyRecomputed && !(index < recomputed.size() && recomputed[index]))
+      continue;
     if (const auto *gemm = std::get_if<GemmCommand>(&command)) {
       total += 2.0 * static_cast<double>(gemm->m) * gemm->n * gemm->k *
                gemm->batch;

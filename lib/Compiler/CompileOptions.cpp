@@ -19,6 +19,29 @@ Error optionError(const Twine &message) {
 }
 } // namespace
 
+Expected<uint64_t> parseByteSize(StringRef text, StringRef flag) {
+  StringRef trimmed = text.trim();
+  size_t digits = trimmed.find_first_not_of("0123456789.");
+  StringRef number = trimmed.take_front(digits), unit = trimmed.drop_front(
+                                                      number.size()).trim();
+  static const std::pair<const char *, double> kUnits[] = {
+      {"", 1},           {"B", 1},          {"KB", 1e3},
+      {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12},
+      {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}};
+  const auto *scale = llvm::find_if(
+      kUnits, [&](const auto &entry) { return unit == entry.first; });
+  double value = 0;
+  if (number.empty() || number.getAsDouble(value) ||
+      scale == std::end(kUnits) || !(value > 0) ||
+      value * scale->second >= 1.8e19)
+    return optionError("invalid " + flag + " '" + text +
+                       "'; expected a positive size such as 40GiB, 512MB or "
+                       "1000000 (bytes; units B, KB, MB, GB, TB, KiB, MiB, "
+                       "GiB, TiB)");
+  return static_cast<uint64_t>(value * scale->second);
+}
+
 Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
   CompileOptions options;
   if (!flags.targets.empty()) {
@@ -71,6 +94,22 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
   else
     return optionError("unknown --cuda-graphs '" + flags.cudaGraphs +
                        "'; expected none, step or layer");
+  if (flags.recompute == "none")
+    options.recompute = Recompute::None;
+  else if (flags.recompute == "selective")
+    options.recompute = Recompute::Selective;
+  else if (flags.recompute == "full")
+    options.recompute = Recompute::Full;
+  else
+    return optionError("unknown --recompute '" + flags.recompute +
+                       "'; expected none, selective or full");
+  if (!flags.memoryBudget.empty()) {
+    Expected<uint64_t> budget =
+        parseByteSize(flags.memoryBudget, "--memory-budget");
+    if (!budget)
+      return budget.takeError();
+    options.memoryBudget = *budget;
+  }
   options.fuse = !flags.noFuse;
   options.fuseRope = !flags.noFuseRope;
   options.shareIoBuffers = flags.shareIoBuffers;

@@ -21,6 +21,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -73,6 +74,16 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegScheduleUpdates());
   if (options.fuse)
     pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegFuse());
+  // After fusion: the recomputation's copies are the same kernels.
+  if (training && (options.recompute != Recompute::None ||
+                   options.memoryBudget)) {
+    mlir::meg::MegRematOptions remat;
+    remat.mode = options.recompute == Recompute::Full        ? "full"
+                 : options.recompute == Recompute::Selective ? "selective"
+                                                             : "none";
+    remat.memoryBudget = options.memoryBudget;
+    pm.addPass(mlir::meg::createMegRemat(remat));
+  }
   if (options.cudaGraphs != CudaGraphScope::None) {
     mlir::meg::MegOutlineCudaGraphsOptions graphs;
     graphs.scope =
@@ -123,12 +134,84 @@ static mlir::LogicalResult checkReservedEntries(mlir::ModuleOp module) {
   return mlir::success();
 }
 
+/// Bytes per rank of the parameters and state.
+static uint64_t stateBytes(const ProgramDesc &program) {
+  uint64_t total = 0;
+  for (const ParameterDesc &param : program.parameters)
+    total += static_cast<uint64_t>(param.type.getNumElements()) *
+             (param.type.getElementType().getIntOrFloatBitWidth() / 8);
+  return total;
+}
+
+/// The entry whose plan (arena plus parameters and state) needs the most,
+/// and what it needs.
+static std::pair<const EntryDesc *, uint64_t>
+largestPlan(const ProgramDesc &program) {
+  const EntryDesc *largest = nullptr;
+  uint64_t most = 0;
+  for (const EntryDesc &entry : program.entries)
+    if (!largest || entry.plan.arenaBytes > largest->plan.arenaBytes)
+      largest = &entry;
+  if (largest)
+    most = largest->plan.arenaBytes + stateBytes(program);
+  return {largest, most};
+}
+
+static std::string megabytes(uint64_t bytes) {
+  std::string text;
+  raw_string_ostream(text) << format("%.3f MB", bytes / 1e6);
+  return text;
+}
+
+/// meg-remat fits its estimate of the plan's peak into the budget it is
+/// given; the plan itself can be larger (a fragmented arena). Compiles
+/// copies of the module and lowers the budget given to meg-remat by the
+/// excess until the plan fits; returns the budget to compile with.
+static mlir::FailureOr<uint64_t> rematBudget(mlir::ModuleOp module,
+                                             const CompileOptions &options) {
+  CompileOptions probe = options;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+    mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
+    buildFrontEndPipeline(frontEnd, *copy, probe);
+    if (failed(runPipeline(*copy, frontEnd)))
+      return mlir::failure();
+    mlir::FailureOr<ProgramDesc> program = buildProgram(*copy, probe);
+    if (failed(program))
+      return mlir::failure();
+    for (EntryDesc &entry : program->entries)
+      planMemory(entry);
+    uint64_t needed = largestPlan(*program).second;
+    if (needed <= options.memoryBudget)
+      return probe.memoryBudget;
+    uint64_t excess = needed - options.memoryBudget;
+    if (excess >= probe.memoryBudget)
+      break;
+    probe.memoryBudget -= excess;
+  }
+  return probe.memoryBudget;
+}
+
 mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
                                            const CompileOptions &options) {
   if (failed(checkReservedEntries(module)))
     return mlir::failure();
+  if (options.recompute != Recompute::None &&
+      !module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName))
+    return module.emitError()
+           << "--recompute applies to a training model (one with "
+              "meg.optimizer, e.g. megc gen --train), which this is not";
+  CompileOptions compiled = options;
+  if (options.memoryBudget &&
+      module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
+      !module.lookupSymbol("train_step")) {
+    mlir::FailureOr<uint64_t> budget = rematBudget(module, options);
+    if (failed(budget))
+      return mlir::failure();
+    compiled.memoryBudget = *budget;
+  }
   mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
-  buildFrontEndPipeline(frontEnd, module, options);
+  buildFrontEndPipeline(frontEnd, module, compiled);
   if (failed(runPipeline(module, frontEnd)))
     return mlir::failure();
 
@@ -170,6 +253,17 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
     return cpu->llvmIr;
   for (EntryDesc &entry : program->entries)
     planMemory(entry);
+  if (options.memoryBudget) {
+    program->memoryBudget = options.memoryBudget;
+    auto [entry, needed] = largestPlan(*program);
+    if (entry && needed > options.memoryBudget)
+      return module.emitError()
+             << "the memory budget of " << megabytes(options.memoryBudget)
+             << " per rank is not met: entry '" << entry->name << "' needs "
+             << megabytes(needed) << " (arena "
+             << megabytes(entry->plan.arenaBytes) << ", parameters and state "
+             << megabytes(stateBytes(*program)) << ")";
+  }
   const CpuModuleDesc *cpuCode = cpu ? &*cpu : nullptr;
   const CudaModuleDesc *cudaCode = cuda ? &*cuda : nullptr;
   if (options.emit == Emit::Megrt) {

@@ -141,6 +141,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
   Value hidden = b.embedding(b.param(embedName), ids);
   RopeTables rope = buildRopeTables(b, c.seq, *rotaryDim, c.rope);
   for (int64_t i = 0; i < c.layers; ++i) {
+    b.beginLayer(i);
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
     Value x = b.rmsNorm(hidden, layer + ".input_layernorm.weight", c.normEps);
@@ -167,6 +168,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     Value up = b.linear(x, mlp + ".up_proj", c.mlpBias);
     hidden = b.add(hidden,
                    b.linear(b.mul(gate, up), mlp + ".down_proj", c.mlpBias));
+    b.endLayer();
   }
   hidden = b.rmsNorm(hidden, "model.norm.weight", c.normEps);
   Value logits = c.tieEmbeddings ? b.linearWith(hidden, embedName)

@@ -78,7 +78,20 @@ ModelBuilder::ModelBuilder(MLIRContext &context, DType dtype)
   context.loadDialect<MegDialect, func::FuncDialect, arith::ArithDialect>();
   module = ModuleOp::create(loc);
   builder.setInsertionPointToEnd(module->getBody());
+  builder.setListener(&layerTagger);
 }
+
+void ModelBuilder::LayerTagger::notifyOperationInserted(
+    Operation *op, OpBuilder::InsertPoint) {
+  if (layer)
+    op->setAttr(MegDialect::kLayerAttrName, layer);
+}
+
+void ModelBuilder::beginLayer(int64_t index) {
+  layerTagger.layer = builder.getI64IntegerAttr(index);
+}
+
+void ModelBuilder::endLayer() { layerTagger.layer = {}; }
 
 RankedTensorType ModelBuilder::tensor(ArrayRef<int64_t> shape) const {
   return RankedTensorType::get(shape, activationType);

@@ -58,6 +58,11 @@ public:
   /// Reads a declared parameter.
   mlir::Value param(llvm::StringRef name);
 
+  /// The ops built between beginLayer(i) and endLayer() are transformer
+  /// layer i's (`meg.layer = i`): the extent meg-remat recomputes.
+  void beginLayer(int64_t index);
+  void endLayer();
+
   mlir::Value linear(mlir::Value input, llvm::StringRef prefix, bool bias);
   /// A linear layer on the parameter `weightName` (a tied LM head).
   mlir::Value linearWith(mlir::Value input, llvm::StringRef weightName,
@@ -103,6 +108,13 @@ private:
                mlir::meg::InitKind kind, double scale,
                llvm::ArrayRef<llvm::StringRef> aliases = {});
 
+  /// Records the current layer on every op inserted.
+  struct LayerTagger : public mlir::OpBuilder::Listener {
+    void notifyOperationInserted(mlir::Operation *op,
+                                 mlir::OpBuilder::InsertPoint) override;
+    mlir::IntegerAttr layer;
+  };
+
   mlir::MLIRContext &context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::OpBuilder builder;
@@ -111,6 +123,7 @@ private:
   double initStd = 0.02;
   llvm::StringMap<mlir::RankedTensorType> paramTypes;
   mlir::func::FuncOp currentFunction;
+  LayerTagger layerTagger;
 };
 
 /// Precomputed cos/sin tables of the unfused RoPE, shaped to broadcast

@@ -72,6 +72,8 @@ def compile(
     cuda_graphs: Literal["none", "step", "layer"] = ...,
     share_io_buffers: bool = ...,
     cpu: Literal["x86-64", "native"] = ...,
+    recompute: Literal["none", "selective", "full"] = ...,
+    memory_budget: str | int | None = ...,
 ) -> bytes: ...
 @overload
 def compile(
@@ -85,6 +87,8 @@ def compile(
     cuda_graphs: Literal["none", "step", "layer"] = ...,
     share_io_buffers: bool = ...,
     cpu: Literal["x86-64", "native"] = ...,
+    recompute: Literal["none", "selective", "full"] = ...,
+    memory_budget: str | int | None = ...,
 ) -> str: ...
 def compile(
     source: str | os.PathLike[str],
@@ -97,6 +101,8 @@ def compile(
     cuda_graphs: str = "none",
     share_io_buffers: bool = False,
     cpu: str = "x86-64",
+    recompute: str = "none",
+    memory_budget: str | int | None = None,
 ) -> bytes | str:
     """Compiles a model as `megc model.mlir` does.
 
@@ -106,8 +112,10 @@ def compile(
     bytes; "mlir", "megrt", "kernels", "llvm" and "ptx" return text),
     `no_fuse`,
     `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
-    `share_io_buffers` and `cpu` ("x86-64", or "native" for this host's
-    instruction-set extensions). Raises megc.Error with the diagnostics; what a
+    `share_io_buffers`, `cpu` ("x86-64", or "native" for this host's
+    instruction-set extensions), `recompute` ("none", "selective", "full")
+    and `memory_budget` (bytes per rank as an int, or a size such as
+    "40GiB"). Raises megc.Error with the diagnostics; what a
     successful compilation reports (warnings) becomes a Python warning.
     """
     if isinstance(source, os.PathLike):
@@ -128,6 +136,8 @@ def compile(
         cuda_graphs,
         share_io_buffers,
         cpu,
+        recompute,
+        "" if memory_budget is None else str(memory_budget),
     )
 
 

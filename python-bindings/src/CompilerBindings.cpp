@@ -230,7 +230,8 @@ void bindCompiler(nb::module_ &m) {
          const std::vector<std::string> &targets, const std::string &cudaArch,
          const std::string &emit, bool noFuse, bool noFuseRope,
          const std::string &cudaGraphs, bool shareIoBuffers,
-         const std::string &cpu) {
+         const std::string &cpu, const std::string &recompute,
+         const std::string &memoryBudget) {
         CompileFlags flags;
         flags.targets = targets;
         flags.cudaArch = cudaArch;
@@ -240,16 +241,20 @@ void bindCompiler(nb::module_ &m) {
         flags.noFuseRope = noFuseRope;
         flags.cudaGraphs = cudaGraphs;
         flags.shareIoBuffers = shareIoBuffers;
+        flags.recompute = recompute;
+        flags.memoryBudget = memoryBudget;
         return compile(source, sourceName, flags);
       },
       nb::arg("source"), nb::arg("source_name"), nb::arg("targets"),
       nb::arg("cuda_arch"), nb::arg("emit"), nb::arg("no_fuse"),
       nb::arg("no_fuse_rope"), nb::arg("cuda_graphs"),
-      nb::arg("share_io_buffers"), nb::arg("cpu"),
+      nb::arg("share_io_buffers"), nb::arg("cpu"), nb::arg("recompute"),
+      nb::arg("memory_budget"),
       nb::sig("def compile(source: str, source_name: str, targets: "
               "collections.abc.Sequence[str], cuda_arch: str, emit: str, "
               "no_fuse: bool, no_fuse_rope: bool, cuda_graphs: str, "
-              "share_io_buffers: bool, cpu: str) -> bytes | str"),
+              "share_io_buffers: bool, cpu: str, recompute: str, "
+              "memory_budget: str) -> bytes | str"),
       "Compiles meg IR text as `megc` does; see megc.compile.");
   m.def("generate", &generate, nb::arg("preset"), nb::arg("settings"),
         nb::sig("def generate(preset: str, settings: dict[str, object]) -> "

@@ -73,6 +73,20 @@ cl::opt<bool> shareIoBuffers(
              "--cuda-graphs=layer)"),
     cl::init(false), cl::cat(compileCategory));
 
+cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Recompute activations in the backward: none (default), "
+             "selective (each layer's normalizations, RoPE, attention and "
+             "activations; its matrix products are kept) or full (whole "
+             "layers from their inputs)"),
+    cl::init("none"), cl::cat(compileCategory));
+cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Bytes per rank every entry's plan (arena plus parameters and "
+             "state) must fit in, e.g. 40GiB: megc recomputes layers, as "
+             "few as it can, until it does"),
+    cl::init(""), cl::cat(compileCategory));
+
 int fail(const Twine &message) {
   WithColor::error(errs(), "megc") << message << "\n";
   return 1;
@@ -107,6 +121,8 @@ int runCompile() {
   flags.noFuseRope = noFuseRope;
   flags.cudaGraphs = cudaGraphs;
   flags.shareIoBuffers = shareIoBuffers;
+  flags.recompute = recompute;
+  flags.memoryBudget = memoryBudget;
   Expected<CompileOptions> options = parseCompileFlags(flags);
   if (!options)
     return fail(toString(options.takeError()));

@@ -9,6 +9,7 @@
 
 #include "InspectCommand.h"
 
+#include "megc/Compiler/CompileOptions.h"
 #include "megrt/ArtifactSeal.h"
 #include "megrt/FormatVersion.h"
 #include "megrt/megc_generated.h"
@@ -19,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <optional>
 
 using namespace llvm;
 
@@ -35,6 +37,11 @@ namespace fb = megrt::fb;
 cl::opt<std::string> artifactFile(cl::Positional, cl::Required,
                                   cl::desc("<model.megc>"),
                                   cl::sub(inspectSubCommand()));
+cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("Say whether each entry's plan (arena plus parameters and "
+             "state, per rank) fits in this much memory, e.g. 80GiB"),
+    cl::init(""), cl::sub(inspectSubCommand()));
 
 std::string typeText(fb::DType dtype,
                      const flatbuffers::Vector<int64_t> *shape) {
@@ -178,6 +185,16 @@ void printCode(raw_ostream &os, const char *target,
 } // namespace
 
 int runInspect() {
+  std::optional<uint64_t> device;
+  if (!deviceMemory.empty()) {
+    Expected<uint64_t> bytes = parseByteSize(deviceMemory, "--device-memory");
+    if (!bytes) {
+      WithColor::error(errs(), "megc inspect") << toString(bytes.takeError())
+                                               << "\n";
+      return 1;
+    }
+    device = *bytes;
+  }
   auto file = MemoryBuffer::getFile(artifactFile);
   if (!file) {
     WithColor::error(errs(), "megc inspect")
@@ -275,6 +292,9 @@ int runInspect() {
   if (sharded)
     os << " of " << megabytes(fullBytes) << " unsharded";
   os << "\n";
+  if (program->memory_budget())
+    os << "memory budget: " << megabytes(program->memory_budget())
+       << " per rank (megc --memory-budget)\n";
 
   auto *kernels = program->kernels();
   os << "kernels: " << (kernels ? kernels->size() : 0);
@@ -320,6 +340,13 @@ int runInspect() {
       if (entry->flops())
         os << "  flops: " << llvm::format("%.4g", double(entry->flops()))
            << " a run in GEMMs and attention (per rank)\n";
+      if (entry->recompute_flops())
+        os << "  recomputed: "
+           << llvm::format("%.4g", double(entry->recompute_flops()))
+           << " flops a run ("
+           << llvm::format("%.1f%%", 100.0 * entry->recompute_flops() /
+                                         std::max<uint64_t>(entry->flops(), 1))
+           << " of the entry's)\n";
       printCollectives(os, *entry, groupSizes);
       if (entry->graphs() && entry->graphs()->size()) {
         os << "  graph regions: " << entry->graphs()->size() << "\n";
@@ -339,6 +366,18 @@ int runInspect() {
                          ? 100.0 * plan->arena_bytes() / plan->unplanned_bytes()
                          : 0.0)
            << "\n";
+      if (const fb::MemoryPlan *plan = entry->plan()) {
+        uint64_t peak = plan->arena_bytes() + weightBytes + stateBytes;
+        os << "  peak per rank: " << megabytes(peak) << " (arena "
+           << megabytes(plan->arena_bytes()) << " + parameters and state "
+           << megabytes(weightBytes + stateBytes) << ")";
+        if (uint64_t budget = program->memory_budget())
+          os << (peak <= budget ? ", within" : ", over") << " the budget";
+        if (device)
+          os << (peak <= *device ? ", fits in " : ", does not fit in ")
+             << megabytes(*device);
+        os << "\n";
+      }
     }
   return 0;
 }

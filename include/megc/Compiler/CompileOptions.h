@@ -31,6 +31,9 @@ enum class CudaGraphScope { None, Step, Layer };
 /// (megrt/CpuFeatures.h; the runtime refuses it on a CPU without them).
 enum class CpuIsa { X86_64, Native };
 
+/// `--recompute`: what every transformer layer recomputes in the backward.
+enum class Recompute { None, Selective, Full };
+
 /// The options of one compilation, typed; every pipeline is built from it.
 struct CompileOptions {
   bool cpu = true;
@@ -42,6 +45,10 @@ struct CompileOptions {
   bool fuseRope = true;
   CudaGraphScope cudaGraphs = CudaGraphScope::None;
   bool shareIoBuffers = false;
+  Recompute recompute = Recompute::None;
+  /// `--memory-budget`: bytes per rank that the plan of every training
+  /// entry (arena plus parameters and state) must fit in; 0: none.
+  uint64_t memoryBudget = 0;
 
   /// CUDA code is generated: for the cuda target or for --emit=ptx.
   bool generatesCuda() const { return cuda || emit == Emit::Ptx; }
@@ -59,7 +66,16 @@ struct CompileFlags {
   bool noFuseRope = false;
   std::string cudaGraphs = "none";
   bool shareIoBuffers = false;
+  std::string recompute = "none";
+  /// A size such as 40GiB, 512MB or 1000000 (bytes); empty: none.
+  std::string memoryBudget;
 };
+
+/// A size in bytes as a user writes it: a number with an optional unit
+/// (B, KB, MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of
+/// 1024); the error names `flag`.
+llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
+                                       llvm::StringRef flag);
 
 /// Parses and checks every flag before any work; the error names the flag
 /// as the driver spells it (e.g. "unknown --target 'tpu'; expected cpu or

@@ -121,9 +121,12 @@ struct EntryDesc {
   MemoryPlan plan;
   std::vector<GraphRegionDesc> graphs;
 
+  /// Per command: whether it recomputes an activation (meg.recomputed).
+  std::vector<bool> recomputed;
+
   /// The floating-point operations of its GEMMs and attention (the
-  /// artifact's Entry.flops).
-  uint64_t flops() const;
+  /// artifact's Entry.flops), or of those that recompute activations.
+  uint64_t flops(bool onlyRecomputed = false) const;
 };
 
 /// One pointer passed to a dispatch: the kernel's argument `value`, or
@@ -206,6 +209,8 @@ struct ProgramDesc {
   /// meg.hf_config of the module, or empty.
   std::string hfConfig;
   std::optional<LrScheduleDesc> lrSchedule;
+  /// megc --memory-budget (bytes per rank; 0: none).
+  uint64_t memoryBudget = 0;
   std::vector<EntryDesc> entries;
   std::vector<KernelDesc> kernels;
   /// The kernels as tensor functions (one `func.func` per KernelDesc, same

@@ -171,6 +171,18 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
                << "function with " << func.getNumArguments() << " arguments";
     return success();
   }
+  if (name == kLayerAttrName) {
+    auto layer = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!layer || layer.getInt() < 0)
+      return op->emitError() << "'" << name
+                             << "' expects a non-negative integer (the layer)";
+    return success();
+  }
+  if (name == kRecomputedAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' is a unit attribute";
+    return success();
+  }
   return op->emitError() << "unknown meg attribute '" << name << "'";
 }
 

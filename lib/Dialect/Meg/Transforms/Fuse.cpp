@@ -95,6 +95,8 @@ void outline(ArrayRef<Operation *> ops) {
   OpBuilder builder(root);
   auto fusion = FusionOp::create(builder, root->getLoc(),
                                  root->getResultTypes(), inputs);
+  if (Attribute layer = root->getAttr(MegDialect::kLayerAttrName))
+    fusion->setAttr(MegDialect::kLayerAttrName, layer);
   IRMapping mapping;
   beginRegionBody(fusion.getBody(), inputs, constants, builder, mapping);
   for (Operation *op : ops)
@@ -176,6 +178,10 @@ Operation *merge(Operation *earlier, Operation *later) {
   llvm::append_range(types, later->getResultTypes());
   OpBuilder builder(later);
   auto fusion = FusionOp::create(builder, later->getLoc(), types, inputs);
+  // The layer both belong to, if they do.
+  Attribute layer = later->getAttr(MegDialect::kLayerAttrName);
+  if (layer && layer == earlier->getAttr(MegDialect::kLayerAttrName))
+    fusion->setAttr(MegDialect::kLayerAttrName, layer);
   IRMapping mapping;
   beginRegionBody(fusion.getBody(), inputs, constants, builder, mapping);
   SmallVector<Value> yielded = cloneInto(builder, earlier, mapping);

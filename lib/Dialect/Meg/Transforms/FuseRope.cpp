@@ -289,6 +289,8 @@ struct MegFuseRopePass
                        RopeLayoutAttr::get(b.getContext(), *layout),
                        candidate.rotate.interleaved ? b.getUnitAttr()
                                                     : UnitAttr());
+    if (Attribute layer = replaced->getAttr(MegDialect::kLayerAttrName))
+      fused.getDefiningOp()->setAttr(MegDialect::kLayerAttrName, layer);
     replaced->getResult(0).replaceAllUsesWith(fused);
     ++numFused;
   }

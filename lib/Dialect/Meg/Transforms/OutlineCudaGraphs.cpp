@@ -144,7 +144,9 @@ struct MegOutlineCudaGraphsPass
   SmallVector<Operation *> capturableSequence(func::FuncOp func) {
     SmallVector<Operation *> sequence;
     for (Operation &op : func.getBody().front().without_terminator()) {
-      if (isClonedIntoRegions(&op))
+      // Stores stay in the function (they take effect when it ends), where
+      // the program builder sees that an update computes in place.
+      if (isClonedIntoRegions(&op) || isa<ParamStoreOp>(op))
         continue;
       StringRef reason = notCapturable(&op, captureCollectives);
       if (!reason.empty())

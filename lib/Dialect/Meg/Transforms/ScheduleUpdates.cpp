@@ -1,12 +1,13 @@
 //===- ScheduleUpdates.cpp - the meg-schedule-updates pass -------------===//
 //
 // Moves every op whose result a meg.param_store writes (an optimizer
-// update, the rounding of a master weight, the step count) as early as its
+// update, the rounding of a master weight, the step count) or the function
+// returns (a gradient cast to its main_grads dtype) as early as its
 // operands and the last read of the parameter it overwrites allow, together
-// with the ops that only it needs (the gradient's cast to the main_grads
-// dtype, the micro-batch sum, the reads of its state). A gradient then dies
-// at its update instead of living until the end of the step, and the update
-// can be computed in the parameter's own storage.
+// with the ops that only it needs (the gradient's cast, the micro-batch
+// sum, the reads of its state). A gradient then dies at its update or
+// output instead of living until the end, and the update can be computed
+// in the parameter's own storage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -172,13 +173,22 @@ struct MegScheduleUpdatesPass
 
   void runOnOperation() override {
     for (Block &block : getOperation().getBody()) {
-      // The ops whose results a store writes, in block order.
+      // The ops whose results leave the arena, in block order: a store
+      // writes them, or the function returns them (and nothing else reads
+      // them: they are computed in the output's buffer).
       SmallVector<Operation *> updates;
-      for (Operation &op : block)
-        if (!isa<ParamStoreOp>(op) && movable(&op) &&
-            llvm::any_of(op.getUsers(),
-                         [](Operation *u) { return isa<ParamStoreOp>(u); }))
+      for (Operation &op : block) {
+        if (isa<ParamStoreOp>(op) || !movable(&op))
+          continue;
+        bool leaves = llvm::any_of(op.getResults(), [](Value result) {
+          return llvm::any_of(result.getUsers(),
+                              [](Operation *u) { return isa<ParamStoreOp>(u); }) ||
+                 (result.hasOneUse() &&
+                  isa<func::ReturnOp>(*result.getUsers().begin()));
+        });
+        if (leaves)
           updates.push_back(&op);
+      }
       Scheduler scheduler(block);
       for (Operation *update : updates)
         if (scheduler.hoist(update))

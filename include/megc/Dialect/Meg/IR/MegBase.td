@@ -72,6 +72,11 @@ def Meg_Dialect : Dialect {
     /// On a state meg.param: its values are never negative (a second
     /// moment, a step count), which loading checks.
     static constexpr ::llvm::StringLiteral kNonNegativeAttrName = "meg.non_negative";
+    /// On an op: the transformer layer (0, 1, ...) whose forward it is part
+    /// of, as the model's builder (megc gen, megc import) records it.
+    static constexpr ::llvm::StringLiteral kLayerAttrName = "meg.layer";
+    /// On an op: a recomputation meg-remat inserted in the backward.
+    static constexpr ::llvm::StringLiteral kRecomputedAttrName = "meg.recomputed";
 
   private:
     void registerAttributes();

@@ -289,10 +289,12 @@ def MegScheduleUpdates : Pass<"meg-schedule-updates", "::mlir::func::FuncOp"> {
   let summary = "Moves each parameter update to just after its last input";
   let description = [{
     meg-optimizer appends every update after the whole backward pass, so each
-    gradient lives until the end of the step. This pass moves every op whose
+    gradient lives until the end of the step (and meg-precision casts the
+    gradients `grad` returns at its end). This pass moves every op whose
     result a `meg.param_store` writes (`meg.adamw`, the rounding of a master
-    weight to the model's dtype, the step count) right after the last op it
-    must follow: the producers of its operands, and every other read of the
+    weight to the model's dtype, the step count), or that the function
+    returns and nothing else reads (a result computed in its output
+    buffer), right after the last op it must follow: the producers of its operands, and every other read of the
     parameter it overwrites (through views and the collectives that start
     from a read). The ops that only the update needs move with it: the cast
     of its gradient to the `main_grads` dtype, the sum over micro-batches,
@@ -322,6 +324,63 @@ def MegScheduleUpdates : Pass<"meg-schedule-updates", "::mlir::func::FuncOp"> {
   }];
   let statistics = [
     Statistic<"numMoved", "moved", "Updates moved earlier">
+  ];
+}
+
+def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
+  let summary = "Recomputes layers' activations in the backward";
+  let description = [{
+    In every function that returns a `loss` and runs a backward after it
+    (`grad`, `train_step`), the forward ops of each transformer layer (the
+    ops with `meg.layer = N`, which `megc gen` and `megc import` record; one
+    unit per layer and micro-batch) keep the values the backward reads
+    alive from the forward to the backward. Recomputing a unit clones the
+    ops that produce them, marked `meg.recomputed`, right before the
+    backward first reads one, and the backward reads the copies:
+
+    - `mode=full` keeps only what the layer receives (its input hidden
+      state, the RoPE tables) and recomputes the whole layer, as Megatron's
+      full recomputation of transformer layers;
+    - `mode=selective` also keeps the layer's matrix products and recomputes
+      the rest: the normalizations, RoPE, the attention core, the
+      activation (the attention block's internals, and the MLP's);
+    - `mode=none` recomputes nothing.
+
+    The values the unit hands to the rest of the forward (its output) stay.
+    The copies compute the same values as the originals with the same
+    kernels, so training is bitwise the same. With `memory-budget` (bytes
+    per rank) the pass estimates the static plan's peak (parameters and
+    state, plus the arena's peak of simultaneously live intermediates) and
+    moves layers up from `mode`, in order, to selective and then to full
+    until the estimate fits; a budget that every layer recomputed cannot
+    meet is an error naming the smallest peak. Full recomputation under
+    `optim_grads_params` (which would keep the forward's gathered weights
+    for the backward) is an error. Runs after `meg-fuse`, so that the copies
+    are the same kernels.
+
+    ```mlir
+    // mode=full: before
+    %x = meg.rms_norm %h, %w eps 1.0e-05 {meg.layer = 0 : i64} : ...
+    %q = meg.linear %x, %wq {meg.layer = 0 : i64} : ...
+    ...
+    %gwq = meg.matmul %dq, %x transpose_lhs : ...
+    // after
+    %x = meg.rms_norm %h, %w eps 1.0e-05 {meg.layer = 0 : i64} : ...
+    %q = meg.linear %x, %wq {meg.layer = 0 : i64} : ...
+    ...
+    %x2 = meg.rms_norm %h, %w eps 1.0e-05 {meg.layer = 0 : i64, meg.recomputed} : ...
+    ...
+    %gwq = meg.matmul %dq, %x2 transpose_lhs : ...
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"none\"",
+           "What every layer recomputes: none, selective or full">,
+    Option<"memoryBudget", "memory-budget", "uint64_t", /*default=*/"0",
+           "Bytes per rank the plan's peak must fit in (0: no budget)">
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed", "Ops recomputed">
   ];
 }
 

@@ -1,0 +1,427 @@
+//===- Remat.cpp - the meg-remat pass ----------------------------------===//
+//
+// Activation recomputation. In a function that returns a loss and runs a
+// backward after it, the forward ops of each transformer layer (meg.layer,
+// recorded by the model's builder) keep values alive from the forward until
+// the backward reads them. Recomputing a layer clones the ops that produce
+// those values right before the layer's backward first reads one, from what
+// the layer keeps: its inputs (full) or also its matrix products
+// (selective). With a memory budget the pass estimates the static plan's
+// peak and recomputes as little as it must.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGREMAT
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+/// How much of a layer is recomputed, in increasing memory saved.
+enum class Level { None = 0, Selective = 1, Full = 2 };
+
+std::string megabytes(uint64_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.3f MB", bytes / 1e6);
+  return text;
+}
+
+uint64_t bytesOf(Type type) {
+  if (auto future = dyn_cast<FutureType>(type))
+    type = future.getValueType();
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return 0;
+  return static_cast<uint64_t>(tensor.getNumElements()) *
+         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// Work the selective level keeps: its results are what the recomputation
+/// starts from.
+bool isMatrixProduct(Operation *op) { return isa<LinearOp, MatmulOp>(op); }
+
+/// An op that is never recomputed: it reads a parameter, is a constant, or
+/// talks to other ranks.
+bool isPinned(Operation *op) {
+  return isa<ParamRefOp, WaitOp>(op) || op->hasTrait<OpTrait::ConstantLike>() ||
+         !isMemoryEffectFree(op);
+}
+
+/// The peak of the static memory plan of `block`, estimated the way the
+/// planner counts: every intermediate lives from the op that writes it to
+/// the last op that reads it (or one of its views); parameters, inputs,
+/// constants, returned values and updates stored into a parameter take no
+/// arena.
+uint64_t estimatePeak(Block &block) {
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [index, op] : llvm::enumerate(block))
+    position[&op] = index;
+  llvm::DenseMap<Value, Value> root;
+  struct Life {
+    int64_t first, last;
+    uint64_t bytes;
+  };
+  llvm::MapVector<Value, Life> lives;
+  for (Operation &op : block) {
+    int64_t here = position[&op];
+    for (Value operand : op.getOperands())
+      if (Value storage = root.lookup(operand))
+        lives[storage].last = std::max(lives[storage].last, here);
+    if (isa<ParamRefOp>(op) || op.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    for (Value result : op.getResults()) {
+      if (isa<ReshapeOp, WaitOp>(op)) {
+        if (Value storage = root.lookup(op.getOperand(0)))
+          root[result] = storage;
+        continue;
+      }
+      bool stored = llvm::any_of(result.getUsers(), [](Operation *user) {
+        return isa<ParamStoreOp>(user);
+      });
+      bool returned = !result.use_empty() &&
+                      llvm::all_of(result.getUsers(), [](Operation *user) {
+                        return isa<func::ReturnOp>(user);
+                      });
+      uint64_t bytes = bytesOf(result.getType());
+      if (stored || returned || !bytes)
+        continue;
+      root[result] = result;
+      lives[result] = {here, here, bytes};
+    }
+  }
+  // Sweep the starts and ends in order.
+  std::vector<std::pair<int64_t, int64_t>> events; // (position, +/- bytes)
+  for (auto &[value, life] : lives) {
+    events.push_back({life.first * 2, static_cast<int64_t>(life.bytes)});
+    events.push_back({life.last * 2 + 1, -static_cast<int64_t>(life.bytes)});
+  }
+  llvm::sort(events);
+  int64_t live = 0, peak = 0;
+  for (auto [at, delta] : events) {
+    live += delta;
+    peak = std::max(peak, live);
+  }
+  return static_cast<uint64_t>(peak);
+}
+
+/// One layer's forward in one function (a layer runs once per
+/// micro-batch: each run is a unit of its own).
+struct Unit {
+  int64_t layer;
+  llvm::SetVector<Operation *> ops; // in block order
+};
+
+class Rematerializer {
+public:
+  Rematerializer(func::FuncOp func, Value loss) : block(func.getBody().front()) {
+    // The forward: what the loss depends on.
+    SmallVector<Operation *> worklist;
+    auto reach = [&](Value value) {
+      if (Operation *def = value.getDefiningOp())
+        if (Operation *top = block.findAncestorOpInBlock(*def))
+          if (forward.insert(top).second)
+            worklist.push_back(top);
+    };
+    reach(loss);
+    lossTop = block.findAncestorOpInBlock(*loss.getDefiningOp());
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      op->walk([&](Operation *inner) {
+        for (Value operand : inner->getOperands())
+          reach(operand);
+      });
+    }
+    // Layers, split into connected runs.
+    llvm::EquivalenceClasses<Operation *> runs;
+    llvm::DenseMap<int64_t, SmallVector<Operation *>> byLayer;
+    SmallVector<int64_t> order;
+    for (Operation &op : block) {
+      auto layer = op.getAttrOfType<IntegerAttr>(MegDialect::kLayerAttrName);
+      if (!layer || !forward.contains(&op) || isPinned(&op))
+        continue;
+      auto [it, inserted] = byLayer.try_emplace(layer.getInt());
+      if (inserted)
+        order.push_back(layer.getInt());
+      it->second.push_back(&op);
+      runs.insert(&op);
+      for (Value operand : op.getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (def->getBlock() == &block && runs.contains(def) &&
+              def->getAttr(MegDialect::kLayerAttrName) == layer)
+            runs.unionSets(def, &op);
+    }
+    for (int64_t layer : order) {
+      llvm::DenseMap<Operation *, unsigned> unitOf;
+      for (Operation *op : byLayer[layer]) {
+        Operation *leader = runs.getLeaderValue(op);
+        auto [it, inserted] = unitOf.try_emplace(leader, units.size());
+        if (inserted)
+          units.push_back({layer, {}});
+        units[it->second].ops.insert(op);
+      }
+    }
+  }
+
+  size_t numUnits() const { return units.size(); }
+  int64_t layerOf(size_t unit) const { return units[unit].layer; }
+
+  /// Recomputes each unit at its level; returns the ops inserted, or
+  /// failure (with a diagnostic) where a level cannot be applied.
+  FailureOr<unsigned> apply(ArrayRef<Level> levels) {
+    unsigned inserted = 0;
+    for (auto [unit, level] : llvm::zip(units, levels)) {
+      if (level == Level::None)
+        continue;
+      FailureOr<unsigned> count = recompute(unit, level);
+      if (failed(count))
+        return failure();
+      inserted += *count;
+    }
+    return inserted;
+  }
+
+private:
+  bool inForward(Operation *user) const {
+    Operation *top = block.findAncestorOpInBlock(*user);
+    return top && forward.contains(top);
+  }
+
+  FailureOr<unsigned> recompute(Unit &unit, Level level) {
+    auto inUnit = [&](Operation *op) { return unit.ops.contains(op); };
+    // The values the backward reads, apart from what the unit hands to
+    // the rest of the forward (its outputs, which stay: the next layer
+    // starts from them).
+    SmallVector<Value> saved;
+    for (Operation *op : unit.ops) {
+      if (level == Level::Selective && isMatrixProduct(op))
+        continue;
+      for (Value result : op->getResults()) {
+        bool backward = false, output = false;
+        for (Operation *user : result.getUsers()) {
+          Operation *top = block.findAncestorOpInBlock(*user);
+          if (!top)
+            continue;
+          if (!forward.contains(top))
+            backward = true;
+          else if (!inUnit(top))
+            output = true;
+        }
+        if (backward && !output)
+          saved.push_back(result);
+      }
+    }
+    if (saved.empty())
+      return 0u;
+    // What recomputing them takes, within the unit: selective keeps the
+    // matrix products.
+    llvm::SetVector<Operation *> needed;
+    SmallVector<Operation *> worklist;
+    for (Value value : saved)
+      worklist.push_back(value.getDefiningOp());
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!needed.insert(op))
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (inUnit(def) &&
+              !(level == Level::Selective && isMatrixProduct(def)))
+            worklist.push_back(def);
+    }
+    // Backward work that an earlier pass placed in the forward (a view of
+    // an activation next to it) moves down to its first user, so that the
+    // copies can come before every read.
+    SmallVector<Operation *> early;
+    for (Value value : saved)
+      for (Operation *user : value.getUsers())
+        if (!inForward(user)) {
+          Operation *top = block.findAncestorOpInBlock(*user);
+          if (top->isBeforeInBlock(lossTop) && !llvm::is_contained(early, top))
+            early.push_back(top);
+        }
+    llvm::sort(early,
+               [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+    for (Operation *op : early) {
+      if (!isMemoryEffectFree(op))
+        return op->emitError() << "meg-remat: this op of the backward runs "
+                                  "during the forward and cannot move";
+      Operation *firstUser = nullptr;
+      for (Operation *user : op->getUsers()) {
+        Operation *top = block.findAncestorOpInBlock(*user);
+        if (top && (!firstUser || top->isBeforeInBlock(firstUser)))
+          firstUser = top;
+      }
+      if (firstUser && lossTop->isBeforeInBlock(firstUser))
+        op->moveBefore(firstUser);
+    }
+    // Where the backward first reads one of them.
+    Operation *first = nullptr;
+    for (Value value : saved)
+      for (Operation *user : value.getUsers())
+        if (!inForward(user)) {
+          Operation *top = block.findAncestorOpInBlock(*user);
+          if (!first || top->isBeforeInBlock(first))
+            first = top;
+        }
+    SmallVector<Operation *> ordered(needed.begin(), needed.end());
+    llvm::sort(ordered,
+               [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    // A gathered weight read again here would stay gathered from the
+    // forward to the backward.
+    for (Operation *op : ordered)
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (!needed.contains(def) && isa<WaitOp>(def))
+            return op->emitError()
+                   << "meg-remat: recomputing layer " << unit.layer
+                   << " would read a weight gathered for the forward in the "
+                      "backward (optim_grads_params); use "
+                      "--recompute=selective, which keeps the matrix "
+                      "products, or no recomputation";
+    OpBuilder builder(first);
+    IRMapping mapping;
+    for (Operation *op : ordered) {
+      Operation *copy = builder.clone(*op, mapping);
+      copy->setAttr(MegDialect::kRecomputedAttrName, builder.getUnitAttr());
+    }
+    for (Value value : saved) {
+      Value copy = mapping.lookup(value);
+      value.replaceUsesWithIf(copy, [&](OpOperand &use) {
+        Operation *top = block.findAncestorOpInBlock(*use.getOwner());
+        return top && !forward.contains(top) &&
+               !top->hasAttr(MegDialect::kRecomputedAttrName);
+      });
+    }
+    return static_cast<unsigned>(ordered.size());
+  }
+
+  Block &block;
+  /// The op that computes the loss: the forward ends with it.
+  Operation *lossTop = nullptr;
+  llvm::DenseSet<Operation *> forward;
+  SmallVector<Unit> units;
+};
+
+/// The value a function returns under the name "loss", if any.
+Value lossOf(func::FuncOp func) {
+  auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto name = func.getResultAttrOfType<StringAttr>(
+            i, MegDialect::kNameAttrName);
+        name && name.getValue() == "loss" && ret)
+      return ret.getOperand(i);
+  return {};
+}
+
+/// Whether anything runs after the forward (a backward).
+bool hasBackward(func::FuncOp func) {
+  bool any = false;
+  func.walk([&](Operation *op) {
+    any |= isa<ParamStoreOp>(op) ||
+           op->getName().getStringRef().ends_with("_grad");
+  });
+  return any;
+}
+
+struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
+  using MegRematBase::MegRematBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Level base;
+    if (mode == "none")
+      base = Level::None;
+    else if (mode == "selective")
+      base = Level::Selective;
+    else if (mode == "full")
+      base = Level::Full;
+    else {
+      module.emitError() << "meg-remat: unknown mode '" << mode
+                         << "'; expected none, selective or full";
+      return signalPassFailure();
+    }
+    // Parameters and optimizer state, per rank (sharded ones are their
+    // pieces already).
+    uint64_t stateBytes = 0;
+    for (ParamOp param : module.getOps<ParamOp>())
+      stateBytes += bytesOf(param.getTensorType());
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      Value loss = lossOf(func);
+      if (!loss || func.isExternal() || !hasBackward(func))
+        continue;
+      if (failed(runOn(func, loss, base, stateBytes)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult runOn(func::FuncOp func, Value loss, Level base,
+                      uint64_t stateBytes) {
+    size_t units = Rematerializer(func, loss).numUnits();
+    SmallVector<Level> levels(units, base);
+    if (memoryBudget == 0) {
+      FailureOr<unsigned> inserted = Rematerializer(func, loss).apply(levels);
+      if (failed(inserted))
+        return failure();
+      numRecomputed += *inserted;
+      return success();
+    }
+    // The estimated peak (arena plus parameters and state) at some levels,
+    // on a copy of the function.
+    auto estimate = [&](ArrayRef<Level> trial) -> FailureOr<uint64_t> {
+      OpBuilder builder(func);
+      auto copy = cast<func::FuncOp>(builder.clone(*func));
+      Value copyLoss = lossOf(copy);
+      FailureOr<unsigned> inserted = Rematerializer(copy, copyLoss).apply(trial);
+      uint64_t peak = estimatePeak(copy.getBody().front());
+      copy.erase();
+      if (failed(inserted))
+        return failure();
+      return stateBytes + peak;
+    };
+    // Layers in order move up a level at a time, all to selective first
+    // (it recomputes no matrix product), then to full, until the plan fits.
+    FailureOr<uint64_t> peak = estimate(levels);
+    if (failed(peak))
+      return failure();
+    for (Level target : {Level::Selective, Level::Full})
+      for (size_t unit = 0; unit < units && *peak > memoryBudget; ++unit) {
+        if (levels[unit] >= target)
+          continue;
+        levels[unit] = target;
+        peak = estimate(levels);
+        if (failed(peak))
+          return failure();
+      }
+    if (*peak > memoryBudget) {
+      return mlir::emitError(func.getLoc())
+             << "meg-remat: the memory budget of " << megabytes(memoryBudget)
+             << " per rank cannot be met: with every layer recomputed, @"
+             << func.getName() << " needs " << megabytes(*peak)
+             << " (parameters and state " << megabytes(stateBytes)
+             << ", activations " << megabytes(*peak - stateBytes)
+             << ") at the least"
+             << (units ? "" : "; the function has no meg.layer to recompute");
+    }
+    FailureOr<unsigned> inserted = Rematerializer(func, loss).apply(levels);
+    if (failed(inserted))
+      return failure();
+    numRecomputed += *inserted;
+    return success();
+  }
+};
+
+} // namespace
