@@ -3,10 +3,26 @@
 
 #include "Fail.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 namespace megrt {
+
+namespace {
+std::atomic<uint64_t> liveBytes{0}, peakBytes{0};
+
+void allocated(uint64_t bytes) {
+  uint64_t live = liveBytes.fetch_add(bytes) + bytes;
+  uint64_t peak = peakBytes.load();
+  while (live > peak && !peakBytes.compare_exchange_weak(peak, live)) {
+  }
+}
+} // namespace
+
+HostMemory hostMemory() { return {liveBytes.load(), peakBytes.load()}; }
+
+void resetPeakHostMemory() { peakBytes.store(liveBytes.load()); }
 
 AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
   // Never empty, so data() is a valid pointer even for zero-sized tensors
@@ -21,7 +37,9 @@ AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
   if (!ptr)
     fail("cannot allocate ", size, " bytes");
   std::memset(ptr, 0, rounded);
-  data_.reset(static_cast<uint8_t *>(ptr));
+  data_ = std::unique_ptr<uint8_t, Free>(static_cast<uint8_t *>(ptr),
+                                         Free{rounded});
+  allocated(rounded);
 }
 
 AlignedBuffer::AlignedBuffer(const AlignedBuffer &other)
@@ -36,6 +54,9 @@ AlignedBuffer &AlignedBuffer::operator=(const AlignedBuffer &other) {
   return *this;
 }
 
-void AlignedBuffer::Free::operator()(uint8_t *ptr) const { std::free(ptr); }
+void AlignedBuffer::Free::operator()(uint8_t *ptr) const {
+  std::free(ptr);
+  liveBytes.fetch_sub(bytes);
+}
 
 } // namespace megrt

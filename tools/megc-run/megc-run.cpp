@@ -436,6 +436,9 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   if (data && options.warmup > 0)
     throw megrt::Error("--warmup repeats steps, which would consume --data "
                        "windows; use it without --data");
+  // What the runs allocate on top of what loading did (the entry's arena
+  // and storage are made on its first run).
+  megrt::resetPeakHostMemory();
   for (int64_t step = 0; step < options.warmup; ++step)
     outputs = session.run(options.entry, inputs);
   std::unique_ptr<std::ofstream> metrics;
@@ -547,6 +550,20 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   if (lead && times.size() > 1)
     std::cout << "median step ms: " << median(times) << " (" << times.size()
               << " steps)" << std::endl;
+  if (lead && options.device == "cpu")
+    if (const megrt::EntrySpec *spec = program.findEntry(options.entry)) {
+      // The plan's promise: the entry's arena next to the parameters and
+      // state; the rest is its inputs, outputs and kernel scratch.
+      uint64_t state = 0;
+      for (const megrt::ParameterSpec &param : program.parameters())
+        state += megrt::byteSize(param.dtype, param.shape, param.name);
+      auto mb = [](uint64_t bytes) { return static_cast<double>(bytes) / 1e6; };
+      std::cout << "host memory: peak " << mb(megrt::hostMemory().peak)
+                << " MB while running; plan " << mb(spec->plan.arenaBytes + state)
+                << " MB (arena " << mb(spec->plan.arenaBytes)
+                << " MB + parameters and state " << mb(state) << " MB)"
+                << std::endl;
+    }
   if (lead && !options.outputDir.empty()) {
     std::filesystem::create_directories(options.outputDir);
     for (const auto &[name, tensor] : outputs)

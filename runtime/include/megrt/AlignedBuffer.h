@@ -27,12 +27,27 @@ public:
   size_t size() const { return size_; }
 
 private:
+  /// Frees and uncounts the `bytes` it was allocated with.
   struct Free {
+    Free() noexcept : bytes(0) {}
+    explicit Free(size_t bytes) noexcept : bytes(bytes) {}
     void operator()(uint8_t *ptr) const;
+    size_t bytes;
   };
   std::unique_ptr<uint8_t, Free> data_;
   size_t size_ = 0;
 };
+
+/// The bytes of every AlignedBuffer alive in the process (tensors, arenas,
+/// kernel scratch: the memory megrt allocates on the host), and the most
+/// that were alive at once since the last resetPeakHostMemory().
+struct HostMemory {
+  uint64_t live = 0;
+  uint64_t peak = 0;
+};
+HostMemory hostMemory();
+/// Starts a new peak from what is alive now.
+void resetPeakHostMemory();
 
 } // namespace megrt
 
