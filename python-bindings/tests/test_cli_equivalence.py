@@ -56,6 +56,19 @@ def test_compile_matches_cli(tools, tmp_path, llama_ir, emit):
     assert (got if emit == "artifact" else got.encode()) == want
 
 
+@pytest.mark.parametrize("options, cli", [
+    (dict(recompute="full"), ["--recompute=full"]),
+    (dict(recompute="selective", memory_budget=10**9),
+     ["--recompute=selective", "--memory-budget=1000000000"]),
+    (dict(memory_budget="1GiB"), ["--memory-budget=1GiB"]),
+])
+def test_recompute_matches_cli(tools, tmp_path, llama_ir, options, cli):
+    model = tmp_path / "model.mlir"
+    model.write_text(llama_ir)
+    want = tools.run("megc", model, "--emit=megrt", *cli)
+    assert megc.compile(model, emit="megrt", **options).encode() == want
+
+
 def test_forward_and_training_match_megc_run(tools, tmp_path, llama_artifact,
                                              batch):
     model = tmp_path / "model.megc"

@@ -69,6 +69,12 @@ def test_bad_compile_options(llama_ir):
         megc.compile(llama_ir, emit="sass")
     with pytest.raises(megc.Error, match="needs the cpu target"):
         megc.compile(llama_ir, target="cuda", emit="llvm")
+    with pytest.raises(megc.Error, match="unknown --recompute 'some'"):
+        megc.compile(llama_ir, recompute="some")
+    with pytest.raises(megc.Error, match="invalid --memory-budget '0'"):
+        megc.compile(llama_ir, memory_budget=0)
+    with pytest.raises(megc.Error, match="cannot be met"):
+        megc.compile(llama_ir, memory_budget="1KB")
 
 
 def test_fatal_llvm_errors_raise(llama_ir):
