@@ -197,9 +197,11 @@ private:
   }
 
   flatbuffers::Offset<fb::TensorSpec> spec(const TensorSpec &tensor) {
-    return fb::CreateTensorSpec(builder, builder.CreateString(tensor.name),
-                                dtypeOf(tensor.type.getElementType()),
-                                shape(tensor.type), tensor.split);
+    return fb::CreateTensorSpec(
+        builder, builder.CreateString(tensor.name),
+        dtypeOf(tensor.type.getElementType()), shape(tensor.type),
+        tensor.split, tensor.indexBound,
+        tensor.indexUse.empty() ? 0 : builder.CreateString(tensor.indexUse));
   }
 
   flatbuffers::Offset<fb::Command> command(const Command &command) {

@@ -133,6 +133,7 @@ private:
                                    ArrayAttr axes);
   LogicalResult placeCollective(Operation *op);
   LogicalResult buildEntry(func::FuncOp func);
+  void indexBoundOf(Value input, TensorSpec &spec);
   FailureOr<uint32_t> bufferFor(Value value);
   uint32_t addBuffer(BufferKind kind, uint32_t index, RankedTensorType type,
                      int32_t aliasOf = -1);
@@ -225,6 +226,43 @@ uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
   return entry->buffers.size() - 1;
 }
 
+/// The tightest table an integer input indexes, through views, slices and
+/// graph regions: the rows of an embedding it looks up, the classes of a
+/// cross-entropy it labels.
+void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
+  auto bound = [&](int64_t size, StringRef use) {
+    if (spec.indexBound == 0 || size < spec.indexBound) {
+      spec.indexBound = size;
+      spec.indexUse = use.str();
+    }
+  };
+  std::function<void(Value)> visit = [&](Value value) {
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      auto dim = [](Value tensor, int64_t axis) {
+        auto type = cast<RankedTensorType>(tensor.getType());
+        return type.getDimSize(axis < 0 ? type.getRank() + axis : axis);
+      };
+      if (isa<ReshapeOp, SliceOp>(user)) {
+        visit(user->getResult(0));
+      } else if (auto region = dyn_cast<GraphRegionOp>(user)) {
+        visit(region.getBody().front().getArgument(
+            use.getOperandNumber() - region.getInputs().getBeginOperandIndex()));
+      } else if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
+        if (use.get() == embedding.getIds())
+          bound(dim(embedding.getTable(), 0), "rows of the embedding table");
+      } else if (auto loss = dyn_cast<CrossEntropyOp>(user)) {
+        if (use.get() == loss.getLabels())
+          bound(dim(loss.getLogits(), -1), "classes of the cross-entropy");
+      } else if (auto lossGrad = dyn_cast<CrossEntropyGradOp>(user)) {
+        if (use.get() == lossGrad.getLabels())
+          bound(dim(lossGrad.getLogits(), -1), "classes of the cross-entropy");
+      }
+    }
+  };
+  visit(input);
+}
+
 LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
   program.entries.emplace_back();
   entry = &program.entries.back();
@@ -237,6 +275,8 @@ LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
              << "entry argument " << index << " must be a ranked tensor, got "
              << arg.getType();
     entry->inputs.push_back({valueName(func, false, index), type, inputSplit});
+    if (isa<IntegerType>(type.getElementType()))
+      indexBoundOf(arg, entry->inputs.back());
     buffers[arg] = addBuffer(BufferKind::Input, index, type);
   }
   for (Operation &op : func.getBody().front())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import megc
+from conftest import LLAMA
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +27,22 @@ def test_wrong_dtype(session, batch):
                     {"input_ids": batch["input_ids"].astype(np.int64)})
     with pytest.raises(megc.Error, match="element type float64"):
         session.run("forward", {"input_ids": np.zeros((2, 16))})
+
+
+def test_token_ids_outside_the_vocabulary(session, batch):
+    vocab = LLAMA["vocab"]
+    ids = batch["input_ids"].copy()
+    ids[1, 3] = vocab
+    with pytest.raises(megc.Error, match=rf"input 'input_ids' holds {vocab} "
+                       rf"at \[1, 3\], outside \[0, {vocab}\) \(the rows of "
+                       r"the embedding table\)"):
+        session.run("forward", {"input_ids": ids})
+    labels = batch["labels"].copy()
+    labels[0, 0] = -100
+    with pytest.raises(megc.Error, match=r"input 'labels' holds -100 at "
+                       r"\[0, 0\]"):
+        session.run("loss", {"input_ids": batch["input_ids"],
+                             "labels": labels})
 
 
 def test_unknown_entry(session):

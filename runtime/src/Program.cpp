@@ -90,7 +90,8 @@ TensorSpec toTensorSpec(const fb::TensorSpec &spec) {
   if (spec.split() >= 0)
     split = static_cast<uint32_t>(spec.split());
   return {spec.name()->str(), toDType(spec.dtype()), toShape(spec.shape()),
-          split};
+          split, spec.index_bound(),
+          spec.index_use() ? spec.index_use()->str() : std::string()};
 }
 
 std::vector<TensorSpec> toTensorSpecs(

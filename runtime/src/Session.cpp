@@ -517,6 +517,40 @@ void Session::setParameter(std::string_view name, const Tensor &value) {
   impl_->refreshCopies(index);
 }
 
+namespace {
+/// Every value of an index input lies in [0, indexBound): an id outside the
+/// table would read or write outside it.
+void checkIndices(const Tensor &tensor, const TensorSpec &input,
+                  const std::string &what) {
+  int64_t count = tensor.numElements();
+  auto valueAt = [&](int64_t i) -> int64_t {
+    return tensor.dtype() == DType::I64 ? tensor.dataAs<int64_t>()[i]
+                                        : tensor.dataAs<int32_t>()[i];
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t value = valueAt(i);
+    if (value >= 0 && value < input.indexBound)
+      continue;
+    // The element's position, outermost dimension first.
+    std::vector<int64_t> position(tensor.shape().size());
+    int64_t rest = i;
+    for (size_t d = position.size(); d-- > 0;) {
+      position[d] = rest % tensor.shape()[d];
+      rest /= tensor.shape()[d];
+    }
+    std::string where;
+    for (size_t d = 0; d < position.size(); ++d)
+      where += (d ? ", " : "") + std::to_string(position[d]);
+    fail(what, " holds ", value, " at [", where, "], outside [0, ",
+         input.indexBound, ") (the ", input.indexUse,
+         input.name == "labels" && value < 0
+             ? "; an ignore index such as -100 is not supported yet"
+             : "",
+         ")");
+  }
+}
+} // namespace
+
 std::map<std::string, Tensor>
 Session::run(std::string_view entryName,
              const std::map<std::string, Tensor> &inputs) {
@@ -540,6 +574,8 @@ Session::run(std::string_view entryName,
            input.shape[0], " rows per rank), found ",
            formatShape(found->second.shape()));
     checkTensorMatches(found->second, input.dtype, shape, what);
+    if (input.indexBound > 0)
+      checkIndices(found->second, input, what);
   }
   for (const auto &[name, tensor] : inputs) {
     bool known = false;

@@ -96,6 +96,10 @@ struct TensorSpec {
   /// For a data-parallel input: the submesh over whose ranks dim 0 of the
   /// global tensor is split.
   int32_t split = -1;
+  /// For an integer input used as an index: every value must lie in
+  /// [0, indexBound) (0: not an index); indexUse says what it indexes.
+  int64_t indexBound = 0;
+  std::string indexUse;
 };
 
 struct MemoryPlan {

@@ -26,6 +26,11 @@ struct TensorSpec {
   /// the group size, and rank i of the group runs on rows
   /// [i * shape[0], (i + 1) * shape[0]).
   std::optional<uint32_t> split;
+  /// An integer input used as an index: every value must lie in
+  /// [0, indexBound), checked by Session::run (0: not an index); indexUse
+  /// says what it indexes.
+  int64_t indexBound = 0;
+  std::string indexUse;
 };
 
 /// Copy: the value of the parameter `initSource`, converted to this one's
