@@ -215,7 +215,8 @@ private:
       auto op = fb::CreateGemm(builder, gemm->a, gemm->b, gemm->c, gemm->bias,
                                gemm->m, gemm->n, gemm->k, gemm->batch,
                                gemm->strideA, gemm->strideB, gemm->strideC,
-                               gemm->transA, gemm->transB, 1.0f, 0.0f, dtype,
+                               gemm->transA, gemm->transB, 1.0f,
+                               gemm->accumulate ? 1.0f : 0.0f, dtype,
                                gemm->geluEpilogue ? fb::GemmEpilogue::gelu_tanh
                                                   : fb::GemmEpilogue::none);
       return fb::CreateCommand(builder, fb::CommandOp::Gemm, op.Union());

@@ -147,6 +147,7 @@ private:
   LogicalResult placeAttention(Operation *op);
   LogicalResult placeEmbeddingGrad(EmbeddingGradOp op);
   LogicalResult placeLinear(LinearOp op);
+  bool accumulateInto(Operation *product, GemmCommand &gemm);
   LogicalResult placeMatmul(MatmulOp op);
   uint32_t kernelIndex(func::FuncOp kernel, StringRef opName);
 
@@ -826,6 +827,33 @@ static int64_t product(ArrayRef<int64_t> dims) {
   return result;
 }
 
+/// A product whose only reader is `meg.add` with a value that nothing else
+/// reads (a gradient summed over the uses of a weight, over chunks or
+/// micro-batches) is added into that value's buffer by the GEMM (C += A B):
+/// no kernel, no second buffer. meg-fuse leaves such adds unfused
+/// (isAccumulation).
+bool ProgramBuilder::accumulateInto(Operation *product, GemmCommand &gemm) {
+  Value result = product->getResult(0);
+  auto add = result.hasOneUse() ? dyn_cast<AddOp>(*result.getUsers().begin())
+                                : AddOp();
+  if (!add || add->getBlock() != product->getBlock() ||
+      add.getType() != result.getType())
+    return false;
+  Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+  auto placed = buffers.find(other);
+  if (other == result || !other.hasOneUse() ||
+      other.getType() != result.getType() || placed == buffers.end())
+    return false;
+  const BufferDesc &into = entry->buffers[placed->second];
+  if (into.kind != BufferKind::Arena || into.aliasOf >= 0)
+    return false;
+  gemm.c = placed->second;
+  gemm.accumulate = true;
+  buffers[add.getResult()] = gemm.c;
+  absorbed.insert(add);
+  return true;
+}
+
 LogicalResult ProgramBuilder::placeLinear(LinearOp op) {
   auto input = cast<RankedTensorType>(op.getInput().getType());
   auto weight = cast<RankedTensorType>(op.getWeight().getType());
@@ -846,6 +874,11 @@ LogicalResult ProgramBuilder::placeLinear(LinearOp op) {
   gemm.k = input.getShape().back();
   gemm.n = weight.getDimSize(0);
   gemm.transB = true;
+  if (!op.getBias() && accumulateInto(op, gemm)) {
+    buffers[op.getResult()] = gemm.c;
+    entry->commands.push_back(gemm);
+    return success();
+  }
   gemm.c = resultBuffer(op.getResult());
   buffers[op.getResult()] = gemm.c;
   // A tanh GELU that alone reads the product becomes the GEMM's epilogue
@@ -891,7 +924,8 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
     gemm.batch = 1;
     gemm.strideA = gemm.strideC = 0;
   }
-  gemm.c = resultBuffer(op.getResult());
+  if (!accumulateInto(op, gemm))
+    gemm.c = resultBuffer(op.getResult());
   buffers[op.getResult()] = gemm.c;
   entry->commands.push_back(gemm);
   return success();

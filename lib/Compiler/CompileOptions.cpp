@@ -103,6 +103,10 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
   else
     return optionError("unknown --recompute '" + flags.recompute +
                        "'; expected none, selective or full");
+  if (flags.lossChunks < 1)
+    return optionError("--loss-chunks must be at least 1, got " +
+                       Twine(flags.lossChunks));
+  options.lossChunks = flags.lossChunks;
   if (!flags.memoryBudget.empty()) {
     Expected<uint64_t> budget =
         parseByteSize(flags.memoryBudget, "--memory-budget");

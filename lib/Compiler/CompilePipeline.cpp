@@ -59,6 +59,11 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     pm.addPass(mlir::createCSEPass());
     pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegFuseRope());
   }
+  if (options.lossChunks > 1) {
+    mlir::meg::MegChunkLossOptions chunks;
+    chunks.chunks = options.lossChunks;
+    pm.addPass(mlir::meg::createMegChunkLoss(chunks));
+  }
   if (training) {
     pm.addPass(mlir::meg::createMegAutodiff());
     pm.addPass(mlir::meg::createMegPrecision());
@@ -76,7 +81,7 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegFuse());
   // After fusion: the recomputation's copies are the same kernels.
   if (training && (options.recompute != Recompute::None ||
-                   options.memoryBudget)) {
+                   options.memoryBudget || options.lossChunks > 1)) {
     mlir::meg::MegRematOptions remat;
     remat.mode = options.recompute == Recompute::Full        ? "full"
                  : options.recompute == Recompute::Selective ? "selective"

@@ -143,7 +143,8 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
         printBuffers(os, launch->args);
         os << ")";
       } else if (auto *gemm = std::get_if<GemmCommand>(&command)) {
-        os << "gemm %b" << gemm->c << " = %b" << gemm->a
+        os << "gemm %b" << gemm->c << (gemm->accumulate ? " += %b" : " = %b")
+           << gemm->a
            << (gemm->transA ? "^T" : "") << " x %b" << gemm->b
            << (gemm->transB ? "^T" : "");
         if (gemm->bias >= 0)

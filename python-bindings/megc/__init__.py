@@ -74,6 +74,7 @@ def compile(
     cpu: Literal["x86-64", "native"] = ...,
     recompute: Literal["none", "selective", "full"] = ...,
     memory_budget: str | int | None = ...,
+    loss_chunks: int = ...,
 ) -> bytes: ...
 @overload
 def compile(
@@ -89,6 +90,7 @@ def compile(
     cpu: Literal["x86-64", "native"] = ...,
     recompute: Literal["none", "selective", "full"] = ...,
     memory_budget: str | int | None = ...,
+    loss_chunks: int = ...,
 ) -> str: ...
 def compile(
     source: str | os.PathLike[str],
@@ -103,6 +105,7 @@ def compile(
     cpu: str = "x86-64",
     recompute: str = "none",
     memory_budget: str | int | None = None,
+    loss_chunks: int = 1,
 ) -> bytes | str:
     """Compiles a model as `megc model.mlir` does.
 
@@ -114,8 +117,8 @@ def compile(
     `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
     `share_io_buffers`, `cpu` ("x86-64", or "native" for this host's
     instruction-set extensions), `recompute` ("none", "selective", "full")
-    and `memory_budget` (bytes per rank as an int, or a size such as
-    "40GiB"). Raises megc.Error with the diagnostics; what a
+    `memory_budget` (bytes per rank as an int, or a size such as "40GiB")
+    and `loss_chunks`. Raises megc.Error with the diagnostics; what a
     successful compilation reports (warnings) becomes a Python warning.
     """
     if isinstance(source, os.PathLike):
@@ -138,6 +141,7 @@ def compile(
         cpu,
         recompute,
         "" if memory_budget is None else str(memory_budget),
+        loss_chunks,
     )
 
 

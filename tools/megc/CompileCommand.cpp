@@ -87,6 +87,14 @@ cl::opt<std::string> memoryBudget(
              "few as it can, until it does"),
     cl::init(""), cl::cat(compileCategory));
 
+cl::opt<int64_t> lossChunks(
+    "loss-chunks",
+    cl::desc("Run the loss's final norm, LM head and cross-entropy over this "
+             "many chunks of tokens (recomputed in the backward), so that the "
+             "full logits never exist at once; it must divide the tokens "
+             "(default 1)"),
+    cl::init(1), cl::cat(compileCategory));
+
 int fail(const Twine &message) {
   WithColor::error(errs(), "megc") << message << "\n";
   return 1;
@@ -122,6 +130,7 @@ int runCompile() {
   flags.cudaGraphs = cudaGraphs;
   flags.shareIoBuffers = shareIoBuffers;
   flags.recompute = recompute;
+  flags.lossChunks = lossChunks;
   flags.memoryBudget = memoryBudget;
   Expected<CompileOptions> options = parseCompileFlags(flags);
   if (!options)

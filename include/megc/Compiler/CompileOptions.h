@@ -46,6 +46,9 @@ struct CompileOptions {
   CudaGraphScope cudaGraphs = CudaGraphScope::None;
   bool shareIoBuffers = false;
   Recompute recompute = Recompute::None;
+  /// `--loss-chunks`: chunks of tokens the final norm, LM head and
+  /// cross-entropy of the loss run over (1: one).
+  int64_t lossChunks = 1;
   /// `--memory-budget`: bytes per rank that the plan of every training
   /// entry (arena plus parameters and state) must fit in; 0: none.
   uint64_t memoryBudget = 0;
@@ -67,6 +70,7 @@ struct CompileFlags {
   std::string cudaGraphs = "none";
   bool shareIoBuffers = false;
   std::string recompute = "none";
+  int64_t lossChunks = 1;
   /// A size such as 40GiB, 512MB or 1000000 (bytes); empty: none.
   std::string memoryBudget;
 };

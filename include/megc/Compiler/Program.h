@@ -51,6 +51,9 @@ struct GemmCommand {
   bool transA = false, transB = false;
   /// Applies tanh-approximated GELU to C (after the bias).
   bool geluEpilogue = false;
+  /// C += A B (beta 1): the sum of a value nothing else reads and the
+  /// product, computed in the value's buffer.
+  bool accumulate = false;
 };
 
 struct CopyCommand {

@@ -171,11 +171,12 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
                << "function with " << func.getNumArguments() << " arguments";
     return success();
   }
-  if (name == kLayerAttrName) {
-    auto layer = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!layer || layer.getInt() < 0)
-      return op->emitError() << "'" << name
-                             << "' expects a non-negative integer (the layer)";
+  if (name == kLayerAttrName || name == kLossChunkAttrName) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || index.getInt() < 0)
+      return op->emitError()
+             << "'" << name << "' expects a non-negative integer (the "
+             << (name == kLayerAttrName ? "layer" : "chunk") << ")";
     return success();
   }
   if (name == kRecomputedAttrName) {

@@ -37,8 +37,27 @@ bool isRowReduction(Operation *op) {
   return isa<RmsNormOp, LayerNormOp, SoftmaxOp, CrossEntropyOp>(op);
 }
 
+/// `x + p` with `p` a matrix product (no bias) that only the add reads and
+/// `x` read by nothing else, of one type: the program builder adds the
+/// product into x's buffer (C += A B), which fusing the add would prevent.
+bool isAccumulation(Operation *op) {
+  auto add = dyn_cast<AddOp>(op);
+  if (!add || add.getLhs().getType() != add.getType() ||
+      add.getRhs().getType() != add.getType())
+    return false;
+  auto isProduct = [](Value value) {
+    Operation *def = value.getDefiningOp();
+    auto linear = dyn_cast_or_null<LinearOp>(def);
+    return value.hasOneUse() &&
+           (isa_and_nonnull<MatmulOp>(def) || (linear && !linear.getBias()));
+  };
+  return add.getLhs() != add.getRhs() &&
+         ((isProduct(add.getRhs()) && add.getLhs().hasOneUse()) ||
+          (isProduct(add.getLhs()) && add.getRhs().hasOneUse()));
+}
+
 bool isFusible(Operation *op) {
-  return isElementwise(op) || isRowReduction(op);
+  return (isElementwise(op) || isRowReduction(op)) && !isAccumulation(op);
 }
 
 /// The ops of one group, grown from `root` upwards.
@@ -114,6 +133,8 @@ void outline(ArrayRef<Operation *> ops) {
 /// Elementwise work horizontal fusion may join: a lone elementwise op, or a
 /// fusion region without a row reduction.
 bool isHorizontalCandidate(Operation *op) {
+  if (isAccumulation(op))
+    return false;
   if (isElementwise(op))
     return true;
   auto fusion = dyn_cast<FusionOp>(op);

@@ -119,10 +119,12 @@ uint64_t estimatePeak(Block &block) {
 }
 
 /// One layer's forward in one function (a layer runs once per
-/// micro-batch: each run is a unit of its own).
+/// micro-batch: each run is a unit of its own), or one chunk of a loss.
 struct Unit {
   int64_t layer;
   llvm::SetVector<Operation *> ops; // in block order
+  /// A chunk of meg-chunk-loss: always recomputed in full.
+  bool lossChunk = false;
 };
 
 class Rematerializer {
@@ -145,45 +147,52 @@ public:
           reach(operand);
       });
     }
-    // Layers, split into connected runs.
+    collectUnits(MegDialect::kLayerAttrName, /*lossChunk=*/false);
+    collectUnits(MegDialect::kLossChunkAttrName, /*lossChunk=*/true);
+  }
+
+  /// The ops of the forward marked `attrName` = N, one unit per N and
+  /// connected run (a layer runs once per micro-batch).
+  void collectUnits(StringRef attrName, bool lossChunk) {
     llvm::EquivalenceClasses<Operation *> runs;
-    llvm::DenseMap<int64_t, SmallVector<Operation *>> byLayer;
+    llvm::DenseMap<int64_t, SmallVector<Operation *>> byIndex;
     SmallVector<int64_t> order;
     for (Operation &op : block) {
-      auto layer = op.getAttrOfType<IntegerAttr>(MegDialect::kLayerAttrName);
-      if (!layer || !forward.contains(&op) || isPinned(&op))
+      auto index = op.getAttrOfType<IntegerAttr>(attrName);
+      if (!index || !forward.contains(&op) || isPinned(&op))
         continue;
-      auto [it, inserted] = byLayer.try_emplace(layer.getInt());
+      auto [it, inserted] = byIndex.try_emplace(index.getInt());
       if (inserted)
-        order.push_back(layer.getInt());
+        order.push_back(index.getInt());
       it->second.push_back(&op);
       runs.insert(&op);
       for (Value operand : op.getOperands())
         if (Operation *def = operand.getDefiningOp())
           if (def->getBlock() == &block && runs.contains(def) &&
-              def->getAttr(MegDialect::kLayerAttrName) == layer)
+              def->getAttr(attrName) == index)
             runs.unionSets(def, &op);
     }
-    for (int64_t layer : order) {
+    for (int64_t index : order) {
       llvm::DenseMap<Operation *, unsigned> unitOf;
-      for (Operation *op : byLayer[layer]) {
+      for (Operation *op : byIndex[index]) {
         Operation *leader = runs.getLeaderValue(op);
         auto [it, inserted] = unitOf.try_emplace(leader, units.size());
         if (inserted)
-          units.push_back({layer, {}});
+          units.push_back({index, {}, lossChunk});
         units[it->second].ops.insert(op);
       }
     }
   }
 
   size_t numUnits() const { return units.size(); }
-  int64_t layerOf(size_t unit) const { return units[unit].layer; }
+  bool isLossChunk(size_t unit) const { return units[unit].lossChunk; }
 
   /// Recomputes each unit at its level; returns the ops inserted, or
   /// failure (with a diagnostic) where a level cannot be applied.
   FailureOr<unsigned> apply(ArrayRef<Level> levels) {
     unsigned inserted = 0;
-    for (auto [unit, level] : llvm::zip(units, levels)) {
+    for (auto [unit, given] : llvm::zip(units, levels)) {
+      Level level = unit.lossChunk ? Level::Full : given;
       if (level == Level::None)
         continue;
       FailureOr<unsigned> count = recompute(unit, level);
@@ -287,7 +296,8 @@ private:
         if (Operation *def = operand.getDefiningOp())
           if (!needed.contains(def) && isa<WaitOp>(def))
             return op->emitError()
-                   << "meg-remat: recomputing layer " << unit.layer
+                   << "meg-remat: recomputing "
+                   << (unit.lossChunk ? "loss chunk " : "layer ") << unit.layer
                    << " would read a weight gathered for the forward in the "
                       "backward (optim_grads_params); use "
                       "--recompute=selective, which keeps the matrix "
@@ -370,8 +380,12 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
 
   LogicalResult runOn(func::FuncOp func, Value loss, Level base,
                       uint64_t stateBytes) {
-    size_t units = Rematerializer(func, loss).numUnits();
+    Rematerializer analysis(func, loss);
+    size_t units = analysis.numUnits();
     SmallVector<Level> levels(units, base);
+    for (size_t unit = 0; unit < units; ++unit)
+      if (analysis.isLossChunk(unit))
+        levels[unit] = Level::Full;
     if (memoryBudget == 0) {
       FailureOr<unsigned> inserted = Rematerializer(func, loss).apply(levels);
       if (failed(inserted))

@@ -75,6 +75,10 @@ def Meg_Dialect : Dialect {
     /// On an op: the transformer layer (0, 1, ...) whose forward it is part
     /// of, as the model's builder (megc gen, megc import) records it.
     static constexpr ::llvm::StringLiteral kLayerAttrName = "meg.layer";
+    /// On an op: the chunk of tokens (0, 1, ...) of the final norm, LM head
+    /// and cross-entropy it computes, as meg-chunk-loss splits them; the
+    /// backward recomputes each chunk (meg-remat).
+    static constexpr ::llvm::StringLiteral kLossChunkAttrName = "meg.loss_chunk";
     /// On an op: a recomputation meg-remat inserted in the backward.
     static constexpr ::llvm::StringLiteral kRecomputedAttrName = "meg.recomputed";
 

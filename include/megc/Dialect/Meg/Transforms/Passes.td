@@ -327,6 +327,48 @@ def MegScheduleUpdates : Pass<"meg-schedule-updates", "::mlir::func::FuncOp"> {
   ];
 }
 
+def MegChunkLoss : Pass<"meg-chunk-loss", "::mlir::ModuleOp"> {
+  let summary = "Computes a language model's loss over chunks of tokens";
+  let description = [{
+    In the loss function (`function`, `loss` by default), a cross-entropy of
+    a bias-free or biased LM head (`meg.linear`) over a final
+    `meg.rms_norm`, each read by nothing else, becomes `chunks` copies of
+    the three over consecutive slices of the tokens, each summing its
+    cross-entropy; the sum is scaled to the mean. The tokens x vocabulary
+    logits then exist a chunk at a time. The chunks' ops carry
+    `meg.loss_chunk = k`, and `meg-remat` recomputes each chunk in the
+    backward, where the cross-entropy's gradient needs its logits, so that
+    the backward too holds one chunk's logits at a time; the LM head's
+    gradient accumulates over the chunks in one buffer (the program builder
+    adds each chunk's product into it). `forward` keeps its full logits.
+    `chunks` must divide the number of tokens; 1 leaves the loss alone.
+
+    ```mlir
+    // before
+    %n = meg.rms_norm %h, %w eps 1.0e-05 : tensor<2x256x512xf32>, tensor<512xf32>
+    %logits = meg.linear %n, %head : tensor<2x256x512xf32>, tensor<8192x512xf32>
+    %loss = meg.cross_entropy %logits, %labels mean : tensor<2x256x8192xf32>, tensor<2x256xi32>
+    // after (chunks=2)
+    %rows = meg.reshape %h : tensor<2x256x512xf32> to tensor<512x512xf32>
+    %h0 = meg.slice %rows [0, 0] [256, 512] [1, 1] {meg.loss_chunk = 0 : i64} : ...
+    %n0 = meg.rms_norm %h0, %w eps 1.0e-05 {meg.loss_chunk = 0 : i64} : ...
+    %l0 = meg.linear %n0, %head {meg.loss_chunk = 0 : i64} : ...
+    %s0 = meg.cross_entropy %l0, %y0 sum {meg.loss_chunk = 0 : i64} : ...
+    ... chunk 1 ...
+    %loss = meg.mul (meg.add %s0, %s1), 1/512
+    ```
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1",
+           "Chunks of tokens (1: the loss is left alone)">,
+    Option<"function", "function", "std::string", /*default=*/"\"loss\"",
+           "The loss function">
+  ];
+  let statistics = [
+    Statistic<"numChunked", "chunked", "Losses split into chunks">
+  ];
+}
+
 def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
   let summary = "Recomputes layers' activations in the backward";
   let description = [{
@@ -347,6 +389,8 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
     - `mode=none` recomputes nothing.
 
     The values the unit hands to the rest of the forward (its output) stay.
+    The chunks of a loss that `meg-chunk-loss` split (`meg.loss_chunk`) are
+    units too, always recomputed in full, whatever the mode.
     The copies compute the same values as the originals with the same
     kernels, so training is bitwise the same. With `memory-budget` (bytes
     per rank) the pass estimates the static plan's peak (parameters and
