@@ -60,6 +60,8 @@ def make_inputs(artifact, tmp):
     args = []
     for part in line[len("entry train_step("):line.index(") ->")].split(", "):
         name, type_text = part.split(": ")
+        # "tensor<2x16xi32> in [0,256)": an index input and its bound.
+        type_text = type_text.split(" in [")[0]
         dims = type_text[len("tensor<"):-1].split("x")
         shape, dtype = [int(d) for d in dims[:-1]], dims[-1]
         value = (rng.integers(0, 32, shape).astype(np.int32) if dtype == "i32"

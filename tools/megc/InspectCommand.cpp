@@ -63,7 +63,7 @@ void printSpecs(
       os << (first ? "" : ", ") << spec->name()->str() << ": "
          << typeText(spec->dtype(), spec->shape());
       if (spec->index_bound() > 0)
-        os << " in [0, " << spec->index_bound() << ")";
+        os << " in [0," << spec->index_bound() << ")";
       int32_t split = spec->split();
       if (split >= 0 && static_cast<size_t>(split) < groupSizes.size() &&
           spec->shape() && spec->shape()->size()) {
