@@ -61,6 +61,7 @@ def test_compile_matches_cli(tools, tmp_path, llama_ir, emit):
     (dict(recompute="selective", memory_budget=10**9),
      ["--recompute=selective", "--memory-budget=1000000000"]),
     (dict(memory_budget="1GiB"), ["--memory-budget=1GiB"]),
+    (dict(loss_chunks=4), ["--loss-chunks=4"]),
 ])
 def test_recompute_matches_cli(tools, tmp_path, llama_ir, options, cli):
     model = tmp_path / "model.mlir"
