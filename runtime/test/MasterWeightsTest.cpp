@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 namespace megrt::test {
@@ -48,8 +49,14 @@ Tensor bf16Values(const std::vector<float> &values) {
 
 TEST(MasterWeights, FollowInitialisation) {
   Session session = masterSession(3);
+  // normal(0, 1) draws: a master left at its zeros, or never rewritten
+  // after a new initialisation, fails the comparison.
+  std::vector<float> first = session.parameter("h").toFloats();
+  EXPECT_TRUE(std::any_of(first.begin(), first.end(),
+                          [](float value) { return value != 0.0f; }));
   expectFollows(session);
   session.initParameters(4);
+  EXPECT_NE(session.parameter("h").toFloats(), first);
   expectFollows(session);
 }
 

@@ -23,9 +23,15 @@ func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
 
 // -----
 
-// A value used twice sums its gradients.
+// A value used twice sums its gradients: d(w * w)/dw is the upstream
+// gradient times w, once per use, and the two are added into grad.w.
 // CHECK-LABEL: func.func @grad
-// CHECK: meg.add
+// CHECK: %[[W:.*]] = meg.param_ref @w
+// CHECK: %[[UP:.*]] = meg.broadcast
+// CHECK-NEXT: %[[A:.*]] = meg.mul %[[UP]], %[[W]]
+// CHECK-NEXT: %[[B:.*]] = meg.mul %[[UP]], %[[W]]
+// CHECK-NEXT: %[[SUM:.*]] = meg.add %[[A]], %[[B]]
+// CHECK-NEXT: return %{{.*}}, %[[SUM]]
 meg.param @w : tensor<4xf32> init #meg.init<ones>
 func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
   %w = meg.param_ref @w : tensor<4xf32>

@@ -106,8 +106,14 @@ TEST(MpiWorldTest, AllGatherInPlace) {
               kCount * sizeof(float));
   group->run(CollectiveKind::AllGather, data.data() + group->rank() * kCount,
              data.data(), kCount, DType::F32, ReduceOp::Sum, nullptr);
-  for (int r = 0; r < group->size(); ++r)
-    EXPECT_EQ(data[r * kCount + 3], rankValues(r, kCount)[3]);
+  // Every element of every rank's chunk (the gather must fill the chunks
+  // it does not own, which start as -1).
+  for (int r = 0; r < group->size(); ++r) {
+    std::vector<float> expected = rankValues(r, kCount);
+    for (size_t i = 0; i < kCount; ++i)
+      EXPECT_EQ(data[r * kCount + i], expected[i])
+          << "rank " << r << " element " << i;
+  }
 }
 
 /// Reduce-scatter and all-reduce of f32 and bf16, sum and average.
