@@ -69,10 +69,16 @@ def test_malformed_ir_carries_the_diagnostic():
 
 
 def test_verifier_error_names_the_op():
-    ir = ("func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
-          "  %y = meg.rms_norm %x {eps = -1.0 : f64} : tensor<4xf32>\n"
-          "  return %y : tensor<4xf32>\n}\n")
-    with pytest.raises(megc.Error, match="<string>:2"):
+    # The IR parses; the verifier rejects the op, and the message names it
+    # and its location.
+    ir = ("func.func @f(%x: tensor<4x8xf32>, %w: tensor<7xf32>) -> "
+          "tensor<4x8xf32> {\n"
+          "  %y = meg.rms_norm %x, %w eps 1.0e-05 : tensor<4x8xf32>, "
+          "tensor<7xf32>\n"
+          "  return %y : tensor<4x8xf32>\n}\n")
+    with pytest.raises(megc.Error, match=r"<string>:2:8: error: 'meg.rms_norm' "
+                       r"op expects weight of shape \[8\] \(the last input "
+                       r"dim\), got \[7\]"):
         megc.compile(ir)
 
 

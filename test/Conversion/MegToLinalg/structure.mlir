@@ -60,10 +60,21 @@ func.func @kept() -> tensor<4xf32> {
 
 // -----
 
-// Backward ops lower too: the RoPE transpose reads sin at the partner
-// channel.
+// Backward ops lower too: the RoPE transpose reads the gradient and sin at
+// the partner channel (the other half, -d3 + 1), and adds
+// dy * cos + (first half ? dy' * sin' : -(dy' * sin')).
+// CHECK-DAG: #[[PARTNER:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, -d3 + 1, d4)>
+// CHECK-DAG: #[[SINP:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1, -d3 + 1, d4)>
 // CHECK-LABEL: func.func @rope_grad
-// CHECK: linalg.generic
+// CHECK: linalg.generic {indexing_maps = [#{{[a-z0-9]+}}, #[[PARTNER]], #{{[a-z0-9]+}}, #[[SINP]], #{{[a-z0-9]+}}]
+// CHECK-NEXT: ^bb0(%[[DY:.*]]: f32, %[[DYP:.*]]: f32, %[[COS:.*]]: f32, %[[SIN:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[T:.*]] = arith.mulf %[[DYP]], %[[SIN]] : f32
+// CHECK-NEXT: %[[N:.*]] = arith.negf %[[T]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.select %[[FIRST]], %[[T]], %[[N]] : f32
+// CHECK-NEXT: %[[D:.*]] = arith.mulf %[[DY]], %[[COS]] : f32
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[D]], %[[R]] : f32
+// CHECK-NEXT: linalg.yield %[[SUM]]
 // CHECK-NOT: meg.rope_grad
 func.func @rope_grad(%dy: tensor<1x2x1x4xf32>, %c: tensor<2x4xf32>, %s: tensor<2x4xf32>) -> tensor<1x2x1x4xf32> {
   %0 = meg.rope_grad %dy, %c, %s layout bshd : tensor<1x2x1x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
