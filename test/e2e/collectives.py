@@ -37,7 +37,8 @@ module {
     %r = meg.reduce_scatter %o over @world[dp_shard] dim 0 sum
         : tensor<2xf32> -> tensor<1xf32>
     %w = meg.param_ref @expert.w : tensor<3xf32>
-    %e = meg.all_reduce %w over @world[dp_outer] avg : tensor<3xf32>
+    %wp = meg.add %w, %p : tensor<3xf32>, tensor<1xf32>
+    %e = meg.all_reduce %wp over @world[dp_outer] avg : tensor<3xf32>
     return %p, %a, %g, %r, %e
         : tensor<1xf32>, tensor<1xf32>, tensor<2xf32>, tensor<1xf32>, tensor<3xf32>
   }
@@ -81,8 +82,10 @@ def main():
         # Each rank (o, s) gathers [x(0, s), x(1, s)] over dp_outer; the
         # sum over dp_shard keeps piece s = 0 on rank 0.
         "shard_scatter": [element(0, 0) + element(0, 1)],
-        # Every rank holds the same initial values: the average is them.
-        "expert_avg": w,
+        # Rank (o, s) contributes w + x(o, s): the average over dp_outer
+        # on rank 0 is w + (x(0, 0) + x(1, 0)) / 2, which only an average of
+        # different values gives.
+        "expert_avg": np.asarray(w) + (element(0, 0) + element(1, 0)) / 2,
     }
     for name, value in want.items():
         if not np.allclose(got[name], np.asarray(value, np.float32),
