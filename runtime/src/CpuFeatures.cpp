@@ -4,7 +4,9 @@
 
 #include "Fail.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 namespace megrt {
 namespace {
@@ -38,6 +40,19 @@ bool hostHas(const std::string &feature) {
   return false;
 }
 
+/// Whether MEGRT_DISABLE_CPU_FEATURES (a comma-separated list) names
+/// `feature`: megrt then treats it as absent, as on an older CPU.
+bool disabled(const std::string &feature) {
+  const char *list = std::getenv("MEGRT_DISABLE_CPU_FEATURES");
+  if (!list)
+    return false;
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');)
+    if (name == feature)
+      return true;
+  return false;
+}
+
 } // namespace
 
 std::vector<std::string>
@@ -51,7 +66,7 @@ missingCpuFeatures(const std::vector<std::string> &required) {
       fail("the CPU code needs the instruction-set extension '", feature,
            "', which this runtime cannot check; recompile the model with "
            "--cpu=x86-64");
-    if (!hostHas(feature))
+    if (!hostHas(feature) || disabled(feature))
       missing.push_back(feature);
   }
   return missing;

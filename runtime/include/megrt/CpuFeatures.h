@@ -21,8 +21,11 @@ inline constexpr const char *kCheckableCpuFeatures[] = {
     "avx512bitalg", "avx512vpopcntdq", "avx512ifma", "avx512bf16",
     "avx512fp16",  "avxvnni"};
 
-/// The features of `required` this CPU lacks, in order. Throws
-/// megrt::Error for a name outside kCheckableCpuFeatures.
+/// The features of `required` this CPU lacks, in order; the environment
+/// variable MEGRT_DISABLE_CPU_FEATURES (comma-separated names) makes the
+/// ones it lists count as lacking, to check on any machine that an
+/// artifact would be refused by an older CPU. Throws megrt::Error for a
+/// name outside kCheckableCpuFeatures.
 std::vector<std::string>
 missingCpuFeatures(const std::vector<std::string> &required);
 
