@@ -8,6 +8,8 @@
 #include "CudaTestDevice.h"
 #endif
 
+#include <cmath>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -20,10 +22,23 @@ TEST(RuntimeWorldTest, HostSplitsAreTheHostWorlds) {
   RuntimeWorld world(std::make_unique<SingleProcessWorld>(), 5);
   EXPECT_EQ(world.describe(), "single process");
   std::unique_ptr<Group> group = world.split(0, 0, MemorySpace::Host);
-  float in = 3, out = 0;
-  group->run(CollectiveKind::AllReduce, &in, &out, 1, DType::F32, ReduceOp::Avg,
-             nullptr);
-  EXPECT_EQ(out, 3);
+  ASSERT_EQ(group->size(), 1);
+  EXPECT_EQ(group->rank(), 0);
+  // Over one rank a reduction is the input, written into the output (which
+  // starts as NaN, so a collective that writes nothing fails), element by
+  // element, for every op.
+  const float in[] = {3.0f, -1.5f, 7.25f};
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+    float out[3] = {NAN, NAN, NAN};
+    group->run(CollectiveKind::AllReduce, in, out, 3, DType::F32, op, nullptr);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(out[i], in[i]) << "element " << i;
+  }
+  float gathered[3] = {NAN, NAN, NAN};
+  group->run(CollectiveKind::AllGather, in, gathered, 3, DType::F32,
+             ReduceOp::Sum, nullptr);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(gathered[i], in[i]) << "gathered element " << i;
 }
 
 TEST(RuntimeWorldTest, CudaSplitFailsClearlyWithoutCuda) {
