@@ -185,6 +185,15 @@ public:
   }
 
   size_t numUnits() const { return units.size(); }
+
+  /// Whether work runs after the forward: ops the loss does not depend on
+  /// (the backward, the updates), besides reads and constants.
+  bool hasBackward() const {
+    return llvm::any_of(block.without_terminator(), [&](Operation &op) {
+      return !forward.contains(&op) && !isa<ParamRefOp>(op) &&
+             !op.hasTrait<OpTrait::ConstantLike>();
+    });
+  }
   bool isLossChunk(size_t unit) const { return units[unit].lossChunk; }
 
   /// Recomputes each unit at its level; returns the ops inserted, or
@@ -337,16 +346,6 @@ Value lossOf(func::FuncOp func) {
   return {};
 }
 
-/// Whether anything runs after the forward (a backward).
-bool hasBackward(func::FuncOp func) {
-  bool any = false;
-  func.walk([&](Operation *op) {
-    any |= isa<ParamStoreOp>(op) ||
-           op->getName().getStringRef().ends_with("_grad");
-  });
-  return any;
-}
-
 struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
   using MegRematBase::MegRematBase;
 
@@ -371,7 +370,7 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
       stateBytes += bytesOf(param.getTensorType());
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
       Value loss = lossOf(func);
-      if (!loss || func.isExternal() || !hasBackward(func))
+      if (!loss || func.isExternal())
         continue;
       if (failed(runOn(func, loss, base, stateBytes)))
         return signalPassFailure();
@@ -381,6 +380,9 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
   LogicalResult runOn(func::FuncOp func, Value loss, Level base,
                       uint64_t stateBytes) {
     Rematerializer analysis(func, loss);
+    // A function that is all forward (the loss) has nothing to serve.
+    if (!analysis.hasBackward())
+      return success();
     size_t units = analysis.numUnits();
     SmallVector<Level> levels(units, base);
     for (size_t unit = 0; unit < units; ++unit)
