@@ -201,7 +201,9 @@ private:
         builder, builder.CreateString(tensor.name),
         dtypeOf(tensor.type.getElementType()), shape(tensor.type),
         tensor.split, tensor.indexBound,
-        tensor.indexUse.empty() ? 0 : builder.CreateString(tensor.indexUse));
+        tensor.indexUse.empty() ? 0 : builder.CreateString(tensor.indexUse),
+        tensor.indexIgnore ? flatbuffers::Optional<int64_t>(*tensor.indexIgnore)
+                           : flatbuffers::nullopt);
   }
 
   flatbuffers::Offset<fb::Command> command(const Command &command) {

@@ -228,9 +228,17 @@ uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
 }
 
 /// The tightest table an integer input indexes, through views, slices and
-/// graph regions: the rows of an embedding it looks up, the classes of a
-/// cross-entropy it labels.
+/// graph regions and fusions: the rows of an embedding it looks up, the classes of a
+/// cross-entropy it labels; and the label those cross-entropies ignore, if
+/// every use that indexes with it ignores the same one.
 void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
+  std::optional<int64_t> ignore;
+  bool everyUseIgnores = true;
+  auto ignoring = [&](std::optional<int64_t> index) {
+    if (!index || (ignore && *ignore != *index))
+      everyUseIgnores = false;
+    ignore = index;
+  };
   auto bound = [&](int64_t size, StringRef use) {
     if (spec.indexBound == 0 || size < spec.indexBound) {
       spec.indexBound = size;
@@ -249,19 +257,30 @@ void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
       } else if (auto region = dyn_cast<GraphRegionOp>(user)) {
         visit(region.getBody().front().getArgument(
             use.getOperandNumber() - region.getInputs().getBeginOperandIndex()));
+      } else if (auto fusion = dyn_cast<FusionOp>(user)) {
+        visit(fusion.getBody().front().getArgument(
+            use.getOperandNumber() - fusion.getInputs().getBeginOperandIndex()));
       } else if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
-        if (use.get() == embedding.getIds())
+        if (use.get() == embedding.getIds()) {
           bound(dim(embedding.getTable(), 0), "rows of the embedding table");
+          ignoring(std::nullopt);
+        }
       } else if (auto loss = dyn_cast<CrossEntropyOp>(user)) {
-        if (use.get() == loss.getLabels())
+        if (use.get() == loss.getLabels()) {
           bound(dim(loss.getLogits(), -1), "classes of the cross-entropy");
+          ignoring(loss.getIgnoreIndex());
+        }
       } else if (auto lossGrad = dyn_cast<CrossEntropyGradOp>(user)) {
-        if (use.get() == lossGrad.getLabels())
+        if (use.get() == lossGrad.getLabels()) {
           bound(dim(lossGrad.getLogits(), -1), "classes of the cross-entropy");
+          ignoring(lossGrad.getIgnoreIndex());
+        }
       }
     }
   };
   visit(input);
+  if (spec.indexBound > 0 && everyUseIgnores)
+    spec.indexIgnore = ignore;
 }
 
 LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {

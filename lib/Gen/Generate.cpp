@@ -45,6 +45,22 @@ void take(const std::optional<T> &setting, U &target) {
     target = *setting;
 }
 
+/// `--ignore-index`: an integer, or `none` for a loss that ignores no label.
+Error readIgnoreIndex(const GenOptions &o, std::optional<int64_t> &target) {
+  if (!o.ignoreIndex)
+    return Error::success();
+  if (*o.ignoreIndex == "none") {
+    target.reset();
+    return Error::success();
+  }
+  int64_t value;
+  if (StringRef(*o.ignoreIndex).getAsInteger(10, value))
+    return genError("--ignore-index must be an integer or 'none', got '" +
+                    *o.ignoreIndex + "'");
+  target = value;
+  return Error::success();
+}
+
 Error readDType(const GenOptions &o, DType &type) {
   Expected<DType> parsed = parseDType(o.dtype.value_or("f32"));
   if (!parsed)
@@ -164,6 +180,8 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
     return config.takeError();
   if (Error error = localBatch(config->batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
+  if (Error error = readIgnoreIndex(o, config->ignoreIndex))
+    return std::move(error);
   return buildLlama(context, *config);
 }
 
@@ -186,6 +204,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     take(o.seq, c.seq), take(o.batch, c.batch), take(o.normEps, c.normEps);
     if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
       return std::move(error);
+    if (Error error = readIgnoreIndex(o, c.ignoreIndex))
+      return std::move(error);
     // Without --kv-heads, --heads means plain multi-head attention.
     if (!o.kvHeads && o.heads)
       c.kvHeads = c.heads;
@@ -195,6 +215,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
   if (o.preset == "mmdit") {
     if (Error error = rejectSettings(
             "mmdit", {{"kv-heads", bool(o.kvHeads)},
+                      {"ignore-index", bool(o.ignoreIndex)},
                       {"ffn", bool(o.ffn)},
                       {"vocab", bool(o.vocab)},
                       {"rotary-interleaved", bool(o.rotaryInterleaved)},
@@ -211,6 +232,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
   }
   if (o.preset == "flux") {
     if (Error error = rejectSettings("flux", {{"kv-heads", bool(o.kvHeads)},
+                                              {"ignore-index", bool(o.ignoreIndex)},
                                               {"ffn", bool(o.ffn)},
                                               {"vocab", bool(o.vocab)}}))
       return std::move(error);

@@ -175,11 +175,13 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
                                  : b.linear(hidden, "lm_head", false);
   b.endFunction({{"logits", logits}});
 
-  // loss(input_ids, labels) -> mean token cross-entropy (labels not shifted)
+  // loss(input_ids, labels) -> mean token cross-entropy (labels not
+  // shifted) over the labels other than the ignore index
   SmallVector<Value> args =
       b.beginFunction("loss", {{"input_ids", idsType}, {"labels", idsType}});
   Value lossLogits = b.call("forward", args[0]).front();
-  b.endFunction({{"loss", b.crossEntropyMean(lossLogits, args[1])}});
+  b.endFunction(
+      {{"loss", b.crossEntropyMean(lossLogits, args[1], c.ignoreIndex)}});
   llvm::Expected<OwningOpRef<ModuleOp>> module = b.finish();
   if (!module)
     return module.takeError();

@@ -292,8 +292,18 @@ Value ModelBuilder::constantF32(ArrayRef<float> values) {
                                    DenseElementsAttr::get(type, values));
 }
 
-Value ModelBuilder::crossEntropyMean(Value logits, Value labels) {
-  return CrossEntropyOp::create(builder, loc, logits, labels, ReduceKind::mean);
+Value ModelBuilder::crossEntropyMean(Value logits, Value labels,
+                                     std::optional<int64_t> ignoreIndex) {
+  if (!ignoreIndex)
+    return CrossEntropyOp::create(builder, loc, logits, labels,
+                                  ReduceKind::mean, IntegerAttr());
+  Value sum = CrossEntropyOp::create(builder, loc, logits, labels,
+                                     ReduceKind::sum,
+                                     builder.getI64IntegerAttr(*ignoreIndex));
+  Value count = LabelCountOp::create(
+      builder, loc, RankedTensorType::get({}, builder.getF32Type()), labels,
+      builder.getI64IntegerAttr(*ignoreIndex), builder.getUnitAttr());
+  return DivOp::create(builder, loc, sum, count);
 }
 
 Value ModelBuilder::meanSquaredError(Value prediction, Value target) {

@@ -95,7 +95,10 @@ public:
   mlir::Value embedding(mlir::Value table, mlir::Value ids);
   mlir::Value iota(int64_t size);
   mlir::Value constantF32(llvm::ArrayRef<float> values);
-  mlir::Value crossEntropyMean(mlir::Value logits, mlir::Value labels);
+  /// The token mean of the cross-entropy; with an ignore index, the sum
+  /// over the labels that count divided by their global count.
+  mlir::Value crossEntropyMean(mlir::Value logits, mlir::Value labels,
+                               std::optional<int64_t> ignoreIndex);
   mlir::Value meanSquaredError(mlir::Value prediction, mlir::Value target);
 
   /// Verifies and hands over the module.

@@ -24,6 +24,8 @@ def _generate(preset: str, settings: dict[str, Any]) -> str:
     if "betas" in given:
         beta1, beta2 = given["betas"]
         given["betas"] = f"{float(beta1)!r},{float(beta2)!r}"
+    if "ignore_index" in given:
+        given["ignore_index"] = str(given["ignore_index"])
     if "precision" in given:
         policy: Mapping[str, str] = given["precision"]
         given["precision"] = list(policy.items())
@@ -45,6 +47,7 @@ def llama(
     rotary_percent: float | None = None,
     rope_theta: float | None = None,
     norm_eps: float | None = None,
+    ignore_index: int | str | None = None,
     train: bool = False,
     lr: float | None = None,
     weight_decay: float | None = None,
@@ -68,7 +71,8 @@ def llama(
 ) -> str:
     """A Llama decoder with Hugging Face names: `forward(input_ids) ->
     logits` and `loss(input_ids, labels) -> loss`; with `train`, megc
-    compiles `grad` and `train_step` too."""
+    compiles `grad` and `train_step` too. `ignore_index` is the label the
+    loss ignores (default -100; "none": every label is a class)."""
     return _generate("llama", locals())
 
 
@@ -158,6 +162,7 @@ def import_hf(
     seq: int,
     batch: int,
     dtype: str | None = None,
+    ignore_index: int | str | None = None,
     train: bool = False,
     lr: float | None = None,
     weight_decay: float | None = None,

@@ -156,6 +156,7 @@ const Setting<std::optional<double>> kFloatSettings[] = {
     {"warmup_init_lr", &gen::GenOptions::warmupInitLr}};
 const Setting<std::optional<std::string>> kTextSettings[] = {
     {"dtype", &gen::GenOptions::dtype},
+    {"ignore_index", &gen::GenOptions::ignoreIndex},
     {"betas", &gen::GenOptions::betas},
     {"frozen", &gen::GenOptions::frozen},
     {"mesh", &gen::GenOptions::mesh},

@@ -28,6 +28,8 @@ def flags(settings):
                    warmup_steps=2, decay_steps=10, wsd_decay_steps=4,
                    wsd_style="cosine", min_lr=1e-4, clip_grad=1.0,
                    micro_batches=2)),
+    ("llama", dict(layers=1, ignore_index="none")),
+    ("llama", dict(layers=1, ignore_index=-1)),
     ("mmdit", dict(layers=1, hidden=32, heads=2, text_seq=4)),
     ("flux", dict(layers=1, hidden=32, heads=2, rope_theta=500.0)),
 ])

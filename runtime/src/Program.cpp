@@ -89,9 +89,12 @@ TensorSpec toTensorSpec(const fb::TensorSpec &spec) {
   std::optional<uint32_t> split;
   if (spec.split() >= 0)
     split = static_cast<uint32_t>(spec.split());
+  std::optional<int64_t> ignore;
+  if (spec.index_ignore())
+    ignore = *spec.index_ignore();
   return {spec.name()->str(), toDType(spec.dtype()), toShape(spec.shape()),
           split, spec.index_bound(),
-          spec.index_use() ? spec.index_use()->str() : std::string()};
+          spec.index_use() ? spec.index_use()->str() : std::string(), ignore};
 }
 
 std::vector<TensorSpec> toTensorSpecs(

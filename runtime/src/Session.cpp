@@ -518,8 +518,8 @@ void Session::setParameter(std::string_view name, const Tensor &value) {
 }
 
 namespace {
-/// Every value of an index input lies in [0, indexBound): an id outside the
-/// table would read or write outside it.
+/// Every value of an index input lies in [0, indexBound) or is the ignored
+/// label: an id outside the table would read or write outside it.
 void checkIndices(const Tensor &tensor, const TensorSpec &input,
                   const std::string &what) {
   int64_t count = tensor.numElements();
@@ -529,7 +529,7 @@ void checkIndices(const Tensor &tensor, const TensorSpec &input,
   };
   for (int64_t i = 0; i < count; ++i) {
     int64_t value = valueAt(i);
-    if (value >= 0 && value < input.indexBound)
+    if ((value >= 0 && value < input.indexBound) || value == input.indexIgnore)
       continue;
     // The element's position, outermost dimension first.
     std::vector<int64_t> position(tensor.shape().size());
@@ -541,10 +541,16 @@ void checkIndices(const Tensor &tensor, const TensorSpec &input,
     std::string where;
     for (size_t d = 0; d < position.size(); ++d)
       where += (d ? ", " : "") + std::to_string(position[d]);
+    std::string ignore =
+        input.indexIgnore
+            ? concat(" and not the ignored label ", *input.indexIgnore)
+            : "";
     fail(what, " holds ", value, " at [", where, "], outside [0, ",
-         input.indexBound, ") (the ", input.indexUse,
-         input.name == "labels" && value < 0
-             ? "; an ignore index such as -100 is not supported yet"
+         input.indexBound, ")", ignore, " (the ", input.indexUse,
+         !input.indexIgnore && input.indexUse.find("cross-entropy") !=
+                 std::string::npos
+             ? "; this loss ignores no label: megc gen/import "
+               "--ignore-index N makes it skip N"
              : "",
          ")");
   }

@@ -39,6 +39,28 @@ module {
   }
 }
 
+
+// -----
+
+// A loss that ignores padding: each chunk's sum ignores the same label, and
+// the division by the label count stays after the chunks.
+// CHECK-LABEL: func.func @loss
+// CHECK: meg.cross_entropy %{{.*}}, %{{.*}} sum ignore -100 {meg.loss_chunk = 0 : i64}
+// CHECK: meg.cross_entropy %{{.*}}, %{{.*}} sum ignore -100 {meg.loss_chunk = 1 : i64}
+// CHECK: %[[SUM:.*]] = meg.add
+// CHECK: %[[COUNT:.*]] = meg.label_count %arg1 ignore -100 global
+// CHECK: meg.div %[[SUM]], %[[COUNT]]
+module {
+  meg.param @head : tensor<64x32xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%h: tensor<2x8x32xf32>, %labels: tensor<2x8xi32>) -> tensor<f32> {
+    %head = meg.param_ref @head : tensor<64x32xf32>
+    %logits = meg.linear %h, %head : tensor<2x8x32xf32>, tensor<64x32xf32>
+    %s = meg.cross_entropy %logits, %labels sum ignore -100 : tensor<2x8x64xf32>, tensor<2x8xi32>
+    %n = meg.label_count %labels ignore -100 global : tensor<2x8xi32>
+    %l = meg.div %s, %n : tensor<f32>, tensor<f32>
+    return %l : tensor<f32>
+  }
+}
 // -----
 
 // Logits read by something else than the loss are left alone.

@@ -110,3 +110,31 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A loss that ignores padding divides by the mean over the data-parallel
+// group of each rank's label count: one all-reduce of one scalar, which
+// the loss, its gradient and the returned loss all read.
+// CHECK-LABEL: func.func @loss
+// CHECK: %[[LOCAL:.*]] = meg.label_count %{{.*}} ignore -100 : tensor<2x8xi32>
+// CHECK: %[[MEAN:.*]] = meg.all_reduce %[[LOCAL]] over @world[dp_shard] avg : tensor<f32>
+// CHECK: meg.div %{{.*}}, %[[MEAN]]
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[LOCAL2:.*]] = meg.label_count %{{.*}} ignore -100 : tensor<2x8xi32>
+// CHECK-NOT: global
+// CHECK: %[[MEAN2:.*]] = meg.all_reduce %[[LOCAL2]] over @world[dp_shard] avg : tensor<f32>
+// CHECK: meg.div %{{.*}}, %[[MEAN2]]
+// CHECK: meg.div %{{.*}}, %[[MEAN2]]
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim_grads_params, mesh = @world, shard = ["dp_shard"]>} {
+  meg.mesh @world [dp_outer = 1, dp_shard = 4, tp = 1]
+  meg.param @w : tensor<16x4xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%x: tensor<2x8x4xf32> {meg.name = "x"}, %labels: tensor<2x8xi32> {meg.name = "labels"}) -> (tensor<f32> {meg.name = "loss"}) {
+    %w = meg.param_ref @w : tensor<16x4xf32>
+    %y = meg.linear %x, %w : tensor<2x8x4xf32>, tensor<16x4xf32>
+    %s = meg.cross_entropy %y, %labels sum ignore -100 : tensor<2x8x16xf32>, tensor<2x8xi32>
+    %n = meg.label_count %labels ignore -100 global : tensor<2x8xi32>
+    %l = meg.div %s, %n : tensor<f32>, tensor<f32>
+    return %l : tensor<f32>
+  }
+}

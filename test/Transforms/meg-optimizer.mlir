@@ -96,3 +96,47 @@ module attributes {meg.micro_batches = 2 : i64, meg.optimizer = #meg.adamw<lr = 
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A loss that ignores padding, over 2 micro-batches: each micro-batch's
+// global label count becomes the step's count over 2, so that the mean of
+// the two losses is the step's sum over its count.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[LABELS:[^:]*]]: tensor<4x8xi32>
+// CHECK: %[[ALL:.*]] = meg.label_count %[[LABELS]] ignore -100 global : tensor<4x8xi32>
+// CHECK: %[[COUNT:.*]] = meg.div %[[ALL]], %{{.*}} : tensor<f32>
+// CHECK-NOT: meg.label_count
+// CHECK: %[[SUM0:.*]] = meg.cross_entropy %{{.*}} sum ignore -100
+// CHECK: meg.div %[[SUM0]], %[[COUNT]]
+// CHECK: meg.cross_entropy_grad %{{.*}} sum ignore -100
+// CHECK: %[[SUM1:.*]] = meg.cross_entropy %{{.*}} sum ignore -100
+// CHECK: meg.div %[[SUM1]], %[[COUNT]]
+module attributes {meg.micro_batches = 2 : i64, meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>} {
+  meg.param @w : tensor<16x4xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%x: tensor<2x8x4xf32>, %labels: tensor<2x8xi32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<16x4xf32>
+    %y = meg.linear %x, %w : tensor<2x8x4xf32>, tensor<16x4xf32>
+    %s = meg.cross_entropy %y, %labels sum ignore -100 : tensor<2x8x16xf32>, tensor<2x8xi32>
+    %n = meg.label_count %labels ignore -100 global : tensor<2x8xi32>
+    %l = meg.div %s, %n : tensor<f32>, tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// The count must be of an entry input, whose rows the micro-batches split.
+module attributes {meg.micro_batches = 2 : i64, meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>} {
+  meg.param @w : tensor<16x4xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%x: tensor<2x8x4xf32>, %labels: tensor<2x8xi32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<16x4xf32>
+    %y = meg.linear %x, %w : tensor<2x8x4xf32>, tensor<16x4xf32>
+    %s = meg.cross_entropy %y, %labels sum ignore -100 : tensor<2x8x16xf32>, tensor<2x8xi32>
+    %flat = meg.reshape %labels : tensor<2x8xi32> to tensor<16xi32>
+    // expected-error @+1 {{meg-optimizer: micro-batches need a global label count of an entry input}}
+    %n = meg.label_count %flat ignore -100 global : tensor<16xi32>
+    %l = meg.div %s, %n : tensor<f32>, tensor<f32>
+    return %l : tensor<f32>
+  }
+}

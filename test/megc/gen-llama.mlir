@@ -25,7 +25,9 @@
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: -> (tensor<f32> {meg.name = "loss"})
 // CHECK: call @forward
-// CHECK: meg.cross_entropy %{{.*}}, %{{.*}} mean
+// CHECK: %[[SUM:.*]] = meg.cross_entropy %{{.*}}, %[[LABELS:.*]] sum ignore -100
+// CHECK: %[[COUNT:.*]] = meg.label_count %[[LABELS]] ignore -100 global
+// CHECK: meg.div %[[SUM]], %[[COUNT]]
 
 // Interleaved, partial: cos/sin rounded to bf16, strided slices, tail kept.
 // INTER: %[[COS:.*]] = meg.cos %{{.*}} : tensor<8x8xf32>

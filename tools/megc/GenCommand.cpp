@@ -79,6 +79,12 @@ cl::opt<double> ropeTheta("rope-theta", cl::desc("RoPE base"),
                           MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> normEps("norm-eps", cl::desc("Normalisation epsilon"),
                         MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string> ignoreIndex(
+    "ignore-index",
+    cl::desc("The label the loss ignores, as PyTorch's cross_entropy "
+             "ignore_index (llama, import): an integer, or 'none' (default "
+             "-100)"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<bool> train("train",
                     cl::desc("Add the AdamW configuration (meg.optimizer), "
                              "so that megc compiles grad and train_step"),
@@ -186,6 +192,7 @@ gen::GenOptions readOptions() {
   o.seq = given(seq), o.textSeq = given(textSeq), o.batch = given(batch);
   o.inChannels = given(inChannels), o.contextDim = given(contextDim);
   o.dtype = given(dtype);
+  o.ignoreIndex = given(ignoreIndex);
   o.rotaryInterleaved = given(rotaryInterleaved);
   o.rotaryPercent = given(rotaryPercent), o.ropeTheta = given(ropeTheta);
   o.normEps = given(normEps);

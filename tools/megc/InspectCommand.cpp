@@ -64,6 +64,8 @@ void printSpecs(
          << typeText(spec->dtype(), spec->shape());
       if (spec->index_bound() > 0)
         os << " in [0," << spec->index_bound() << ")";
+      if (spec->index_ignore())
+        os << " or " << *spec->index_ignore();
       int32_t split = spec->split();
       if (split >= 0 && static_cast<size_t>(split) < groupSizes.size() &&
           spec->shape() && spec->shape()->size()) {

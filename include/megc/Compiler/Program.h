@@ -103,6 +103,9 @@ struct TensorSpec {
   /// [0, indexBound) (0: not an index); indexUse says what it indexes.
   int64_t indexBound = 0;
   std::string indexUse;
+  /// A value allowed besides [0, indexBound): the label every loss that
+  /// reads the input ignores.
+  std::optional<int64_t> indexIgnore;
 };
 
 struct MemoryPlan {

@@ -36,6 +36,9 @@ struct GenOptions {
       textSeq, batch, inChannels, contextDim;
   /// `f32`, `bf16` or `f16`.
   std::optional<std::string> dtype;
+  /// The label the loss ignores, an integer or `none` (llama and import;
+  /// default -100).
+  std::optional<std::string> ignoreIndex;
   std::optional<bool> rotaryInterleaved;
   std::optional<double> rotaryPercent, ropeTheta, normEps;
 

@@ -62,6 +62,10 @@ struct LlamaConfig {
   bool tieEmbeddings = false;
   /// Standard deviation of the normal initialisation of the weights.
   double initStd = 0.02;
+  /// The label the loss ignores (PyTorch's and Hugging Face's -100 for
+  /// padding): the loss is the mean over the other tokens of the global
+  /// batch. None: every label is a class.
+  std::optional<int64_t> ignoreIndex = -100;
   /// The Hugging Face config (a JSON object) that the model is, recorded on
   /// the module as meg.hf_config; empty: derived from the fields above when
   /// Hugging Face's LlamaForCausalLM can express them.

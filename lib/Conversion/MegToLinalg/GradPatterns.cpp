@@ -191,6 +191,7 @@ struct CrossEntropyGradLowering : public OpRewritePattern<CrossEntropyGradOp> {
     Value max = stats.max, sum = stats.sumExp;
     double tokens = type.getNumElements() / classes;
     double factor = op.getReduction() == ReduceKind::mean ? 1.0 / tokens : 1.0;
+    std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
     Value result = buildMapped(
         rewriter, loc, type, {logits, max, sum, op.getLabels(), op.getGrad()},
         {identity, rowMap, rowMap, rowMap,
@@ -208,9 +209,14 @@ struct CrossEntropyGradLowering : public OpRewritePattern<CrossEntropyGradOp> {
           Value shifted = arith::SelectOp::create(
               b, l, isLabel,
               arith::SubFOp::create(b, l, p, constant(b, l, p, 1.0)), p);
-          return arith::MulFOp::create(
-              b, l, shifted,
-              arith::MulFOp::create(b, l, a[4], constant(b, l, p, factor)));
+          Value scale = arith::MulFOp::create(b, l, a[4],
+                                              constant(b, l, p, factor));
+          // An ignored label's row gets no gradient.
+          if (ignoreIndex)
+            scale = arith::SelectOp::create(
+                b, l, countsTowardLoss(b, l, a[3], *ignoreIndex), scale,
+                constant(b, l, p, 0.0));
+          return arith::MulFOp::create(b, l, shifted, scale);
         });
     rewriter.replaceOp(op, result);
     return success();

@@ -223,6 +223,14 @@ Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t size) {
                                 last);
 }
 
+Value countsTowardLoss(OpBuilder &b, Location loc, Value label,
+                       int64_t ignoreIndex) {
+  Value ignored = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(label.getType(), ignoreIndex));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, label,
+                               ignored);
+}
+
 SoftmaxStats buildSoftmaxStats(OpBuilder &b, Location loc, Value input,
                                int64_t axis) {
   int64_t rank = cast<RankedTensorType>(input.getType()).getRank();

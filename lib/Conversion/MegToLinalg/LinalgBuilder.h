@@ -110,6 +110,10 @@ Value buildAttentionProbs(OpBuilder &b, Location loc, Value query, Value key,
 /// cannot read outside the tensor it indexes.
 Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t size);
 
+/// Whether an integer label counts toward a loss: `label != ignoreIndex`.
+Value countsTowardLoss(OpBuilder &b, Location loc, Value label,
+                       int64_t ignoreIndex);
+
 /// Scalar helpers for bodies.
 Value sigmoid(OpBuilder &b, Location loc, Value x);
 

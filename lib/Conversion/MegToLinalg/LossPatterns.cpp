@@ -1,7 +1,8 @@
 //===- LossPatterns.cpp - cross-entropy to linalg ----------------------===//
 //
 // Token cross-entropy as a row max, a row sum of exponentials, a per-token
-// loss that gathers the label's logit, and a final reduction to a scalar.
+// loss that gathers the label's logit (zero for an ignored label), and a
+// final reduction to a scalar; the count of the labels that count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@ struct CrossEntropyLowering : public OpRewritePattern<CrossEntropyOp> {
     auto tokensType = cast<RankedTensorType>(max.getType());
     int64_t tokenRank = tokensType.getRank();
     AffineMap identity = rewriter.getMultiDimIdentityMap(tokenRank);
+    std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
     Value perToken = buildMapped(
         rewriter, loc, tokensType, {max, sum, op.getLabels()},
         {identity, identity, identity},
@@ -40,7 +42,12 @@ struct CrossEntropyLowering : public OpRewritePattern<CrossEntropyOp> {
               toCompute(b, l, tensor::ExtractOp::create(b, l, logits, index));
           Value logSumExp = arith::AddFOp::create(
               b, l, math::LogOp::create(b, l, a[1]), a[0]);
-          return arith::SubFOp::create(b, l, logSumExp, target);
+          Value loss = arith::SubFOp::create(b, l, logSumExp, target);
+          if (!ignoreIndex)
+            return loss;
+          return arith::SelectOp::create(
+              b, l, countsTowardLoss(b, l, a[2], *ignoreIndex), loss,
+              floatConstant(b, l, loss.getType(), 0.0));
         });
     SmallVector<int64_t> all;
     for (int64_t d = 0; d < tokenRank; ++d)
@@ -65,8 +72,34 @@ struct CrossEntropyLowering : public OpRewritePattern<CrossEntropyOp> {
   }
 };
 
+/// The count as a sum of ones over the labels that count, in f32 (exact up
+/// to 2^24 labels).
+struct LabelCountLowering : public OpRewritePattern<LabelCountOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LabelCountOp op,
+                                PatternRewriter &rewriter) const override {
+    Value labels = op.getLabels();
+    int64_t rank = cast<RankedTensorType>(labels.getType()).getRank();
+    int64_t ignoreIndex = op.getIgnoreIndex();
+    SmallVector<int64_t> all;
+    for (int64_t d = 0; d < rank; ++d)
+      all.push_back(d);
+    Value count = buildReduction(
+        rewriter, op.getLoc(), labels, all, Combine::Sum, {}, {},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type f32 = b.getF32Type();
+          return arith::SelectOp::create(
+              b, l, countsTowardLoss(b, l, a[0], ignoreIndex),
+              floatConstant(b, l, f32, 1.0), floatConstant(b, l, f32, 0.0));
+        });
+    rewriter.replaceOp(op, count);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::meg::populateLossPatterns(RewritePatternSet &patterns) {
-  patterns.add<CrossEntropyLowering>(patterns.getContext());
+  patterns.add<CrossEntropyLowering, LabelCountLowering>(
+      patterns.getContext());
 }

@@ -31,6 +31,8 @@ struct TensorSpec {
   /// says what it indexes.
   int64_t indexBound = 0;
   std::string indexUse;
+  /// A value allowed besides [0, indexBound): the label the loss ignores.
+  std::optional<int64_t> indexIgnore;
 };
 
 /// Copy: the value of the parameter `initSource`, converted to this one's

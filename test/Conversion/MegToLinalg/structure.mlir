@@ -80,3 +80,35 @@ func.func @rope_grad(%dy: tensor<1x2x1x4xf32>, %c: tensor<2x4xf32>, %s: tensor<2
   %0 = meg.rope_grad %dy, %c, %s layout bshd : tensor<1x2x1x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
   return %0 : tensor<1x2x1x4xf32>
 }
+
+// -----
+
+// An ignored label: the per-token loss, the count and the gradient row are
+// selected by `label != -100` (the row's loss and gradient 0, its count 0).
+// CHECK-LABEL: func.func @loss_ignoring_padding
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %[[T:arg1]] : tensor<2xf32>, tensor<2xf32>, tensor<2xi32>)
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: f32, %[[LABEL:.*]]: i32, %{{.*}}: f32):
+// CHECK: %[[LOSS:.*]] = arith.subf
+// CHECK: %[[IGNORE:.*]] = arith.constant -100 : i32
+// CHECK: %[[COUNTS:.*]] = arith.cmpi ne, %[[LABEL]], %[[IGNORE]] : i32
+// CHECK: arith.select %[[COUNTS]], %[[LOSS]], %{{.*}} : f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[T]] : tensor<2xi32>)
+// CHECK: ^bb0(%[[L2:.*]]: i32, %[[ACC:.*]]: f32):
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[C2:.*]] = arith.cmpi ne, %[[L2]], %{{.*}} : i32
+// CHECK: %[[ADD:.*]] = arith.select %[[C2]], %[[ONE]], %[[ZERO]] : f32
+// CHECK: arith.addf %[[ACC]], %[[ADD]]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32, %[[L3:.*]]: i32, %[[DLOSS:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[SHIFTED:.*]] = arith.select
+// CHECK: %[[SCALE:.*]] = arith.mulf %[[DLOSS]]
+// CHECK: %[[C3:.*]] = arith.cmpi ne, %[[L3]], %{{.*}} : i32
+// CHECK: %[[KEPT:.*]] = arith.select %[[C3]], %[[SCALE]], %{{.*}} : f32
+// CHECK: arith.mulf %[[SHIFTED]], %[[KEPT]]
+func.func @loss_ignoring_padding(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> (tensor<f32>, tensor<f32>, tensor<2x8xf32>) {
+  %s = meg.cross_entropy %l, %t sum ignore -100 : tensor<2x8xf32>, tensor<2xi32>
+  %n = meg.label_count %t ignore -100 : tensor<2xi32>
+  %g = meg.cross_entropy_grad %n, %l, %t sum ignore -100 : tensor<2x8xf32>, tensor<2xi32>
+  return %s, %n, %g : tensor<f32>, tensor<f32>, tensor<2x8xf32>
+}

@@ -1108,6 +1108,30 @@ func.func @f(%l: tensor<2x16x128xf32>, %t: tensor<2x16xi32>) {
 
 // -----
 
+func.func @f(%l: tensor<2x16x128xf32>, %t: tensor<2x16xi32>) {
+  // expected-error @+1 {{'meg.cross_entropy' op takes an ignore index only with reduction sum: the mean over the labels that count is the sum divided by meg.label_count}}
+  %0 = meg.cross_entropy %l, %t mean ignore -100 : tensor<2x16x128xf32>, tensor<2x16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%d: tensor<f32>, %l: tensor<2x16x128xf32>, %t: tensor<2x16xi32>) {
+  // expected-error @+1 {{'meg.cross_entropy_grad' op takes an ignore index only with reduction sum}}
+  %0 = meg.cross_entropy_grad %d, %l, %t mean ignore -100 : tensor<2x16x128xf32>, tensor<2x16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%t: tensor<2x16xf32>) {
+  // expected-error @+1 {{'meg.label_count' op operand #0 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = meg.label_count %t ignore -100 : tensor<2x16xf32>
+  return
+}
+
+// -----
+
 func.func @f(%l: tensor<2x16x128xf32>, %t: tensor<2x8xi32>) {
   // expected-error @+1 {{'meg.cross_entropy' op expects labels of shape [2, 16] for logits [2, 16, 128], got [2, 8]}}
   %0 = meg.cross_entropy %l, %t mean : tensor<2x16x128xf32>, tensor<2x8xi32>

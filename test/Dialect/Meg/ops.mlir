@@ -215,6 +215,12 @@ func.func @nn(%table: tensor<128x64xbf16>, %ids: tensor<2x16xi32>,
   %19 = meg.cross_entropy %logits, %labels mean : tensor<2x16x128xf32>, tensor<2x16xi64>
   // CHECK: meg.cross_entropy %{{.*}}, %{{.*}} sum : tensor<2x16x128xf32>, tensor<2x16xi64>
   %20 = meg.cross_entropy %logits, %labels sum : tensor<2x16x128xf32>, tensor<2x16xi64>
+  // CHECK: meg.cross_entropy %{{.*}}, %{{.*}} sum ignore -100 : tensor<2x16x128xf32>, tensor<2x16xi64>
+  %s = meg.cross_entropy %logits, %labels sum ignore -100 : tensor<2x16x128xf32>, tensor<2x16xi64>
+  // CHECK: meg.label_count %{{.*}} ignore -100 global : tensor<2x16xi64>
+  %n = meg.label_count %labels ignore -100 global : tensor<2x16xi64>
+  // CHECK: meg.label_count %{{.*}} ignore 0 : tensor<2x16xi64>
+  %n0 = meg.label_count %labels ignore 0 : tensor<2x16xi64>
   // CHECK: meg.modulate %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16x64xf32>, tensor<2x64xf32>, tensor<2x64xf32>
   %21 = meg.modulate %x, %shift, %shift
       : tensor<2x16x64xf32>, tensor<2x64xf32>, tensor<2x64xf32>
@@ -259,6 +265,9 @@ func.func @grads(%dy: tensor<2x16x64xf32>, %ids: tensor<2x16xi32>,
   %8 = meg.softmax_grad %dy, %x axis 1 : tensor<2x16x64xf32>
   // CHECK: meg.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} mean : tensor<2x16x128xf32>, tensor<2x16xi32>
   %9 = meg.cross_entropy_grad %dloss, %logits, %labels mean
+      : tensor<2x16x128xf32>, tensor<2x16xi32>
+  // CHECK: meg.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} sum ignore -100 : tensor<2x16x128xf32>, tensor<2x16xi32>
+  %ceg = meg.cross_entropy_grad %dloss, %logits, %labels sum ignore -100
       : tensor<2x16x128xf32>, tensor<2x16xi32>
   // CHECK: meg.gelu_grad %[[DY]], %[[X]] approximate tanh : tensor<2x16x64xf32>
   %10 = meg.gelu_grad %dy, %x approximate tanh : tensor<2x16x64xf32>

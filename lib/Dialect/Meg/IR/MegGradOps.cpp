@@ -111,5 +111,5 @@ LogicalResult SoftmaxGradOp::verify() {
 LogicalResult CrossEntropyGradOp::verify() {
   return verifyLogitsLabels(getLoc(), "meg.cross_entropy_grad",
                             getLogits().getType(), getLabels().getType(),
-                            getReduction());
+                            getReduction(), getIgnoreIndex());
 }

@@ -287,11 +287,17 @@ LogicalResult verifyAxis(Operation *op, int64_t axis, Type type) {
 
 LogicalResult verifyLogitsLabels(std::optional<Location> loc,
                                  StringRef opName, Type logitsType,
-                                 Type labelsType, ReduceKind reduction) {
+                                 Type labelsType, ReduceKind reduction,
+                                 std::optional<int64_t> ignoreIndex) {
   auto logits = cast<RankedTensorType>(logitsType);
   auto labels = cast<RankedTensorType>(labelsType);
   if (reduction == ReduceKind::max)
     return inferError(loc, opName, "expects reduction mean or sum");
+  if (ignoreIndex && reduction != ReduceKind::sum)
+    return inferError(loc, opName,
+                      "takes an ignore index only with reduction sum: the "
+                      "mean over the labels that count is the sum divided "
+                      "by meg.label_count");
   if (logits.getRank() < 1)
     return inferError(loc, opName,
                       "expects logits of rank >= 1 ([..., classes]), got a "
@@ -313,7 +319,7 @@ LogicalResult SoftmaxOp::verify() {
 LogicalResult CrossEntropyOp::verify() {
   return verifyLogitsLabels(getLoc(), "meg.cross_entropy",
                             getLogits().getType(), getLabels().getType(),
-                            getReduction());
+                            getReduction(), getIgnoreIndex());
 }
 
 LogicalResult ModulateOp::verify() {

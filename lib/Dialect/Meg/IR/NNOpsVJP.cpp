@@ -124,7 +124,8 @@ Grads SoftmaxOp::buildVJP(OpBuilder &b, ValueRange grads) {
 Grads CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange grads) {
   Value dLogits = CrossEntropyGradOp::create(b, getLoc(), grads[0],
                                              getLogits(), getLabels(),
-                                             getReductionAttr());
+                                             getReductionAttr(),
+                                             getIgnoreIndexAttr());
   return SmallVector<Value>{dLogits, Value()};
 }
 

@@ -25,10 +25,12 @@ LogicalResult inferAttentionType(std::optional<Location> loc,
 /// Checks that `axis` indexes a dimension of `type`.
 LogicalResult verifyAxis(Operation *op, int64_t axis, Type type);
 
-/// Checks logits `[..., V]` against labels `[...]` and the reduction kind.
+/// Checks logits `[..., V]` against labels `[...]`, the reduction kind and
+/// the ignore index (only with `sum`).
 LogicalResult verifyLogitsLabels(std::optional<Location> loc,
                                  StringRef opName, Type logitsType,
-                                 Type labelsType, ReduceKind reduction);
+                                 Type labelsType, ReduceKind reduction,
+                                 std::optional<int64_t> ignoreIndex);
 
 /// Checks that `weight` is 1-D and matches the last dim of `input`.
 LogicalResult verifyNormWeight(Operation *op, StringRef what, Value input,

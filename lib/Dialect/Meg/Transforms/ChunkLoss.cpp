@@ -106,7 +106,8 @@ struct MegChunkLossPass
       Value logits =
           mark(LinearOp::create(b, loc, piece, head.getWeight(), head.getBias()));
       Value part = mark(CrossEntropyOp::create(b, loc, logits, pieceLabels,
-                                               ReduceKind::sum));
+                                               ReduceKind::sum,
+                                               loss.getIgnoreIndexAttr()));
       sum = sum ? Value(AddOp::create(b, loc, sum, part)) : part;
     }
     if (loss.getReduction() == ReduceKind::mean) {

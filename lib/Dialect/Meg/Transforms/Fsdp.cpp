@@ -63,6 +63,7 @@ private:
   LogicalResult clipReducedGradients(MutableArrayRef<Update> updates,
                                      Operation *firstUpdate);
   void averageOutputs(func::FuncOp func);
+  void averageLabelCounts(func::FuncOp func);
 
   // Value builders at the builder's insertion point.
   Value paramRef(ParamOp param, Location loc);
@@ -115,6 +116,7 @@ LogicalResult FsdpRewriter::run() {
   for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
     if (func.isExternal())
       continue;
+    averageLabelCounts(func);
     if (failed(gatherWeights(func)))
       return failure();
     if (func.getName() == step && failed(shardOptimizer(func)))
@@ -707,6 +709,23 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
         def->erase();
   }
   return success();
+}
+
+/// A global label count becomes the mean over the data-parallel group of
+/// each rank's count: each rank's loss, its sum over its labels divided by
+/// that mean, averages to the global sum over the global count.
+void FsdpRewriter::averageLabelCounts(func::FuncOp func) {
+  auto avg = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::avg);
+  func.walk([&](LabelCountOp count) {
+    if (!count.getGlobal())
+      return;
+    count.setGlobal(false);
+    builder.setInsertionPointAfter(count);
+    Value local = count.getResult();
+    Value mean = AllReduceOp::create(builder, count.getLoc(), local.getType(),
+                                     local, config.getMesh(), dataAxes, avg);
+    local.replaceAllUsesExcept(mean, mean.getDefiningOp());
+  });
 }
 
 /// Every rank computes on its slice of the batch: scalar results (the

@@ -101,6 +101,29 @@ struct MegOptimizerPass
     step.setAllResultAttrs(grad.getAllResultAttrs());
     Block *body = step.addEntryBlock();
     OpBuilder inner = OpBuilder::atBlockBegin(body);
+    // A global label count is the mean count per micro-batch of the step's
+    // labels, so that the mean of the micro-batch losses is the step's sum
+    // over its count (PyTorch's ignore_index over the global batch).
+    DenseMap<Operation *, Value> stepCounts;
+    for (auto labelCount : grad.getBody().getOps<LabelCountOp>()) {
+      if (!labelCount.getGlobal())
+        continue;
+      auto arg = dyn_cast<BlockArgument>(labelCount.getLabels());
+      if (!arg || arg.getOwner() != &grad.getBody().front())
+        return labelCount.emitError()
+               << "meg-optimizer: micro-batches need a global label count "
+                  "of an entry input";
+      Value all = LabelCountOp::create(
+          inner, loc, labelCount.getType(), body->getArgument(arg.getArgNumber()),
+          labelCount.getIgnoreIndexAttr(), labelCount.getGlobalAttr());
+      stepCounts[labelCount] = DivOp::create(
+          inner, loc, all,
+          arith::ConstantOp::create(
+              inner, loc, labelCount.getType(),
+              DenseElementsAttr::get(
+                  labelCount.getType(),
+                  inner.getF32FloatAttr(static_cast<float>(count)))));
+    }
     SmallVector<Value> sums;
     for (int64_t k = 0; k < count; ++k) {
       IRMapping mapping;
@@ -111,8 +134,13 @@ struct MegOptimizerPass
         mapping.map(from, SliceOp::create(inner, loc, to, offsets,
                                           type.getShape(), strides));
       }
-      for (Operation &op : grad.getBody().front().without_terminator())
+      for (Operation &op : grad.getBody().front().without_terminator()) {
+        if (Value stepCount = stepCounts.lookup(&op)) {
+          mapping.map(op.getResult(0), stepCount);
+          continue;
+        }
         inner.clone(op, mapping);
+      }
       auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
         Value mapped = mapping.lookupOrDefault(value);

@@ -173,7 +173,8 @@ def Meg_CrossEntropyGradOp : Meg_Op<"cross_entropy_grad", [Pure,
   let summary = "Logit gradient of cross_entropy";
   let description = [{
     `dlogits = (softmax(logits) - onehot(labels)) * dloss` (divided by the
-    token count for `mean`).
+    token count for `mean`); with `ignore N`, zero in the rows whose label
+    is `N`.
 
     ```mlir
     %dl = meg.cross_entropy_grad %dloss, %logits, %labels mean
@@ -181,11 +182,12 @@ def Meg_CrossEntropyGradOp : Meg_Op<"cross_entropy_grad", [Pure,
     ```
   }];
   let arguments = (ins Meg_ScalarF32:$grad, Meg_FloatTensor:$logits,
-                       Meg_IndexTensor:$labels, Meg_ReduceKindAttr:$reduction);
+                       Meg_IndexTensor:$labels, Meg_ReduceKindAttr:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $logits `,` $labels `` $reduction attr-dict `:` type($logits) `,`
-    type($labels)
+    $grad `,` $logits `,` $labels `` $reduction (`ignore` $ignore_index^)?
+    attr-dict `:` type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;
 }

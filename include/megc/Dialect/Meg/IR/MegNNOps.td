@@ -246,18 +246,59 @@ def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Meg_VJP, Pure]> {
     over all tokens of `logsumexp(logits) - logits[label]`, in f32. Labels
     are not shifted. The result is an f32 scalar.
 
+    With `ignore N`, a token whose label is `N` (`-100` in PyTorch and
+    Hugging Face, for padding) adds nothing to the sum, and its logits get
+    no gradient. Only `sum` takes an ignore index: the mean over the tokens
+    that count is the sum divided by `meg.label_count`, which is what lets
+    micro-batches and data-parallel ranks share one global count.
+
     ```mlir
     %l = meg.cross_entropy %logits, %labels mean
+        : tensor<2x2048x32000xbf16>, tensor<2x2048xi32>
+    %s = meg.cross_entropy %logits, %labels sum ignore -100
         : tensor<2x2048x32000xbf16>, tensor<2x2048xi32>
     ```
   }];
   let arguments = (ins Meg_FloatTensor:$logits, Meg_IndexTensor:$labels,
-                       Meg_ReduceKindAttr:$reduction);
+                       Meg_ReduceKindAttr:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Meg_ScalarF32:$result);
   let assemblyFormat = [{
-    $logits `,` $labels `` $reduction attr-dict `:` type($logits) `,` type($labels)
+    $logits `,` $labels `` $reduction (`ignore` $ignore_index^)? attr-dict `:`
+    type($logits) `,` type($labels)
   }];
   let hasVerifier = 1;
+}
+
+def Meg_LabelCountOp : Meg_Op<"label_count", [Pure]> {
+  let summary = "How many labels count toward a loss";
+  let description = [{
+    The number of elements of `labels` that differ from the ignore index, as
+    an f32 scalar: the divisor of a token-mean loss whose cross-entropy
+    ignores padding.
+
+    `global` says the count stands for the whole training step: the loss
+    divided by it, averaged over micro-batches and data-parallel ranks as
+    meg-optimizer and meg-fsdp average, must be the sum over every token of
+    the global batch divided by the global count (PyTorch's
+    `cross_entropy(..., ignore_index=N)` over that batch). So meg-optimizer
+    replaces a global count of a micro-batch by the mean count per
+    micro-batch of the step's labels, and meg-fsdp by its mean over the
+    data-parallel group. On one rank without micro-batches it is the count
+    of `labels`.
+
+    ```mlir
+    %n = meg.label_count %labels ignore -100 global : tensor<2x2048xi32>
+    %loss = meg.div %sum, %n : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Meg_IndexTensor:$labels, I64Attr:$ignore_index,
+                       UnitAttr:$global);
+  let results = (outs Meg_ScalarF32:$result);
+  let assemblyFormat = [{
+    $labels `ignore` $ignore_index (`global` $global^)? attr-dict `:`
+    type($labels)
+  }];
 }
 
 def Meg_ModulateOp : Meg_Op<"modulate", [Meg_VJP, Pure,

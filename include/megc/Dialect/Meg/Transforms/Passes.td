@@ -263,7 +263,9 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
     gradient function's batch (dim 0), runs the gradient on each slice of
     rows in turn and steps on the mean of the N losses and gradients (summed
     in the gradients' dtype); the activations of one micro-batch are alive
-    at a time. With a `meg.lr_schedule` the rate is the state scalar
+    at a time. A `meg.label_count ... global` of a micro-batch's labels
+    becomes the step's count divided by N, so that a loss ignoring padding
+    is the sum over the step's tokens divided by the step's count. With a `meg.lr_schedule` the rate is the state scalar
     `optimizer.lr`, which the runtime writes before each step (recorded on
     the schedule as `lr_param`, with `step_param`). With `clip_grad` > 0 in
     `meg.optimizer`, every update scales its gradient by `min(1, clip /
@@ -459,7 +461,9 @@ def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
     only the local piece; replicated weights are all-gathered from the
     updated pieces. Entry results are averaged over the data-parallel group
     (the loss, `grad.*` results) or gathered along dim 0 (batch-major
-    results). The pass registers the submeshes it uses: the shard axes, the
+    results); a `meg.label_count ... global` becomes its mean over the
+    group (an all-reduce of one scalar), so that a loss ignoring padding
+    divides by the global count. The pass registers the submeshes it uses: the shard axes, the
     outer axes, the data-parallel group (outer then shard axes), and for
     `outer_strategy = optim` the state group (shard then outer axes).
     Frozen parameters stay replicated; a mesh axis outside the shard and
