@@ -743,12 +743,17 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
 
 uint32_t ProgramBuilder::resultBuffer(Value result) {
   auto type = cast<RankedTensorType>(result.getType());
-  if (result.hasOneUse()) {
-    OpOperand &use = *result.getUses().begin();
+  // A value the entry returns is computed into (the first of) its outputs,
+  // which the ops that also read it read from there: nothing else writes
+  // an output.
+  std::optional<unsigned> output;
+  for (OpOperand &use : result.getUses())
     if (auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
-        ret && ret->getBlock() == result.getParentBlock())
-      return addBuffer(BufferKind::Output, use.getOperandNumber(), type);
-  }
+        ret && ret->getBlock() == result.getParentBlock() &&
+        (!output || use.getOperandNumber() < *output))
+      output = use.getOperandNumber();
+  if (output)
+    return addBuffer(BufferKind::Output, *output, type);
   return addBuffer(BufferKind::Arena, 0, type);
 }
 

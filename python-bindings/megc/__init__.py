@@ -324,6 +324,7 @@ def train(
     eval_data: PathLike | None = None,
     eval_every: int = 0,
     eval_batches: int = 1,
+    skip_nonfinite: bool = False,
 ) -> list[dict[str, float]]:
     """Trains as `megc-run --entry ENTRY --data DATA --steps STEPS` does: each
     step runs `entry` on the next windows of the token file (uint16 or
@@ -331,9 +332,13 @@ def train(
     `data_seed`, from window `position`), and every `eval_every` steps (and
     after the last) the `loss` entry's mean over `eval_batches` batches of
     `eval_data`. Returns one dict per step: `step`, the scalar outputs (loss,
-    grad_norm), `lr` when the artifact has a schedule, `eval_loss` on
-    evaluation steps, and `position`, the data position after the step (to
-    resume from). Bad files raise megc.Error naming the file and offset."""
+    grad_norm, nonfinite), `lr` when the artifact has a schedule,
+    `eval_loss` on evaluation steps, and `position`, the data position after
+    the step (to resume from). Bad files raise megc.Error naming the file
+    and offset. A step whose loss or gradient norm is NaN or infinite (its
+    update skipped inside train_step) raises megc.Error, as megc-run stops;
+    with `skip_nonfinite` the loop goes on, as `--skip-nonfinite`, and such
+    steps have a nonzero `nonfinite`."""
     if steps < 1:
         raise ValueError(f"steps {steps!r}: expected at least one step")
     stream = _megc.TokenDataset(session.program, entry, os.fspath(data),
@@ -348,6 +353,19 @@ def train(
         record: dict[str, float] = {"step": step}
         record.update({name: float(value) for name, value in outputs.items()
                        if np.ndim(value) == 0})
+        checked = [record[name] for name in ("loss", "grad_norm")
+                   if name in record]
+        bad = (record["nonfinite"] != 0 if "nonfinite" in record
+               else not all(np.isfinite(checked)))
+        if bad and not (skip_nonfinite and "nonfinite" in record):
+            values = ", ".join(f"{name} {record[name]}"
+                               for name in ("loss", "grad_norm")
+                               if name in record)
+            raise Error(f"non-finite loss (or gradient norm) at step {step} "
+                        f"of entry '{entry}' ({values})"
+                        + ("; its update was skipped (skip_nonfinite=True "
+                           "skips such steps and goes on)"
+                           if "nonfinite" in record else ""))
         if session.learning_rate is not None:
             record["lr"] = session.learning_rate
         if held_out is not None and (

@@ -37,10 +37,14 @@ def test_token_ids_outside_the_vocabulary(session, batch):
                        rf"at \[1, 3\], outside \[0, {vocab}\) \(the rows of "
                        r"the embedding table\)"):
         session.run("forward", {"input_ids": ids})
+    # -100 is the label the loss ignores; -3 is no class.
     labels = batch["labels"].copy()
     labels[0, 0] = -100
-    with pytest.raises(megc.Error, match=r"input 'labels' holds -100 at "
-                       r"\[0, 0\]"):
+    session.run("loss", {"input_ids": batch["input_ids"], "labels": labels})
+    labels[1, 2] = -3
+    with pytest.raises(megc.Error, match=r"input 'labels' holds -3 at "
+                       r"\[1, 2\], outside \[0, \d+\) and not the ignored "
+                       r"label -100"):
         session.run("loss", {"input_ids": batch["input_ids"],
                              "labels": labels})
 

@@ -102,3 +102,28 @@ def test_train_matches_megc_run(tools, tmp_path):
     with pytest.raises(megc.Error, match="too short for one window"):
         (tmp_path / "short.bin").write_bytes(b"\0\0" * 4)
         megc.train(session, tmp_path / "short.bin", steps=1)
+
+
+def test_train_stops_on_a_nonfinite_loss_or_skips_it(tmp_path):
+    """A NaN weight makes the loss NaN: train_step skips its update (the
+    state stays as it was, step count included), megc.train raises naming
+    the step, and with skip_nonfinite goes on, each such step's nonfinite
+    nonzero."""
+    reference = ROOT / "test" / "e2e" / "training-reference"
+    ir = megc.import_hf(FIXTURES / "llama", seq=8, batch=2, train=True,
+                        clip_grad=1.0)
+    session = megc.Session(megc.compile(ir), params=FIXTURES / "llama")
+    weight = session.parameter("model.norm.weight")
+    weight[3] = np.nan
+    session.set_parameter("model.norm.weight", weight)
+    before = session.state()
+    with pytest.raises(megc.Error, match="non-finite loss .or gradient norm. "
+                       "at step 1 of entry 'train_step' .loss nan, grad_norm "
+                       "nan.; its update was skipped"):
+        megc.train(session, reference / "tokens.bin", steps=2)
+    log = megc.train(session, reference / "tokens.bin", steps=2,
+                     skip_nonfinite=True)
+    # Both the loss and the norm are NaN, on the one rank.
+    assert [record["nonfinite"] for record in log] == [2.0, 2.0]
+    for name, value in session.state().items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)

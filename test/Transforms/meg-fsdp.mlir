@@ -138,3 +138,26 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// The count of non-finite values is summed over the data-parallel group
+// before the updates read it, so that every rank skips the same steps; with
+// clipping it checks the norm of the reduced gradients. The step returns
+// the sum as it is (not averaged again).
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[NORM:.*]] = meg.sqrt
+// CHECK: %[[LOCAL:.*]] = meg.count_nonfinite %{{.*}}, %[[NORM]] : tensor<f32>, tensor<f32>
+// CHECK: %[[BAD:.*]] = meg.all_reduce %[[LOCAL]] over @world[dp_shard] sum : tensor<f32>
+// CHECK: meg.adamw {{.*}} skip(%[[BAD]] : tensor<f32>)
+// CHECK: return %{{.*}}, %[[NORM]], %[[BAD]] : tensor<f32>, tensor<f32>, tensor<f32>
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0, clip_grad = 1.0>, meg.fsdp = #meg.fsdp<strategy = optim_grads_params, mesh = @world, shard = ["dp_shard"]>} {
+  meg.mesh @world [dp_outer = 1, dp_shard = 4, tp = 1]
+  meg.param @w : tensor<16x4xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%x: tensor<2x4xf32> {meg.name = "x"}) -> (tensor<f32> {meg.name = "loss"}) {
+    %w = meg.param_ref @w : tensor<16x4xf32>
+    %y = meg.linear %x, %w : tensor<2x4xf32>, tensor<16x4xf32>
+    %l = meg.reduce mean %y dims [0, 1] : tensor<2x16xf32>
+    return %l : tensor<f32>
+  }
+}

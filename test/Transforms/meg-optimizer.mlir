@@ -1,22 +1,29 @@
 // RUN: megc-opt %s --split-input-file --meg-autodiff --meg-optimizer --verify-diagnostics | FileCheck %s
 
 // train_step updates each trainable parameter with AdamW and keeps the
-// moments and the step count as state parameters.
+// moments and the step count as state parameters. A NaN or infinite loss
+// skips every update (the count of non-finite values is AdamW's skip) and
+// the step count stays: it advances by 1 + max(-nonfinite, -1).
 // CHECK-DAG: meg.param state @optimizer.step : tensor<f32> init #meg.init<zeros>
 // CHECK-DAG: meg.param state @optimizer.exp_avg.w : tensor<4x4xf32> init #meg.init<zeros>
 // CHECK-DAG: meg.param state @optimizer.exp_avg_sq.w : tensor<4x4xf32> init #meg.init<zeros>
 // CHECK-NOT: optimizer.exp_avg.frozen
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"})
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<f32> {meg.name = "nonfinite"})
 // CHECK: %[[STEP:.*]] = meg.param_ref @optimizer.step
 // CHECK: %[[COUNT:.*]] = meg.add %[[STEP]]
 // CHECK: %[[T:.*]] = meg.cast %[[COUNT]] : tensor<f32> to tensor<i64>
-// CHECK: %[[P:.*]], %[[M:.*]], %[[V:.*]] = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T]] config(#meg.adamw<lr = 0.01
-// CHECK: meg.param_store @optimizer.step, %[[COUNT]]
+// CHECK: %[[BAD:.*]] = meg.count_nonfinite %[[LOSS:.*]] : tensor<f32>
+// CHECK: %[[P:.*]], %[[M:.*]], %[[V:.*]] = meg.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T]] skip(%[[BAD]] : tensor<f32>) config(#meg.adamw<lr = 0.01
+// CHECK: %[[MINUS:.*]] = arith.constant dense<-1.000000e+00>
+// CHECK: %[[NEGBAD:.*]] = meg.neg %[[BAD]]
+// CHECK: %[[ADVANCE:.*]] = meg.max %[[NEGBAD]], %[[MINUS]]
+// CHECK: %[[NEXT:.*]] = meg.add %[[COUNT]], %[[ADVANCE]]
+// CHECK: meg.param_store @optimizer.step, %[[NEXT]]
 // CHECK: meg.param_store @w, %[[P]]
 // CHECK: meg.param_store @optimizer.exp_avg.w, %[[M]]
 // CHECK: meg.param_store @optimizer.exp_avg_sq.w, %[[V]]
-// CHECK-NEXT: return
+// CHECK-NEXT: return %[[LOSS]], %[[BAD]]
 module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>} {
   meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
   meg.param frozen @frozen : tensor<4xf32> init #meg.init<ones>
@@ -46,11 +53,12 @@ module {
 // With a schedule, AdamW reads the rate from a state scalar the runtime
 // writes, recorded on the schedule with the step count; with clip_grad the
 // gradients are scaled by min(1, clip / (norm + 1e-6)) inside the update
-// and the step returns the norm (before clipping) as grad_norm.
+// and the step returns the norm (before clipping) as grad_norm, whose
+// finiteness the step checks too.
 // CHECK: meg.lr_schedule = #meg.lr_schedule<kind = cosine, warmup = 2, decay = 10, min_lr = 0.001, init_lr = 0.0, wsd_decay = 0, wsd_style = linear, lr_param = @optimizer.lr, step_param = @optimizer.step>
 // CHECK-DAG: meg.param state @optimizer.lr : tensor<f32> init #meg.init<zeros>
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<f32> {meg.name = "grad_norm"})
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<f32> {meg.name = "grad_norm"}, tensor<f32> {meg.name = "nonfinite"})
 // CHECK: %[[LR:.*]] = meg.param_ref @optimizer.lr
 // CHECK: %[[SQ:.*]] = meg.mul %[[G:.*]], %[[G]] : tensor<4x4xf32>
 // CHECK: %[[SUM:.*]] = meg.reduce sum %[[SQ]] dims [0, 1]
@@ -60,8 +68,9 @@ module {
 // CHECK: %[[NEG:.*]] = meg.neg %[[COEFF]]
 // CHECK: %[[MAX:.*]] = meg.max %[[NEG]]
 // CHECK: %[[SCALE:.*]] = meg.neg %[[MAX]]
-// CHECK: meg.adamw {{.*}} lr(%[[LR]] : tensor<f32>) grad_scale(%[[SCALE]] : tensor<f32>) config(#meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0, clip_grad = 1.0>)
-// CHECK: return %{{.*}}, %[[NORM]]
+// CHECK: %[[BAD:.*]] = meg.count_nonfinite %{{.*}}, %[[NORM]] : tensor<f32>, tensor<f32>
+// CHECK: meg.adamw {{.*}} lr(%[[LR]] : tensor<f32>) grad_scale(%[[SCALE]] : tensor<f32>) skip(%[[BAD]] : tensor<f32>) config(#meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0, clip_grad = 1.0>)
+// CHECK: return %{{.*}}, %[[NORM]], %[[BAD]]
 module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0, clip_grad = 1.0>, meg.lr_schedule = #meg.lr_schedule<kind = cosine, warmup = 2, decay = 10, min_lr = 1.0e-3, init_lr = 0.0, wsd_decay = 0, wsd_style = linear>} {
   meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
   func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {

@@ -84,7 +84,9 @@ def main():
 
     out = run([build / "embed_c", model, "train_step", "3",
                tmp / "c_params.safetensors"])
-    assert "entry train_step: 2 inputs, 1 outputs" in out, out
+    # train_step returns its loss and the count of non-finite values.
+    assert "entry train_step: 2 inputs, 2 outputs" in out, out
+    assert re.findall(r"step \d+ loss \S+ nonfinite 0\n", out), out
     losses = re.findall(r"step \d+ loss (\S+)", out)
     assert len(losses) == 3, out
     assert np.float32(losses[-1]).tobytes() == want_loss.tobytes(), out

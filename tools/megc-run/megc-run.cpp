@@ -51,7 +51,7 @@ const char *kUsage =
     "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n"
     "                [--metrics FILE.jsonl] [--log-every N]\n"
     "                [--save-every N --save-dir DIR [--keep K]] [--resume DIR]\n"
-    "                [--no-check-finite]\n";
+    "                [--no-check-finite] [--skip-nonfinite]\n";
 
 struct Options {
   std::string model, entry, device = "cpu", params = "init", outputDir;
@@ -79,6 +79,9 @@ struct Options {
   double commTimeoutSeconds = 300;
   bool allowExtraParams = false;
   bool checkFinite = true;
+  /// A step whose loss or gradient norm is non-finite (train_step skips its
+  /// update then) is counted and the run goes on, instead of stopping.
+  bool skipNonfinite = false;
   bool cudaGraphs = true;
   /// 0: MEGRT_NUM_THREADS, else every core.
   unsigned threads = 0;
@@ -212,6 +215,8 @@ Options parse(int argc, char **argv) {
       options.warmup = static_cast<int64_t>(warmup);
     } else if (arg == "--no-check-finite") {
       options.checkFinite = false;
+    } else if (arg == "--skip-nonfinite") {
+      options.skipNonfinite = true;
     } else if (arg == "--allow-extra-params") {
       options.allowExtraParams = true;
     } else if (arg == "--no-cuda-graphs") {
@@ -449,6 +454,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                          "'");
   }
   std::vector<double> times;
+  int64_t skipped = 0;
   auto saveState = [&](const std::string &path) {
     std::map<std::string, std::string> metadata;
     if (data)
@@ -462,21 +468,43 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       data->next(rows, inputs["input_ids"], inputs["labels"]);
     auto start = std::chrono::steady_clock::now();
     outputs = session.run(options.entry, inputs);
-    // A non-finite loss or gradient norm ends the run before anything is
-    // saved from it: the checkpoints on disk stay the last good state.
+    // train_step counts its non-finite loss and gradient norm (over every
+    // rank) and then skips its updates; other entries are checked here.
+    auto scalarOutput = [&](const char *name) -> std::optional<float> {
+      auto it = outputs.find(name);
+      if (it == outputs.end() || it->second.numElements() != 1 ||
+          it->second.dtype() != megrt::DType::F32)
+        return std::nullopt;
+      return *it->second.dataAs<float>();
+    };
+    std::optional<float> nonfinite = scalarOutput("nonfinite");
+    bool bad = nonfinite ? *nonfinite != 0.0f : false;
+    std::string values;
     for (const char *name : {"loss", "grad_norm"})
-      if (auto it = outputs.find(name);
-          it != outputs.end() && it->second.numElements() == 1 &&
-          it->second.dtype() == megrt::DType::F32 &&
-          !std::isfinite(*it->second.dataAs<float>()))
-        throw megrt::Error(
-            "non-finite " + std::string(name) + " (" +
-            scalarText(it->second) + ") at step " + std::to_string(step) +
-            " of entry '" + options.entry +
-            "'; nothing of this step or after is saved" +
-            (options.saveEvery ? ", the last checkpoint in '" +
-                                     options.saveDir + "' is the last good state"
-                               : ""));
+      if (auto it = outputs.find(name); it != outputs.end()) {
+        std::optional<float> scalar = scalarOutput(name);
+        if (!scalar)
+          continue;
+        bad |= !std::isfinite(*scalar);
+        values += (values.empty() ? "" : ", ") + std::string(name) + " " +
+                  scalarText(it->second);
+      }
+    // By default a non-finite step ends the run before anything is saved
+    // from it: the checkpoints on disk stay the last good state.
+    if (bad && !(options.skipNonfinite && nonfinite))
+      throw megrt::Error(
+          "non-finite loss (or gradient norm) at step " +
+          std::to_string(step) + " of entry '" + options.entry + "' (" +
+          values + ")" +
+          (nonfinite ? "; its update was skipped" : "") +
+          "; nothing of this step or after is saved" +
+          (options.saveEvery ? ", the last checkpoint in '" +
+                                   options.saveDir + "' is the last good state"
+                             : "") +
+          (nonfinite ? " (--skip-nonfinite skips such steps and goes on)"
+                     : ""));
+    if (bad)
+      ++skipped;
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
@@ -515,6 +543,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                 << options.entry << " " << ms << " ms";
       if (std::optional<double> lr = session.learningRate())
         std::cout << " lr " << *lr;
+      if (options.skipNonfinite)
+        std::cout << " skipped " << skipped;
       // Training on --data: throughput, and the model FLOPs' rate.
       const megrt::EntrySpec *spec = program.findEntry(options.entry);
       if (data)
@@ -527,7 +557,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                          (ms * 1e9);
       for (const auto &[name, tensor] : outputs) {
         std::string scalar = scalarText(tensor);
-        if (!scalar.empty())
+        // The skipped steps' count stands for it, before the outputs.
+        if (!scalar.empty() && name != "nonfinite")
           std::cout << " " << name << " " << scalar;
       }
       std::cout << std::endl;
@@ -547,6 +578,11 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   }
   if (evalData && (!options.evalEvery || options.steps % options.evalEvery))
     evaluate(options.steps);
+  if (lead && options.skipNonfinite)
+    std::cout << "skipped steps: " << skipped << " of " << times.size()
+              << " (a non-finite loss or gradient norm; their updates did "
+                 "not run)"
+              << std::endl;
   if (lead && times.size() > 1)
     std::cout << "median step ms: " << median(times) << " (" << times.size()
               << " steps)" << std::endl;

@@ -3,12 +3,16 @@
 // One AdamW step as one elementwise generic with three outputs (parameter
 // and moments), computed in f32 and stored in each tensor's own dtype: one
 // pass over the state, each element read before it is written, so that the
-// update can happen in the state's own buffers.
+// update can happen in the state's own buffers. A skipped update (a
+// non-finite loss or gradient norm) stores the values it read. The count
+// of non-finite scalars is one generic over them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "LinalgBuilder.h"
 #include "Patterns.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::meg;
@@ -34,8 +38,9 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
                                  op.getExpAvgSq(), op.getStep()};
     SmallVector<AffineMap> maps = {identity, identity, identity, identity,
                                    scalar};
-    // a = [param, grad, exp_avg, exp_avg_sq, step, (lr), (grad_scale)]
-    int lrIndex = -1, scaleIndex = -1;
+    // a = [param, grad, exp_avg, exp_avg_sq, step, (lr), (grad_scale),
+    //      (skip)]
+    int lrIndex = -1, scaleIndex = -1, skipIndex = -1;
     if (op.getLr()) {
       lrIndex = inputs.size();
       inputs.push_back(op.getLr());
@@ -44,6 +49,11 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
     if (op.getGradScale()) {
       scaleIndex = inputs.size();
       inputs.push_back(op.getGradScale());
+      maps.push_back(scalar);
+    }
+    if (op.getSkip()) {
+      skipIndex = inputs.size();
+      inputs.push_back(op.getSkip());
       maps.push_back(scalar);
     }
     auto c = [](OpBuilder &b, Location l, double v) {
@@ -98,11 +108,19 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
           SmallVector<Value> a;
           for (Value arg : args.take_front(inputs.size()))
             a.push_back(toCompute(b, l, arg));
+          Value old[] = {a[0], a[2], a[3]};
           // The clipped gradient, one rounding as clip_grad_norm_'s mul_.
           if (scaleIndex >= 0)
             a[1] = arith::MulFOp::create(b, l, a[1], a[scaleIndex]);
           Value results[] = {newParam(b, l, a), newExpAvg(b, l, a),
                              newExpAvgSq(b, l, a)};
+          if (skipIndex >= 0) {
+            Value apply = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OEQ, a[skipIndex], c(b, l, 0.0));
+            for (int i = 0; i < 3; ++i)
+              results[i] = arith::SelectOp::create(b, l, apply, results[i],
+                                                   old[i]);
+          }
           SmallVector<Value> stored;
           for (auto [value, type] : llvm::zip(results, types))
             stored.push_back(convertScalar(b, l, value, type.getElementType()));
@@ -115,8 +133,41 @@ struct AdamWLowering : public OpRewritePattern<AdamWOp> {
   }
 };
 
+/// The sum over the inputs of 1 where |x| is not below infinity (NaN, or
+/// +-infinity), 0 otherwise.
+struct CountNonfiniteLowering : public OpRewritePattern<CountNonfiniteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CountNonfiniteOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    SmallVector<AffineMap> maps(op.getInputs().size(),
+                                AffineMap::get(0, 0, {}, op.getContext()));
+    Value count = buildMapped(
+        rewriter, op.getLoc(), type, op.getInputs(), maps,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type f32 = b.getF32Type();
+          Value sum = floatConstant(b, l, f32, 0.0);
+          Value infinity =
+              floatConstant(b, l, f32, std::numeric_limits<double>::infinity());
+          for (Value x : a) {
+            Value finite = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, l, x),
+                infinity);
+            sum = arith::AddFOp::create(
+                b, l, sum,
+                arith::SelectOp::create(b, l, finite,
+                                        floatConstant(b, l, f32, 0.0),
+                                        floatConstant(b, l, f32, 1.0)));
+          }
+          return sum;
+        });
+    rewriter.replaceOp(op, count);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::meg::populateOptimizerPatterns(RewritePatternSet &patterns) {
-  patterns.add<AdamWLowering>(patterns.getContext());
+  patterns.add<AdamWLowering, CountNonfiniteLowering>(patterns.getContext());
 }

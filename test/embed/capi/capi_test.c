@@ -48,11 +48,15 @@ static float trainStep(megrt_session *session) {
       {"input_ids", MEGRT_I32, 2, idsShape, ids, sizeof ids},
       {"labels", MEGRT_I32, 2, idsShape, ids, sizeof ids}};
   megrt_outputs *outputs = NULL;
-  megrt_tensor loss;
+  megrt_tensor loss, nonfinite;
   float value = -1.0f;
   EXPECT(megrt_session_run(session, "train_step", inputs, 2, &outputs) ==
          MEGRT_OK);
-  EXPECT(megrt_outputs_count(outputs) == 1);
+  /* The loss, and how many of it (and the gradient norm) were non-finite:
+     the step's update ran only if none was. */
+  EXPECT(megrt_outputs_count(outputs) == 2);
+  EXPECT(megrt_outputs_find(outputs, "nonfinite", &nonfinite) == MEGRT_OK);
+  EXPECT(nonfinite.data && *(const float *)nonfinite.data == 0.0f);
   EXPECT(megrt_outputs_find(outputs, "loss", &loss) == MEGRT_OK);
   if (loss.data)
     value = *(const float *)loss.data;

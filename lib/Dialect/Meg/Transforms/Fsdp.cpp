@@ -64,6 +64,7 @@ private:
                                      Operation *firstUpdate);
   void averageOutputs(func::FuncOp func);
   void averageLabelCounts(func::FuncOp func);
+  void sumNonfinite(func::FuncOp func);
 
   // Value builders at the builder's insertion point.
   Value paramRef(ParamOp param, Location loc);
@@ -119,8 +120,11 @@ LogicalResult FsdpRewriter::run() {
     averageLabelCounts(func);
     if (failed(gatherWeights(func)))
       return failure();
-    if (func.getName() == step && failed(shardOptimizer(func)))
-      return failure();
+    if (func.getName() == step) {
+      if (failed(shardOptimizer(func)))
+        return failure();
+      sumNonfinite(func);
+    }
     if (func.isPublic())
       averageOutputs(func);
   }
@@ -433,10 +437,31 @@ LogicalResult FsdpRewriter::clipReducedGradients(MutableArrayRef<Update> updates
   for (OpOperand &operand : ret->getOpOperands()) {
     auto name = func.getResultAttrOfType<StringAttr>(
         operand.getOperandNumber(), MegDialect::kNameAttrName);
-    if (name && name.getValue() == "grad_norm")
-      operand.set(norm);
+    if (!name || name.getValue() != "grad_norm")
+      continue;
+    // The finiteness check reads the reduced norm too, once it exists.
+    Value old = operand.get();
+    operand.set(norm);
+    for (OpOperand &use : llvm::make_early_inc_range(old.getUses()))
+      if (auto check = dyn_cast<CountNonfiniteOp>(use.getOwner())) {
+        use.set(norm);
+        check->moveAfter(norm.getDefiningOp());
+      }
   }
   return success();
+}
+
+/// Every rank skips the same steps: the count of non-finite values is
+/// summed over the data-parallel group.
+void FsdpRewriter::sumNonfinite(func::FuncOp func) {
+  auto add = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::sum);
+  func.walk([&](CountNonfiniteOp check) {
+    builder.setInsertionPointAfter(check);
+    Value local = check.getResult();
+    Value total = AllReduceOp::create(builder, check.getLoc(), local.getType(),
+                                      local, config.getMesh(), dataAxes, add);
+    local.replaceAllUsesExcept(total, total.getDefiningOp());
+  });
 }
 
 /// Buckets the gradients, reduces them over the data-parallel group and
@@ -664,7 +689,7 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     auto sharded = AdamWOp::create(
         builder, loc, master, update.grad, moment("optimizer.exp_avg."),
         moment("optimizer.exp_avg_sq."), adamw.getStep(), adamw.getLr(),
-        adamw.getGradScale(), adamw.getConfig());
+        adamw.getGradScale(), adamw.getSkip(), adamw.getConfig());
 
     // The weight from the new master piece.
     builder.setInsertionPoint(ret);
@@ -741,8 +766,10 @@ void FsdpRewriter::averageOutputs(func::FuncOp func) {
     auto name = func.getResultAttrOfType<StringAttr>(
         operand.getOperandNumber(), MegDialect::kNameAttrName);
     bool gradient = name && name.getValue().starts_with("grad.");
-    // The clipping norm is already that of the reduced gradients.
-    if (name && name.getValue() == "grad_norm")
+    // The clipping norm is already that of the reduced gradients, and the
+    // count of non-finite values the group's sum.
+    if (name && (name.getValue() == "grad_norm" ||
+                 name.getValue() == "nonfinite"))
       continue;
     Location loc = ret.getLoc();
     if ((type.getRank() == 0 || gradient) &&

@@ -241,8 +241,14 @@ struct MegOptimizerPass
       gradScale = clipScale(builder, loc, gradNorm, clip);
     }
 
-    SmallVector<std::pair<std::string, Value>> stores = {
-        {"optimizer.step", count}};
+    // A NaN or infinite loss or gradient norm skips every update of the
+    // step, and the step count stays (as Megatron skips a step).
+    SmallVector<Value> checked = {ret.getOperand(0)};
+    if (gradNorm)
+      checked.push_back(gradNorm);
+    Value nonfinite = CountNonfiniteOp::create(builder, loc, scalar, checked);
+
+    SmallVector<std::pair<std::string, Value>> stores;
     for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
       auto resultName = step.getResultAttrOfType<StringAttr>(
           index, MegDialect::kNameAttrName);
@@ -278,7 +284,7 @@ struct MegOptimizerPass
       auto update = AdamWOp::create(
           builder, loc, read(master, masterType), value,
           read(expAvg, expAvgType), read(expAvgSq, expAvgSqType), stepIndex,
-          lr, gradScale, config);
+          lr, gradScale, nonfinite, config);
       if (master != paramName) {
         stores.push_back({master, update.getNewParam()});
         stores.push_back({paramName.str(),
@@ -290,12 +296,23 @@ struct MegOptimizerPass
       stores.push_back({expAvg, update.getNewExpAvg()});
       stores.push_back({expAvgSq, update.getNewExpAvgSq()});
     }
+    // step + 1 + max(-nonfinite, -1): the count advances by 1 when nothing
+    // is non-finite, by 0 otherwise.
+    Value minusOne = arith::ConstantOp::create(
+        builder, loc, scalar,
+        DenseElementsAttr::get(scalar, builder.getFloatAttr(f32, -1.0)));
+    Value advanced = AddOp::create(
+        builder, loc, count,
+        MaxOp::create(builder, loc, NegOp::create(builder, loc, nonfinite),
+                      minusOne));
+    stores.insert(stores.begin(), {"optimizer.step", advanced});
     for (auto &[param, value] : stores)
       ParamStoreOp::create(builder, loc, param, value);
 
     SmallVector<Value> results = {ret.getOperand(0)};
     if (gradNorm)
       results.push_back(gradNorm);
+    results.push_back(nonfinite);
     func::ReturnOp::create(builder, loc, results);
     ret.erase();
     step.setFunctionType(builder.getFunctionType(
@@ -306,6 +323,8 @@ struct MegOptimizerPass
     if (gradNorm)
       step.setResultAttr(1, MegDialect::kNameAttrName,
                          builder.getStringAttr("grad_norm"));
+    step.setResultAttr(results.size() - 1, MegDialect::kNameAttrName,
+                       builder.getStringAttr("nonfinite"));
     return success();
   }
 };
