@@ -11,6 +11,8 @@
 #include "megc/Gen/HfImport.h"
 #include "megc/Gen/Presets.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Regex.h"
 
@@ -454,6 +456,19 @@ generateModel(mlir::MLIRContext &context, const GenOptions &options) {
   if (options.frozen)
     if (Error error = applyFrozen(**module, *options.frozen))
       return std::move(error);
+  // Settings each valid alone can make an invalid model together (a mesh
+  // of too many ranks): the verifier's diagnostics name what.
+  std::string diagnostics;
+  {
+    llvm::raw_string_ostream os(diagnostics);
+    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+      os << diag << "\n";
+      return mlir::success();
+    });
+    if (failed(mlir::verify(**module)))
+      return genError("these settings make a model that does not verify: " +
+                      StringRef(diagnostics).trim());
+  }
   return module;
 }
 

@@ -407,6 +407,16 @@ meg.mesh @world [x = 2, y = 0]
 
 // -----
 
+// expected-error @+1 {{'meg.mesh' op has more than 1048576 ranks (the product of its axis sizes) by axis 'tp' of size 2048}}
+meg.mesh @world [dp_shard = 1024, tp = 2048]
+
+// -----
+
+// expected-error @+1 {{'meg.mesh' op has more than 1048576 ranks (the product of its axis sizes) by axis 'dp_shard' of size 9223372036854775807}}
+meg.mesh @world [dp_shard = 9223372036854775807, tp = 1]
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // meg.submesh
 //===----------------------------------------------------------------------===//

@@ -182,6 +182,9 @@ LogicalResult MeshOp::verify() {
   if (getAxisNames().empty())
     return emitOpError() << "expects at least one axis";
   llvm::StringSet<> seen;
+  // Ranks are 32-bit in MPI and NCCL; no machine has a million GPUs.
+  constexpr int64_t kMaxRanks = int64_t(1) << 20;
+  int64_t ranks = 1;
   for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes())) {
     StringRef axis = cast<StringAttr>(name).getValue();
     if (axis.empty())
@@ -191,6 +194,11 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError() << "expects axis '" << axis
                            << "' to have size >= 1, got " << size;
+    if (size > kMaxRanks || ranks * size > kMaxRanks)
+      return emitOpError() << "has more than " << kMaxRanks
+                           << " ranks (the product of its axis sizes) by axis '"
+                           << axis << "' of size " << size;
+    ranks *= size;
   }
   return success();
 }
