@@ -262,6 +262,20 @@ void bindCompiler(nb::module_ &m) {
         nb::sig("def generate(preset: str, settings: dict[str, object]) -> "
                 "str"),
         "Writes a preset as meg IR as `megc gen` does; see megc.gen.");
+  // What no valid input reaches on purpose, but a compiler bug or an LLVM
+  // backend can: the tests check that it raises and that the next call
+  // works.
+  m.def(
+      "_report_fatal_error",
+      [](const std::string &reason) {
+        mlir::DialectRegistry registry;
+        nb::gil_scoped_release release;
+        CompilerCall call(registry);
+        llvm::report_fatal_error(llvm::Twine(reason));
+      },
+      nb::arg("reason"),
+      "For the tests: an LLVM fatal error inside a compiler call, which "
+      "raises megc.Error instead of ending the process.");
 }
 
 } // namespace megc::python

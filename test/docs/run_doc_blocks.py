@@ -9,6 +9,10 @@ Blocks by info string:
                           except with `fails`, where the exit must be
                           non-zero and every line of the next fenced block
                           must appear in the output.
+  text                    right after a block that runs: the output it
+                          shows. Its lines (but `...`) must be lines of the
+                          real output, in order, each number standing for
+                          any number (timings and rates vary).
   python [cuda|gpu]       run by /usr/bin/python3 with the built package.
   LANG file=NAME          written to NAME (directories made as needed), for
                           the blocks after it to use.
@@ -30,6 +34,37 @@ import sys
 
 FENCE = re.compile(r"^```(\S*)(.*)$")
 TIMEOUT_S = 300
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def shown_line_pattern(line):
+    """A regex for one shown output line: its text literally, each number
+    any number."""
+    parts, last = [], 0
+    for match in NUMBER.finditer(line):
+        parts.append(re.escape(line[last:match.start()]))
+        parts.append(NUMBER.pattern)
+        last = match.end()
+    parts.append(re.escape(line[last:]))
+    return re.compile("".join(parts))
+
+
+def check_shown_output(where, shown, output):
+    """Every shown line but `...` matches a line of the output, in order."""
+    lines = output.splitlines()
+    at = 0
+    for want in shown.splitlines():
+        want = want.strip()
+        if not want or want == "...":
+            continue
+        pattern = shown_line_pattern(want)
+        while at < len(lines) and not pattern.search(lines[at]):
+            at += 1
+        if at == len(lines):
+            sys.exit(f"{where}: the output lacks (in order) the line the "
+                     f"page shows after the block:\n  {want}\n"
+                     f"output:\n{output}")
+        at += 1
 
 
 def blocks(page):
@@ -91,7 +126,7 @@ def run_page(page, build, tmp, available):
     work.mkdir(parents=True)
     (work / "build").symlink_to(build)
     env = environment(build, tmp)
-    ran = skipped = 0
+    ran = skipped = checked = 0
     listed = list(blocks(page))
     for index, (line, language, attrs, text) in enumerate(listed):
         where = f"{page.name}:{line}"
@@ -128,11 +163,15 @@ def run_page(page, build, tmp, available):
         elif result.returncode != 0:
             sys.exit(f"{where}: exit {result.returncode}:\n{text}\n"
                      f"output:\n{output}")
+        elif index + 1 < len(listed) and listed[index + 1][1] == "text":
+            check_shown_output(where, listed[index + 1][3], output)
+            checked += 1
         print(f"{where}: ok")
         ran += 1
     if ran == 0:
         sys.exit(f"{page.name}: no block ran")
-    print(f"{page.name}: {ran} blocks run, {skipped} skipped")
+    print(f"{page.name}: {ran} blocks run, {skipped} skipped, {checked} "
+          f"outputs as shown")
 
 
 def main():

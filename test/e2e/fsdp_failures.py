@@ -5,6 +5,7 @@ others give up after the communication timeout) and a rank killed mid-run
 (the others exit non-zero within a bounded time)."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -73,19 +74,41 @@ def main():
                    "the ranks loaded different artifacts")
 
     # Rank 1 runs for a while, then stops (SIGSTOP) or dies (SIGKILL) in
-    # the middle of its steps; rank 0 must not wait forever.
-    for signal, what, message in (
-            ("STOP", "rank 1 stalls mid-run", "did not complete within 3 s"),
-            ("KILL", "rank 1 killed mid-run", "")):
+    # the middle of its steps; the others must not wait forever. For the
+    # killed rank mpirun is told not to end the job when a rank exits
+    # non-zero, so that the survivors find the dead peer themselves, through
+    # the communication timeout, and say so (a stopped rank never exits:
+    # there mpirun ends the job once the survivors have failed).
+    for signal, what in (("STOP", "rank 1 stalls mid-run"),
+                         ("KILL", "rank 1 killed mid-run")):
+        message = ("did not complete within 3 s; a peer rank may have died "
+                   "or stalled")
         script = ('megc-run "$@" & p=$!; '
                   f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then sleep 2; '
                   f'kill -{signal} $p; fi; wait $p')
         env = dict(os.environ, MEGRT_COMM_TIMEOUT="3")
+        if signal == "KILL":
+            env["OMPI_MCA_orte_abort_on_non_zero_status"] = "0"
         start = time.monotonic()
         result = mpi_util.run_ranks(
             4, ["sh", "-c", script, "sh", four, *step, "--steps", "1000000"],
             timeout=300, env=env)
-        expect_failure(what, result, message, time.monotonic() - start, 120)
+        elapsed = time.monotonic() - start
+        if signal == "STOP":
+            expect_failure(what, result, message, elapsed, 120)
+            continue
+        # mpirun itself exits 0 when told not to abort: each of the three
+        # survivors must have given up with the message, in bounded time.
+        output = result.stdout + result.stderr
+        survivors = sorted(set(re.findall(
+            r"rank (\d): \S+ \([^)]*\) on a group of 4 ranks \(color 0\) "
+            + re.escape(message), output)))
+        if survivors != ["0", "2", "3"] or elapsed > 120:
+            sys.exit(f"{what}: expected ranks 0, 2 and 3 to say '{message}' "
+                     f"within 120 s; {survivors} did, after {elapsed:.1f} s:\n"
+                     f"{output}")
+        print(f"{what}: ranks {', '.join(survivors)} said '{message}' after "
+              f"{elapsed:.1f} s")
 
 
 if __name__ == "__main__":
