@@ -9,6 +9,7 @@ build=${MEGC_BUILD_DIR:-$root/build}
 apt_packages=(
   build-essential cmake ninja-build lld ccache git python3
   llvm-22-dev libmlir-22-dev mlir-22-tools
+  clang-22 libclang-rt-22-dev  # scripts/sanitize.sh: ASan, UBSan, libFuzzer
   libgtest-dev libgmock-dev libbenchmark-dev
   libflatbuffers-dev flatbuffers-compiler
   libopenblas-dev libopenmpi-dev openmpi-bin

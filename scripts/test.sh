@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds megc and runs the whole test suite: lit (FileCheck), ctest
-# (GoogleTest) and pytest (the Python package against the build, and one
-# `pip install ./python-bindings` into a fresh virtual environment); prints
-# every summary and fails if any fails.
+# (GoogleTest), pytest (the Python package against the build, and one
+# `pip install ./python-bindings` into a fresh virtual environment), and
+# the runtime under AddressSanitizer + UndefinedBehaviorSanitizer with its
+# libFuzzer targets (scripts/sanitize.sh); prints every summary and fails
+# if any fails.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MEGC_BUILD_DIR:-$root/build}
@@ -22,4 +24,6 @@ echo "== pytest =="
   MEGC_PIP_INSTALL_TEST=1 MEGC_WHEEL_BUILD_DIR="$build-wheel" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   "$root/python-bindings/tests") || status=1
+echo "== sanitizers and fuzzers =="
+MEGC_BUILD_DIR=$build "$root/scripts/sanitize.sh" || status=1
 exit $status
