@@ -13,7 +13,11 @@
 #include "megrt/Safetensors.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <unistd.h>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -332,8 +336,54 @@ struct Session::Impl {
   bool lrWritten = false;
 };
 
+namespace {
+/// The host memory a Session of `program` allocates before its first run
+/// (every parameter and state tensor, and on the CPU each entry's arena)
+/// fits in the machine's, checked before any of it is allocated: an
+/// artifact may declare any sizes, and zero-filling more than the machine
+/// holds would end in the kernel's OOM killer, not an error.
+void checkHostMemory(const Program &program, const std::string &device) {
+  uint64_t parameters = 0, largest = 0, arenas = 0;
+  std::string largestName;
+  auto add = [](uint64_t &total, uint64_t bytes) {
+    total = total > UINT64_MAX - bytes ? UINT64_MAX : total + bytes;
+  };
+  for (const ParameterSpec &spec : program.parameters()) {
+    uint64_t bytes = byteSize(spec.dtype, spec.shape,
+                              concat("parameter '", spec.name, "'"));
+    add(parameters, bytes);
+    if (bytes > largest)
+      largest = bytes, largestName = spec.name;
+  }
+  if (device == "cpu")
+    for (const EntrySpec &entry : program.entries())
+      add(arenas, entry.plan.arenaBytes);
+  uint64_t total = parameters;
+  add(total, arenas);
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return; // the machine does not say
+  uint64_t machine = static_cast<uint64_t>(pages) * pageSize;
+  if (total <= machine)
+    return;
+  auto gb = [](uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f GB", static_cast<double>(bytes) / 1e9);
+    return std::string(text);
+  };
+  fail("the program needs ", gb(total), " of host memory (parameters and "
+       "state ", gb(parameters), ", the largest '", largestName, "' ",
+       gb(largest), device == "cpu" ? concat("; entry arenas ", gb(arenas))
+                                    : std::string(),
+       "), more than this machine's ", gb(machine),
+       ": an artifact for a larger machine, or a damaged one; nothing was "
+       "allocated");
+}
+} // namespace
+
 Session::Session(Program program, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(program), std::move(options))) {
+  checkHostMemory(impl_->program, impl_->options.device);
   for (const ParameterSpec &spec : impl_->program.parameters())
     impl_->parameters.emplace_back(spec.dtype, spec.shape);
   impl_->device =

@@ -55,6 +55,27 @@ TEST(SessionRun, ComputesTheLinearLayer) {
   EXPECT_EQ(session.run("forward", {{"x", x}}).at("y"), y);
 }
 
+// An artifact that declares a 4 TiB state tensor (as a resealed one may)
+// is refused before anything is allocated or zero-filled, naming it.
+TEST(SessionRun, DeclaredMemoryBeyondTheMachineIsRefused) {
+  ProgramDesc desc = linearProgram();
+  ParamDesc huge;
+  huge.name = "optimizer.exp_avg.huge";
+  huge.shape = {int64_t(1) << 40};
+  huge.state = true;
+  desc.params.push_back(huge);
+  Program program = Program::fromBytes(buildArtifact(desc));
+  try {
+    Session session(program);
+    FAIL() << "a Session of 4 TiB was made";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(),
+                HasSubstr("the largest 'optimizer.exp_avg.huge' 4398.047 GB"));
+    EXPECT_THAT(error.what(), HasSubstr("more than this machine's"));
+    EXPECT_THAT(error.what(), HasSubstr("nothing was allocated"));
+  }
+}
+
 TEST(SessionRun, EntriesAreIndependent) {
   Session session = linearSession();
   Tensor x = input({2, 4}, 3);
