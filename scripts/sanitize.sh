@@ -82,10 +82,14 @@ for target in npy safetensors artifact; do
   corpus=$san/fuzz-corpus/$target
   log=$san/fuzz-$target.log
   mkdir -p "$corpus"
+  # Inputs that once found a bug (runtime/fuzz/regressions) start each run.
+  regressions=()
+  [ -d "$root/runtime/fuzz/regressions/$target" ] &&
+    regressions=("$root/runtime/fuzz/regressions/$target")
   if (cd "$san/fuzz-findings" &&
       "$san/fuzz/megrt-fuzz-$target" -max_total_time="$seconds" \
         -rss_limit_mb=4096 -max_len=262144 -print_final_stats=1 \
-        "$corpus" "$seeds/$target" >"$log" 2>&1); then
+        "$corpus" "$seeds/$target" "${regressions[@]}" >"$log" 2>&1); then
     runs=$(grep -m1 -oE "stat::number_of_executed_units: [0-9]+" "$log" |
            grep -oE "[0-9]+$" || echo "?")
     echo "fuzz $target: $runs inputs in $seconds s, no finding"

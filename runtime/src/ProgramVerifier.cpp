@@ -681,6 +681,13 @@ void verifyDispatch(const fb::Dispatch &dispatch, const fb::Kernel &kernel,
     fail(where, ": a CPU grid has one dimension of at most ", kMaxCpuWorkgroups,
          " workgroups");
   }
+  // FlatBuffers' verifier checks a vector's length field, not that its
+  // 8-byte structs are aligned for reading (found by the artifact fuzzer).
+  if (dispatch.args() &&
+      reinterpret_cast<uintptr_t>(dispatch.args()->Data()) %
+              alignof(fb::DispatchArg) !=
+          0)
+    fail(where, ": the argument list is misaligned (a damaged artifact)");
   for (uint32_t i = 0; i < sizeOf(dispatch.args()); ++i) {
     const fb::DispatchArg *arg = dispatch.args()->Get(i);
     if (!arg->scratch() && arg->value() >= kernel.num_args())
