@@ -683,7 +683,7 @@ void verifyDispatch(const fb::Dispatch &dispatch, const fb::Kernel &kernel,
   }
   // FlatBuffers' verifier checks a vector's length field, not that its
   // 8-byte structs are aligned for reading (found by the artifact fuzzer).
-  if (dispatch.args() &&
+  if (sizeOf(dispatch.args()) &&
       reinterpret_cast<uintptr_t>(dispatch.args()->Data()) %
               alignof(fb::DispatchArg) !=
           0)
