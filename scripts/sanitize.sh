@@ -40,13 +40,14 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:fast_
 export LSAN_OPTIONS=suppressions=$root/runtime/test/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== sanitized runtime tests =="
-ctest --test-dir "$san" --output-on-failure -LE mpi
+status=0
+ctest --test-dir "$san" --output-on-failure -LE mpi || status=1
 # Open MPI unloads its components at MPI_Finalize, after which their frames
 # have no names for the suppressions: the MPI tests keep them loaded.
 "$clang" -shared -fPIC -O2 "$root/runtime/test/KeepLibrariesLoaded.c" \
   -o "$san/libkeep-libraries-loaded.so"
 LD_PRELOAD=$san/libkeep-libraries-loaded.so \
-  ctest --test-dir "$san" --output-on-failure -L mpi
+  ctest --test-dir "$san" --output-on-failure -L mpi || status=1
 
 echo "== fuzzers ($seconds s each) =="
 seeds=$san/fuzz-seeds
@@ -76,7 +77,6 @@ if [ -x "$build/bin/megc" ]; then
     --vocab 64 --seq 4 --batch 1 --train -o "$seeds/llama.mlir"
   "$build/bin/megc" "$seeds/llama.mlir" -o "$seeds/artifact/llama.megc"
 fi
-status=0
 mkdir -p "$san/fuzz-findings"
 for target in npy safetensors artifact; do
   corpus=$san/fuzz-corpus/$target
