@@ -7,6 +7,7 @@
 #include "FbTypes.h"
 #include "MeshVerifier.h"
 
+#include <cstdio>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -20,10 +21,27 @@
 namespace megrt {
 namespace {
 
+/// A name the compiler writes (parameters, entries, tensors, kernels and
+/// their symbols) is printable ASCII: messages quote names, and a damaged
+/// byte must not reach a terminal raw (found by the artifact damage
+/// fuzzer).
+void checkPrintableName(const std::string &name, const std::string &what) {
+  for (size_t i = 0; i < name.size(); ++i) {
+    auto byte = static_cast<unsigned char>(name[i]);
+    if (byte <= 0x20 || byte >= 0x7F) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "0x%02x", byte);
+      fail(what, " has a name with byte ", hex, " at ", i,
+           ", which is not printable ASCII");
+    }
+  }
+}
+
 void checkUniqueName(std::set<std::string> &seen, const std::string &name,
                      const std::string &what) {
   if (name.empty())
     fail(what, " has an empty name");
+  checkPrintableName(name, what);
   if (!seen.insert(name).second)
     fail(what, ": name '", name, "' is used twice");
 }
@@ -671,6 +689,7 @@ void verifyDispatch(const fb::Dispatch &dispatch, const fb::Kernel &kernel,
                     const std::string &where) {
   if (toString(dispatch.entry()).empty())
     fail(where, ": the entry name is empty");
+  checkPrintableName(toString(dispatch.entry()), concat(where, ": the entry"));
   uint64_t workgroups = checkLaunchDims(dispatch.grid(), "grid", where);
   if (cuda) {
     uint64_t threads = checkLaunchDims(dispatch.block(), "block", where);

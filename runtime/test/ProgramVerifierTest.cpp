@@ -189,6 +189,15 @@ TEST(ProgramVerifier, NamesAreUniqueAndPresent) {
             "entry 'forward': output 1: name 'y' is used twice");
   EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.params[0].name = ""; }),
             "parameter 0 has an empty name");
+  // Names are printable ASCII: a damaged byte never reaches a message raw.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.params[0].name = "w\x80"; }),
+            "parameter 0 has a name with byte 0x80 at 1, which is not "
+            "printable ASCII");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              forward(d).outputs[0].name = "lo ss";
+            }),
+            "entry 'forward': output 0 has a name with byte 0x20 at 2, which "
+            "is not printable ASCII");
 }
 
 TEST(ProgramVerifier, EnumValuesInRange) {
