@@ -22,10 +22,6 @@ REFERENCE = os.path.join(HERE, "bf16-reference", "reference.safetensors")
 TOLERANCE = 3e-2
 
 
-def relative(got, want):
-    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tmp", required=True)
@@ -60,9 +56,9 @@ def main():
             got[name] = e2e_util.read_output(os.path.join(out, name + ".npy"))
     failures, worst = [], (0.0, "")
     for name, want in torch_bf16.items():
-        versus_torch = relative(got[name], want)
-        megc_error = relative(got[name], exact[name])
-        torch_error = relative(want, exact[name])
+        versus_torch = e2e_util.max_relative_error(got[name], want)
+        megc_error = e2e_util.max_relative_error(got[name], exact[name])
+        torch_error = e2e_util.max_relative_error(want, exact[name])
         worst = max(worst, (versus_torch, name))
         if versus_torch > TOLERANCE or megc_error > 2 * torch_error + 1e-2:
             failures.append(f"{name}: {versus_torch:.3g} from PyTorch bf16; "

@@ -109,3 +109,9 @@ def check_gradients(loss, params, grads, rng, samples, tolerance, step=1e-5):
     message = (f"directional derivative {predicted:.6g} vs {along:.6g} "
                f"(relative error {directional:.3g})")
     return directional <= tolerance, worst, directional, message
+
+
+def max_relative_error(got, want):
+    """The largest elementwise difference, relative to the largest magnitude
+    of `want` (so that tiny elements do not dominate)."""
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))

@@ -58,11 +58,8 @@ def run(args, ranks):
 def worst_error(got, want):
     """The largest difference over every tensor, relative to each
     tensor's largest magnitude."""
-    worst = 0.0
-    for name, reference in want.items():
-        scale = max(np.abs(reference).max(), 1e-12)
-        worst = max(worst, np.abs(got[name] - reference).max() / scale)
-    return worst
+    return max(e2e_util.max_relative_error(got[name], reference)
+               for name, reference in want.items())
 
 
 def main():
