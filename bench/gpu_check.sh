@@ -32,6 +32,8 @@ if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
          -DCMAKE_DISABLE_FIND_PACKAGE_FlatBuffers=ON \
          -DMEGRT_FLATC="$check/deps/bin/flatc" \
          -DMEGRT_FLATBUFFERS_INCLUDE_DIR="$check/deps/include" \
+         -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON \
+         -DMEGRT_NLOHMANN_JSON_INCLUDE_DIR="$check/deps/include" \
          $( [[ -f $check/deps/nccl/nccl.h ]] && echo "-DMEGRT_NCCL_INCLUDE_DIR=$check/deps/nccl" ) &&
        cmake --build "$build" -j "$(nproc)" &&
        c++ -O2 -std=c++17 tools/megc-run/megc-run.cpp -Iruntime/include \

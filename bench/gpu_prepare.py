@@ -1,8 +1,8 @@
 """Prepares what bench/gpu_check.sh needs on a GPU machine, which has no
 LLVM/MLIR: artifacts compiled here for cpu and cuda, their inputs, the CPU
-runtime's outputs as references, and the FlatBuffers headers and flatc to
-build the runtime there. Everything goes to .gpucheck/ (git-ignored), the
-folder to carry to the GPU machine.
+runtime's outputs as references, and the FlatBuffers headers, flatc and the
+nlohmann-json headers to build the runtime there. Everything goes to
+.gpucheck/ (git-ignored), the folder to carry to the GPU machine.
 
 Usage: /usr/bin/python3 bench/gpu_prepare.py [--build build]
 Then, on the GPU machine: bash bench/gpu_check.sh
@@ -184,6 +184,8 @@ def main():
     os.makedirs(os.path.join(out, "deps", "bin"))
     shutil.copytree("/usr/include/flatbuffers",
                     os.path.join(out, "deps", "include", "flatbuffers"))
+    shutil.copytree("/usr/include/nlohmann",
+                    os.path.join(out, "deps", "include", "nlohmann"))
     shutil.copy(shutil.which("flatc"), os.path.join(out, "deps", "bin"))
     # NCCL's header, for the runtime's CUDA groups, in case the GPU
     # machine's toolkit has none (the library comes with PyTorch there).

@@ -1,12 +1,14 @@
-// A small JSON reader and string quoting for the safetensors header.
+// The safetensors header and trace reader: nlohmann-json's SAX parser builds
+// a JsonValue; its errors are reworded into the runtime's own messages.
 #include "Json.h"
-
-#include "TextCursor.h"
 
 #include "Fail.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstdlib>
+#include <iterator>
 
 namespace megrt {
 
@@ -32,219 +34,218 @@ namespace {
 // Untrusted files must not overflow the stack through deep nesting.
 constexpr int kMaxDepth = 64;
 
-class Parser : public TextCursor<Parser> {
+/// A pointer into the text that records how far the parser has read, so
+/// that errors raised from the SAX callbacks can say where they are.
+class TrackedIterator {
 public:
-  explicit Parser(std::string_view text) : TextCursor(text) {}
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char *;
+  using reference = const char &;
 
-  JsonValue parseDocument() {
-    JsonValue value = parseValue(0);
-    skipSpace();
-    if (pos_ != text_.size())
-      error("unexpected text after the value");
-    return value;
+  TrackedIterator(const char *at, size_t *read, const char *begin)
+      : at_(at), read_(read), begin_(begin) {}
+  reference operator*() const { return *at_; }
+  TrackedIterator &operator++() {
+    ++at_;
+    *read_ = static_cast<size_t>(at_ - begin_);
+    return *this;
+  }
+  bool operator==(const TrackedIterator &other) const {
+    return at_ == other.at_;
+  }
+  bool operator!=(const TrackedIterator &other) const {
+    return at_ != other.at_;
   }
 
 private:
-  friend class TextCursor<Parser>;
+  const char *at_;
+  size_t *read_;
+  const char *begin_;
+};
 
-  [[noreturn]] void error(const std::string &what) const {
-    fail("invalid JSON at byte ", pos_, ": ", what);
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+/// Builds the JsonValue tree; on failure records the runtime's message and
+/// the byte it names.
+class Builder : public nlohmann::json_sax<nlohmann::json> {
+public:
+  Builder(std::string_view text, const size_t *read)
+      : text_(text), read_(read) {}
+
+  bool null() override { return add(JsonValue{}); }
+  bool boolean(bool value) override {
+    JsonValue v;
+    v.kind = JsonValue::Kind::Bool;
+    v.boolean = value;
+    return add(std::move(v));
+  }
+  bool number_integer(number_integer_t value) override {
+    return addNumber(std::to_string(value));
+  }
+  bool number_unsigned(number_unsigned_t value) override {
+    return addNumber(std::to_string(value));
+  }
+  // Integers beyond 64 bits arrive here too, with their text.
+  bool number_float(number_float_t, const string_t &text) override {
+    return addNumber(text);
+  }
+  bool string(string_t &value) override {
+    JsonValue v;
+    v.kind = JsonValue::Kind::String;
+    v.text = std::move(value);
+    return add(std::move(v));
+  }
+  bool binary(binary_t &) override { return refuse("binary value"); }
+  bool start_object(std::size_t) override {
+    return open(JsonValue::Kind::Object);
+  }
+  bool key(string_t &key) override {
+    for (const auto &member : stack_.back().members)
+      if (member.first == key)
+        return refuse(concat("duplicate key ", quoteJson(key)));
+    key_ = std::move(key);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override {
+    return open(JsonValue::Kind::Array);
+  }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string &lastToken,
+                   const nlohmann::detail::exception &error) override {
+    // nlohmann counts the byte it failed on (or the end) as read.
+    errorAt_ = position > 0 ? position - 1 : 0;
+    message_ = reword(error.what(), lastToken);
+    return false;
   }
 
-  JsonValue parseValue(int depth) {
-    if (depth > kMaxDepth)
-      error(concat("nesting deeper than ", kMaxDepth, " levels"));
-    skipSpace();
-    if (pos_ >= text_.size())
-      error("unexpected end of text");
-    JsonValue value;
-    char c = text_[pos_];
-    if (c == '{') {
-      ++pos_;
-      value.kind = JsonValue::Kind::Object;
-      parseMembers(value, depth);
-    } else if (c == '[') {
-      ++pos_;
-      value.kind = JsonValue::Kind::Array;
-      if (!consume(']')) {
-        do
-          value.elements.push_back(parseValue(depth + 1));
-        while (consume(','));
-        expect(']');
-      }
-    } else if (c == '"') {
-      value.kind = JsonValue::Kind::String;
-      value.text = parseString();
-    } else if (consumeWord("true") || consumeWord("false")) {
-      value.kind = JsonValue::Kind::Bool;
-      value.boolean = c == 't';
-    } else if (consumeWord("null")) {
-      value.kind = JsonValue::Kind::Null;
-    } else {
-      value.kind = JsonValue::Kind::Number;
-      value.text = parseNumber();
-    }
-    return value;
+  JsonValue take() { return std::move(result_); }
+  size_t errorAt() const { return errorAt_; }
+  const std::string &message() const { return message_; }
+
+private:
+  bool refuse(std::string message) {
+    errorAt_ = *read_ > 0 ? *read_ - 1 : 0;
+    message_ = std::move(message);
+    return false;
   }
 
-  void parseMembers(JsonValue &object, int depth) {
-    if (consume('}'))
-      return;
-    do {
-      skipSpace();
-      if (pos_ >= text_.size() || text_[pos_] != '"')
-        error("expected a string key");
-      size_t keyPos = pos_;
-      std::string key = parseString();
-      for (const auto &member : object.members)
-        if (member.first == key) {
-          pos_ = keyPos;
-          error(concat("duplicate key ", quoteJson(key)));
-        }
-      expect(':');
-      object.members.emplace_back(std::move(key), parseValue(depth + 1));
-    } while (consume(','));
-    expect('}');
+  bool addNumber(std::string text) {
+    JsonValue v;
+    v.kind = JsonValue::Kind::Number;
+    v.text = std::move(text);
+    return add(std::move(v));
   }
 
-  unsigned parseHex4() {
-    if (pos_ + 4 > text_.size())
-      error("truncated \\u escape");
-    unsigned code = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = text_[pos_++];
-      code <<= 4;
-      if (c >= '0' && c <= '9')
-        code |= c - '0';
-      else if (c >= 'a' && c <= 'f')
-        code |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        code |= c - 'A' + 10;
-      else
-        error("invalid hex digit in \\u escape");
-    }
-    return code;
+  bool add(JsonValue value) {
+    if (stack_.empty())
+      result_ = std::move(value);
+    else if (stack_.back().kind == JsonValue::Kind::Array)
+      stack_.back().elements.push_back(std::move(value));
+    else
+      stack_.back().members.emplace_back(std::move(key_), std::move(value));
+    return true;
   }
 
-  static void appendUtf8(std::string &out, unsigned code) {
-    if (code < 0x80) {
-      out += static_cast<char>(code);
-    } else if (code < 0x800) {
-      out += static_cast<char>(0xc0 | (code >> 6));
-      out += static_cast<char>(0x80 | (code & 0x3f));
-    } else if (code < 0x10000) {
-      out += static_cast<char>(0xe0 | (code >> 12));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (code & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (code >> 18));
-      out += static_cast<char>(0x80 | ((code >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (code & 0x3f));
-    }
+  bool open(JsonValue::Kind kind) {
+    if (stack_.size() > static_cast<size_t>(kMaxDepth))
+      return refuse(concat("nesting deeper than ", kMaxDepth, " levels"));
+    // A container's key is taken now: its members bring their own.
+    keys_.push_back(std::move(key_));
+    stack_.emplace_back();
+    stack_.back().kind = kind;
+    return true;
   }
 
-  unsigned parseEscapedCodePoint() {
-    unsigned code = parseHex4();
-    if (code >= 0xdc00 && code <= 0xdfff)
-      error("unpaired low surrogate in \\u escape");
-    if (code < 0xd800 || code > 0xdbff)
-      return code;
-    if (!consumeWord("\\u"))
-      error("unpaired high surrogate in \\u escape");
-    unsigned low = parseHex4();
-    if (low < 0xdc00 || low > 0xdfff)
-      error("high surrogate not followed by a low surrogate");
-    return 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+  bool close() {
+    JsonValue done = std::move(stack_.back());
+    stack_.pop_back();
+    key_ = std::move(keys_.back());
+    keys_.pop_back();
+    return add(std::move(done));
   }
 
-  std::string parseString() {
-    ++pos_; // the opening quote
-    std::string out;
-    while (true) {
-      if (pos_ >= text_.size())
-        error("unterminated string");
-      char c = text_[pos_++];
-      if (c == '"')
-        return out;
-      if (static_cast<unsigned char>(c) < 0x20)
-        error("control character in string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= text_.size())
-        error("unterminated escape");
-      char escaped = text_[pos_++];
-      switch (escaped) {
-      case '"':
-      case '\\':
-      case '/':
-        out += escaped;
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u':
-        appendUtf8(out, parseEscapedCodePoint());
-        break;
-      default:
-        --pos_;
-        error(concat("invalid escape '\\", escaped, "'"));
-      }
-    }
+  /// The byte before `at` starts a number with a zero ("01", "[-01]").
+  bool afterLeadingZero(size_t at) const {
+    if (at == 0 || at > text_.size() || text_[at - 1] != '0')
+      return false;
+    if (at == 1)
+      return true;
+    char before = text_[at - 2];
+    return !(before >= '0' && before <= '9') && before != '.' &&
+           before != 'e' && before != 'E' && before != '+';
   }
 
-  bool digitAt(size_t pos) const {
-    return pos < text_.size() && text_[pos] >= '0' && text_[pos] <= '9';
+  /// nlohmann's explanation in the words the runtime has always used.
+  std::string reword(std::string_view what,
+                     const std::string &lastToken) const {
+    if (contains(what, "unexpected number literal") &&
+        afterLeadingZero(errorAt_ + 1 - lastToken.size()))
+      return "leading zero in number";
+    if (contains(what, "; expected end of input"))
+      return "unexpected text after the value";
+    if (contains(what, "missing closing quote"))
+      return "unterminated string";
+    if (contains(what, "control character"))
+      return "control character in string";
+    if (contains(what, "U+D800..U+DBFF must be followed"))
+      return "unpaired high surrogate in \\u escape";
+    if (contains(what, "U+DC00..U+DFFF must follow"))
+      return "unpaired low surrogate in \\u escape";
+    if (contains(what, "must be followed by 4 hex digits"))
+      return "invalid hex digit in \\u escape";
+    if (contains(what, "forbidden character after backslash"))
+      return concat("invalid escape '\\",
+                    lastToken.empty() ? '?' : lastToken.back(), "'");
+    if (contains(what, "ill-formed UTF-8"))
+      return "invalid UTF-8 in string";
+    if (contains(what, "expected digit after '.'"))
+      return "expected a digit after '.'";
+    if (contains(what, "expected digit after exponent"))
+      return "expected a digit in the exponent";
+    if (contains(what, "unexpected end of input"))
+      return "unexpected end of text";
+    if (contains(what, "parsing object key"))
+      return "expected a string key";
+    if (contains(what, "parsing object separator"))
+      return "expected ':'";
+    if (contains(what, "parsing object"))
+      return "expected ',' or '}'";
+    if (contains(what, "parsing array"))
+      return "expected ',' or ']'";
+    if (contains(what, "parsing value"))
+      return "expected a value";
+    // Anything else: nlohmann's own words, without its location prefix.
+    size_t colon = what.find(": ");
+    return std::string(colon == std::string_view::npos ? what
+                                                        : what.substr(colon + 2));
   }
 
-  std::string parseNumber() {
-    size_t start = pos_;
-    if (pos_ < text_.size() && text_[pos_] == '-')
-      ++pos_;
-    if (!digitAt(pos_))
-      error("expected a value");
-    if (text_[pos_] == '0' && digitAt(pos_ + 1))
-      error("leading zero in number");
-    while (digitAt(pos_))
-      ++pos_;
-    if (pos_ < text_.size() && text_[pos_] == '.') {
-      ++pos_;
-      if (!digitAt(pos_))
-        error("expected a digit after '.'");
-      while (digitAt(pos_))
-        ++pos_;
-    }
-    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
-      ++pos_;
-      if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-'))
-        ++pos_;
-      if (!digitAt(pos_))
-        error("expected a digit in the exponent");
-      while (digitAt(pos_))
-        ++pos_;
-    }
-    return std::string(text_.substr(start, pos_ - start));
-  }
-
+  std::string_view text_;
+  const size_t *read_;
+  JsonValue result_;
+  std::vector<JsonValue> stack_;
+  std::vector<std::string> keys_;
+  std::string key_;
+  size_t errorAt_ = 0;
+  std::string message_;
 };
 } // namespace
 
 JsonValue parseJson(std::string_view text) {
-  return Parser(text).parseDocument();
+  size_t read = 0;
+  const char *begin = text.data();
+  Builder builder(text, &read);
+  bool parsed = nlohmann::json::sax_parse(
+      TrackedIterator(begin, &read, begin),
+      TrackedIterator(begin + text.size(), &read, begin), &builder);
+  if (!parsed)
+    fail("invalid JSON at byte ", builder.errorAt(), ": ", builder.message());
+  return builder.take();
 }
 
 int64_t jsonToInt64(const JsonValue &value, const std::string &what) {
@@ -260,6 +261,8 @@ int64_t jsonToInt64(const JsonValue &value, const std::string &what) {
   return parsed;
 }
 
+// Bytes pass through as they are: the names quoted in messages are shown as
+// the file spells them.
 std::string quoteJson(std::string_view text) {
   static const char *const kHex = "0123456789abcdef";
   std::string out = "\"";

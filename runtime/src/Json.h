@@ -1,4 +1,5 @@
-// A small JSON reader and string quoting for the safetensors header.
+// JSON values as the runtime reads them (safetensors headers, traces,
+// Hugging Face indexes and configs), and string quoting.
 #ifndef MEGRT_SRC_JSON_H
 #define MEGRT_SRC_JSON_H
 

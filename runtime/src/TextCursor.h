@@ -1,5 +1,5 @@
-// A cursor over the text of a small hand-parsed format (the safetensors JSON
-// header, the .npy header dictionary): whitespace, punctuation and words.
+// A cursor over the text of a small hand-parsed format (the .npy header
+// dictionary): whitespace, punctuation and words.
 #ifndef MEGRT_SRC_TEXTCURSOR_H
 #define MEGRT_SRC_TEXTCURSOR_H
 

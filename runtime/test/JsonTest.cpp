@@ -78,5 +78,57 @@ TEST(Json, RejectsMalformedText) {
               HasSubstr("nesting deeper than 64 levels"));
 }
 
+// Every message names the byte it stopped at, counted from 0.
+TEST(Json, ErrorsNameTheByte) {
+  EXPECT_EQ(parseError(""), "invalid JSON at byte 0: unexpected end of text");
+  EXPECT_EQ(parseError("[1, 2"),
+            "invalid JSON at byte 5: unexpected end of text");
+  EXPECT_EQ(parseError("-01"), "invalid JSON at byte 2: leading zero in number");
+  EXPECT_EQ(parseError("[0,01]"),
+            "invalid JSON at byte 4: leading zero in number");
+  EXPECT_EQ(parseError("[1 2]"), "invalid JSON at byte 3: expected ',' or ']'");
+  EXPECT_EQ(parseError("[0 1]"), "invalid JSON at byte 3: expected ',' or ']'");
+  EXPECT_EQ(parseError("{\"a\" 1}"), "invalid JSON at byte 5: expected ':'");
+  EXPECT_EQ(parseError("{\"a\":1 \"b\"}"),
+            "invalid JSON at byte 9: expected ',' or '}'");
+  EXPECT_EQ(parseError("1."),
+            "invalid JSON at byte 2: expected a digit after '.'");
+  EXPECT_EQ(parseError("1e+"),
+            "invalid JSON at byte 3: expected a digit in the exponent");
+  EXPECT_EQ(parseError("[tru]"), "invalid JSON at byte 4: expected a value");
+  EXPECT_EQ(parseError("\"\\x\""),
+            "invalid JSON at byte 2: invalid escape '\\x'");
+  EXPECT_EQ(parseError("\"\\udc00\""),
+            "invalid JSON at byte 6: unpaired low surrogate in \\u escape");
+  EXPECT_EQ(parseError("\"\\u12g4\""),
+            "invalid JSON at byte 5: invalid hex digit in \\u escape");
+  EXPECT_EQ(parseError("\"a\xff\""),
+            "invalid JSON at byte 2: invalid UTF-8 in string");
+  EXPECT_EQ(parseError("{\"k\": 1, \"k\": 2}"),
+            "invalid JSON at byte 11: duplicate key \"k\"");
+  EXPECT_EQ(parseError(std::string(65, '[') + std::string(65, ']')), "(parsed)");
+  EXPECT_EQ(parseError(std::string(66, '[') + std::string(66, ']')),
+            "invalid JSON at byte 65: nesting deeper than 64 levels");
+}
+
+TEST(Json, KeepsMembersInFileOrderInsideArrays) {
+  JsonValue value = parseJson("[{\"z\": [], \"a\": {\"q\": 1}}, {}]");
+  ASSERT_EQ(value.elements.size(), 2u);
+  const JsonValue &first = value.elements[0];
+  ASSERT_EQ(first.members.size(), 2u);
+  EXPECT_EQ(first.members[0].first, "z");
+  EXPECT_EQ(first.members[0].second.kind, JsonValue::Kind::Array);
+  EXPECT_EQ(first.members[1].first, "a");
+  EXPECT_EQ(first.members[1].second.members[0].first, "q");
+  EXPECT_EQ(value.elements[1].kind, JsonValue::Kind::Object);
+  EXPECT_TRUE(value.elements[1].members.empty());
+}
+
+TEST(Json, IntegersBeyond64BitsKeepTheirText) {
+  JsonValue value = parseJson("[18446744073709551615, 18446744073709551616]");
+  EXPECT_EQ(value.elements[0].text, "18446744073709551615");
+  EXPECT_EQ(value.elements[1].text, "18446744073709551616");
+}
+
 } // namespace
 } // namespace megrt::test

@@ -115,12 +115,15 @@ TEST(Safetensors, RejectsNamesThatAreNotCleanUtf8) {
     return "{\"" + name +
            "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
   };
-  for (const std::string &name :
-       {std::string("a\\u0000b"), std::string("w\xff"),
-        std::string("\xc0\xaf"), std::string("\xed\xa0\x80")})
+  EXPECT_THAT(readError(safetensorsBytes(header("a\\u0000b"), data)),
+              HasSubstr("a tensor name is not valid UTF-8 or holds a NUL "
+                        "byte"));
+  // Raw bytes that are not UTF-8 (a stray byte, an overlong '/', a surrogate
+  // encoded directly) are already bad JSON.
+  for (const std::string &name : {std::string("w\xff"), std::string("\xc0\xaf"),
+                                  std::string("\xed\xa0\x80")})
     EXPECT_THAT(readError(safetensorsBytes(header(name), data)),
-                HasSubstr("a tensor name is not valid UTF-8 or holds a NUL "
-                          "byte"))
+                HasSubstr("invalid UTF-8 in string"))
         << name;
   EXPECT_EQ(readError(safetensorsBytes(header("caf\xc3\xa9.w"), data)),
             "(read)");
