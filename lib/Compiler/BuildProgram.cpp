@@ -83,6 +83,7 @@ public:
         program.parameters.back().shardSubmesh = *group;
         program.parameters.back().fullShape.assign(sharding.getShape().begin(),
                                                    sharding.getShape().end());
+        program.parameters.back().shardDim = sharding.getDim();
       }
     }
     if (failed(describeLrSchedule()))
@@ -284,6 +285,12 @@ void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
 }
 
 LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
+  // Without autodiff (an inference build), copy_to_group is still there:
+  // an identity, so its result is its input's buffer.
+  func.walk([](CopyToGroupOp copy) {
+    copy.getResult().replaceAllUsesWith(copy.getInput());
+    copy.erase();
+  });
   program.entries.emplace_back();
   entry = &program.entries.back();
   entry->name = func.getName().str();

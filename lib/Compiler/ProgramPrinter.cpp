@@ -117,6 +117,8 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
     llvm::interleaveComma(param.fullShape, os);
     os << "] over ";
     printSubmesh(os, program, param.shardSubmesh);
+    if (param.shardDim >= 0)
+      os << " dim " << param.shardDim;
     os << "\n";
   }
   for (const EntryDesc &entry : program.entries) {

@@ -114,9 +114,11 @@ Expected<MeshSizes> parseMesh(StringRef text) {
       return genError("--mesh: unknown axis '" + name +
                       "'; expected dp_outer, dp_shard or tp");
   }
-  if (sizes.tp != 1)
-    return genError("--mesh: tensor parallelism (tp = " +
-                    Twine(sizes.tp) + ") is not supported; use tp=1");
+  if (sizes.tp != 1 && sizes.dataParallel() != 1)
+    return genError("--mesh: tensor parallelism (tp = " + Twine(sizes.tp) +
+                    ") does not yet combine with data parallelism "
+                    "(dp_outer x dp_shard = " +
+                    Twine(sizes.dataParallel()) + ")");
   return sizes;
 }
 
@@ -184,6 +186,7 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
     return std::move(error);
   if (Error error = readIgnoreIndex(o, config->ignoreIndex))
     return std::move(error);
+  config->tp = mesh ? mesh->tp : 1;
   return buildLlama(context, *config);
 }
 
@@ -212,6 +215,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     if (!o.kvHeads && o.heads)
       c.kvHeads = c.heads;
     readRope(o, c.rope);
+    c.tp = mesh ? mesh->tp : 1;
     return buildLlama(context, c);
   }
   if (o.preset == "mmdit") {
@@ -382,6 +386,22 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   mlir::MLIRContext *context = module.getContext();
   mlir::OpBuilder builder(context);
   builder.setInsertionPointToStart(module.getBody());
+  // A tensor-parallel model declares @world itself, and needs no FSDP.
+  if (sizes.tp > 1) {
+    for (const Setting &setting :
+         {Setting{"fsdp", bool(o.fsdp)}, Setting{"outer-fsdp", bool(o.outerFsdp)},
+          Setting{"bucket-mb", bool(o.bucketMb)}})
+      if (setting.given)
+        return genError("--" + setting.flag +
+                        " does not yet combine with tensor parallelism "
+                        "(tp = " +
+                        Twine(sizes.tp) + " in --mesh)");
+    if (!module.lookupSymbol<mlir::meg::MeshOp>("world"))
+      return genError("--mesh tp=" + Twine(sizes.tp) +
+                      ": this preset has no tensor-parallel layout (llama and "
+                      "imported models do)");
+    return Error::success();
+  }
   mlir::meg::MeshOp::create(
       builder, module.getLoc(), builder.getStringAttr("world"),
       builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}),

@@ -39,6 +39,19 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
     return configError("--heads " + llvm::Twine(c.heads) +
                        " must be a multiple of --kv-heads " +
                        llvm::Twine(c.kvHeads));
+  if (c.tp < 1)
+    return configError("tp must be >= 1, got " + llvm::Twine(c.tp));
+  if (c.tp > 1) {
+    for (auto [what, extent] :
+         {std::pair<const char *, int64_t>{"attention heads", c.heads},
+          {"key/value heads", c.kvHeads},
+          {"MLP features (ffn)", c.ffn}})
+      if (extent % c.tp != 0)
+        return configError(llvm::Twine("tensor parallelism over tp = ") +
+                           llvm::Twine(c.tp) + " ranks splits the " + what +
+                           ", but " + llvm::Twine(extent) +
+                           " is not a multiple of " + llvm::Twine(c.tp));
+  }
   if (!(c.normEps > 0.0))
     return configError("--norm-eps must be > 0");
   if (!(c.initStd > 0.0) || !std::isfinite(c.initStd))
@@ -105,8 +118,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
 
   ModelBuilder b(context, c.dtype);
   b.setInitStd(c.initStd);
+  b.setTensorParallel(c.tp);
   int64_t qDim = c.heads * headDim;
   int64_t kvDim = c.kvHeads * headDim;
+  // This rank's heads and features: q/k/v and gate/up are column-parallel,
+  // o and down row-parallel; each rank takes whole query groups.
+  int64_t heads = c.heads / c.tp, kvHeads = c.kvHeads / c.tp;
   const char *embedName = "model.embed_tokens.weight";
   if (c.tieEmbeddings)
     b.weight(embedName, {c.vocab, c.hidden}, {"lm_head.weight"});
@@ -116,18 +133,18 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
     b.ones(layer + ".input_layernorm.weight", {c.hidden});
-    b.linearParams(attn + ".q_proj", c.hidden, qDim, c.qkvBias);
-    b.linearParams(attn + ".k_proj", c.hidden, kvDim, c.qkvBias);
-    b.linearParams(attn + ".v_proj", c.hidden, kvDim, c.qkvBias);
-    b.linearParams(attn + ".o_proj", qDim, c.hidden, c.outputBias);
+    b.columnParams(attn + ".q_proj", c.hidden, qDim, c.qkvBias);
+    b.columnParams(attn + ".k_proj", c.hidden, kvDim, c.qkvBias);
+    b.columnParams(attn + ".v_proj", c.hidden, kvDim, c.qkvBias);
+    b.rowParams(attn + ".o_proj", qDim, c.hidden, c.outputBias);
     if (c.qkNorm) {
       b.ones(attn + ".q_norm.weight", {headDim});
       b.ones(attn + ".k_norm.weight", {headDim});
     }
     b.ones(layer + ".post_attention_layernorm.weight", {c.hidden});
-    b.linearParams(layer + ".mlp.gate_proj", c.hidden, c.ffn, c.mlpBias);
-    b.linearParams(layer + ".mlp.up_proj", c.hidden, c.ffn, c.mlpBias);
-    b.linearParams(layer + ".mlp.down_proj", c.ffn, c.hidden, c.mlpBias);
+    b.columnParams(layer + ".mlp.gate_proj", c.hidden, c.ffn, c.mlpBias);
+    b.columnParams(layer + ".mlp.up_proj", c.hidden, c.ffn, c.mlpBias);
+    b.rowParams(layer + ".mlp.down_proj", c.ffn, c.hidden, c.mlpBias);
   }
   b.ones("model.norm.weight", {c.hidden});
   if (!c.tieEmbeddings)
@@ -144,13 +161,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     b.beginLayer(i);
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
-    Value x = b.rmsNorm(hidden, layer + ".input_layernorm.weight", c.normEps);
+    Value x = b.enterColumns(
+        b.rmsNorm(hidden, layer + ".input_layernorm.weight", c.normEps));
     Value q = b.reshape(b.linear(x, attn + ".q_proj", c.qkvBias),
-                        {c.batch, c.seq, c.heads, headDim});
+                        {c.batch, c.seq, heads, headDim});
     Value k = b.reshape(b.linear(x, attn + ".k_proj", c.qkvBias),
-                        {c.batch, c.seq, c.kvHeads, headDim});
+                        {c.batch, c.seq, kvHeads, headDim});
     Value v = b.reshape(b.linear(x, attn + ".v_proj", c.qkvBias),
-                        {c.batch, c.seq, c.kvHeads, headDim});
+                        {c.batch, c.seq, kvHeads, headDim});
     if (c.qkNorm) {
       q = b.rmsNorm(q, attn + ".q_norm.weight", c.normEps);
       k = b.rmsNorm(k, attn + ".k_norm.weight", c.normEps);
@@ -158,16 +176,16 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     q = applyRope(b, q, rope, c.rope.interleaved);
     k = applyRope(b, k, rope, c.rope.interleaved);
     Value a = b.reshape(b.attention(q, k, v, /*causal=*/true),
-                        {c.batch, c.seq, qDim});
-    hidden = b.add(hidden, b.linear(a, attn + ".o_proj", c.outputBias));
+                        {c.batch, c.seq, heads * headDim});
+    hidden = b.add(hidden, b.rowLinear(a, attn + ".o_proj", c.outputBias));
 
     std::string mlp = layer + ".mlp";
-    x = b.rmsNorm(hidden, layer + ".post_attention_layernorm.weight",
-                  c.normEps);
+    x = b.enterColumns(b.rmsNorm(
+        hidden, layer + ".post_attention_layernorm.weight", c.normEps));
     Value gate = b.silu(b.linear(x, mlp + ".gate_proj", c.mlpBias));
     Value up = b.linear(x, mlp + ".up_proj", c.mlpBias);
-    hidden = b.add(hidden,
-                   b.linear(b.mul(gate, up), mlp + ".down_proj", c.mlpBias));
+    hidden = b.add(hidden, b.rowLinear(b.mul(gate, up), mlp + ".down_proj",
+                                       c.mlpBias));
     b.endLayer();
   }
   hidden = b.rmsNorm(hidden, "model.norm.weight", c.normEps);

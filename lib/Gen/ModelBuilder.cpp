@@ -108,14 +108,73 @@ ArrayRef<int64_t> ModelBuilder::shapeOf(Value value) {
 
 void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
                            InitKind kind, double scale,
-                           ArrayRef<StringRef> aliases) {
-  RankedTensorType type = tensor(shape);
+                           ArrayRef<StringRef> aliases, int64_t splitDim) {
+  SmallVector<int64_t> local(shape);
+  ShardingAttr sharding;
+  if (splitDim >= 0 && tpSize > 1) {
+    local[splitDim] /= tpSize;
+    sharding = ShardingAttr::get(&context, FlatSymbolRefAttr::get(&context,
+                                                                  "world"),
+                                 tpAxes(), shape, splitDim);
+  }
+  RankedTensorType type = tensor(local);
   paramTypes[name] = type;
   ParamOp::create(builder, loc, builder.getStringAttr(name),
                   TypeAttr::get(type),
                   InitAttr::get(&context, kind, APFloat(scale)),
-                  /*frozen=*/nullptr, /*state=*/nullptr, /*sharding=*/nullptr,
+                  /*frozen=*/nullptr, /*state=*/nullptr, sharding,
                   aliases.empty() ? ArrayAttr() : builder.getStrArrayAttr(aliases));
+}
+
+ArrayAttr ModelBuilder::tpAxes() { return builder.getStrArrayAttr({"tp"}); }
+
+void ModelBuilder::setTensorParallel(int64_t tp) {
+  tpSize = tp;
+  if (tp == 1)
+    return;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(module->getBody());
+  MeshOp::create(builder, loc, builder.getStringAttr("world"),
+                 builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}),
+                 builder.getDenseI64ArrayAttr({1, 1, tp}));
+  SubmeshOp::create(builder, loc, FlatSymbolRefAttr::get(&context, "world"),
+                    tpAxes());
+}
+
+void ModelBuilder::columnParams(StringRef prefix, int64_t in, int64_t out,
+                                bool bias) {
+  declare((prefix + ".weight").str(), {out, in}, InitKind::normal, initStd,
+          {}, /*splitDim=*/0);
+  if (bias)
+    declare((prefix + ".bias").str(), {out}, InitKind::zeros, 0.0, {},
+            /*splitDim=*/0);
+}
+
+void ModelBuilder::rowParams(StringRef prefix, int64_t in, int64_t out,
+                             bool bias) {
+  declare((prefix + ".weight").str(), {out, in}, InitKind::normal, initStd,
+          {}, /*splitDim=*/1);
+  if (bias)
+    zeros((prefix + ".bias").str(), {out});
+}
+
+Value ModelBuilder::enterColumns(Value input) {
+  if (tpSize == 1)
+    return input;
+  return CopyToGroupOp::create(builder, loc, input,
+                               FlatSymbolRefAttr::get(&context, "world"),
+                               tpAxes());
+}
+
+Value ModelBuilder::rowLinear(Value input, StringRef prefix, bool bias) {
+  if (tpSize == 1)
+    return linear(input, prefix, bias);
+  Value partial = linearWith(input, (prefix + ".weight").str());
+  Value sum = AllReduceOp::create(
+      builder, loc, partial.getType(), partial,
+      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
+      CollectiveReduceAttr::get(&context, CollectiveReduce::sum));
+  return bias ? add(sum, param((prefix + ".bias").str())) : sum;
 }
 
 void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,

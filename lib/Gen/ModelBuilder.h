@@ -47,6 +47,26 @@ public:
   void linearParams(llvm::StringRef prefix, int64_t in, int64_t out,
                     bool bias);
 
+  /// Tensor parallelism over `tp` ranks (Megatron's layout): declares the
+  /// mesh @world (dp_outer = dp_shard = 1) and its `tp` submesh. Column
+  /// layers then hold 1/tp of the output features, row layers 1/tp of the
+  /// input features; each records its split as a #meg.sharding block.
+  void setTensorParallel(int64_t tp);
+  int64_t tensorParallel() const { return tpSize; }
+  /// A column-parallel linear layer [out, in]: weight and bias split along
+  /// the output features (dim 0).
+  void columnParams(llvm::StringRef prefix, int64_t in, int64_t out,
+                    bool bias);
+  /// A row-parallel linear layer [out, in]: weight split along the input
+  /// features (dim 1), bias whole.
+  void rowParams(llvm::StringRef prefix, int64_t in, int64_t out, bool bias);
+  /// `input`, entering column-parallel layers: identity, with the gradient
+  /// summed over tp. Without tensor parallelism, `input` itself.
+  mlir::Value enterColumns(mlir::Value input);
+  /// A row-parallel layer: this rank's partial product, summed over tp,
+  /// then the bias.
+  mlir::Value rowLinear(mlir::Value input, llvm::StringRef prefix, bool bias);
+
   /// Starts a function whose arguments carry `meg.name`s; returns them.
   llvm::SmallVector<mlir::Value> beginFunction(llvm::StringRef name,
                                                llvm::ArrayRef<NamedType> args);
@@ -107,9 +127,13 @@ public:
   static mlir::ArrayRef<int64_t> shapeOf(mlir::Value value);
 
 private:
+  /// Declares `name`, whole of shape `shape`; with `splitDim` >= 0 this
+  /// rank holds one tp block of it along that dimension.
   void declare(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                mlir::meg::InitKind kind, double scale,
-               llvm::ArrayRef<llvm::StringRef> aliases = {});
+               llvm::ArrayRef<llvm::StringRef> aliases = {},
+               int64_t splitDim = -1);
+  mlir::ArrayAttr tpAxes();
 
   /// Records the current layer on every op inserted.
   struct LayerTagger : public mlir::OpBuilder::Listener {
@@ -124,6 +148,7 @@ private:
   mlir::Location loc;
   mlir::Type activationType;
   double initStd = 0.02;
+  int64_t tpSize = 1;
   llvm::StringMap<mlir::RankedTensorType> paramTypes;
   mlir::func::FuncOp currentFunction;
   LayerTagger layerTagger;

@@ -105,6 +105,27 @@ void MeshVerifier::verifySharding(const fb::Parameter &param,
   std::string at = where + ": sharding";
   int64_t group = groupSize(sharding->submesh(), at);
   Shape shape = toShape(param.shape());
+  if (sharding->dim() < -1)
+    fail(at, ": invalid dim ", sharding->dim(), " (-1 means flattened)");
+  if (sharding->dim() >= 0) {
+    Shape fullShape = toShape(sharding->full_shape());
+    auto dim = static_cast<size_t>(sharding->dim());
+    if (dim >= fullShape.size())
+      fail(at, ": dim ", dim, " is out of range for full shape ",
+           formatShape(fullShape));
+    numElements(fullShape, at + " full_shape");
+    Shape block = fullShape;
+    if (block[dim] % group != 0)
+      fail(at, ": dim ", dim, " of full shape ", formatShape(fullShape),
+           " does not split into the ", describeSubmesh(sharding->submesh()));
+    block[dim] /= group;
+    if (shape != block)
+      fail(at, ": a block along dim ", dim, " of full shape ",
+           formatShape(fullShape), " on the ",
+           describeSubmesh(sharding->submesh()), " has shape ",
+           formatShape(block), ", found ", formatShape(shape));
+    return;
+  }
   if (shape.size() != 1)
     fail(at,
          ": a sharded parameter holds a piece of the flattened tensor "

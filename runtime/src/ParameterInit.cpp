@@ -48,16 +48,18 @@ void initializeParameter(Tensor &tensor, const ParameterSpec &spec,
   initializeParameterPiece(tensor, spec, seed, 0, tensor.numElements());
 }
 
-void initializeParameterPiece(Tensor &tensor, const ParameterSpec &spec,
-                              uint64_t seed, int64_t first,
-                              int64_t totalElements) {
+namespace {
+/// Fills `tensor` with the values that element `wholeIndex(i)` of the whole
+/// parameter would get (negative: padding, zero).
+template <typename WholeIndex>
+void initializeFrom(Tensor &tensor, const ParameterSpec &spec, uint64_t seed,
+                    WholeIndex wholeIndex) {
   CounterRandom random(seed, hashName(spec.name));
   double scale = spec.initScale;
-  // Element i of the piece is element first + i of the whole; padding is 0.
   auto piece = [&](auto value) {
     fillFloats(tensor, [&](int64_t i) {
-      int64_t index = first + i;
-      return index < totalElements ? value(index) : 0.0;
+      int64_t index = wholeIndex(i);
+      return index >= 0 ? value(index) : 0.0;
     });
   };
   switch (spec.initKind) {
@@ -79,6 +81,36 @@ void initializeParameterPiece(Tensor &tensor, const ParameterSpec &spec,
   }
   fail("parameter '", spec.name, "': invalid init kind ",
        static_cast<int>(spec.initKind));
+}
+} // namespace
+
+void initializeParameterPiece(Tensor &tensor, const ParameterSpec &spec,
+                              uint64_t seed, int64_t first,
+                              int64_t totalElements) {
+  // Element i of the piece is element first + i of the whole; padding is 0.
+  initializeFrom(tensor, spec, seed, [&](int64_t i) {
+    int64_t index = first + i;
+    return index < totalElements ? index : -1;
+  });
+}
+
+int64_t blockElementIndex(const Shape &fullShape, int dim, int64_t blockExtent,
+                          int64_t index, int64_t i) {
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(dim) + 1; d < fullShape.size(); ++d)
+    inner *= fullShape[d];
+  int64_t blockRow = blockExtent * inner;
+  int64_t outer = i / blockRow, within = i % blockRow;
+  return outer * fullShape[dim] * inner + index * blockRow + within;
+}
+
+void initializeParameterBlock(Tensor &tensor, const ParameterSpec &spec,
+                              uint64_t seed, const Shape &fullShape, int dim,
+                              int64_t index) {
+  int64_t extent = tensor.shape()[dim];
+  initializeFrom(tensor, spec, seed, [&](int64_t i) {
+    return blockElementIndex(fullShape, dim, extent, index, i);
+  });
 }
 
 void copyParameter(Tensor &to, const Tensor &from) {

@@ -27,6 +27,19 @@ void initializeParameterPiece(Tensor &tensor, const ParameterSpec &spec,
                               uint64_t seed, int64_t first,
                               int64_t totalElements);
 
+/// Block `index` of `count` along `dim` of the tensor of shape `fullShape`
+/// that initializeParameter would fill (a tensor-parallel parameter), so
+/// that every rank's block equals that of a single rank.
+void initializeParameterBlock(Tensor &tensor, const ParameterSpec &spec,
+                              uint64_t seed, const Shape &fullShape, int dim,
+                              int64_t index);
+
+/// Where element i of block `index` along `dim` of a tensor of shape
+/// `fullShape` (cut into blocks of `blockExtent`) lies in that tensor,
+/// counting row-major.
+int64_t blockElementIndex(const Shape &fullShape, int dim, int64_t blockExtent,
+                          int64_t index, int64_t i);
+
 /// `to` = `from` converted to `to`'s floating-point dtype (same shape),
 /// rounding to nearest even.
 void copyParameter(Tensor &to, const Tensor &from);

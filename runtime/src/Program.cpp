@@ -120,7 +120,9 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
     spec.aliases.push_back(param.aliases()->Get(i)->str());
   if (const fb::Sharding *sharding = param.sharding())
     spec.sharding =
-        ShardingSpec{sharding->submesh(), toShape(sharding->full_shape())};
+        ShardingSpec{sharding->submesh(), toShape(sharding->full_shape()),
+                     sharding->dim() >= 0 ? std::optional<int>(sharding->dim())
+                                          : std::nullopt};
   return spec;
 }
 

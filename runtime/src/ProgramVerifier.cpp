@@ -82,6 +82,9 @@ void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
       fail(where, ": copies '", source,
            "', which is sharded, but is not sharded itself");
   } else if (!fromSharding) {
+    if (sharding->dim() >= 0)
+      fail(where, ": copies '", source,
+           "', which is not sharded, but is a block of a sharded tensor");
     if (toShape(from.shape()) != toShape(sharding->full_shape()))
       fail(where, ": copies '", source, "' of shape ",
            formatShape(toShape(from.shape())),
@@ -89,6 +92,7 @@ void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
            formatShape(toShape(sharding->full_shape())));
     return;
   } else if (fromSharding->submesh() != sharding->submesh() ||
+             fromSharding->dim() != sharding->dim() ||
              toShape(fromSharding->full_shape()) !=
                  toShape(sharding->full_shape())) {
     fail(where, ": copies '", source, "', sharded over submesh ",

@@ -263,11 +263,48 @@ struct Session::Impl {
     }
   }
 
-  /// Where this rank's piece of a sharded parameter starts in the
+  /// Where this rank's piece of a flattened sharded parameter starts in the
   /// flattened full tensor.
   int64_t pieceStart(const ParameterSpec &spec) const {
     return layout.indexInGroup(spec.sharding->submesh, rank) * spec.shape[0];
   }
+
+  /// This rank's piece of `full`, a whole sharded parameter: its block
+  /// along the sharding's dim, or its range of the flattened tensor.
+  Tensor localPiece(const ParameterSpec &spec, const Tensor &full) const {
+    if (!spec.sharding->dim)
+      return pieceOf(full, pieceStart(spec), spec.shape);
+    Tensor block(full.dtype(), spec.shape);
+    size_t bytes = elementSize(full.dtype());
+    forEachBlockRun(spec.sharding->fullShape, spec.shape, *spec.sharding->dim,
+                    layout.indexInGroup(spec.sharding->submesh, rank),
+                    [&](int64_t inBlock, int64_t inWhole, int64_t count) {
+                      std::memcpy(block.data() + inBlock * bytes,
+                                  full.data() + inWhole * bytes,
+                                  count * bytes);
+                    });
+    return block;
+  }
+
+  /// Calls `copy(inBlock, inWhole, count)` for each contiguous run of
+  /// block `index` along `dim` of a tensor of shape `fullShape`, block
+  /// shape `blockShape`: element offsets into the block and the whole.
+  template <typename Copy>
+  static void forEachBlockRun(const Shape &fullShape, const Shape &blockShape,
+                              int dim, int64_t index, Copy copy) {
+    int64_t elements = 1;
+    for (int64_t extent : blockShape)
+      elements *= extent;
+    int64_t inner = 1;
+    for (size_t d = static_cast<size_t>(dim) + 1; d < fullShape.size(); ++d)
+      inner *= fullShape[d];
+    int64_t run = blockShape[dim] * inner;
+    for (int64_t first = 0; run > 0 && first < elements; first += run)
+      copy(first,
+           blockElementIndex(fullShape, dim, blockShape[dim], index, first),
+           run);
+  }
+
 
   /// What files hold of a parameter: its full shape when it is sharded.
   static const Shape &fileShape(const ParameterSpec &spec) {
@@ -289,6 +326,23 @@ struct Session::Impl {
     uint32_t submesh = spec.sharding->submesh;
     int group = layout.groupOf(submesh, rank);
     size_t elementBytes = elementSize(spec.dtype);
+    if (spec.sharding->dim) {
+      for (int peer = 0; peer < world->size(); ++peer) {
+        if (layout.groupOf(submesh, peer) != group)
+          continue;
+        const uint8_t *block =
+            pieces.data() + static_cast<size_t>(peer) * bytes;
+        forEachBlockRun(
+            spec.sharding->fullShape, spec.shape, *spec.sharding->dim,
+            layout.indexInGroup(submesh, peer),
+            [&](int64_t inBlock, int64_t inWhole, int64_t count) {
+              std::memcpy(full.data() + inWhole * elementBytes,
+                          block + inBlock * elementBytes,
+                          count * elementBytes);
+            });
+      }
+      return full;
+    }
     auto total = static_cast<size_t>(full.numElements());
     for (int peer = 0; peer < world->size(); ++peer) {
       if (layout.groupOf(submesh, peer) != group)
@@ -411,7 +465,12 @@ void Session::initParameters(uint64_t seed) {
     const ParameterSpec &spec = specs[i];
     if (spec.initKind == InitKind::Copy)
       continue;
-    if (spec.sharding)
+    if (spec.sharding && spec.sharding->dim)
+      initializeParameterBlock(
+          impl_->parameters[i], spec, seed, spec.sharding->fullShape,
+          *spec.sharding->dim,
+          impl_->layout.indexInGroup(spec.sharding->submesh, impl_->rank));
+    else if (spec.sharding)
       initializeParameterPiece(
           impl_->parameters[i], spec, seed, impl_->pieceStart(spec),
           numElements(spec.sharding->fullShape, spec.name));
@@ -494,9 +553,7 @@ void Session::load(const std::string &path, bool allowExtra, bool withState,
       continue;
     const Tensor &tensor = *found[i];
     if (specs[i].sharding)
-      impl_->write(
-          i,
-          pieceOf(tensor, impl_->pieceStart(specs[i]), specs[i].shape).data());
+      impl_->write(i, impl_->localPiece(specs[i], tensor).data());
     else
       impl_->write(i, tensor.data());
   }

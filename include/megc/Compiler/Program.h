@@ -189,9 +189,11 @@ struct ParameterDesc {
   /// Never negative (meg.non_negative): a second moment, a step count.
   bool nonNegative = false;
   /// A sharded parameter: the submesh it is split over and the shape of
-  /// the whole tensor (its type is this rank's 1-D piece).
+  /// the whole tensor; its type is this rank's 1-D piece, or with
+  /// shardDim >= 0 its block along that dimension.
   int32_t shardSubmesh = -1;
   std::vector<int64_t> fullShape;
+  int64_t shardDim = -1;
 };
 
 /// The learning-rate schedule (#meg.lr_schedule with the optimizer's lr as

@@ -66,6 +66,9 @@ struct LlamaConfig {
   /// padding): the loss is the mean over the other tokens of the global
   /// batch. None: every label is a class.
   std::optional<int64_t> ignoreIndex = -100;
+  /// Tensor-parallel ranks (--mesh tp=N): attention heads and MLP features
+  /// split over them as Megatron's column- and row-parallel layers.
+  int64_t tp = 1;
   /// The Hugging Face config (a JSON object) that the model is, recorded on
   /// the module as meg.hf_config; empty: derived from the fields above when
   /// Hugging Face's LlamaForCausalLM can express them.

@@ -1,6 +1,7 @@
 //===- ShapePatterns.cpp - data movement and reductions to tensor/linalg ===//
 //
-// reshape, transpose, strided slice, concat, split and reduce.
+// reshape, copy_to_group, transpose, strided slice, concat, split and
+// reduce.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,16 @@ struct ReshapeLowering : public OpRewritePattern<ReshapeOp> {
                                 PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(), op.getInput(),
                                          tensorOf(op.getResult()).getShape()));
+    return success();
+  }
+};
+
+// After autodiff its only meaning, the gradient's all-reduce, is built.
+struct CopyToGroupLowering : public OpRewritePattern<CopyToGroupOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CopyToGroupOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
     return success();
   }
 };
@@ -143,7 +154,8 @@ struct ReduceLowering : public OpRewritePattern<ReduceOp> {
 } // namespace
 
 void mlir::meg::populateShapePatterns(RewritePatternSet &patterns) {
-  patterns.add<ReshapeLowering, TransposeLowering, SliceLowering,
+  patterns.add<ReshapeLowering, CopyToGroupLowering, TransposeLowering,
+               SliceLowering,
                SliceGradLowering,
                ConcatLowering, SplitLowering, ReduceLowering>(
       patterns.getContext());

@@ -48,13 +48,17 @@ enum class InitKind : uint8_t {
 
 const char *initKindName(InitKind kind);
 
-/// The parameter is this rank's piece of a larger tensor: the tensor of
-/// shape `fullShape`, flattened row-major and zero-padded to n * group size
-/// elements, where [n] is the parameter's (1-D) shape; rank i of the group
-/// Program::submeshes()[submesh] holds elements [i * n, (i + 1) * n).
+/// The parameter is this rank's piece of a larger tensor of shape
+/// `fullShape`, split over the group Program::submeshes()[submesh]; rank i
+/// of the group holds piece i. Without `dim`, the tensor is flattened
+/// row-major and zero-padded to n * group size elements, where [n] is the
+/// parameter's (1-D) shape, and piece i is elements [i * n, (i + 1) * n).
+/// With `dim`, the tensor is cut along that dimension into group size equal
+/// blocks and piece i is block i (tensor parallelism).
 struct ShardingSpec {
   uint32_t submesh;
   Shape fullShape;
+  std::optional<int> dim;
 };
 
 struct MeshAxis {

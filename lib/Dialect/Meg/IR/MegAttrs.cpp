@@ -155,9 +155,12 @@ verifyAxisNames(function_ref<InFlightDiagnostic()> emitError, ArrayAttr axes,
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh, ArrayAttr axes,
-                                   ArrayRef<int64_t> shape) {
+                                   ArrayRef<int64_t> shape, int64_t dim) {
   if (!mesh)
     return emitError() << "expects a mesh symbol";
+  if (dim < -1 || dim >= static_cast<int64_t>(shape.size()))
+    return emitError() << "dim " << dim << " is out of range for a "
+                       << shape.size() << "-d shape";
   for (int64_t extent : shape)
     if (extent <= 0)
       return emitError() << "expects positive extents in the full shape, got "

@@ -97,6 +97,32 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
                           ShardChange::None, 0);
 }
 
+// A sum's gradient passes through (Megatron's reduce-from-tensor-parallel
+// region): every rank continues with the same value.
+FailureOr<SmallVector<Value>> AllReduceOp::buildVJP(OpBuilder &,
+                                                    ValueRange grads) {
+  if (getReduce() != CollectiveReduce::sum)
+    return emitOpError()
+           << "has no gradient with reduction "
+           << stringifyCollectiveReduce(getReduce())
+           << " (only the sum of a model's partial results does)";
+  return SmallVector<Value>{grads[0]};
+}
+
+LogicalResult CopyToGroupOp::verifySymbolUses(SymbolTableCollection &table) {
+  return failure(failed(
+      SubmeshOp::verifyGroup(*this, table, getMeshAttr(), getAxesAttr())));
+}
+
+// Each rank's consumers see part of the gradient; their sum is the whole.
+FailureOr<SmallVector<Value>> CopyToGroupOp::buildVJP(OpBuilder &b,
+                                                      ValueRange grads) {
+  Value grad = AllReduceOp::create(
+      b, getLoc(), grads[0].getType(), grads[0], getMeshAttr(), getAxesAttr(),
+      CollectiveReduceAttr::get(getContext(), CollectiveReduce::sum));
+  return SmallVector<Value>{grad};
+}
+
 RankedTensorType AllGatherStartOp::getProducedType() {
   return futureValue(getFuture());
 }

@@ -36,9 +36,16 @@ LogicalResult ParamOp::verify() {
   }
   if (getFrozen() && getState())
     return emitOpError() << "cannot be both frozen and training state";
-  if (getShardingAttr() && type.getRank() != 1)
+  ShardingAttr sharding = getShardingAttr();
+  if (sharding && !sharding.isBlock() && type.getRank() != 1)
     return emitOpError() << "is sharded, so its type must be the 1-D piece "
                             "of one rank, got "
+                         << type;
+  if (sharding && sharding.isBlock() &&
+      type.getRank() != static_cast<int64_t>(sharding.getShape().size()))
+    return emitOpError() << "is a block of a "
+                         << formatShape(sharding.getShape())
+                         << " tensor, so its type must have that rank, got "
                          << type;
   return success();
 }
@@ -104,6 +111,24 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                            << ", which mesh " << sharding.getMesh()
                            << " does not have";
     groupSize *= *size;
+  }
+  if (sharding.isBlock()) {
+    int64_t dim = sharding.getDim();
+    SmallVector<int64_t> block(sharding.getShape());
+    if (block[dim] % groupSize != 0)
+      return emitOpError() << "splits dim " << dim << " of a "
+                           << formatShape(sharding.getShape())
+                           << " tensor over " << groupSize
+                           << " ranks, which does not divide it";
+    block[dim] /= groupSize;
+    if (getTensorType().getShape() != ArrayRef<int64_t>(block))
+      return emitOpError() << "is one of " << groupSize << " blocks along dim "
+                           << dim << " of a "
+                           << formatShape(sharding.getShape())
+                           << " tensor, so its shape must be "
+                           << formatShape(block) << ", got "
+                           << formatShape(getTensorType().getShape());
+    return success();
   }
   int64_t elements = 1;
   for (int64_t extent : sharding.getShape())

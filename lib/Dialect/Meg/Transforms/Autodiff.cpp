@@ -80,6 +80,12 @@ struct MegAutodiffPass
     }
     if (failed(buildGradient(module, loss)))
       return signalPassFailure();
+    // A copy_to_group means only its gradient's all-reduce, now built: every
+    // one in the module (the forward entry's too) becomes its input.
+    module.walk([](CopyToGroupOp copy) {
+      copy.getResult().replaceAllUsesWith(copy.getInput());
+      copy.erase();
+    });
   }
 
   LogicalResult buildGradient(ModuleOp module, func::FuncOp loss) {

@@ -159,6 +159,12 @@ LogicalResult FsdpRewriter::configure() {
              << ", but only data-parallel axes (shard and outer) are "
                 "supported; tensor parallelism needs size 1";
   }
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (param.getShardingAttr())
+      return param.emitError()
+             << "meg-fsdp: @" << param.getSymName()
+             << " is sharded already; FSDP does not yet shard parameters "
+                "that tensor parallelism splits";
   FsdpStrategy strategy = config.getStrategy();
   weightsSharded = strategy == FsdpStrategy::optim_grads_params;
   gradsSharded = weightsSharded || strategy == FsdpStrategy::optim_grads;

@@ -10,11 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Clipping.h"
+
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGOPTIMIZER
@@ -57,9 +59,10 @@ struct MegOptimizerPass
 
   /// Declares a state parameter before the functions, zero-initialised
   /// unless `init` says otherwise.
+  /// A parameter's moments and master copy are sharded as it is (`sharding`).
   void declareState(OpBuilder &builder, ModuleOp module, StringRef stateName,
                     RankedTensorType type, InitAttr init = {},
-                    bool nonNegative = false) {
+                    bool nonNegative = false, ShardingAttr sharding = {}) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(*module.getOps<func::FuncOp>().begin());
     if (!init)
@@ -68,7 +71,7 @@ struct MegOptimizerPass
         builder, module.getLoc(), builder.getStringAttr(stateName),
         TypeAttr::get(type), init,
         /*frozen=*/nullptr, builder.getUnitAttr(),
-        /*sharding=*/nullptr, /*aliases=*/nullptr);
+        sharding, /*aliases=*/nullptr);
     if (nonNegative)
       param->setAttr(MegDialect::kNonNegativeAttrName, builder.getUnitAttr());
   }
@@ -225,14 +228,42 @@ struct MegOptimizerPass
     Value gradNorm, gradScale;
     double clip = config.getClipGrad().convertToDouble();
     if (clip > 0.0) {
+      // Gradients of parameters split into blocks (tensor parallelism) are
+      // summed over their group; the others are the same on every rank of
+      // it and count once.
       Value sum;
+      llvm::MapVector<ShardingAttr, Value> blockSums;
+      auto addTo = [&](Value &total, Value squares) {
+        total = total ? Value(AddOp::create(builder, loc, total, squares))
+                      : squares;
+      };
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
         auto resultName = step.getResultAttrOfType<StringAttr>(
             index, MegDialect::kNameAttrName);
         if (!resultName || !resultName.getValue().starts_with("grad."))
           continue;
         Value squares = sumOfSquares(builder, loc, value);
-        sum = sum ? Value(AddOp::create(builder, loc, sum, squares)) : squares;
+        auto param =
+            module.lookupSymbol<ParamOp>(resultName.getValue().drop_front(5));
+        ShardingAttr sharding = param ? param.getShardingAttr() : nullptr;
+        if (sharding && sharding.isBlock()) {
+          // One entry per group: the shape and dim do not matter.
+          auto group = ShardingAttr::get(builder.getContext(),
+                                         sharding.getMesh(),
+                                         sharding.getAxes(), {1});
+          addTo(blockSums[group], squares);
+        } else {
+          addTo(sum, squares);
+        }
+      }
+      for (auto &[group, partial] : blockSums) {
+        auto one = RankedTensorType::get({1}, f32);
+        Value total = AllReduceOp::create(
+            builder, loc, one, ReshapeOp::create(builder, loc, one, partial),
+            group.getMesh(), group.getAxes(),
+            CollectiveReduceAttr::get(builder.getContext(),
+                                      CollectiveReduce::sum));
+        addTo(sum, ReshapeOp::create(builder, loc, scalar, total));
       }
       if (!sum)
         return grad.emitError()
@@ -266,9 +297,11 @@ struct MegOptimizerPass
       auto expAvgSqType = type.clone(policy ? policy.getExpAvgSq() : f32);
       std::string expAvg = ("optimizer.exp_avg." + paramName).str();
       std::string expAvgSq = ("optimizer.exp_avg_sq." + paramName).str();
-      declareState(builder, module, expAvg, expAvgType);
+      ShardingAttr sharding = param.getShardingAttr();
+      declareState(builder, module, expAvg, expAvgType, {},
+                   /*nonNegative=*/false, sharding);
       declareState(builder, module, expAvgSq, expAvgSqType, {},
-                   /*nonNegative=*/true);
+                   /*nonNegative=*/true, sharding);
       // Separate master weights: the optimizer updates a copy in the
       // policy's main_params dtype, and the model weight is its rounding.
       std::string master = paramName.str();
@@ -279,7 +312,8 @@ struct MegOptimizerPass
         declareState(builder, module, master, masterType,
                      InitAttr::get(builder.getContext(), InitKind::copy,
                                    APFloat(0.0),
-                                   FlatSymbolRefAttr::get(param)));
+                                   FlatSymbolRefAttr::get(param)),
+                     /*nonNegative=*/false, sharding);
       }
       auto update = AdamWOp::create(
           builder, loc, read(master, masterType), value,

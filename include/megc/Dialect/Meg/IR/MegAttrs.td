@@ -146,25 +146,47 @@ def Meg_InitAttr : Meg_Attr<"Init", "init"> {
 def Meg_ShardingAttr : Meg_Attr<"Sharding", "sharding"> {
   let summary = "This rank's piece of a parameter sharded over mesh axes";
   let description = [{
-    The parameter is one rank's piece of a tensor of shape `shape`: that
-    tensor, flattened row-major and zero-padded to `n * G` elements (`G` the
-    size of the group formed by `axes` of `mesh`), is split into `G`
-    contiguous pieces of `n` elements, and the parameter (of type
-    `tensor<n x T>`) is the piece of this rank's index in the group
-    (row-major over its coordinates on `axes`, in the listed order).
-    meg-fsdp shards parameters this way.
+    The parameter is one rank's piece of a tensor of shape `shape`, split
+    over the group formed by `axes` of `mesh` (of size `G`, ranks indexed
+    row-major over their coordinates on `axes`, in the listed order).
+
+    Without `dim`, that tensor, flattened row-major and zero-padded to
+    `n * G` elements, is split into `G` contiguous pieces of `n` elements,
+    and the parameter (of type `tensor<n x T>`) is the piece of this rank's
+    index in the group. meg-fsdp shards parameters this way.
+
+    With `dim = d`, the tensor is split along dimension `d` into `G` equal
+    blocks (`G` must divide `shape[d]`) and the parameter, of the tensor's
+    rank, is the block of this rank's index: Megatron's column-parallel
+    (d = 0 of an [out, in] weight) and row-parallel (d = 1) layers.
 
     ```mlir
     meg.param @w : tensor<512xf32> init #meg.init<normal(0.02)>
         sharding #meg.sharding<mesh = @world, axes = ["dp_shard"],
                                shape = [64, 32]>
+    meg.param @q : tensor<32x64xf32> init #meg.init<normal(0.02)>
+        sharding #meg.sharding<mesh = @world, axes = ["tp"],
+                               shape = [64, 64], dim = 0>
     ```
   }];
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$axes,
-                        ArrayRefParameter<"int64_t">:$shape);
+                        ArrayRefParameter<"int64_t">:$shape,
+                        DefaultValuedParameter<"int64_t", "-1">:$dim);
   let assemblyFormat = [{
-    `<` `mesh` `=` $mesh `,` `axes` `=` $axes `,` `shape` `=` `[` $shape `]` `>`
+    `<` `mesh` `=` $mesh `,` `axes` `=` $axes `,` `shape` `=` `[` $shape `]`
+    (`,` `dim` `=` $dim^)? `>`
+  }];
+  let builders = [
+    AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$mesh,
+                     "::mlir::ArrayAttr":$axes,
+                     "::llvm::ArrayRef<int64_t>":$shape), [{
+      return $_get($_ctxt, mesh, axes, shape, -1);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Whether the piece is a block along `dim` rather than a flat range.
+    bool isBlock() const { return getDim() >= 0; }
   }];
   let genVerifyDecl = 1;
 }

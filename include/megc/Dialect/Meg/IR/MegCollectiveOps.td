@@ -9,6 +9,7 @@
 #define MEGC_DIALECT_MEG_IR_MEGCOLLECTIVEOPS_TD
 
 include "megc/Dialect/Meg/IR/MegAttrs.td"
+include "megc/Dialect/Meg/IR/MegInterfaces.td"
 include "megc/Dialect/Meg/IR/MegTypes.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -77,10 +78,15 @@ def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter"> {
 }
 
 def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
-    [AllTypesMatch<["input", "result"]>]> {
+    [AllTypesMatch<["input", "result"]>, Meg_VJP]> {
   let summary = "Reduces across a group; every rank gets the result";
   let description = [{
     Elementwise `sum` or `avg` over the ranks of a registered group.
+
+    In a model (a row-parallel layer's output summed over `tp`), the
+    gradient of a `sum` passes through unchanged, as Megatron's
+    reduce-from-tensor-parallel region: the ranks go on with the same
+    value, so each one's gradient of it is the whole gradient.
 
     ```mlir
     %g = meg.all_reduce %grad over @world[dp_outer] avg : tensor<256x64xf32>
@@ -92,6 +98,30 @@ def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
   let assemblyFormat = [{
     $input `over` $mesh `` custom<AxisList>($axes) `` $reduce attr-dict `:`
     type($input)
+  }];
+}
+
+def Meg_CopyToGroupOp : Meg_Op<"copy_to_group", [Pure, Meg_VJP,
+    AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Identity whose gradient is summed over a group";
+  let description = [{
+    Megatron's copy-to-tensor-parallel region: the value (the same on every
+    rank of the group) passes through, and meg-autodiff turns its gradient
+    into a `meg.all_reduce ... sum` over the group, since each rank's
+    column-parallel layer contributes only part of it. meg-autodiff
+    replaces it by its input once the gradients are built (the program
+    lowering forwards the input of any left, in an inference build).
+
+    ```mlir
+    %x = meg.copy_to_group %h over @world[tp] : tensor<2x256x512xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `` custom<AxisList>($axes) attr-dict `:` type($input)
   }];
 }
 

@@ -184,7 +184,8 @@ def MegAutodiff : Pass<"meg-autodiff", "::mlir::ModuleOp"> {
     Frozen parameters get no gradient output, so canonicalization removes
     their weight-gradient work. Calls must be inlined first; an op on the
     path to the loss without a vector-Jacobian product is an error naming
-    it.
+    it. Every `meg.copy_to_group` of the module, whose meaning was its
+    gradient's all-reduce, is then replaced by its input.
 
     Example:
 

@@ -1,0 +1,198 @@
+"""End to end: tensor parallelism trains like one rank. Ten llama
+train_steps on tp=2 and tp=4 meshes under mpirun (q/k/v and gate/up
+column-parallel, o and down row-parallel, grouped KV heads split with their
+query heads), with global-norm clipping, with micro-batches, and for an
+imported model with q/k/v, o and MLP biases, give the losses and the final
+training state (weights, moments, step; saved whole) of the single-rank
+artifact compiled from the same model, within f32 tolerance. The forward
+entry's logits (the same on every rank) equal one rank's too; a checkpoint
+saved from a tp run loads into one rank unchanged, and one rank's loads
+into a tp run, which then computes the same logits."""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+import e2e_util
+import fsdp_equivalence
+import mpi_util
+
+MODEL = ["--layers", "2", "--hidden", "32", "--heads", "8", "--kv-heads", "4",
+         "--ffn", "48", "--seq", "8", "--vocab", "61", "--batch", "4",
+         "--train", "--weight-decay", "0.1"]
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "hf-fixtures")
+STEPS = 10
+TOLERANCE = 1e-5
+
+# (name, tp, extra gen flags); clipping is active on the first steps.
+CONFIGS = [
+    ("tp=2", 2, []),
+    ("tp=4", 4, []),
+    ("tp=2 clip", 2, ["--clip-grad", "0.5"]),
+    ("tp=4 clip + 2 micro-batches", 4,
+     ["--clip-grad", "0.5", "--micro-batches", "2"]),
+]
+
+
+# The loss does not depend on a key bias (softmax is invariant to adding
+# q.b to every score of a row), so its gradient is rounding noise, which
+# AdamW normalises into updates of full size: any two correct summation
+# orders move it differently. Its error is scaled down to the same budget.
+NOISE_ONLY = (".self_attn.k_proj.bias", 10.0)
+
+
+def state_error(got_state, want_state, name):
+    if sorted(got_state) != sorted(want_state):
+        sys.exit(f"{name}: saved state has tensors "
+                 f"{sorted(set(got_state) ^ set(want_state))} that differ "
+                 "from the single-rank state")
+    worst, worst_name = 0.0, ""
+    for key, want in want_state.items():
+        got = got_state[key]
+        if got.shape != want.shape:
+            sys.exit(f"{name}: {key} has shape {got.shape}, single rank "
+                     f"{want.shape}")
+        error = e2e_util.relative_error(got, want)
+        if key.endswith(NOISE_ONLY[0]) and not key.startswith("optimizer."):
+            error /= NOISE_ONLY[1]
+        if error > worst:
+            worst, worst_name = error, key
+    return worst, worst_name
+
+
+def run_ranks(ranks, args):
+    result = mpi_util.run_ranks(ranks, args)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args)} on {ranks} ranks failed "
+                 f"({result.returncode}):\n{result.stdout}{result.stderr}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tmp", required=True)
+    parser.add_argument("--only", help="run the configurations whose name "
+                        "contains this")
+    options = parser.parse_args()
+    tmp = options.tmp
+    os.makedirs(tmp, exist_ok=True)
+    rng = np.random.default_rng(5)
+    inputs = []
+    for name in ("input_ids", "labels"):
+        path = os.path.join(tmp, name + ".npy")
+        np.save(path, rng.integers(0, 61, (4, 8)).astype(np.int32))
+        inputs += ["--input", f"{name}={path}"]
+
+    def compile_model(tag, command):
+        model = os.path.join(tmp, tag + ".mlir")
+        artifact = os.path.join(tmp, tag + ".megc")
+        e2e_util.run([*command, "-o", model])
+        e2e_util.run(["megc", model, "-o", artifact])
+        return artifact
+
+    references = {}
+
+    def reference(flags):
+        key = tuple(flags)
+        if key not in references:
+            tag = f"single{len(references)}"
+            single = compile_model(tag, ["megc", "gen", "llama", *MODEL,
+                                         *flags])
+            losses, state = fsdp_equivalence.train(
+                single, inputs, os.path.join(tmp, tag + ".safetensors"), 1)
+            if not losses[-1] < losses[0]:
+                sys.exit(f"single-rank loss does not fall: {losses}")
+            references[key] = (single, losses, state)
+        return references[key]
+
+    def compare(name, ranks, single, want_losses, want_state, artifact,
+                flags=()):
+        tag = name.replace(" ", "_").replace("=", "").replace("+", "")
+        losses, state = fsdp_equivalence.train(
+            artifact, inputs, os.path.join(tmp, tag + ".safetensors"), ranks)
+        loss_error = float(np.max(np.abs(losses - want_losses) /
+                                  np.abs(want_losses)))
+        worst, worst_name = state_error(state, want_state, name)
+        logits, shown = 0.0, ""
+        # With micro-batches the forward entry takes one micro-batch.
+        if "--micro-batches" not in flags:
+            want = fsdp_equivalence.entry_outputs(
+                single, "forward", inputs[:2], os.path.join(tmp, tag + "_fw1"),
+                1)
+            got = fsdp_equivalence.entry_outputs(
+                artifact, "forward", inputs[:2],
+                os.path.join(tmp, tag + "_fwN"), ranks)
+            logits = e2e_util.relative_error(got["logits"], want["logits"])
+            shown = f", logits rel err {logits:.2e}"
+        ok = max(loss_error, worst, logits) < TOLERANCE
+        print(f"{name:28s} {ranks} ranks: loss rel err {loss_error:.2e}, "
+              f"state rel err {worst:.2e} ({worst_name}){shown}"
+              + ("" if ok else "  FAILED"))
+        return ok
+
+    failed = False
+    for name, tp, flags in CONFIGS:
+        if options.only and options.only not in name:
+            continue
+        single, want_losses, want_state = reference(flags)
+        artifact = compile_model(name.replace(" ", "_").replace("=", ""),
+                                 ["megc", "gen", "llama", *MODEL, *flags,
+                                  "--mesh", f"tp={tp}"])
+        failed |= not compare(name, tp, single, want_losses, want_state,
+                              artifact, flags)
+
+    if not options.only or "bias" in options.only:
+        # Column biases split with their weights, row biases added once
+        # after the reduction.
+        source = os.path.join(FIXTURES, "llama-bias")
+        imported = ["megc", "import", source, "--seq", "8", "--batch", "4",
+                    "--train"]
+        single = compile_model("bias_single", imported)
+        want_losses, want_state = fsdp_equivalence.train(
+            single, inputs, os.path.join(tmp, "bias_single.safetensors"), 1)
+        artifact = compile_model("bias_tp2", [*imported, "--mesh", "tp=2"])
+        failed |= not compare("imported llama-bias tp=2", 2, single,
+                              want_losses, want_state, artifact)
+
+    if not options.only or "checkpoint" in options.only:
+        # A tp run saves whole Hugging Face tensors; loading them into a tp
+        # run takes each rank's block again.
+        single = reference([])[0]
+        artifact = compile_model("checkpoint_tp2", ["megc", "gen", "llama",
+                                                    *MODEL, "--mesh", "tp=2"])
+        saved = os.path.join(tmp, "tp_weights")
+        run_ranks(2, ["megc-run", artifact, "--entry", "train_step",
+                      "--params", "init:3", "--steps", "2", "--save-params", saved + "/",
+                      *inputs])
+        one = os.path.join(tmp, "one_weights")
+        e2e_util.run(["megc-run", single, "--entry", "train_step", "--params",
+                      "init:3", "--steps", "2", "--save-params", one + "/", *inputs])
+        worst = 0.0
+        for file in ("model.safetensors",):
+            got = e2e_util.read_safetensors(os.path.join(saved, file))
+            want = e2e_util.read_safetensors(os.path.join(one, file))
+            worst = max(worst, state_error(got, want, "checkpoint")[0])
+        out1, outN = os.path.join(tmp, "ck_fw1"), os.path.join(tmp, "ck_fwN")
+        e2e_util.run(["megc-run", single, "--entry", "forward", "--params",
+                      one, "--output-dir", out1, *inputs[:2]])
+        run_ranks(2, ["megc-run", artifact, "--entry", "forward", "--params",
+                      one, "--output-dir", outN, *inputs[:2]])
+        logits = e2e_util.relative_error(
+            e2e_util.read_output(os.path.join(outN, "logits.npy")),
+            e2e_util.read_output(os.path.join(out1, "logits.npy")))
+        ok = max(worst, logits) < TOLERANCE
+        print(f"{'checkpoint save and load':28s} 2 ranks: saved weights rel "
+              f"err {worst:.2e}, logits from one rank's checkpoint rel err "
+              f"{logits:.2e}" + ("" if ok else "  FAILED"))
+        failed |= not ok
+
+    if failed:
+        sys.exit("some configurations differ from one rank by more than "
+                 f"{TOLERANCE}")
+    print(f"all tensor-parallel configurations equal one rank within "
+          f"{TOLERANCE} (f32)")
+
+
+if __name__ == "__main__":
+    main()
