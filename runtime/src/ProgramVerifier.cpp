@@ -95,11 +95,16 @@ void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
              fromSharding->dim() != sharding->dim() ||
              toShape(fromSharding->full_shape()) !=
                  toShape(sharding->full_shape())) {
-    fail(where, ": copies '", source, "', sharded over submesh ",
-         fromSharding->submesh(), " with full shape ",
-         formatShape(toShape(fromSharding->full_shape())),
-         ", but is sharded over submesh ", sharding->submesh(),
-         " with full shape ", formatShape(toShape(sharding->full_shape())));
+    auto layout = [](const fb::Sharding &shards) {
+      return concat("sharded over submesh ", shards.submesh(),
+                    " with full shape ",
+                    formatShape(toShape(shards.full_shape())),
+                    shards.dim() >= 0
+                        ? concat(" in blocks along dim ", shards.dim())
+                        : std::string());
+    };
+    fail(where, ": copies '", source, "', ", layout(*fromSharding),
+         ", but is ", layout(*sharding));
   }
   if (toShape(from.shape()) != toShape(param.shape()))
     fail(where, ": copies '", source, "' of shape ",

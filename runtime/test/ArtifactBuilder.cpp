@@ -30,7 +30,8 @@ Offset<fb::Parameter> buildParameter(FlatBufferBuilder &builder,
   Offset<fb::Sharding> sharding = 0;
   if (desc.sharding)
     sharding = fb::CreateShardingDirect(builder, desc.sharding->submesh,
-                                        &desc.sharding->fullShape);
+                                        &desc.sharding->fullShape,
+                                        desc.sharding->dim);
   return fb::CreateParameterDirect(
       builder, desc.name.c_str(), desc.dtype, &desc.shape, desc.trainable,
       desc.init, desc.scale, sharding, desc.state,

@@ -26,6 +26,8 @@ struct TensorDesc {
 struct ShardingDesc {
   uint32_t submesh = 0;
   Shape fullShape;
+  /// -1: a piece of the flattened tensor; otherwise a block along `dim`.
+  int dim = -1;
 };
 
 struct ParamDesc {

@@ -214,6 +214,39 @@ TEST(DataParallel, PiecesOfAnInitialisationAreSlicesOfIt) {
   }
 }
 
+// Tensor parallelism: block b of n along a dimension is the slice of the
+// whole initialisation that the dimension's indices [b * e, (b + 1) * e)
+// select, for every dimension of a 3-d tensor.
+TEST(DataParallel, BlocksOfAnInitialisationAreSlicesOfIt) {
+  Shape full = {4, 6, 2};
+  ParameterSpec spec{"layer.w", DType::F32, full, true, InitKind::Normal,
+                     0.5,       {},         false, ""};
+  Tensor whole(DType::F32, full);
+  initializeParameter(whole, spec, 42);
+  std::vector<float> values = whole.toFloats();
+  for (int dim = 0; dim < 3; ++dim) {
+    int64_t count = full[dim];
+    for (int64_t blocks : {int64_t(1), int64_t(2), count}) {
+      Shape shape = full;
+      shape[dim] /= blocks;
+      for (int64_t b = 0; b < blocks; ++b) {
+        Tensor block(DType::F32, shape);
+        initializeParameterBlock(block, spec, 42, full, dim, b);
+        std::vector<float> got = block.toFloats();
+        int64_t i = 0;
+        for (int64_t x = 0; x < shape[0]; ++x)
+          for (int64_t y = 0; y < shape[1]; ++y)
+            for (int64_t z = 0; z < shape[2]; ++z, ++i) {
+              int64_t at[3] = {x, y, z};
+              at[dim] += b * shape[dim];
+              EXPECT_EQ(got[i], values[(at[0] * 6 + at[1]) * 2 + at[2]])
+                  << "dim " << dim << " block " << b << " of " << blocks;
+            }
+      }
+    }
+  }
+}
+
 TEST(DataParallel, ShardedInitIsThePieceOfTheFullInit) {
   // Pieces of 17 for 15 elements: two padding elements.
   Session session(dataParallel(1, 1, /*extraPadding=*/2), {"cpu", 7});

@@ -107,6 +107,46 @@ TEST(MeshVerifier, ShardedParameters) {
       "(loaded)");
 }
 
+TEST(MeshVerifier, BlockShardedParameters) {
+  // Parameter 'w' [8] as one of the two blocks of a tensor.
+  auto blocks = [](ProgramDesc &d, Shape fullShape, int dim) {
+    d.params[0].sharding->fullShape = fullShape;
+    d.params[0].sharding->dim = dim;
+  };
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { blocks(d, {16}, 0); }),
+            "(loaded)");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { blocks(d, {16}, 1); }),
+            "parameter 'w': sharding: dim 1 is out of range for full shape "
+            "[16]");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { blocks(d, {15}, 0); }),
+            "parameter 'w': sharding: dim 0 of full shape [15] does not split "
+            "into the submesh 0 (dp_shard: 2 ranks)");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { blocks(d, {18}, 0); }),
+            "parameter 'w': sharding: a block along dim 0 of full shape [18] "
+            "on the submesh 0 (dp_shard: 2 ranks) has shape [9], found [8]");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { blocks(d, {16}, -2); }),
+            "parameter 'w': sharding: invalid dim -2 (-1 means flattened)");
+  // A copy is laid out as its source.
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+              d.params[0].sharding->fullShape = {16};
+              d.params[0].sharding->dim = 0;
+              d.params[2].initSource = "w";
+              d.params[2].sharding->fullShape = {16};
+            }),
+            "parameter 'piece': copies 'w', sharded over submesh 0 with full "
+            "shape [16] in blocks along dim 0, but is sharded over submesh 0 "
+            "with full shape [16]");
+  // A block cannot copy a replicated parameter.
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.params[1].shape = {4, 5};
+              d.params[2].shape = {2, 5};
+              d.params[2].sharding->fullShape = {4, 5};
+              d.params[2].sharding->dim = 0;
+            }),
+            "parameter 'piece': copies 'full', which is not sharded, but is "
+            "a block of a sharded tensor");
+}
+
 TEST(MeshVerifier, ShardedCopies) {
   // "piece" copies the replicated "full" [3,5]: its full shape must match.
   EXPECT_EQ(errorAfter(

@@ -87,3 +87,53 @@ func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
   %l = func.call @f(%w) : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tensor parallelism: the gradient entering column-parallel layers
+// (copy_to_group) is summed over the group, that of a row-parallel sum
+// (all_reduce sum) passes through; afterwards no copy_to_group is left, in
+// the loss either.
+// CHECK-LABEL: func.func @loss
+// CHECK-NOT: meg.copy_to_group
+// CHECK: return
+// CHECK-LABEL: func.func @grad
+// CHECK-NOT: meg.copy_to_group
+// CHECK: %[[H:.*]] = meg.linear %arg0, %{{.*}} : tensor<2x8xf32>, tensor<8x8xf32>
+// CHECK: %[[P:.*]] = meg.linear %[[H]], %{{.*}} : tensor<2x8xf32>, tensor<4x8xf32>
+// CHECK: meg.all_reduce %[[P]] over @world[tp] sum : tensor<2x4xf32>
+// CHECK: %[[UP:.*]] = meg.broadcast
+// CHECK: %[[DH:.*]] = meg.matmul %[[UP]], %{{.*}} : tensor<2x4xf32>, tensor<4x8xf32>
+// CHECK: %[[SUMMED:.*]] = meg.all_reduce %[[DH]] over @world[tp] sum : tensor<2x8xf32>
+// CHECK: %[[DW0:.*]] = meg.matmul %[[SUMMED]], %arg0 transpose_lhs
+// CHECK: return %{{.*}}, %[[DW0]], %{{.*}}
+meg.mesh @world [tp = 2]
+meg.submesh @world[tp]
+meg.param @w0 : tensor<8x8xf32> init #meg.init<normal(0.02)>
+meg.param @w : tensor<4x8xf32> init #meg.init<normal(0.02)>
+    sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [8, 8], dim = 0>
+func.func @loss(%x: tensor<2x8xf32>) -> tensor<f32> {
+  %w0 = meg.param_ref @w0 : tensor<8x8xf32>
+  %w = meg.param_ref @w : tensor<4x8xf32>
+  %h = meg.linear %x, %w0 : tensor<2x8xf32>, tensor<8x8xf32>
+  %c = meg.copy_to_group %h over @world[tp] : tensor<2x8xf32>
+  %p = meg.linear %c, %w : tensor<2x8xf32>, tensor<4x8xf32>
+  %s = meg.all_reduce %p over @world[tp] sum : tensor<2x4xf32>
+  %l = meg.reduce sum %s dims [0, 1] : tensor<2x4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// An average over ranks has no gradient in a model.
+meg.mesh @world [tp = 2]
+meg.submesh @world[tp]
+meg.param @w : tensor<4xf32> init #meg.init<ones>
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<4xf32>
+  %y = meg.mul %x, %w : tensor<4xf32>, tensor<4xf32>
+  // expected-error @+1 {{'meg.all_reduce' op has no gradient with reduction avg (only the sum of a model's partial results does)}}
+  %a = meg.all_reduce %y over @world[tp] avg : tensor<4xf32>
+  %l = meg.reduce sum %a dims [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}

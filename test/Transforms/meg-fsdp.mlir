@@ -113,6 +113,24 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
 
 // -----
 
+// A parameter split into blocks already (tensor parallelism, here over an
+// axis of size 1) is not sharded again.
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = no_shard, mesh = @world, shard = ["dp_shard"]>} {
+  meg.mesh @world [dp_shard = 2, tp = 1]
+  meg.submesh @world[tp]
+  // expected-error @+1 {{meg-fsdp: @w is sharded already; FSDP does not yet shard parameters that tensor parallelism splits}}
+  meg.param @w : tensor<4xf32> init #meg.init<zeros>
+      sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [4], dim = 0>
+  func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4xf32>
+    %y = meg.mul %x, %w : tensor<4xf32>, tensor<4xf32>
+    %l = meg.reduce mean %y dims [0] : tensor<4xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
 // A loss that ignores padding divides by the mean over the data-parallel
 // group of each rank's label count: one all-reduce of one scalar, which
 // the loss, its gradient and the returned loss all read.

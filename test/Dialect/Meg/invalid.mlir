@@ -318,6 +318,30 @@ meg.param @p : tensor<4x4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh
 
 // -----
 
+meg.mesh @world [tp = 2]
+// expected-error @+1 {{dim 2 is out of range for a 2-d shape}}
+meg.param @p : tensor<8x4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [8, 8], dim = 2>
+
+// -----
+
+meg.mesh @world [tp = 2]
+// expected-error @+1 {{'meg.param' op is a block of a [8, 8] tensor, so its type must have that rank, got 'tensor<32xf32>'}}
+meg.param @p : tensor<32xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [8, 8], dim = 0>
+
+// -----
+
+meg.mesh @world [tp = 3]
+// expected-error @+1 {{'meg.param' op splits dim 1 of a [8, 8] tensor over 3 ranks, which does not divide it}}
+meg.param @p : tensor<8x3xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [8, 8], dim = 1>
+
+// -----
+
+meg.mesh @world [tp = 2]
+// expected-error @+1 {{'meg.param' op is one of 2 blocks along dim 1 of a [8, 8] tensor, so its shape must be [8, 4], got [4, 8]}}
+meg.param @p : tensor<4x8xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [8, 8], dim = 1>
+
+// -----
+
 meg.mesh @world [dp = 4]
 // expected-error @+1 {{'meg.param' op holds 2 elements per rank of a [3, 3] tensor (9 elements) over 4 ranks; at least 3 are needed}}
 meg.param @p : tensor<2xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp"], shape = [3, 3]>
@@ -1736,4 +1760,14 @@ meg.param @lm_head.weight : tensor<8x4xf32> init #meg.init<normal(0.02)>
 
 // expected-error @+1 {{'meg.hf_config' must be a JSON object}}
 module attributes {meg.hf_config = "[1, 2]"} {
+}
+
+// -----
+
+meg.mesh @world [dp_shard = 2, tp = 2]
+meg.submesh @world[dp_shard]
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'meg.copy_to_group' op communicates over @world[tp], which is not a registered submesh; registered: @world[dp_shard]}}
+  %y = meg.copy_to_group %x over @world[tp] : tensor<4xf32>
+  return %y : tensor<4xf32>
 }

@@ -38,6 +38,7 @@ meg.submesh @quoted["axis 0"]
 // CHECK: meg.param @lm_head.weight : tensor<2048xf32> init #meg.init<uniform(0.125)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64]>{{$}}
 // CHECK: meg.param state @optimizer.main_param.lm_head.weight : tensor<2048xf32> init #meg.init<copy(@lm_head.weight)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64]>{{$}}
 // CHECK: meg.param frozen @frozen.sharded : tensor<64xf16> init #meg.init<normal(0.001)> sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], shape = [8, 64]>{{$}}
+// CHECK: meg.param @column : tensor<32x64xf32> init #meg.init<normal(0.02)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64], dim = 0>{{$}}
 meg.param @model.embed_tokens.weight : tensor<128x64xbf16> init #meg.init<normal(0.02)>
 meg.param frozen @model.norm.weight : tensor<64xbf16> init #meg.init<ones>
 meg.param @model.norm.bias : tensor<64xf32> init #meg.init<zeros>
@@ -47,6 +48,8 @@ meg.param state @optimizer.main_param.lm_head.weight : tensor<2048xf32> init #me
     sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64]>
 meg.param frozen @frozen.sharded : tensor<64xf16> init #meg.init<normal(1.0e-3)>
     sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], shape = [8, 64]>
+meg.param @column : tensor<32x64xf32> init #meg.init<normal(0.02)>
+    sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64], dim = 0>
 
 // FSDP defaults (no outer axes, outer_strategy no_shard, bucket_mb 40) are
 // elided; a nested module can carry its own configuration.
@@ -308,6 +311,8 @@ func.func @collectives(%s: tensor<4x8xbf16>, %g: tensor<16x8xf32>,
       : tensor<16x8xf32> -> tensor<4x8xf32>
   // CHECK: meg.all_reduce %{{.*}} over @world[dp_outer] sum : tensor<16x8xf32>
   %3 = meg.all_reduce %g over @world[dp_outer] sum : tensor<16x8xf32>
+  // CHECK: meg.copy_to_group %{{.*}} over @world[dp_outer] : tensor<16x8xf32>
+  %c = meg.copy_to_group %g over @world[dp_outer] : tensor<16x8xf32>
   // CHECK: %[[F0:.*]] = meg.all_gather_start %{{.*}} over @world[dp_shard] dim 1 : tensor<4x8xbf16> -> !meg.future<tensor<4x32xbf16>>
   // CHECK: meg.wait %[[F0]] : !meg.future<tensor<4x32xbf16>>
   %4 = meg.all_gather_start %s over @world[dp_shard] dim 1
