@@ -114,11 +114,6 @@ Expected<MeshSizes> parseMesh(StringRef text) {
       return genError("--mesh: unknown axis '" + name +
                       "'; expected dp_outer, dp_shard or tp");
   }
-  if (sizes.tp != 1 && sizes.dataParallel() != 1)
-    return genError("--mesh: tensor parallelism (tp = " + Twine(sizes.tp) +
-                    ") does not yet combine with data parallelism "
-                    "(dp_outer x dp_shard = " +
-                    Twine(sizes.dataParallel()) + ")");
   return sizes;
 }
 
@@ -386,26 +381,42 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   mlir::MLIRContext *context = module.getContext();
   mlir::OpBuilder builder(context);
   builder.setInsertionPointToStart(module.getBody());
-  // A tensor-parallel model declares @world itself, and needs no FSDP.
+  mlir::DenseI64ArrayAttr axisSizes =
+      builder.getDenseI64ArrayAttr({sizes.dpOuter, sizes.dpShard, sizes.tp});
+  // A tensor-parallel model declares @world itself; data parallelism then
+  // replicates its tp groups (FSDP's no_shard).
   if (sizes.tp > 1) {
-    for (const Setting &setting :
-         {Setting{"fsdp", bool(o.fsdp)}, Setting{"outer-fsdp", bool(o.outerFsdp)},
-          Setting{"bucket-mb", bool(o.bucketMb)}})
-      if (setting.given)
-        return genError("--" + setting.flag +
-                        " does not yet combine with tensor parallelism "
-                        "(tp = " +
-                        Twine(sizes.tp) + " in --mesh)");
-    if (!module.lookupSymbol<mlir::meg::MeshOp>("world"))
+    auto world = module.lookupSymbol<mlir::meg::MeshOp>("world");
+    if (!world)
       return genError("--mesh tp=" + Twine(sizes.tp) +
                       ": this preset has no tensor-parallel layout (llama and "
                       "imported models do)");
-    return Error::success();
+    world.setAxisSizesAttr(axisSizes);
+    for (auto [flag, value] :
+         {std::pair<StringRef, const std::optional<std::string> &>{"fsdp",
+                                                                   o.fsdp},
+          {"outer-fsdp", o.outerFsdp}})
+      if (value && *value != "no_shard")
+        return genError("--" + flag + " " + *value +
+                        ": with tensor parallelism (tp = " + Twine(sizes.tp) +
+                        " in --mesh) the data-parallel ranks replicate the "
+                        "parameters (no_shard); sharding them is not "
+                        "supported yet");
+    if (sizes.dataParallel() == 1) {
+      for (const Setting &setting : {Setting{"fsdp", bool(o.fsdp)},
+                                     Setting{"outer-fsdp", bool(o.outerFsdp)},
+                                     Setting{"bucket-mb", bool(o.bucketMb)}})
+        if (setting.given)
+          return genError("--" + setting.flag +
+                          " needs a data-parallel axis (dp_shard or dp_outer) "
+                          "of size > 1 in --mesh");
+      return Error::success();
+    }
+  } else {
+    mlir::meg::MeshOp::create(
+        builder, module.getLoc(), builder.getStringAttr("world"),
+        builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}), axisSizes);
   }
-  mlir::meg::MeshOp::create(
-      builder, module.getLoc(), builder.getStringAttr("world"),
-      builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}),
-      builder.getDenseI64ArrayAttr({sizes.dpOuter, sizes.dpShard, sizes.tp}));
   auto strategy = mlir::meg::symbolizeFsdpStrategy(o.fsdp.value_or("no_shard"));
   if (!strategy)
     return genError("--fsdp: unknown strategy '" + *o.fsdp +

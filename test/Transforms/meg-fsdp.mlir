@@ -99,8 +99,8 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
 
 // -----
 
-// expected-error @+1 {{meg-fsdp: mesh axis "tp" has size 2, but only data-parallel axes (shard and outer) are supported; tensor parallelism needs size 1}}
-module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = no_shard, mesh = @world, shard = ["dp_shard"]>} {
+// expected-error @+1 {{meg-fsdp: mesh axis "tp" has size 2, but the strategy optim shards over data-parallel axes only (shard and outer); with other axes, use no_shard}}
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim, mesh = @world, shard = ["dp_shard"]>} {
   meg.mesh @world [dp_shard = 2, tp = 2]
   meg.param @w : tensor<4xf32> init #meg.init<zeros>
   func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
@@ -115,10 +115,10 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
 
 // A parameter split into blocks already (tensor parallelism, here over an
 // axis of size 1) is not sharded again.
-module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = no_shard, mesh = @world, shard = ["dp_shard"]>} {
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim_grads, mesh = @world, shard = ["dp_shard"]>} {
   meg.mesh @world [dp_shard = 2, tp = 1]
   meg.submesh @world[tp]
-  // expected-error @+1 {{meg-fsdp: @w is sharded already; FSDP does not yet shard parameters that tensor parallelism splits}}
+  // expected-error @+1 {{meg-fsdp: @w is sharded already; FSDP does not yet shard parameters that tensor parallelism splits (no_shard replicates them)}}
   meg.param @w : tensor<4xf32> init #meg.init<zeros>
       sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [4], dim = 0>
   func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {

@@ -1,10 +1,12 @@
 """End to end: tensor parallelism trains like one rank. Ten llama
 train_steps on tp=2 and tp=4 meshes under mpirun (q/k/v and gate/up
 column-parallel, o and down row-parallel, grouped KV heads split with their
-query heads), with global-norm clipping, with micro-batches, and for an
-imported model with q/k/v, o and MLP biases, give the losses and the final
-training state (weights, moments, step; saved whole) of the single-rank
-artifact compiled from the same model, within f32 tolerance. The forward
+query heads), with global-norm clipping, with micro-batches, with the tp
+groups replicated over dp_shard and dp_outer (2-D and 3-D meshes of up to 8
+ranks), and for an imported model with q/k/v, o and MLP biases, give the
+losses and the final training state (weights, moments, step; saved whole)
+of the single-rank artifact compiled from the same model, within f32
+tolerance. The forward
 entry's logits (the same on every rank) equal one rank's too; a checkpoint
 saved from a tp run loads into one rank unchanged, and one rank's loads
 into a tp run, which then computes the same logits."""
@@ -26,13 +28,19 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 STEPS = 10
 TOLERANCE = 1e-5
 
-# (name, tp, extra gen flags); clipping is active on the first steps.
+# (name, --mesh, extra gen flags); clipping is active on the first steps.
+# Data-parallel axes replicate the tp groups (FSDP's no_shard): each group
+# takes its rows of the global batch, gradients are averaged over the
+# groups.
 CONFIGS = [
-    ("tp=2", 2, []),
-    ("tp=4", 4, []),
-    ("tp=2 clip", 2, ["--clip-grad", "0.5"]),
-    ("tp=4 clip + 2 micro-batches", 4,
+    ("tp=2", "tp=2", []),
+    ("tp=4", "tp=4", []),
+    ("tp=2 clip", "tp=2", ["--clip-grad", "0.5"]),
+    ("tp=4 clip + 2 micro-batches", "tp=4",
      ["--clip-grad", "0.5", "--micro-batches", "2"]),
+    ("dp_shard=2 x tp=2", "dp_shard=2,tp=2", []),
+    ("dp_shard=2 x tp=2 clip", "dp_shard=2,tp=2", ["--clip-grad", "0.5"]),
+    ("dp_outer=2 x dp_shard=2 x tp=2", "dp_outer=2,dp_shard=2,tp=2", []),
 ]
 
 
@@ -132,14 +140,15 @@ def main():
         return ok
 
     failed = False
-    for name, tp, flags in CONFIGS:
+    for name, mesh, flags in CONFIGS:
         if options.only and options.only not in name:
             continue
+        ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
         single, want_losses, want_state = reference(flags)
-        artifact = compile_model(name.replace(" ", "_").replace("=", ""),
-                                 ["megc", "gen", "llama", *MODEL, *flags,
-                                  "--mesh", f"tp={tp}"])
-        failed |= not compare(name, tp, single, want_losses, want_state,
+        tag = name.replace(" ", "_").replace("=", "").replace("+", "")
+        artifact = compile_model(tag, ["megc", "gen", "llama", *MODEL, *flags,
+                                       "--mesh", mesh])
+        failed |= not compare(name, ranks, single, want_losses, want_state,
                               artifact, flags)
 
     if not options.only or "bias" in options.only:

@@ -153,18 +153,27 @@ LogicalResult FsdpRewriter::configure() {
     bool used = llvm::is_contained(config.getShard().getValue(), name) ||
                 (config.getOuter() &&
                  llvm::is_contained(config.getOuter().getValue(), name));
-    if (!used && size != 1)
+    // Other axes (tensor parallelism) are the model's: each data-parallel
+    // group holds one rank of every other axis, and replicas of its
+    // parameters.
+    bool replicating = config.getStrategy() == FsdpStrategy::no_shard &&
+                       config.getOuterStrategy() == FsdpStrategy::no_shard;
+    if (!used && size != 1 && !replicating)
       return module.emitError()
              << "meg-fsdp: mesh axis " << name << " has size " << size
-             << ", but only data-parallel axes (shard and outer) are "
-                "supported; tensor parallelism needs size 1";
+             << ", but the strategy "
+             << stringifyFsdpStrategy(config.getStrategy())
+             << " shards over data-parallel axes only (shard and outer); "
+                "with other axes, use no_shard";
   }
-  for (ParamOp param : module.getOps<ParamOp>())
-    if (param.getShardingAttr())
-      return param.emitError()
-             << "meg-fsdp: @" << param.getSymName()
-             << " is sharded already; FSDP does not yet shard parameters "
-                "that tensor parallelism splits";
+  if (config.getStrategy() != FsdpStrategy::no_shard)
+    for (ParamOp param : module.getOps<ParamOp>())
+      if (param.getShardingAttr())
+        return param.emitError()
+               << "meg-fsdp: @" << param.getSymName()
+               << " is sharded already; FSDP does not yet shard parameters "
+                  "that tensor parallelism splits (no_shard replicates "
+                  "them)";
   FsdpStrategy strategy = config.getStrategy();
   weightsSharded = strategy == FsdpStrategy::optim_grads_params;
   gradsSharded = weightsSharded || strategy == FsdpStrategy::optim_grads;
@@ -414,21 +423,35 @@ LogicalResult FsdpRewriter::clipReducedGradients(MutableArrayRef<Update> updates
     return success();
   builder.setInsertionPoint(firstUpdate);
   Location loc = first.getLoc();
+  // Blocks of a tensor-parallel parameter add their squares over the
+  // group that splits them; a parameter the whole group holds counts once.
   Value sum;
+  llvm::MapVector<ArrayAttr, Value> blockSums;
+  auto addTo = [&](Value &total, Value squares) {
+    total = total ? Value(AddOp::create(builder, loc, total, squares))
+                  : squares;
+  };
   for (Update &update : updates) {
     if (!update.adamw.getGradScale())
       return update.adamw.emitError()
              << "meg-fsdp: some updates clip their gradients and others not";
     Value squares = sumOfSquares(builder, loc, update.grad);
-    sum = sum ? Value(AddOp::create(builder, loc, sum, squares)) : squares;
+    ShardingAttr sharding = update.layout->weight.getShardingAttr();
+    if (sharding && sharding.isBlock())
+      addTo(blockSums[sharding.getAxes()], squares);
+    else
+      addTo(sum, squares);
   }
   auto add = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::sum);
-  auto combine = [&](ArrayAttr axes) {
-    Value one = reshape(sum, {1}, loc);
+  auto allReduce = [&](Value scalar, ArrayAttr axes) -> Value {
+    Value one = reshape(scalar, {1}, loc);
     Value total = AllReduceOp::create(builder, loc, one.getType(), one,
                                       config.getMesh(), axes, add);
-    sum = reshape(total, {}, loc);
+    return reshape(total, {}, loc);
   };
+  for (auto &[axes, partial] : blockSums)
+    addTo(sum, allReduce(partial, axes));
+  auto combine = [&](ArrayAttr axes) { sum = allReduce(sum, axes); };
   if (stateSharded)
     combine(shardAxes);
   if (outerAxes && outerOptim)
