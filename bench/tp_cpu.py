@@ -1,0 +1,147 @@
+"""Benchmark: tensor-parallel layouts at 4 ranks on the CPU, against the
+data-parallel baseline and against the textbook volumes, in one run on one
+machine.
+
+For each layout on 4 ranks (dp_shard = 4 with replicated parameters, the
+baseline; tp = 4; dp_shard = 2 x tp = 2), one llama model (4 layers x 256,
+4 heads, ffn 768, vocab 512, seq 128, global batch 8, f32) is compiled with
+`megc gen --mesh` and trained under `mpirun -n 4 --oversubscribe`.
+Reported per layout: the median train_step time (rank 0, after warm-up),
+the bytes each rank sends per step as `megc inspect` counts them (ring
+algorithms: an all-reduce of n bytes over g ranks sends 2 (g - 1) / g * n)
+next to the textbook figure computed here from the model's shapes, each
+rank's weights and optimizer state (`megc inspect`) next to theirs, the
+train_step arena, and the measured peak resident memory (median over the
+ranks of ru_maxrss). The textbook figures, per rank and step: the gradient
+all-reduce over the data-parallel ranks of the parameters a rank holds,
+plus, with tp, four all-reduces per layer of one data-parallel rank's
+activations [batch, seq, hidden] over the tp ranks (attention and MLP
+outputs forward, the gradients entering q/k/v and gate/up backward); the
+weights a rank holds are the replicated ones (embeddings, norms, LM head)
+and 1/tp of each layer's projections, and AdamW keeps two moments of each.
+Four ranks share this machine's cores, so step times include that
+contention.
+
+Usage: python3 bench/tp_cpu.py --build build [--steps 6]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+WRAPPER = r"""
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[1:])
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+import os
+rank = os.environ.get("OMPI_COMM_WORLD_RANK", "0")
+print(f"rank {rank} peak rss kB {peak}", file=sys.stderr, flush=True)
+sys.exit(code)
+"""
+
+LAYOUTS = [
+    ("dp_shard=4 (replicated)", 4, 1),
+    ("tp=4", 1, 4),
+    ("dp_shard=2 x tp=2", 2, 2),
+]
+LAYERS, HIDDEN, HEADS, FFN, VOCAB, SEQ, BATCH = 4, 256, 4, 768, 512, 128, 8
+MB = 1e6
+
+
+def run(args, **kwargs):
+    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def textbook(dp, tp):
+    """(bytes sent per rank per step, weight bytes per rank) in f32."""
+    replicated = 2 * VOCAB * HIDDEN + HIDDEN + LAYERS * 2 * HIDDEN
+    split = LAYERS * (4 * HIDDEN * HIDDEN + 3 * HIDDEN * FFN)
+    held = replicated + split // tp
+    ring = lambda group: 2 * (group - 1) / group
+    sent = ring(dp) * 4 * held
+    activations = (BATCH // dp) * SEQ * HIDDEN * 4
+    sent += ring(tp) * 4 * LAYERS * activations
+    return sent, 4 * held
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--steps", type=int, default=6)
+    options = parser.parse_args()
+    tools = os.path.join(os.path.abspath(options.build), "bin")
+    megc, megc_run = os.path.join(tools, "megc"), os.path.join(tools, "megc-run")
+    mpirun = [shutil.which("mpirun"), "-n", "4", "--oversubscribe"]
+    if os.geteuid() == 0:
+        mpirun.append("--allow-run-as-root")
+    tmp = tempfile.mkdtemp(prefix="tp-bench-")
+    wrapper = os.path.join(tmp, "peak.py")
+    open(wrapper, "w").write(WRAPPER)
+    model_flags = ["--layers", str(LAYERS), "--hidden", str(HIDDEN),
+                   "--heads", str(HEADS), "--ffn", str(FFN), "--seq",
+                   str(SEQ), "--vocab", str(VOCAB), "--batch", str(BATCH),
+                   "--train"]
+    rng = np.random.default_rng(0)
+    inputs = []
+    for name in ("input_ids", "labels"):
+        path = os.path.join(tmp, name + ".npy")
+        np.save(path, rng.integers(0, VOCAB, (BATCH, SEQ)).astype(np.int32))
+        inputs += ["--input", f"{name}={path}"]
+
+    rows = []
+    for name, dp, tp in LAYOUTS:
+        tag = name.split()[0].replace("=", "")
+        mesh = ",".join(([f"dp_shard={dp}"] if dp > 1 else []) +
+                        ([f"tp={tp}"] if tp > 1 else []))
+        model = os.path.join(tmp, tag + ".mlir")
+        artifact = os.path.join(tmp, tag + ".megc")
+        run([megc, "gen", "llama", *model_flags, "--mesh", mesh, "-o", model])
+        run([megc, model, "-o", artifact])
+        listing = run([megc, "inspect", artifact]).stdout
+        per_rank = re.search(r"model weights ([\d.]+) MB, training state "
+                             r"([\d.]+) MB\)", listing)
+        step_section = listing[listing.index("entry train_step("):]
+        sent = float(re.search(r"sent per rank ([\d.]+) MB",
+                               step_section).group(1))
+        arena = float(re.search(r"arena ([\d.]+) MB", step_section).group(1))
+        result = run(mpirun + [sys.executable, wrapper, megc_run, artifact,
+                               "--entry", "train_step", "--params", "init:1",
+                               "--warmup", "2", "--steps", str(options.steps),
+                               *inputs], timeout=1800)
+        median = float(re.search(r"median step ms: ([\d.]+)",
+                                 result.stdout).group(1))
+        peaks = [int(kb) for kb in
+                 re.findall(r"peak rss kB (\d+)", result.stderr)]
+        want_sent, want_weights = textbook(dp, tp)
+        rows.append((name, median, sent, want_sent / MB,
+                     float(per_rank.group(1)), want_weights / MB,
+                     float(per_rank.group(2)), arena,
+                     float(np.median(peaks)) / 1024))
+    base = rows[0]
+    print(f"llama {LAYERS} x {HIDDEN}, {HEADS} heads, ffn {FFN}, vocab "
+          f"{VOCAB}, seq {SEQ}, global batch {BATCH}, f32, 4 ranks on "
+          f"{os.cpu_count()} cores; x: ratio to {base[0]}; textbook: see "
+          "the docstring")
+    print(f"{'layout':24s} {'step ms':>8s} {'x':>5s} {'sent MB':>8s} "
+          f"{'textbook':>8s} {'weights MB':>10s} {'textbook':>8s} "
+          f"{'state MB':>8s} {'arena MB':>8s} {'peak RSS MB':>11s} "
+          f"{'x':>5s}")
+    for (name, median, sent, want_sent, weights, want_weights, state, arena,
+         peak) in rows:
+        print(f"{name:24s} {median:8.1f} {median / base[1]:5.2f} "
+              f"{sent:8.3f} {want_sent:8.3f} {weights:10.3f} "
+              f"{want_weights:8.3f} {state:8.3f} {arena:8.2f} "
+              f"{peak:11.1f} {peak / base[8]:5.2f}")
+    shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()
