@@ -170,8 +170,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     Value v = b.reshape(b.linear(x, attn + ".v_proj", c.qkvBias),
                         {c.batch, c.seq, kvHeads, headDim});
     if (c.qkNorm) {
-      q = b.rmsNorm(q, attn + ".q_norm.weight", c.normEps);
-      k = b.rmsNorm(k, attn + ".k_norm.weight", c.normEps);
+      q = b.rmsNormOfPart(q, attn + ".q_norm.weight", c.normEps);
+      k = b.rmsNormOfPart(k, attn + ".k_norm.weight", c.normEps);
     }
     q = applyRope(b, q, rope, c.rope.interleaved);
     k = applyRope(b, k, rope, c.rope.interleaved);

@@ -256,6 +256,13 @@ Value ModelBuilder::rmsNorm(Value input, StringRef weightName, double eps) {
                            builder.getF64FloatAttr(eps));
 }
 
+Value ModelBuilder::rmsNormOfPart(Value input, StringRef weightName,
+                                  double eps) {
+  return RmsNormOp::create(builder, loc, input,
+                           enterColumns(param(weightName)),
+                           builder.getF64FloatAttr(eps));
+}
+
 Value ModelBuilder::layerNorm(Value input, double eps) {
   return LayerNormOp::create(builder, loc, input.getType(), input, Value(),
                              Value(), builder.getF64FloatAttr(eps));

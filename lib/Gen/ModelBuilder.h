@@ -88,6 +88,11 @@ public:
   mlir::Value linearWith(mlir::Value input, llvm::StringRef weightName,
                          mlir::Value bias = {});
   mlir::Value rmsNorm(mlir::Value input, llvm::StringRef weight, double eps);
+  /// An RMSNorm with a weight every tp rank applies to its own part of the
+  /// work (per-head norms of its heads): the weight's gradient is summed
+  /// over tp.
+  mlir::Value rmsNormOfPart(mlir::Value input, llvm::StringRef weight,
+                            double eps);
   mlir::Value layerNorm(mlir::Value input, double eps);
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   mlir::Value sub(mlir::Value lhs, mlir::Value rhs);

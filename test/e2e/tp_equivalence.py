@@ -44,11 +44,14 @@ CONFIGS = [
 ]
 
 
-# The loss does not depend on a key bias (softmax is invariant to adding
-# q.b to every score of a row), so its gradient is rounding noise, which
-# AdamW normalises into updates of full size: any two correct summation
-# orders move it differently. Its error is scaled down to the same budget.
-NOISE_ONLY = (".self_attn.k_proj.bias", 10.0)
+# Some gradient elements of the imported models are rounding noise in
+# exact arithmetic (a key bias: softmax ignores what it adds to a row's
+# scores; single elements next to Qwen3's per-head norms, 1e-9 where the
+# rest are 1e-4): AdamW with eps 1e-8 normalises them into updates of full
+# size, so any two correct summation orders move them differently. An eps
+# of 1e-5 keeps such updates negligible, and the others, whose moments are
+# far above it, close to the default's.
+IMPORTED_ADAM = ["--adam-eps", "1e-5"]
 
 
 def state_error(got_state, want_state, name):
@@ -63,8 +66,6 @@ def state_error(got_state, want_state, name):
             sys.exit(f"{name}: {key} has shape {got.shape}, single rank "
                      f"{want.shape}")
         error = e2e_util.relative_error(got, want)
-        if key.endswith(NOISE_ONLY[0]) and not key.startswith("optimizer."):
-            error /= NOISE_ONLY[1]
         if error > worst:
             worst, worst_name = error, key
     return worst, worst_name
@@ -151,18 +152,23 @@ def main():
         failed |= not compare(name, ranks, single, want_losses, want_state,
                               artifact, flags)
 
-    if not options.only or "bias" in options.only:
-        # Column biases split with their weights, row biases added once
-        # after the reduction.
-        source = os.path.join(FIXTURES, "llama-bias")
-        imported = ["megc", "import", source, "--seq", "8", "--batch", "4",
-                    "--train"]
-        single = compile_model("bias_single", imported)
+    # Imported models: llama-bias (column biases split with their weights,
+    # row biases added once after the reduction) and qwen3 (per-head q/k
+    # norms, whose weights every rank applies to its own heads, and tied
+    # embeddings).
+    for case in ("llama-bias", "qwen3"):
+        name = f"imported {case} tp=2"
+        if options.only and options.only not in name:
+            continue
+        imported = ["megc", "import", os.path.join(FIXTURES, case), "--seq",
+                    "8", "--batch", "4", "--train", *IMPORTED_ADAM]
+        single = compile_model(f"{case}_single", imported)
         want_losses, want_state = fsdp_equivalence.train(
-            single, inputs, os.path.join(tmp, "bias_single.safetensors"), 1)
-        artifact = compile_model("bias_tp2", [*imported, "--mesh", "tp=2"])
-        failed |= not compare("imported llama-bias tp=2", 2, single,
-                              want_losses, want_state, artifact)
+            single, inputs, os.path.join(tmp, f"{case}_single.safetensors"),
+            1)
+        artifact = compile_model(f"{case}_tp2", [*imported, "--mesh", "tp=2"])
+        failed |= not compare(name, 2, single, want_losses, want_state,
+                              artifact)
 
     if not options.only or "checkpoint" in options.only:
         # A tp run saves whole Hugging Face tensors; loading them into a tp
