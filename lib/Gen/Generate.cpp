@@ -182,6 +182,7 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
   if (Error error = readIgnoreIndex(o, config->ignoreIndex))
     return std::move(error);
   config->tp = mesh ? mesh->tp : 1;
+  config->sequenceParallel = o.sequenceParallel;
   return buildLlama(context, *config);
 }
 
@@ -211,6 +212,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
       c.kvHeads = c.heads;
     readRope(o, c.rope);
     c.tp = mesh ? mesh->tp : 1;
+    c.sequenceParallel = o.sequenceParallel;
     return buildLlama(context, c);
   }
   if (o.preset == "mmdit") {
@@ -221,7 +223,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
                       {"vocab", bool(o.vocab)},
                       {"rotary-interleaved", bool(o.rotaryInterleaved)},
                       {"rotary-percent", bool(o.rotaryPercent)},
-                      {"rope-theta", bool(o.ropeTheta)}}))
+                      {"rope-theta", bool(o.ropeTheta)},
+                      {"sequence-parallel", o.sequenceParallel}}))
       return std::move(error);
     MMDiTConfig c;
     if (Error error = readDType(o, c.dtype))
@@ -235,7 +238,9 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     if (Error error = rejectSettings("flux", {{"kv-heads", bool(o.kvHeads)},
                                               {"ignore-index", bool(o.ignoreIndex)},
                                               {"ffn", bool(o.ffn)},
-                                              {"vocab", bool(o.vocab)}}))
+                                              {"vocab", bool(o.vocab)},
+                                              {"sequence-parallel",
+                                               o.sequenceParallel}}))
       return std::move(error);
     FluxConfig c;
     if (Error error = readDType(o, c.dtype))

@@ -41,6 +41,14 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
                        llvm::Twine(c.kvHeads));
   if (c.tp < 1)
     return configError("tp must be >= 1, got " + llvm::Twine(c.tp));
+  if (c.sequenceParallel && c.tp == 1)
+    return configError("--sequence-parallel needs tensor parallelism (tp > 1 "
+                       "in --mesh)");
+  if (c.sequenceParallel && c.seq % c.tp != 0)
+    return configError("sequence parallelism over tp = " + llvm::Twine(c.tp) +
+                       " ranks splits the sequence, but --seq " +
+                       llvm::Twine(c.seq) + " is not a multiple of " +
+                       llvm::Twine(c.tp));
   if (c.tp > 1) {
     for (auto [what, extent] :
          {std::pair<const char *, int64_t>{"attention heads", c.heads},
@@ -155,14 +163,27 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
 
   // forward(input_ids) -> logits
   Value ids = b.beginFunction("forward", {{"input_ids", idsType}}).front();
+  // With sequence parallelism the residual stream, and the norms on it,
+  // hold this rank's seq / tp tokens; each block gathers the sequence and
+  // scatters its sum back into shards, and the norms' weights, applied to
+  // a shard each, get their gradients summed over tp.
+  bool sp = c.sequenceParallel;
+  auto norm = [&](Value input, const std::string &weight) {
+    return sp ? b.rmsNormOfPart(input, weight, c.normEps)
+              : b.rmsNorm(input, weight, c.normEps);
+  };
+  auto enterBlock = [&](Value normed) {
+    return b.enterColumns(sp ? b.sequenceGather(normed) : normed);
+  };
   Value hidden = b.embedding(b.param(embedName), ids);
+  if (sp)
+    hidden = b.sequenceShard(hidden);
   RopeTables rope = buildRopeTables(b, c.seq, *rotaryDim, c.rope);
   for (int64_t i = 0; i < c.layers; ++i) {
     b.beginLayer(i);
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
-    Value x = b.enterColumns(
-        b.rmsNorm(hidden, layer + ".input_layernorm.weight", c.normEps));
+    Value x = enterBlock(norm(hidden, layer + ".input_layernorm.weight"));
     Value q = b.reshape(b.linear(x, attn + ".q_proj", c.qkvBias),
                         {c.batch, c.seq, heads, headDim});
     Value k = b.reshape(b.linear(x, attn + ".k_proj", c.qkvBias),
@@ -177,18 +198,21 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     k = applyRope(b, k, rope, c.rope.interleaved);
     Value a = b.reshape(b.attention(q, k, v, /*causal=*/true),
                         {c.batch, c.seq, heads * headDim});
-    hidden = b.add(hidden, b.rowLinear(a, attn + ".o_proj", c.outputBias));
+    hidden = b.add(hidden,
+                   b.rowLinear(a, attn + ".o_proj", c.outputBias, sp));
 
     std::string mlp = layer + ".mlp";
-    x = b.enterColumns(b.rmsNorm(
-        hidden, layer + ".post_attention_layernorm.weight", c.normEps));
+    x = enterBlock(norm(hidden, layer + ".post_attention_layernorm.weight"));
     Value gate = b.silu(b.linear(x, mlp + ".gate_proj", c.mlpBias));
     Value up = b.linear(x, mlp + ".up_proj", c.mlpBias);
     hidden = b.add(hidden, b.rowLinear(b.mul(gate, up), mlp + ".down_proj",
-                                       c.mlpBias));
+                                       c.mlpBias, sp));
     b.endLayer();
   }
-  hidden = b.rmsNorm(hidden, "model.norm.weight", c.normEps);
+  hidden = norm(hidden, "model.norm.weight");
+  // The LM head and the loss run on the whole sequence on every rank.
+  if (sp)
+    hidden = b.sequenceGather(hidden);
   Value logits = c.tieEmbeddings ? b.linearWith(hidden, embedName)
                                  : b.linear(hidden, "lm_head", false);
   b.endFunction({{"logits", logits}});

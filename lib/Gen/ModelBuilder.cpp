@@ -166,15 +166,69 @@ Value ModelBuilder::enterColumns(Value input) {
                                tpAxes());
 }
 
-Value ModelBuilder::rowLinear(Value input, StringRef prefix, bool bias) {
+Value ModelBuilder::rowLinear(Value input, StringRef prefix, bool bias,
+                              bool scatterSequence) {
   if (tpSize == 1)
     return linear(input, prefix, bias);
   Value partial = linearWith(input, (prefix + ".weight").str());
-  Value sum = AllReduceOp::create(
-      builder, loc, partial.getType(), partial,
-      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
-      CollectiveReduceAttr::get(&context, CollectiveReduce::sum));
+  Value sum = scatterSequence
+                  ? sequenceReduceScatter(partial)
+                  : Value(AllReduceOp::create(
+                        builder, loc, partial.getType(), partial,
+                        FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
+                        CollectiveReduceAttr::get(&context,
+                                                  CollectiveReduce::sum)));
   return bias ? add(sum, param((prefix + ".bias").str())) : sum;
+}
+
+/// [b, s, ...] <-> [s, b, ...].
+static Value swapBatchAndSequence(OpBuilder &builder, Location loc,
+                                  Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> permutation = {1, 0};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    permutation.push_back(d);
+  return TransposeOp::create(builder, loc, value,
+                             builder.getDenseI64ArrayAttr(permutation));
+}
+
+/// `value` [b, s, ...] with its sequence extent multiplied by `factor` (a
+/// ratio of integers `times` / `over`), sequence first.
+static RankedTensorType sequenceFirst(Value value, int64_t times,
+                                      int64_t over) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  std::swap(shape[0], shape[1]);
+  shape[0] = shape[0] * times / over;
+  return type.clone(shape);
+}
+
+Value ModelBuilder::sequenceShard(Value full) {
+  auto world = FlatSymbolRefAttr::get(&context, "world");
+  Value shard = ShardSliceOp::create(
+      builder, loc, sequenceFirst(full, 1, tpSize),
+      swapBatchAndSequence(builder, loc, full), world, tpAxes(),
+      builder.getI64IntegerAttr(0));
+  return swapBatchAndSequence(builder, loc, shard);
+}
+
+Value ModelBuilder::sequenceGather(Value shard) {
+  auto world = FlatSymbolRefAttr::get(&context, "world");
+  Value full = AllGatherOp::create(
+      builder, loc, sequenceFirst(shard, tpSize, 1),
+      swapBatchAndSequence(builder, loc, shard), world, tpAxes(),
+      builder.getI64IntegerAttr(0));
+  return swapBatchAndSequence(builder, loc, full);
+}
+
+Value ModelBuilder::sequenceReduceScatter(Value partial) {
+  auto world = FlatSymbolRefAttr::get(&context, "world");
+  Value shard = ReduceScatterOp::create(
+      builder, loc, sequenceFirst(partial, 1, tpSize),
+      swapBatchAndSequence(builder, loc, partial), world, tpAxes(),
+      builder.getI64IntegerAttr(0),
+      CollectiveReduceAttr::get(&context, CollectiveReduce::sum));
+  return swapBatchAndSequence(builder, loc, shard);
 }
 
 void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,

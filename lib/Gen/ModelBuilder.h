@@ -63,9 +63,19 @@ public:
   /// `input`, entering column-parallel layers: identity, with the gradient
   /// summed over tp. Without tensor parallelism, `input` itself.
   mlir::Value enterColumns(mlir::Value input);
-  /// A row-parallel layer: this rank's partial product, summed over tp,
-  /// then the bias.
-  mlir::Value rowLinear(mlir::Value input, llvm::StringRef prefix, bool bias);
+  /// A row-parallel layer: this rank's partial product, summed over tp
+  /// (with `scatterSequence`, reduce-scattered into sequence shards), then
+  /// the bias.
+  mlir::Value rowLinear(mlir::Value input, llvm::StringRef prefix, bool bias,
+                        bool scatterSequence = false);
+
+  /// Sequence parallelism on [batch, seq, ...] activations, along dim 1
+  /// over tp (the collectives move dim 0, so a transpose goes around
+  /// each): this rank's shard of a replicated tensor, the whole sequence
+  /// from the shards, and the shards of a sum over tp.
+  mlir::Value sequenceShard(mlir::Value full);
+  mlir::Value sequenceGather(mlir::Value shard);
+  mlir::Value sequenceReduceScatter(mlir::Value partial);
 
   /// Starts a function whose arguments carry `meg.name`s; returns them.
   llvm::SmallVector<mlir::Value> beginFunction(llvm::StringRef name,

@@ -3,8 +3,9 @@
 Each keyword is the flag of the same name (`kv_heads` is `--kv-heads`);
 one left as None keeps the preset's default. `betas` is a pair and
 `precision` a dict such as {"main_grads": "f32", "exp_avg": "bf16"};
-`mesh` is `--mesh`'s text ("dp_outer=2,dp_shard=4"), and with it `fsdp`,
-`outer_fsdp` and `bucket_mb` configure FSDP / HSDP. Errors raise
+`mesh` is `--mesh`'s text ("dp_outer=2,dp_shard=4", "tp=2"), and with it
+`fsdp`, `outer_fsdp` and `bucket_mb` configure FSDP / HSDP and
+`sequence_parallel` (llama, import_hf) sequence parallelism. Errors raise
 megc.Error and name the flags as the driver spells them.
 """
 
@@ -68,6 +69,7 @@ def llama(
     fsdp: str | None = None,
     outer_fsdp: str | None = None,
     bucket_mb: int | None = None,
+    sequence_parallel: bool = False,
 ) -> str:
     """A Llama decoder with Hugging Face names: `forward(input_ids) ->
     logits` and `loss(input_ids, labels) -> loss`; with `train`, megc
@@ -183,6 +185,7 @@ def import_hf(
     fsdp: str | None = None,
     outer_fsdp: str | None = None,
     bucket_mb: int | None = None,
+    sequence_parallel: bool = False,
 ) -> str:
     """A Hugging Face model as meg IR, as `megc import PATH` writes it: PATH
     is a config.json or a model directory of LlamaForCausalLM,

@@ -197,6 +197,8 @@ gen::GenOptions genOptions(const std::string &preset, nb::dict settings) {
       options.rotaryInterleaved = nb::cast<bool>(value);
     else if (keyword == "train")
       options.train = nb::cast<bool>(value);
+    else if (keyword == "sequence_parallel")
+      options.sequenceParallel = nb::cast<bool>(value);
     else if (keyword == "precision")
       options.precision =
           nb::cast<std::vector<std::pair<std::string, std::string>>>(value);

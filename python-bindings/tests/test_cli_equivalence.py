@@ -28,6 +28,8 @@ def flags(settings):
                    warmup_steps=2, decay_steps=10, wsd_decay_steps=4,
                    wsd_style="cosine", min_lr=1e-4, clip_grad=1.0,
                    micro_batches=2)),
+    ("llama", dict(layers=1, batch=4, train=True, mesh="dp_shard=2,tp=2",
+                   sequence_parallel=True, clip_grad=1.0)),
     ("llama", dict(layers=1, ignore_index="none")),
     ("llama", dict(layers=1, ignore_index=-1)),
     ("mmdit", dict(layers=1, hidden=32, heads=2, text_seq=4)),
@@ -40,6 +42,8 @@ def test_gen_matches_cli(tools, preset, settings):
         args.append("--train")
     if cli.pop("rotary_interleaved", False):
         args.append("--rotary-interleaved")
+    if cli.pop("sequence_parallel", False):
+        args.append("--sequence-parallel")
     if "betas" in cli:
         cli["betas"] = ",".join(map(str, cli["betas"]))
     if "precision" in cli:

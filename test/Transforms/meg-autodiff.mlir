@@ -137,3 +137,27 @@ func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
   %l = meg.reduce sum %a dims [0] : tensor<4xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Sequence parallelism's collectives: a gathered value's gradient is cut
+// to the rank's shard, a shard's (of a replicated value) gathered, and a
+// reduce-scattered sum's gathered for every rank's input.
+// CHECK-LABEL: func.func @grad
+// CHECK: %[[UP:.*]] = meg.broadcast %{{.*}} : tensor<1x1xf32> to tensor<4x2xf32>
+// CHECK: %[[G1:.*]] = meg.all_gather %[[UP]] over @world[tp] dim 0 : tensor<4x2xf32> -> tensor<8x2xf32>
+// CHECK: %[[G2:.*]] = meg.shard_slice %{{.*}} over @world[tp] dim 0 : tensor<8x2xf32> -> tensor<4x2xf32>
+// CHECK: %[[G3:.*]] = meg.all_gather %{{.*}} over @world[tp] dim 0 : tensor<4x2xf32> -> tensor<8x2xf32>
+// CHECK: return %{{.*}}, %[[G3]]
+meg.mesh @world [tp = 2]
+meg.submesh @world[tp]
+meg.param @w : tensor<8x2xf32> init #meg.init<ones>
+func.func @loss(%x: tensor<8x2xf32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<8x2xf32>
+  %piece = meg.shard_slice %w over @world[tp] dim 0 : tensor<8x2xf32> -> tensor<4x2xf32>
+  %full = meg.all_gather %piece over @world[tp] dim 0 : tensor<4x2xf32> -> tensor<8x2xf32>
+  %y = meg.mul %full, %x : tensor<8x2xf32>, tensor<8x2xf32>
+  %s = meg.reduce_scatter %y over @world[tp] dim 0 sum : tensor<8x2xf32> -> tensor<4x2xf32>
+  %l = meg.reduce sum %s dims [0, 1] : tensor<4x2xf32>
+  return %l : tensor<f32>
+}

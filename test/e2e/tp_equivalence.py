@@ -3,13 +3,14 @@ train_steps on tp=2 and tp=4 meshes under mpirun (q/k/v and gate/up
 column-parallel, o and down row-parallel, grouped KV heads split with their
 query heads), with global-norm clipping, with micro-batches, with the tp
 groups replicated over dp_shard and dp_outer (2-D and 3-D meshes of up to 8
-ranks), and for an imported model with q/k/v, o and MLP biases, give the
-losses and the final training state (weights, moments, step; saved whole)
-of the single-rank artifact compiled from the same model, within f32
-tolerance. The forward
-entry's logits (the same on every rank) equal one rank's too; a checkpoint
-saved from a tp run loads into one rank unchanged, and one rank's loads
-into a tp run, which then computes the same logits."""
+ranks), with and without sequence parallelism, and for imported models
+(q/k/v, o and MLP biases; Qwen3's per-head norms and tied embeddings), give
+the losses and the final training state (weights, moments, step; saved
+whole) of the single-rank artifact compiled from the same model, within
+f32 tolerance. The forward entry's logits (the same on every rank) equal
+one rank's too; a checkpoint saved from a tp run loads into one rank
+unchanged, and one rank's loads into a tp run, which then computes the
+same logits."""
 import argparse
 import os
 import sys
@@ -41,7 +42,16 @@ CONFIGS = [
     ("dp_shard=2 x tp=2", "dp_shard=2,tp=2", []),
     ("dp_shard=2 x tp=2 clip", "dp_shard=2,tp=2", ["--clip-grad", "0.5"]),
     ("dp_outer=2 x dp_shard=2 x tp=2", "dp_outer=2,dp_shard=2,tp=2", []),
+    # Sequence parallelism: norms and residual adds on seq / tp tokens.
+    ("tp=2 sp", "tp=2", ["--sequence-parallel"]),
+    ("tp=4 sp clip + 2 micro-batches", "tp=4",
+     ["--sequence-parallel", "--clip-grad", "0.5", "--micro-batches", "2"]),
+    ("dp_shard=2 x tp=2 sp clip", "dp_shard=2,tp=2",
+     ["--sequence-parallel", "--clip-grad", "0.5"]),
+    ("dp_outer=2 x dp_shard=2 x tp=2 sp", "dp_outer=2,dp_shard=2,tp=2",
+     ["--sequence-parallel"]),
 ]
+SP = "--sequence-parallel"
 
 
 # Some gradient elements of the imported models are rounding noise in
@@ -145,7 +155,8 @@ def main():
         if options.only and options.only not in name:
             continue
         ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
-        single, want_losses, want_state = reference(flags)
+        single, want_losses, want_state = reference(
+            [f for f in flags if f != SP])
         tag = name.replace(" ", "_").replace("=", "").replace("+", "")
         artifact = compile_model(tag, ["megc", "gen", "llama", *MODEL, *flags,
                                        "--mesh", mesh])
@@ -156,8 +167,9 @@ def main():
     # row biases added once after the reduction) and qwen3 (per-head q/k
     # norms, whose weights every rank applies to its own heads, and tied
     # embeddings).
-    for case in ("llama-bias", "qwen3"):
-        name = f"imported {case} tp=2"
+    for case, flags in (("llama-bias", []), ("qwen3", []),
+                        ("qwen3", [SP])):
+        name = f"imported {case} tp=2" + (" sp" if flags else "")
         if options.only and options.only not in name:
             continue
         imported = ["megc", "import", os.path.join(FIXTURES, case), "--seq",
@@ -166,7 +178,8 @@ def main():
         want_losses, want_state = fsdp_equivalence.train(
             single, inputs, os.path.join(tmp, f"{case}_single.safetensors"),
             1)
-        artifact = compile_model(f"{case}_tp2", [*imported, "--mesh", "tp=2"])
+        artifact = compile_model(f"{case}_tp2{'_sp' if flags else ''}",
+                                 [*imported, "--mesh", "tp=2", *flags])
         failed |= not compare(name, 2, single, want_losses, want_state,
                               artifact)
 

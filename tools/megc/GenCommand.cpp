@@ -157,6 +157,12 @@ cl::opt<std::string> outerFsdp(
     "outer-fsdp",
     cl::desc("HSDP strategy over dp_outer: no_shard (default) or optim"),
     MEGC_BOTH, cl::cat(genCategory));
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("With tp in --mesh: norms and residual adds on sequence shards, "
+             "all-gathered before and reduce-scattered after each attention "
+             "and MLP block (Megatron's sequence parallelism)"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<int64_t> bucketMb("bucket-mb",
                           cl::desc("Gradient bucket size in MiB (default 40)"),
                           MEGC_BOTH, cl::cat(genCategory));
@@ -209,6 +215,7 @@ gen::GenOptions readOptions() {
   o.frozen = given(frozen);
   o.mesh = given(mesh), o.fsdp = given(fsdp), o.outerFsdp = given(outerFsdp);
   o.bucketMb = given(bucketMb);
+  o.sequenceParallel = sequenceParallel;
   return o;
 }
 } // namespace

@@ -65,10 +65,15 @@ struct GenOptions {
   std::optional<std::vector<std::pair<std::string, std::string>>> precision;
   /// Freezes the parameters whose names match this regular expression.
   std::optional<std::string> frozen;
-  /// Data parallelism: `dp_outer=2,dp_shard=4[,tp=1]` declares the mesh
-  /// @world (axes not given have size 1); the functions then take the
-  /// batch of one data-parallel rank, `batch` / (dp_outer * dp_shard).
+  /// `dp_outer=2,dp_shard=4,tp=2` declares the mesh @world (axes not given
+  /// have size 1); the functions then take the batch of one data-parallel
+  /// rank, `batch` / (dp_outer * dp_shard), and (llama) the layers of one
+  /// tensor-parallel rank.
   std::optional<std::string> mesh;
+  /// With tp > 1 in `mesh`: norms, residual adds and the other work outside
+  /// attention and the MLP run on sequence shards (Megatron's sequence
+  /// parallelism).
+  bool sequenceParallel = false;
   /// The #meg.fsdp strategy (needs `mesh`): no_shard, optim, optim_grads
   /// or optim_grads_params; `outerFsdp` no_shard or optim over dp_outer.
   std::optional<std::string> fsdp, outerFsdp;

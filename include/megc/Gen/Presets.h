@@ -69,6 +69,10 @@ struct LlamaConfig {
   /// Tensor-parallel ranks (--mesh tp=N): attention heads and MLP features
   /// split over them as Megatron's column- and row-parallel layers.
   int64_t tp = 1;
+  /// With tp > 1: norms and residual adds on sequence shards of seq / tp
+  /// tokens, all-gathered into each attention and MLP block and
+  /// reduce-scattered out of it.
+  bool sequenceParallel = false;
   /// The Hugging Face config (a JSON object) that the model is, recorded on
   /// the module as meg.hf_config; empty: derived from the fields above when
   /// Hugging Face's LlamaForCausalLM can express them.

@@ -397,3 +397,44 @@ func.func @adamw_reads_narrow_gradient(%p: tensor<4xf32>, %g: tensor<4xbf16>, %m
   %1:3 = meg.adamw %p, %r, %m, %m, %t config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
   return %0#0, %1#0 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// This rank's piece of a sum over the group is a reduce-scatter, through a
+// transpose too; the all-reduce goes (a collective is never dead code).
+// CHECK-LABEL: func.func @slice_of_sum
+// CHECK-NOT: meg.all_reduce
+// CHECK: %[[T:.*]] = meg.transpose %arg0 [1, 0, 2] : tensor<2x8x4xf32>
+// CHECK-NEXT: %[[RS:.*]] = meg.reduce_scatter %[[T]] over @world[tp] dim 0 sum : tensor<8x2x4xf32> -> tensor<4x2x4xf32>
+// CHECK-NEXT: %[[RS2:.*]] = meg.reduce_scatter %arg1 over @world[tp] dim 0 sum : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: return %[[RS]], %[[RS2]]
+meg.mesh @world [tp = 2]
+meg.submesh @world[tp]
+func.func @slice_of_sum(%x: tensor<2x8x4xf32>, %y: tensor<8x4xf32>) -> (tensor<4x2x4xf32>, tensor<4x4xf32>) {
+  %s = meg.all_reduce %x over @world[tp] sum : tensor<2x8x4xf32>
+  %t = meg.transpose %s [1, 0, 2] : tensor<2x8x4xf32>
+  %p = meg.shard_slice %t over @world[tp] dim 0 : tensor<8x2x4xf32> -> tensor<4x2x4xf32>
+  %s2 = meg.all_reduce %y over @world[tp] sum : tensor<8x4xf32>
+  %p2 = meg.shard_slice %s2 over @world[tp] dim 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  return %p, %p2 : tensor<4x2x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// Not when the sum is used elsewhere, is an average, or is over another
+// group.
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-3: meg.all_reduce
+// CHECK-COUNT-3: meg.shard_slice
+meg.mesh @world [dp = 2, tp = 2]
+meg.submesh @world[tp]
+meg.submesh @world[dp]
+func.func @kept(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %s = meg.all_reduce %x over @world[tp] sum : tensor<8x4xf32>
+  %a = meg.all_reduce %x over @world[tp] avg : tensor<8x4xf32>
+  %d = meg.all_reduce %x over @world[dp] sum : tensor<8x4xf32>
+  %p = meg.shard_slice %s over @world[tp] dim 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %q = meg.shard_slice %a over @world[tp] dim 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %r = meg.shard_slice %d over @world[tp] dim 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  return %s, %p, %q, %r : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}

@@ -8,6 +8,8 @@
 #include "ShapeUtils.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 
+#include "mlir/IR/PatternMatch.h"
+
 using namespace mlir;
 using namespace mlir::meg;
 
@@ -107,6 +109,80 @@ FailureOr<SmallVector<Value>> AllReduceOp::buildVJP(OpBuilder &,
            << stringifyCollectiveReduce(getReduce())
            << " (only the sum of a model's partial results does)";
   return SmallVector<Value>{grads[0]};
+}
+
+// The ranks go on with the gathered value: each holds its whole gradient,
+// of which its shard's is its piece.
+FailureOr<SmallVector<Value>> AllGatherOp::buildVJP(OpBuilder &b,
+                                                    ValueRange grads) {
+  Value grad = ShardSliceOp::create(b, getLoc(), getInput().getType(),
+                                    grads[0], getMeshAttr(), getAxesAttr(),
+                                    getDimAttr());
+  return SmallVector<Value>{grad};
+}
+
+// Every rank's input contributes to every piece of the sum.
+FailureOr<SmallVector<Value>> ReduceScatterOp::buildVJP(OpBuilder &b,
+                                                        ValueRange grads) {
+  if (getReduce() != CollectiveReduce::sum)
+    return emitOpError()
+           << "has no gradient with reduction "
+           << stringifyCollectiveReduce(getReduce())
+           << " (only the sum of a model's partial results does)";
+  Value grad = AllGatherOp::create(b, getLoc(), getInput().getType(), grads[0],
+                                   getMeshAttr(), getAxesAttr(), getDimAttr());
+  return SmallVector<Value>{grad};
+}
+
+// The input is the same on every rank; each rank has its piece's gradient.
+FailureOr<SmallVector<Value>> ShardSliceOp::buildVJP(OpBuilder &b,
+                                                     ValueRange grads) {
+  Value grad = AllGatherOp::create(b, getLoc(), getInput().getType(), grads[0],
+                                   getMeshAttr(), getAxesAttr(), getDimAttr());
+  return SmallVector<Value>{grad};
+}
+
+namespace {
+/// `shard_slice(all_reduce sum x)` over one group is `reduce_scatter sum x`,
+/// which sends half the bytes; a transpose in between (which commutes with
+/// the elementwise sum) moves before the reduction.
+struct SliceOfSumIsReduceScatter : public OpRewritePattern<ShardSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ShardSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    Value input = slice.getInput();
+    auto transpose = input.getDefiningOp<TransposeOp>();
+    if (transpose) {
+      if (!transpose->hasOneUse())
+        return failure();
+      input = transpose.getInput();
+    }
+    auto sum = input.getDefiningOp<AllReduceOp>();
+    if (!sum || !sum->hasOneUse() ||
+        sum.getReduce() != CollectiveReduce::sum ||
+        sum.getMeshAttr() != slice.getMeshAttr() ||
+        sum.getAxesAttr() != slice.getAxesAttr())
+      return failure();
+    Value local = sum.getInput();
+    if (transpose)
+      local = TransposeOp::create(rewriter, transpose.getLoc(), local,
+                                  transpose.getPermutationAttr());
+    rewriter.replaceOpWithNewOp<ReduceScatterOp>(
+        slice, slice.getType(), local, slice.getMeshAttr(),
+        slice.getAxesAttr(), slice.getDimAttr(), sum.getReduceAttr());
+    // A collective is never dead code to the folder (every rank must issue
+    // the same ones), so the one replaced goes explicitly.
+    if (transpose)
+      rewriter.eraseOp(transpose);
+    rewriter.eraseOp(sum);
+    return success();
+  }
+};
+} // namespace
+
+void ShardSliceOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<SliceOfSumIsReduceScatter>(context);
 }
 
 LogicalResult CopyToGroupOp::verifySymbolUses(SymbolTableCollection &table) {

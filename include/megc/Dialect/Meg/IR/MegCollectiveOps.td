@@ -45,10 +45,13 @@ class Meg_GatherLikeDoc<string what, string example> {
   }];
 }
 
-def Meg_AllGatherOp : Meg_CollectiveOp<"all_gather"> {
+def Meg_AllGatherOp : Meg_CollectiveOp<"all_gather", [Meg_VJP]> {
   let summary = "Gathers the shards of every rank of a group";
   let description = Meg_GatherLikeDoc<
-      "Concatenates, along `dim` and in rank order, the input of every rank.",
+      "Concatenates, along `dim` and in rank order, the input of every rank. "
+      "In a model (sequence parallelism gathering a sequence's shards), the "
+      "ranks go on with the same value, so each holds the whole gradient of "
+      "it: the gradient of a rank's shard is its piece (`meg.shard_slice`).",
       "%full = meg.all_gather %shard over @world[dp_shard] dim 0\n"
       "        : tensor<256x64xbf16> -> tensor<1024x64xbf16>">.text;
   let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
@@ -60,11 +63,14 @@ def Meg_AllGatherOp : Meg_CollectiveOp<"all_gather"> {
   }];
 }
 
-def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter"> {
+def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter", [Meg_VJP]> {
   let summary = "Reduces across a group and keeps this rank's shard";
   let description = Meg_GatherLikeDoc<
       "Reduces the inputs of the group elementwise (`sum` or `avg`) and "
-      "returns the rank's contiguous piece along `dim`.",
+      "returns the rank's contiguous piece along `dim`. In a model (a "
+      "row-parallel layer's partial products summed into sequence shards), "
+      "the gradient of every rank's input is the whole gradient of the sum: "
+      "the all-gather of the pieces' gradients (for `sum`).",
       "%g = meg.reduce_scatter %grad over @world[dp_shard] dim 0 avg\n"
       "        : tensor<1024x64xf32> -> tensor<256x64xf32>">.text;
   let arguments = (ins Meg_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
@@ -125,13 +131,18 @@ def Meg_CopyToGroupOp : Meg_Op<"copy_to_group", [Pure, Meg_VJP,
   }];
 }
 
-def Meg_ShardSliceOp : Meg_CollectiveOp<"shard_slice"> {
+def Meg_ShardSliceOp : Meg_CollectiveOp<"shard_slice", [Meg_VJP]> {
   let summary = "Takes this rank's piece of a replicated tensor";
   let description = Meg_GatherLikeDoc<
       "Splits the input along `dim` into one contiguous piece per rank of the "
       "group and returns the piece of this rank's index in the group, without "
       "communicating (the input is the same on every rank). meg-fsdp uses it "
-      "to give the optimizer its shard of replicated weights and gradients.",
+      "to give the optimizer its shard of replicated weights and gradients; "
+      "sequence parallelism to split a sequence into its shards, whose "
+      "gradients the replicated input gathers (`meg.all_gather`). "
+      "Canonicalization turns the piece of a sum over the group "
+      "(`all_reduce sum`, possibly transposed) into a `reduce_scatter`, which "
+      "sends half the bytes.",
       "%piece = meg.shard_slice %grad over @world[dp_shard] dim 0\n"
       "        : tensor<1024xf32> -> tensor<256xf32>">.text;
   let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
@@ -141,6 +152,7 @@ def Meg_ShardSliceOp : Meg_CollectiveOp<"shard_slice"> {
     $input `over` $mesh `` custom<AxisList>($axes) `dim` $dim attr-dict `:`
     type($input) `->` type($result)
   }];
+  let hasCanonicalizer = 1;
 }
 
 def Meg_AllGatherStartOp : Meg_CollectiveOp<"all_gather_start"> {
