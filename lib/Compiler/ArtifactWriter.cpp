@@ -248,9 +248,12 @@ private:
         kind = fb::CollectiveKind::reduce_scatter;
       else if (collective->kind == CollectiveCommand::Kind::Slice)
         kind = fb::CollectiveKind::slice;
-      auto op = fb::CreateCollective(builder, kind, collective->submesh,
-                                     collective->average ? fb::ReduceOp::avg
-                                                         : fb::ReduceOp::sum,
+      fb::ReduceOp reduce =
+          collective->reduce == CollectiveCommand::Reduce::Avg ? fb::ReduceOp::avg
+          : collective->reduce == CollectiveCommand::Reduce::Max
+              ? fb::ReduceOp::max
+              : fb::ReduceOp::sum;
+      auto op = fb::CreateCollective(builder, kind, collective->submesh, reduce,
                                      dtype, collective->count, collective->src,
                                      collective->dst, collective->async);
       return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());

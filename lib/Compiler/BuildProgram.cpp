@@ -263,8 +263,19 @@ void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
             use.getOperandNumber() - fusion.getInputs().getBeginOperandIndex()));
       } else if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
         if (use.get() == embedding.getIds()) {
-          bound(dim(embedding.getTable(), 0), "rows of the embedding table");
+          // A block of a vocab-parallel table: the whole table's rows.
+          int64_t rows = dim(embedding.getTable(), 0);
+          if (embedding.getFirstRow())
+            if (auto ref = embedding.getTable().getDefiningOp<ParamRefOp>())
+              if (auto param = module.lookupSymbol<ParamOp>(ref.getName()))
+                rows = param.getFullShape()[0];
+          bound(rows, "rows of the embedding table");
           ignoring(std::nullopt);
+        }
+      } else if (auto stats = dyn_cast<VocabShardStatsOp>(user)) {
+        if (use.get() == stats.getLabels()) {
+          bound(stats.getVocab(), "classes of the cross-entropy");
+          ignoring(stats.getIgnoreIndex());
         }
       } else if (auto loss = dyn_cast<CrossEntropyOp>(user)) {
         if (use.get() == loss.getLabels()) {
@@ -285,11 +296,14 @@ void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
 }
 
 LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
-  // Without autodiff (an inference build), copy_to_group is still there:
-  // an identity, so its result is its input's buffer.
-  func.walk([](CopyToGroupOp copy) {
-    copy.getResult().replaceAllUsesWith(copy.getInput());
-    copy.erase();
+  // Identities for autodiff: copy_to_group (still there without autodiff,
+  // in an inference build) and stop_gradient; a result is its input's
+  // buffer.
+  func.walk([](Operation *op) {
+    if (!isa<CopyToGroupOp, StopGradientOp>(op))
+      return;
+    op->getResult(0).replaceAllUsesWith(op->getOperand(0));
+    op->erase();
   });
   program.entries.emplace_back();
   entry = &program.entries.back();
@@ -384,8 +398,13 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
   // On a GPU the table gradient is a GEMM (see placeEmbeddingGrad); on the
   // CPU alone, the kernel's scatter-add over the tokens.
   if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op);
-      embeddingGrad && options.generatesCuda())
+      embeddingGrad && options.generatesCuda()) {
+    if (embeddingGrad.getFirstRow())
+      return op->emitError()
+             << "the gradient of a vocab-parallel embedding (a table block, "
+                "rows from an offset) is not supported on CUDA yet";
     return placeEmbeddingGrad(embeddingGrad);
+  }
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return placeMatmul(matmul);
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -429,6 +448,18 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
 /// Collectives run on contiguous buffers: gathering or scattering along a
 /// dimension is a byte-range operation only when every dimension before it
 /// has extent 1.
+static CollectiveCommand::Reduce reduceOf(CollectiveReduce reduce) {
+  switch (reduce) {
+  case CollectiveReduce::avg:
+    return CollectiveCommand::Reduce::Avg;
+  case CollectiveReduce::max:
+    return CollectiveCommand::Reduce::Max;
+  case CollectiveReduce::sum:
+    break;
+  }
+  return CollectiveCommand::Reduce::Sum;
+}
+
 LogicalResult ProgramBuilder::placeCollective(Operation *op) {
   if (auto wait = dyn_cast<WaitOp>(op)) {
     auto it = started.find(wait.getFuture());
@@ -456,7 +487,7 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
       })
       .Case<ReduceScatterOp, ReduceScatterStartOp>([&](auto scatter) {
         command.kind = CollectiveCommand::Kind::ReduceScatter;
-        command.average = scatter.getReduce() == CollectiveReduce::avg;
+        command.reduce = reduceOf(scatter.getReduce());
         dim = scatter.getDim();
       })
       .Case<ShardSliceOp>([&](ShardSliceOp slice) {
@@ -465,7 +496,7 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
       })
       .Case<AllReduceOp, AllReduceStartOp>([&](auto reduce) {
         command.kind = CollectiveCommand::Kind::AllReduce;
-        command.average = reduce.getReduce() == CollectiveReduce::avg;
+        command.reduce = reduceOf(reduce.getReduce());
       });
   if (dim)
     for (int64_t before = 0; before < *dim; ++before)

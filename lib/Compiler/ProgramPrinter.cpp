@@ -175,7 +175,9 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
         os << " count " << c->count;
         if (c->kind == CollectiveCommand::Kind::ReduceScatter ||
             c->kind == CollectiveCommand::Kind::AllReduce)
-          os << (c->average ? " avg" : " sum");
+          os << (c->reduce == CollectiveCommand::Reduce::Avg   ? " avg"
+                 : c->reduce == CollectiveCommand::Reduce::Max ? " max"
+                                                               : " sum");
       } else if (auto *wait = std::get_if<WaitCommand>(&command)) {
         os << "wait command " << wait->collective << " (%b" << wait->dst << ")";
       } else {

@@ -53,7 +53,9 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
     for (auto [what, extent] :
          {std::pair<const char *, int64_t>{"attention heads", c.heads},
           {"key/value heads", c.kvHeads},
-          {"MLP features (ffn)", c.ffn}})
+          {"MLP features (ffn)", c.ffn},
+          {"vocabulary (the embedding and LM head are vocab-parallel)",
+           c.vocab}})
       if (extent % c.tp != 0)
         return configError(llvm::Twine("tensor parallelism over tp = ") +
                            llvm::Twine(c.tp) + " ranks splits the " + what +
@@ -133,10 +135,13 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
   // o and down row-parallel; each rank takes whole query groups.
   int64_t heads = c.heads / c.tp, kvHeads = c.kvHeads / c.tp;
   const char *embedName = "model.embed_tokens.weight";
+  // With tensor parallelism the embedding and the LM head are
+  // vocab-parallel: each rank holds a block of vocab / tp rows.
+  bool vp = c.tp > 1;
   if (c.tieEmbeddings)
-    b.weight(embedName, {c.vocab, c.hidden}, {"lm_head.weight"});
+    b.weight(embedName, {c.vocab, c.hidden}, {"lm_head.weight"}, 0);
   else
-    b.weight(embedName, {c.vocab, c.hidden});
+    b.weight(embedName, {c.vocab, c.hidden}, {}, 0);
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
@@ -156,13 +161,17 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
   }
   b.ones("model.norm.weight", {c.hidden});
   if (!c.tieEmbeddings)
-    b.linearParams("lm_head", c.hidden, c.vocab, false);
+    b.columnParams("lm_head", c.hidden, c.vocab, false);
 
   Type i32 = IntegerType::get(&context, 32);
   RankedTensorType idsType = b.tensor({c.batch, c.seq}, i32);
 
-  // forward(input_ids) -> logits
-  Value ids = b.beginFunction("forward", {{"input_ids", idsType}}).front();
+  // forward(input_ids) -> logits; vocab-parallel, the decoder is a private
+  // function giving this rank's block of classes, which forward gathers
+  // and the loss reduces in place.
+  Value ids =
+      b.beginFunction(vp ? "decoder" : "forward", {{"input_ids", idsType}})
+          .front();
   // With sequence parallelism the residual stream, and the norms on it,
   // hold this rank's seq / tp tokens; each block gathers the sequence and
   // scatters its sum back into shards, and the norms' weights, applied to
@@ -175,9 +184,11 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
   auto enterBlock = [&](Value normed) {
     return b.enterColumns(sp ? b.sequenceGather(normed) : normed);
   };
-  Value hidden = b.embedding(b.param(embedName), ids);
-  if (sp)
-    hidden = b.sequenceShard(hidden);
+  Value hidden;
+  if (vp)
+    hidden = b.vocabParallelEmbedding(b.param(embedName), ids, c.vocab, sp);
+  else
+    hidden = b.embedding(b.param(embedName), ids);
   RopeTables rope = buildRopeTables(b, c.seq, *rotaryDim, c.rope);
   for (int64_t i = 0; i < c.layers; ++i) {
     b.beginLayer(i);
@@ -210,20 +221,30 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     b.endLayer();
   }
   hidden = norm(hidden, "model.norm.weight");
-  // The LM head and the loss run on the whole sequence on every rank.
-  if (sp)
-    hidden = b.sequenceGather(hidden);
+  // The LM head (column-parallel over the vocabulary) and the loss run on
+  // the whole sequence on every rank.
+  if (vp)
+    hidden = enterBlock(hidden);
   Value logits = c.tieEmbeddings ? b.linearWith(hidden, embedName)
                                  : b.linear(hidden, "lm_head", false);
   b.endFunction({{"logits", logits}});
+  if (vp) {
+    b.makePrivate();
+    Value forwardIds = b.beginFunction("forward", {{"input_ids", idsType}})
+                           .front();
+    b.endFunction(
+        {{"logits", b.gatherClasses(b.call("decoder", forwardIds).front())}});
+  }
 
   // loss(input_ids, labels) -> mean token cross-entropy (labels not
   // shifted) over the labels other than the ignore index
   SmallVector<Value> args =
       b.beginFunction("loss", {{"input_ids", idsType}, {"labels", idsType}});
-  Value lossLogits = b.call("forward", args[0]).front();
-  b.endFunction(
-      {{"loss", b.crossEntropyMean(lossLogits, args[1], c.ignoreIndex)}});
+  Value lossLogits = b.call(vp ? "decoder" : "forward", args[0]).front();
+  b.endFunction({{"loss", vp ? b.vocabParallelCrossEntropyMean(
+                                   lossLogits, args[1], c.vocab, c.ignoreIndex)
+                             : b.crossEntropyMean(lossLogits, args[1],
+                                                  c.ignoreIndex)}});
   llvm::Expected<OwningOpRef<ModuleOp>> module = b.finish();
   if (!module)
     return module.takeError();

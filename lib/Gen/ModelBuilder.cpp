@@ -203,15 +203,6 @@ static RankedTensorType sequenceFirst(Value value, int64_t times,
   return type.clone(shape);
 }
 
-Value ModelBuilder::sequenceShard(Value full) {
-  auto world = FlatSymbolRefAttr::get(&context, "world");
-  Value shard = ShardSliceOp::create(
-      builder, loc, sequenceFirst(full, 1, tpSize),
-      swapBatchAndSequence(builder, loc, full), world, tpAxes(),
-      builder.getI64IntegerAttr(0));
-  return swapBatchAndSequence(builder, loc, shard);
-}
-
 Value ModelBuilder::sequenceGather(Value shard) {
   auto world = FlatSymbolRefAttr::get(&context, "world");
   Value full = AllGatherOp::create(
@@ -232,8 +223,8 @@ Value ModelBuilder::sequenceReduceScatter(Value partial) {
 }
 
 void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
-                          ArrayRef<StringRef> aliases) {
-  declare(name, shape, InitKind::normal, initStd, aliases);
+                          ArrayRef<StringRef> aliases, int64_t splitDim) {
+  declare(name, shape, InitKind::normal, initStd, aliases, splitDim);
 }
 
 void ModelBuilder::ones(StringRef name, ArrayRef<int64_t> shape) {
@@ -281,6 +272,8 @@ void ModelBuilder::endFunction(ArrayRef<NamedValue> results) {
     currentFunction.setResultAttr(index, MegDialect::kNameAttrName,
                                   builder.getStringAttr(result.name));
 }
+
+void ModelBuilder::makePrivate() { currentFunction.setPrivate(); }
 
 ValueRange ModelBuilder::call(StringRef name, ValueRange args) {
   auto callee = module->lookupSymbol<func::FuncOp>(name);
@@ -398,7 +391,107 @@ Value ModelBuilder::modulate(Value input, Value shift, Value scale) {
 }
 
 Value ModelBuilder::embedding(Value table, Value ids) {
-  return EmbeddingOp::create(builder, loc, table, ids);
+  return EmbeddingOp::create(builder, loc, table, ids, Value());
+}
+
+Value ModelBuilder::firstOfBlock(int64_t blockSize) {
+  auto starts = RankedTensorType::get({tpSize}, builder.getI32Type());
+  SmallVector<int32_t> values;
+  for (int64_t r = 0; r < tpSize; ++r)
+    values.push_back(static_cast<int32_t>(r * blockSize));
+  Value table = arith::ConstantOp::create(
+      builder, loc, starts,
+      DenseElementsAttr::get(starts, ArrayRef<int32_t>(values)));
+  Value mine = ShardSliceOp::create(
+      builder, loc, RankedTensorType::get({1}, builder.getI32Type()), table,
+      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
+      builder.getI64IntegerAttr(0));
+  return reshape(mine, {});
+}
+
+Value ModelBuilder::vocabParallelEmbedding(Value table, Value ids,
+                                           int64_t vocab,
+                                           bool scatterSequence) {
+  Value partial = EmbeddingOp::create(builder, loc, table, ids,
+                                      firstOfBlock(vocab / tpSize));
+  if (scatterSequence)
+    return sequenceReduceScatter(partial);
+  return AllReduceOp::create(
+      builder, loc, partial.getType(), partial,
+      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
+      CollectiveReduceAttr::get(&context, CollectiveReduce::sum));
+}
+
+Value ModelBuilder::gatherClasses(Value logits) {
+  auto type = llvm::cast<RankedTensorType>(logits.getType());
+  int64_t rank = type.getRank();
+  // Classes first for the collective, which moves dim 0, and back.
+  SmallVector<int64_t> toFront = {rank - 1}, toBack;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    toFront.push_back(d);
+  for (int64_t d = 1; d < rank; ++d)
+    toBack.push_back(d);
+  toBack.push_back(0);
+  Value front = TransposeOp::create(builder, loc, logits,
+                                    builder.getDenseI64ArrayAttr(toFront));
+  SmallVector<int64_t> shape(
+      llvm::cast<RankedTensorType>(front.getType()).getShape());
+  shape[0] *= tpSize;
+  Value all = AllGatherOp::create(
+      builder, loc, type.clone(shape), front,
+      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
+      builder.getI64IntegerAttr(0));
+  return TransposeOp::create(builder, loc, all,
+                             builder.getDenseI64ArrayAttr(toBack));
+}
+
+Value ModelBuilder::vocabParallelCrossEntropyMean(
+    Value logits, Value labels, int64_t vocab,
+    std::optional<int64_t> ignoreIndex) {
+  auto world = FlatSymbolRefAttr::get(&context, "world");
+  auto type = llvm::cast<RankedTensorType>(logits.getType());
+  Type f32 = builder.getF32Type();
+  int64_t rank = type.getRank();
+  auto reduceOver = [&](Value value, CollectiveReduce reduce) -> Value {
+    return AllReduceOp::create(builder, loc, value.getType(), value, world,
+                               tpAxes(),
+                               CollectiveReduceAttr::get(&context, reduce));
+  };
+  // The maximum only keeps exp() in range: the loss does not depend on it.
+  Value wide = type.getElementType() == f32 ? logits : cast(logits, f32);
+  Value localMax = ReduceOp::create(builder, loc, ReduceKind::max, wide,
+                                    SmallVector<int64_t>{rank - 1},
+                                    /*keep_dims=*/false);
+  Value max = StopGradientOp::create(
+      builder, loc, reduceOver(localMax, CollectiveReduce::max));
+  auto stats = VocabShardStatsOp::create(
+      builder, loc, logits, max, labels,
+      firstOfBlock(type.getShape().back()), builder.getI64IntegerAttr(vocab),
+      ignoreIndex ? builder.getI64IntegerAttr(*ignoreIndex) : IntegerAttr());
+  Value sumExp = reduceOver(stats.getSumExp(), CollectiveReduce::sum);
+  Value target = reduceOver(stats.getTarget(), CollectiveReduce::sum);
+  Value perToken = mul(
+      sub(add(LogOp::create(builder, loc, sumExp), max), target),
+      stats.getMask());
+  SmallVector<int64_t> tokens;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    tokens.push_back(d);
+  Value total = ReduceOp::create(builder, loc, ReduceKind::sum, perToken,
+                                 tokens, /*keep_dims=*/false);
+  if (!ignoreIndex) {
+    auto scalar = RankedTensorType::get({}, f32);
+    double count = static_cast<double>(type.getNumElements()) /
+                   static_cast<double>(type.getShape().back());
+    return DivOp::create(builder, loc, total,
+                         arith::ConstantOp::create(
+                             builder, loc, scalar,
+                             DenseElementsAttr::get(
+                                 scalar, builder.getF32FloatAttr(count))));
+  }
+  Value count = LabelCountOp::create(
+      builder, loc, RankedTensorType::get({}, f32), labels,
+      builder.getI64IntegerAttr(*ignoreIndex), builder.getUnitAttr());
+  return DivOp::create(builder, loc, total, count);
 }
 
 Value ModelBuilder::iota(int64_t size) {

@@ -38,8 +38,11 @@ public:
   /// Parameter declarations (module level, in declaration order). Weights
   /// draw from normal(0, initStd); `aliases` are other names checkpoints
   /// hold the parameter under.
+  /// With `splitDim` >= 0 (and tensor parallelism), this rank holds one tp
+  /// block of it along that dimension.
   void weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-              llvm::ArrayRef<llvm::StringRef> aliases = {});
+              llvm::ArrayRef<llvm::StringRef> aliases = {},
+              int64_t splitDim = -1);
   void setInitStd(double std) { initStd = std; }
   void ones(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   void zeros(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
@@ -71,17 +74,38 @@ public:
 
   /// Sequence parallelism on [batch, seq, ...] activations, along dim 1
   /// over tp (the collectives move dim 0, so a transpose goes around
-  /// each): this rank's shard of a replicated tensor, the whole sequence
-  /// from the shards, and the shards of a sum over tp.
-  mlir::Value sequenceShard(mlir::Value full);
+  /// each): the whole sequence from the shards, and the shards of a sum
+  /// over tp.
   mlir::Value sequenceGather(mlir::Value shard);
   mlir::Value sequenceReduceScatter(mlir::Value partial);
+
+  /// Vocab parallelism: the first vocabulary row (or class) of this tp
+  /// rank's block of `blockSize` (a 0-d i32 tensor: a constant table of
+  /// the blocks' starts, of which the rank takes its own).
+  mlir::Value firstOfBlock(int64_t blockSize);
+  /// The embedding of `ids` in a table whose rows are split over tp: each
+  /// rank's block gives the rows it holds, summed over tp (reduce-scattered
+  /// into sequence shards with `scatterSequence`).
+  mlir::Value vocabParallelEmbedding(mlir::Value table, mlir::Value ids,
+                                     int64_t vocab, bool scatterSequence);
+  /// The whole vocabulary's logits from each rank's block of classes (the
+  /// last dimension), for the forward entry.
+  mlir::Value gatherClasses(mlir::Value logits);
+  /// crossEntropyMean of logits whose classes (the last dimension) are
+  /// split over tp, without gathering them (Megatron's vocab-parallel
+  /// cross-entropy): the row maximum, the sum of exponentials and the
+  /// label's logit each summed (maximised) over tp.
+  mlir::Value vocabParallelCrossEntropyMean(mlir::Value logits,
+                                            mlir::Value labels, int64_t vocab,
+                                            std::optional<int64_t> ignoreIndex);
 
   /// Starts a function whose arguments carry `meg.name`s; returns them.
   llvm::SmallVector<mlir::Value> beginFunction(llvm::StringRef name,
                                                llvm::ArrayRef<NamedType> args);
   /// Returns `results` from the current function and fixes its type.
   void endFunction(llvm::ArrayRef<NamedValue> results);
+  /// Makes the current function private: a part of entries, not one.
+  void makePrivate();
   /// Calls a function built earlier.
   mlir::ValueRange call(llvm::StringRef name, mlir::ValueRange args);
 

@@ -33,6 +33,8 @@ CollectiveCall toCollectiveCall(const fb::Collective &collective,
                            : nullptr;
   comm::ReduceOp op = collective.reduce() == fb::ReduceOp::avg
                           ? comm::ReduceOp::Avg
+                      : collective.reduce() == fb::ReduceOp::max
+                          ? comm::ReduceOp::Max
                           : comm::ReduceOp::Sum;
   return {group,
           toCommKind(collective.kind()),

@@ -8,7 +8,8 @@ gives PyTorch's loss and gradients; one train_step gives its loss and
 updated parameters on one rank, with 2 micro-batches, on 2 data-parallel
 ranks and on 2 ranks with 2 micro-batches each, whose parts of the batch
 count different numbers of labels: the step divides by the global count,
-as PyTorch's loss over the whole batch does."""
+as PyTorch's loss over the whole batch does; and on tensor-parallel ranks,
+whose vocab-parallel cross-entropy masks the ignored labels in place."""
 import argparse
 import json
 import os
@@ -30,6 +31,10 @@ CONFIGS = [
     ("dp_shard=2", 2, ["--mesh", "dp_shard=2", "--fsdp", "optim_grads_params"]),
     ("dp_shard=2, 2 micro-batches", 2,
      ["--mesh", "dp_shard=2", "--fsdp", "optim", "--micro-batches", "2"]),
+    # The vocab-parallel cross-entropy masks ignored labels in place.
+    ("tp=2", 2, ["--mesh", "tp=2"]),
+    ("dp_shard=2 x tp=2, sequence-parallel", 4,
+     ["--mesh", "dp_shard=2,tp=2", "--sequence-parallel"]),
 ]
 
 

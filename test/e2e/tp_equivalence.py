@@ -22,7 +22,7 @@ import fsdp_equivalence
 import mpi_util
 
 MODEL = ["--layers", "2", "--hidden", "32", "--heads", "8", "--kv-heads", "4",
-         "--ffn", "48", "--seq", "8", "--vocab", "61", "--batch", "4",
+         "--ffn", "48", "--seq", "8", "--vocab", "64", "--batch", "4",
          "--train", "--weight-decay", "0.1"]
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "hf-fixtures")
@@ -100,7 +100,7 @@ def main():
     inputs = []
     for name in ("input_ids", "labels"):
         path = os.path.join(tmp, name + ".npy")
-        np.save(path, rng.integers(0, 61, (4, 8)).astype(np.int32))
+        np.save(path, rng.integers(0, 64, (4, 8)).astype(np.int32))
         inputs += ["--input", f"{name}={path}"]
 
     def compile_model(tag, command):

@@ -78,7 +78,8 @@ struct AttentionCommand {
 struct CollectiveCommand {
   enum class Kind { AllGather, ReduceScatter, AllReduce, Slice } kind;
   uint32_t submesh;
-  bool average = false;
+  /// Of ReduceScatter and AllReduce.
+  enum class Reduce { Sum, Avg, Max } reduce = Reduce::Sum;
   uint32_t src, dst;
   uint64_t count;
   /// Started here, completed by a later WaitCommand.

@@ -128,15 +128,41 @@ struct EmbeddingLowering : public OpRewritePattern<EmbeddingOp> {
     for (int64_t i = 0; i + 1 < rank; ++i)
       idExprs.push_back(rewriter.getAffineDimExpr(i));
     Value table = op.getTable();
+    Value firstRow = op.getFirstRow();
+    int64_t rows = tableType.getDimSize(0);
     Value result = buildMapped(
         rewriter, op.getLoc(), resultType, {op.getIds()},
         {AffineMap::get(rank, 0, idExprs, op.getContext())},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value row = clampedIndex(b, l, a[0], tableType.getDimSize(0));
           Value column = linalg::IndexOp::create(b, l, rank - 1);
-          return toCompute(
+          if (!firstRow) {
+            Value row = clampedIndex(b, l, a[0], rows);
+            return toCompute(
+                b, l, tensor::ExtractOp::create(b, l, table,
+                                                ValueRange{row, column}));
+          }
+          // A block of the table: rows outside it read as zeros.
+          Value first =
+              tensor::ExtractOp::create(b, l, firstRow, ValueRange{});
+          if (first.getType() != a[0].getType())
+            first = arith::ExtSIOp::create(b, l, a[0].getType(), first);
+          Value local = arith::SubIOp::create(b, l, a[0], first);
+          Value zero = arith::ConstantOp::create(
+              b, l, b.getIntegerAttr(local.getType(), 0));
+          Value inBlock = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, local,
+                                    zero),
+              arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::slt, local,
+                  arith::ConstantOp::create(
+                      b, l, b.getIntegerAttr(local.getType(), rows))));
+          Value row = clampedIndex(b, l, local, rows);
+          Value value = toCompute(
               b, l, tensor::ExtractOp::create(b, l, table,
                                               ValueRange{row, column}));
+          return arith::SelectOp::create(
+              b, l, inBlock, value, floatConstant(b, l, value.getType(), 0.0));
         });
     rewriter.replaceOp(op, result);
     return success();

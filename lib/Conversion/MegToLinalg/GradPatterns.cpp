@@ -397,6 +397,12 @@ struct EmbeddingGradLowering : public OpRewritePattern<EmbeddingGradOp> {
     auto accType =
         RankedTensorType::get(tableType.getShape(), rewriter.getF32Type());
     Value ids = reshapeTensor(rewriter, loc, op.getIds(), {tokens});
+    // A block of the table starts at row `first` of the whole.
+    Value first;
+    if (Value firstRow = op.getFirstRow())
+      first = arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getIndexType(),
+          tensor::ExtractOp::create(rewriter, loc, firstRow, ValueRange{}));
     Value grad = reshapeTensor(rewriter, loc, op.getGrad(), {tokens, dim});
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -412,6 +418,8 @@ struct EmbeddingGradLowering : public OpRewritePattern<EmbeddingGradOp> {
           Value id = arith::IndexCastOp::create(
               b, l, b.getIndexType(),
               tensor::ExtractOp::create(b, l, ids, ValueRange{t}));
+          if (first)
+            id = arith::SubIOp::create(b, l, id, first);
           Value inTable = arith::AndIOp::create(
               b, l,
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, id, zero),

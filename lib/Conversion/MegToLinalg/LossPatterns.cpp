@@ -72,6 +72,114 @@ struct CrossEntropyLowering : public OpRewritePattern<CrossEntropyOp> {
   }
 };
 
+/// Whether `label` is the class of column `column` of a block of classes
+/// starting at `first` (a 0-d i32 tensor).
+static Value isLabelColumn(OpBuilder &b, Location l, Value label, Value column,
+                           Value first) {
+  Value start = arith::IndexCastOp::create(
+      b, l, b.getIndexType(),
+      tensor::ExtractOp::create(b, l, first, ValueRange{}));
+  Value labelIndex = arith::IndexCastOp::create(b, l, b.getIndexType(), label);
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, labelIndex,
+                               arith::AddIOp::create(b, l, start, column));
+}
+
+/// A row sum of exp(logits - max) over this rank's classes, and per token
+/// the label's logit when it is one of them and whether it counts.
+struct VocabShardStatsLowering : public OpRewritePattern<VocabShardStatsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(VocabShardStatsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value logits = op.getLogits();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    int64_t rank = logitsType.getRank(), classes = logitsType.getShape().back();
+    AffineMap rowMap = reducedMap(op.getContext(), rank, {rank - 1});
+    Value sumExp = buildReduction(
+        rewriter, loc, logits, {rank - 1}, Combine::Sum, {op.getMax()},
+        {rowMap}, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::ExpOp::create(b, l,
+                                     arith::SubFOp::create(b, l, a[0], a[1]));
+        });
+    auto tokensType = cast<RankedTensorType>(op.getMax().getType());
+    int64_t tokenRank = tokensType.getRank();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(tokenRank);
+    Value first = op.getFirstClass();
+    Value target = buildMapped(
+        rewriter, loc, tokensType, {op.getLabels()}, {identity},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value start = arith::IndexCastOp::create(
+              b, l, b.getIndexType(),
+              tensor::ExtractOp::create(b, l, first, ValueRange{}));
+          Value local = arith::SubIOp::create(
+              b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]),
+              start);
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          Value inBlock = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, local,
+                                    zero),
+              arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::slt, local,
+                  arith::ConstantIndexOp::create(b, l, classes)));
+          SmallVector<Value> index;
+          for (int64_t d = 0; d < tokenRank; ++d)
+            index.push_back(linalg::IndexOp::create(b, l, d));
+          index.push_back(arith::MinSIOp::create(
+              b, l, arith::MaxSIOp::create(b, l, local, zero),
+              arith::ConstantIndexOp::create(b, l, classes - 1)));
+          Value logit =
+              toCompute(b, l, tensor::ExtractOp::create(b, l, logits, index));
+          return arith::SelectOp::create(
+              b, l, inBlock, logit, floatConstant(b, l, logit.getType(), 0.0));
+        });
+    std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
+    Value mask = buildMapped(
+        rewriter, loc, tokensType, {op.getLabels()}, {identity},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Type f32 = b.getF32Type();
+          if (!ignoreIndex)
+            return floatConstant(b, l, f32, 1.0);
+          return arith::SelectOp::create(
+              b, l, countsTowardLoss(b, l, a[0], *ignoreIndex),
+              floatConstant(b, l, f32, 1.0), floatConstant(b, l, f32, 0.0));
+        });
+    rewriter.replaceOp(op, {sumExp, target, mask});
+    return success();
+  }
+};
+
+/// dlogits = dsum_exp * exp(logits - max) + dtarget at the label's column.
+struct VocabShardStatsGradLowering
+    : public OpRewritePattern<VocabShardStatsGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(VocabShardStatsGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Value logits = op.getLogits();
+    auto type = cast<RankedTensorType>(logits.getType());
+    int64_t rank = type.getRank();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap rowMap = reducedMap(op.getContext(), rank, {rank - 1});
+    Value first = op.getFirstClass();
+    Value result = buildMapped(
+        rewriter, op.getLoc(), type,
+        {logits, op.getMax(), op.getSumExpGrad(), op.getTargetGrad(),
+         op.getLabels()},
+        {identity, rowMap, rowMap, rowMap, rowMap},
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value p = math::ExpOp::create(b, l,
+                                        arith::SubFOp::create(b, l, a[0], a[1]));
+          Value grad = arith::MulFOp::create(b, l, a[2], p);
+          Value column = linalg::IndexOp::create(b, l, rank - 1);
+          return arith::SelectOp::create(
+              b, l, isLabelColumn(b, l, a[4], column, first),
+              arith::AddFOp::create(b, l, grad, a[3]), grad);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// The count as a sum of ones over the labels that count, in f32 (exact up
 /// to 2^24 labels).
 struct LabelCountLowering : public OpRewritePattern<LabelCountOp> {
@@ -100,6 +208,7 @@ struct LabelCountLowering : public OpRewritePattern<LabelCountOp> {
 } // namespace
 
 void mlir::meg::populateLossPatterns(RewritePatternSet &patterns) {
-  patterns.add<CrossEntropyLowering, LabelCountLowering>(
+  patterns.add<CrossEntropyLowering, LabelCountLowering,
+               VocabShardStatsLowering, VocabShardStatsGradLowering>(
       patterns.getContext());
 }

@@ -27,10 +27,11 @@ struct ReshapeLowering : public OpRewritePattern<ReshapeOp> {
   }
 };
 
-// After autodiff its only meaning, the gradient's all-reduce, is built.
-struct CopyToGroupLowering : public OpRewritePattern<CopyToGroupOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(CopyToGroupOp op,
+// Identities whose meaning was for autodiff (the gradient's all-reduce,
+// no gradient).
+template <typename Op> struct IdentityLowering : public OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+  LogicalResult matchAndRewrite(Op op,
                                 PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, op.getInput());
     return success();
@@ -154,7 +155,8 @@ struct ReduceLowering : public OpRewritePattern<ReduceOp> {
 } // namespace
 
 void mlir::meg::populateShapePatterns(RewritePatternSet &patterns) {
-  patterns.add<ReshapeLowering, CopyToGroupLowering, TransposeLowering,
+  patterns.add<ReshapeLowering, IdentityLowering<CopyToGroupOp>,
+               IdentityLowering<StopGradientOp>, TransposeLowering,
                SliceLowering,
                SliceGradLowering,
                ConcatLowering, SplitLowering, ReduceLowering>(

@@ -12,6 +12,8 @@ const char *reduceOpName(ReduceOp op) {
     return "sum";
   case ReduceOp::Avg:
     return "avg";
+  case ReduceOp::Max:
+    return "max";
   }
   return "<invalid reduce op>";
 }
@@ -61,7 +63,7 @@ void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
          static_cast<int>(dtype));
   if (!isReduction(kind))
     return;
-  if (static_cast<uint8_t>(op) > static_cast<uint8_t>(ReduceOp::Avg))
+  if (static_cast<uint8_t>(op) > static_cast<uint8_t>(ReduceOp::Max))
     fail(collectiveName(kind), ": invalid reduce op ", static_cast<int>(op));
   if (op == ReduceOp::Avg && !isFloatingPoint(dtype))
     fail(describeCollective(kind, dtype, op, count, groupSize),

@@ -23,8 +23,8 @@ std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
 std::string timeoutMessage(const std::string &what, double timeoutSeconds);
 
 /// Throws megrt::Error unless every backend can run the collective: the
-/// enums are in range, and reductions are sums of any dtype or averages of
-/// floats (an integer average would need a rounding rule).
+/// enums are in range, and reductions are sums or maxima of any dtype or
+/// averages of floats (an integer average would need a rounding rule).
 void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                      size_t count, int groupSize);
 

@@ -20,7 +20,7 @@ enum class CollectiveKind : uint8_t {
 };
 
 /// Avg divides the sum by the group size.
-enum class ReduceOp : uint8_t { Sum = 0, Avg = 1 };
+enum class ReduceOp : uint8_t { Sum = 0, Avg = 1, Max = 2 };
 
 /// Where a group's buffers live.
 enum class MemorySpace : uint8_t { Host, Cuda };

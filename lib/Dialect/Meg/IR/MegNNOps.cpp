@@ -322,6 +322,31 @@ LogicalResult CrossEntropyOp::verify() {
                             getReduction(), getIgnoreIndex());
 }
 
+LogicalResult VocabShardStatsOp::verify() {
+  RankedTensorType logits = tensorType(getLogits());
+  RankedTensorType max = tensorType(getMax());
+  RankedTensorType labels = tensorType(getLabels());
+  if (logits.getRank() < 1 ||
+      max.getShape() != logits.getShape().drop_back() ||
+      labels.getShape() != max.getShape())
+    return emitOpError() << "expects max and labels of the logits' shape "
+                            "without its last dimension, got logits "
+                         << formatShape(logits.getShape()) << ", max "
+                         << formatShape(max.getShape()) << " and labels "
+                         << formatShape(labels.getShape());
+  int64_t classes = logits.getShape().back();
+  if (getVocab() < classes || getVocab() % classes != 0)
+    return emitOpError() << "expects a vocabulary that is a multiple of the "
+                         << classes << " classes of each rank, got "
+                         << getVocab();
+  if (std::optional<int64_t> ignore = getIgnoreIndex();
+      ignore && *ignore >= 0 && *ignore < getVocab())
+    return emitOpError() << "ignores label " << *ignore
+                         << ", which is a class of the vocabulary of "
+                         << getVocab();
+  return success();
+}
+
 LogicalResult ModulateOp::verify() {
   RankedTensorType input = tensorType(getInput());
   if (input.getRank() != 3)

@@ -22,8 +22,11 @@ static int64_t product(ArrayRef<int64_t> dims) {
 
 Grads EmbeddingOp::buildVJP(OpBuilder &b, ValueRange grads) {
   Value table = EmbeddingGradOp::create(b, getLoc(), tensorTypeOf(getTable()),
-                                        grads[0], getIds());
-  return SmallVector<Value>{table, Value()};
+                                        grads[0], getIds(), getFirstRow());
+  SmallVector<Value> result = {table, Value()};
+  if (getFirstRow())
+    result.push_back(Value());
+  return result;
 }
 
 Grads LinearOp::buildVJP(OpBuilder &b, ValueRange grads) {
@@ -127,6 +130,23 @@ Grads CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange grads) {
                                              getReductionAttr(),
                                              getIgnoreIndexAttr());
   return SmallVector<Value>{dLogits, Value()};
+}
+
+// The maximum is a constant to the loss (it cancels), and the mask has no
+// gradient.
+Grads VocabShardStatsOp::buildVJP(OpBuilder &b, ValueRange grads) {
+  Location loc = getLoc();
+  auto type = cast<RankedTensorType>(getMax().getType());
+  auto zeros = [&]() -> Value {
+    return arith::ConstantOp::create(
+        b, loc, type, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
+  };
+  Value sumExp = grads[0] ? grads[0] : zeros();
+  Value target = grads[1] ? grads[1] : zeros();
+  Value dLogits = VocabShardStatsGradOp::create(
+      b, loc, getLogits().getType(), sumExp, target, getLogits(), getMax(),
+      getLabels(), getFirstClass());
+  return SmallVector<Value>{dLogits, Value(), Value(), Value()};
 }
 
 Grads ModulateOp::buildVJP(OpBuilder &b, ValueRange grads) {

@@ -132,6 +132,10 @@ Grads ReshapeOp::buildVJP(OpBuilder &b, ValueRange grads) {
       reshapeTo(b, getLoc(), grads[0], tensorTypeOf(getInput()).getShape())};
 }
 
+Grads StopGradientOp::buildVJP(OpBuilder &, ValueRange) {
+  return SmallVector<Value>{Value()};
+}
+
 Grads TransposeOp::buildVJP(OpBuilder &b, ValueRange grads) {
   ArrayRef<int64_t> perm = getPermutation();
   SmallVector<int64_t> inverse(perm.size());

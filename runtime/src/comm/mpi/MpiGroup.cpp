@@ -70,13 +70,13 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
   case CollectiveKind::ReduceScatter:
     // In place, dst holds all size() pieces and receives its own first.
     checkMpi(MPI_Ireduce_scatter_block(src == dst ? MPI_IN_PLACE : src, dst, n,
-                                       type, mpiSum(dtype), comm_,
+                                       type, mpiReduction(dtype, op), comm_,
                                        &pending.request),
              "MPI_Ireduce_scatter_block", pending.what);
     break;
   case CollectiveKind::AllReduce:
     checkMpi(MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, n, type,
-                            mpiSum(dtype), comm_, &pending.request),
+                            mpiReduction(dtype, op), comm_, &pending.request),
              "MPI_Iallreduce", pending.what);
     break;
   }

@@ -10,8 +10,8 @@ namespace {
 struct HalfFloatTypes {
   MPI_Datatype bf16 = MPI_DATATYPE_NULL;
   MPI_Datatype f16 = MPI_DATATYPE_NULL;
-  MPI_Op bf16Sum = MPI_OP_NULL;
-  MPI_Op f16Sum = MPI_OP_NULL;
+  MPI_Op bf16Sum = MPI_OP_NULL, bf16Max = MPI_OP_NULL;
+  MPI_Op f16Sum = MPI_OP_NULL, f16Max = MPI_OP_NULL;
 };
 
 HalfFloatTypes &halfFloatTypes() {
@@ -27,21 +27,34 @@ void sumHalves(void *in, void *inout, int *length, MPI_Datatype *) {
     b[i] = fromFloat(toFloat(a[i]) + toFloat(b[i]));
 }
 
-void createHalfType(MPI_Datatype &type, MPI_Op &sum,
-                    MPI_User_function *function, const char *name) {
+template <float (*toFloat)(uint16_t)>
+void maxHalves(void *in, void *inout, int *length, MPI_Datatype *) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *length; ++i)
+    if (toFloat(a[i]) > toFloat(b[i]))
+      b[i] = a[i];
+}
+
+void createHalfType(MPI_Datatype &type, MPI_Op &sum, MPI_Op &max,
+                    MPI_User_function *sumFunction,
+                    MPI_User_function *maxFunction, const char *name) {
   if (MPI_Type_contiguous(2, MPI_BYTE, &type) != MPI_SUCCESS ||
       MPI_Type_commit(&type) != MPI_SUCCESS ||
-      MPI_Op_create(function, /*commute=*/1, &sum) != MPI_SUCCESS)
-    fail("creating MPI's datatype and sum for ", name, " failed");
+      MPI_Op_create(sumFunction, /*commute=*/1, &sum) != MPI_SUCCESS ||
+      MPI_Op_create(maxFunction, /*commute=*/1, &max) != MPI_SUCCESS)
+    fail("creating MPI's datatype, sum and max for ", name, " failed");
 }
 
 } // namespace
 
 void createHalfFloatTypes() {
   HalfFloatTypes &types = halfFloatTypes();
-  createHalfType(types.bf16, types.bf16Sum, sumHalves<bf16ToFloat, floatToBf16>,
+  createHalfType(types.bf16, types.bf16Sum, types.bf16Max,
+                 sumHalves<bf16ToFloat, floatToBf16>, maxHalves<bf16ToFloat>,
                  "bf16");
-  createHalfType(types.f16, types.f16Sum, sumHalves<f16ToFloat, floatToF16>,
+  createHalfType(types.f16, types.f16Sum, types.f16Max,
+                 sumHalves<f16ToFloat, floatToF16>, maxHalves<f16ToFloat>,
                  "f16");
 }
 
@@ -61,14 +74,15 @@ MPI_Datatype mpiDatatype(DType dtype) {
   fail("invalid dtype value ", static_cast<int>(dtype));
 }
 
-MPI_Op mpiSum(DType dtype) {
+MPI_Op mpiReduction(DType dtype, ReduceOp op) {
+  bool max = op == ReduceOp::Max;
   switch (dtype) {
   case DType::BF16:
-    return halfFloatTypes().bf16Sum;
+    return max ? halfFloatTypes().bf16Max : halfFloatTypes().bf16Sum;
   case DType::F16:
-    return halfFloatTypes().f16Sum;
+    return max ? halfFloatTypes().f16Max : halfFloatTypes().f16Sum;
   default:
-    return MPI_SUM;
+    return max ? MPI_MAX : MPI_SUM;
   }
 }
 

@@ -1,9 +1,11 @@
-// MPI datatypes and sum operations for megrt's dtypes. MPI has no 16-bit
-// floats: bf16 and f16 are 2-byte datatypes of their own whose sum is a
-// user-defined operation (f32 addition, rounded to nearest even).
+// MPI datatypes and sum and max operations for megrt's dtypes. MPI has no
+// 16-bit floats: bf16 and f16 are 2-byte datatypes of their own whose sum
+// and max are user-defined operations (in f32, the sum rounded to nearest
+// even).
 #ifndef MEGRT_SRC_COMM_MPI_MPITYPES_H
 #define MEGRT_SRC_COMM_MPI_MPITYPES_H
 
+#include "comm/Communicator.h"
 #include "megrt/DType.h"
 
 #include <mpi.h>
@@ -14,7 +16,9 @@ namespace megrt::comm::mpi {
 void createHalfFloatTypes();
 
 MPI_Datatype mpiDatatype(DType dtype);
-MPI_Op mpiSum(DType dtype);
+/// The sum (for Sum and Avg, which divides afterwards) or maximum of
+/// `dtype` elements.
+MPI_Op mpiReduction(DType dtype, ReduceOp op);
 
 /// Divides `count` elements of `data` by `divisor` in f32 arithmetic
 /// (rounding 16-bit results to nearest even): Avg after a Sum.

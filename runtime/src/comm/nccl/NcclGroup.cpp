@@ -104,7 +104,9 @@ uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
   checkCuda(driver.cuEventRecord(pending.begin.get(), cuStream),
             "cuEventRecord", what);
   ncclDataType_t type = ncclType(dtype);
-  ncclRedOp_t reduce = op == ReduceOp::Avg ? ncclAvg : ncclSum;
+  ncclRedOp_t reduce = op == ReduceOp::Avg   ? ncclAvg
+                       : op == ReduceOp::Max ? ncclMax
+                                             : ncclSum;
   ncclResult_t result = ncclSuccess;
   const char *call = "";
   switch (kind) {

@@ -65,7 +65,8 @@ def Meg_ReduceKindAttr : EnumAttr<Meg_Dialect, Meg_ReduceKind, "reduce_kind"> {
 def Meg_CollectiveReduce : I32EnumAttr<"CollectiveReduce",
     "reduction of a collective", [
     I32EnumAttrCase<"sum", 0>,
-    I32EnumAttrCase<"avg", 1>]> {
+    I32EnumAttrCase<"avg", 1>,
+    I32EnumAttrCase<"max", 2>]> {
   let cppNamespace = "::mlir::meg";
   let genSpecializedAttr = 0;
 }

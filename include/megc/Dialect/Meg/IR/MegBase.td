@@ -100,5 +100,6 @@ def Meg_Tensor : RankedTensorOf<[F32, BF16, F16, I32, I64]>;
 def Meg_ScalarF32 : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 def Meg_StepTensor : 0DTensorOf<[I64]>;
+def Meg_ScalarI32 : 0DTensorOf<[I32]>;
 
 #endif // MEGC_DIALECT_MEG_IR_MEGBASE_TD

@@ -35,17 +35,47 @@ def Meg_EmbeddingGradOp : Meg_Op<"embedding_grad", [Pure]> {
   let summary = "Gradient of an embedding lookup with respect to the table";
   let description = [{
     Scatter-adds each row of `grad [..., H]` into row `ids[...]` of a zero
-    table of the result type `[V, H]`.
+    table of the result type `[V, H]`; with `rows from %first`, into row
+    `ids[...] - first` for the ids in `[first, first + V)` (the block of a
+    vocab-parallel embedding).
 
     ```mlir
     %dt = meg.embedding_grad %dy, %ids
         : tensor<2x16x64xf32>, tensor<2x16xi32> -> tensor<128x64xf32>
     ```
   }];
-  let arguments = (ins Meg_FloatTensor:$grad, Meg_IndexTensor:$ids);
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_IndexTensor:$ids,
+                       Optional<Meg_ScalarI32>:$first_row);
   let results = (outs Meg_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $ids attr-dict `:` type($grad) `,` type($ids) `->` type($result)
+    $grad `,` $ids (`rows` `from` $first_row^)? attr-dict `:` type($grad) `,`
+    type($ids) (`,` type($first_row)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_VocabShardStatsGradOp : Meg_Op<"vocab_shard_stats_grad", [Pure,
+    AllTypesMatch<["logits", "result"]>,
+    AllTypesMatch<["sum_exp_grad", "target_grad", "max"]>]> {
+  let summary = "Logit gradient of vocab_shard_stats";
+  let description = [{
+    `dlogits[..., j] = dsum_exp * exp(logits[..., j] - max) + dtarget *
+    (first + j == label)`, in f32, rounded to the logits' dtype.
+
+    ```mlir
+    %dl = meg.vocab_shard_stats_grad %ds, %dt, %logits, %max, %labels, %first
+        : tensor<2x16xf32>, tensor<2x16x128xf32>, tensor<2x16xi32>, tensor<i32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$sum_exp_grad,
+                       RankedTensorOf<[F32]>:$target_grad,
+                       Meg_FloatTensor:$logits, RankedTensorOf<[F32]>:$max,
+                       Meg_IndexTensor:$labels, Meg_ScalarI32:$first_class);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $sum_exp_grad `,` $target_grad `,` $logits `,` $max `,` $labels `,`
+    $first_class attr-dict `:` type($max) `,` type($logits) `,` type($labels)
+    `,` type($first_class)
   }];
   let hasVerifier = 1;
 }

@@ -21,13 +21,24 @@ def Meg_EmbeddingOp : Meg_Op<"embedding", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
     with the hidden size appended. Generated kernels clamp ids into
     [0, vocab) so that a bad id cannot read outside the table.
 
+    With `rows from %first` the table holds rows `[first, first + V)` of a
+    larger one (a vocab-parallel embedding's block on one tensor-parallel
+    rank): an id in that range reads row `id - first`, any other gives a
+    zero row, which the sum over the ranks fills in.
+
     ```mlir
     %h = meg.embedding %table, %ids : tensor<32000x4096xbf16>, tensor<2x2048xi32>
+    %p = meg.embedding %block, %ids rows from %first
+        : tensor<16000x4096xbf16>, tensor<2x2048xi32>, tensor<i32>
     ```
   }];
-  let arguments = (ins Meg_FloatTensor:$table, Meg_IndexTensor:$ids);
+  let arguments = (ins Meg_FloatTensor:$table, Meg_IndexTensor:$ids,
+                       Optional<Meg_ScalarI32>:$first_row);
   let results = (outs Meg_FloatTensor:$result);
-  let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids)";
+  let assemblyFormat = [{
+    $table `,` $ids (`rows` `from` $first_row^)? attr-dict `:` type($table)
+    `,` type($ids) (`,` type($first_row)^)?
+  }];
 }
 
 def Meg_MatmulOp : Meg_Op<"matmul", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
@@ -266,6 +277,41 @@ def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Meg_VJP, Pure]> {
   let assemblyFormat = [{
     $logits `,` $labels `` $reduction (`ignore` $ignore_index^)? attr-dict `:`
     type($logits) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+def Meg_VocabShardStatsOp : Meg_Op<"vocab_shard_stats", [Meg_VJP, Pure,
+    AllTypesMatch<["max", "sum_exp", "target", "mask"]>]> {
+  let summary = "A vocab-parallel cross-entropy's per-token partial sums";
+  let description = [{
+    `logits [..., C]` are classes `[first, first + C)` of a vocabulary of
+    `vocab` split over the tensor-parallel ranks; `max [...]` is the
+    maximum logit of each token over every rank. Per token, in f32:
+    `sum_exp = sum(exp(logits - max))` over this rank's classes, `target`
+    the label's logit when the label is one of them (else 0), and `mask`
+    1 when the label counts (not `ignore`), else 0. Summed over the ranks,
+    `log(sum_exp) + max - target` is the token's cross-entropy, as
+    Megatron's vocab-parallel cross-entropy computes it without gathering
+    the logits. The gradient treats `max` as a constant (the loss does not
+    depend on it) and `mask` as having none.
+
+    ```mlir
+    %s, %t, %m = meg.vocab_shard_stats %logits, %max, %labels, %first
+        vocab 256 ignore -100
+        : tensor<2x16x128xf32>, tensor<2x16xf32>, tensor<2x16xi32>, tensor<i32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$logits, RankedTensorOf<[F32]>:$max,
+                       Meg_IndexTensor:$labels, Meg_ScalarI32:$first_class,
+                       I64Attr:$vocab, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs RankedTensorOf<[F32]>:$sum_exp,
+                      RankedTensorOf<[F32]>:$target,
+                      RankedTensorOf<[F32]>:$mask);
+  let assemblyFormat = [{
+    $logits `,` $max `,` $labels `,` $first_class `vocab` $vocab
+    (`ignore` $ignore_index^)? attr-dict `:` type($logits) `,` type($max) `,`
+    type($labels) `,` type($first_class)
   }];
   let hasVerifier = 1;
 }

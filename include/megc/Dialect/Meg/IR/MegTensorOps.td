@@ -76,6 +76,24 @@ def Meg_SigmoidOp : Meg_UnaryOp<"sigmoid", "logistic sigmoid">;
 // Casts and shapes
 //===----------------------------------------------------------------------===//
 
+def Meg_StopGradientOp : Meg_Op<"stop_gradient", [Meg_VJP, Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Identity that passes no gradient";
+  let description = [{
+    The value, treated by meg-autodiff as a constant (PyTorch's `detach`):
+    for terms the loss does not depend on, such as the maximum a
+    vocab-parallel cross-entropy subtracts before exponentiating. The
+    program lowering forwards the input.
+
+    ```mlir
+    %c = meg.stop_gradient %max : tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Meg_Tensor:$input);
+  let results = (outs Meg_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def Meg_CastOp : Meg_Op<"cast", [Meg_VJP, Pure, SameOperandsAndResultShape]> {
   let summary = "Converts the element type of a tensor";
   let description = [{
