@@ -161,3 +161,30 @@ func.func @loss(%x: tensor<8x2xf32>) -> tensor<f32> {
   %l = meg.reduce sum %s dims [0, 1] : tensor<4x2xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A vocab-parallel cross-entropy: the statistics' gradient reaches the
+// logits through vocab_shard_stats_grad; the maximum, behind stop_gradient,
+// gets none (its reduce max has no VJP and is not asked for one).
+// CHECK-LABEL: func.func @grad
+// CHECK: %[[S:.*]], %[[T:.*]], %[[K:.*]] = meg.vocab_shard_stats
+// CHECK: %[[DL:.*]] = meg.vocab_shard_stats_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<i32>
+// CHECK: %[[DLR:.*]] = meg.reshape %[[DL]]
+// CHECK: %[[DW:.*]] = meg.matmul %[[DLR]], %{{.*}} transpose_lhs
+// CHECK: return %{{.*}}, %[[DW]]
+meg.param @w : tensor<8x3xf32> init #meg.init<normal(0.02)>
+func.func @loss(%x: tensor<2x4x3xf32>, %y: tensor<2x4xi32>) -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<8x3xf32>
+  %l = meg.linear %x, %w : tensor<2x4x3xf32>, tensor<8x3xf32>
+  %m = meg.reduce max %l dims [2] : tensor<2x4x8xf32>
+  %c = meg.stop_gradient %m : tensor<2x4xf32>
+  %first = arith.constant dense<0> : tensor<i32>
+  %s, %t, %k = meg.vocab_shard_stats %l, %c, %y, %first vocab 8 : tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xi32>, tensor<i32>
+  %ls = meg.log %s : tensor<2x4xf32>
+  %a = meg.add %ls, %c : tensor<2x4xf32>, tensor<2x4xf32>
+  %d = meg.sub %a, %t : tensor<2x4xf32>, tensor<2x4xf32>
+  %v = meg.mul %d, %k : tensor<2x4xf32>, tensor<2x4xf32>
+  %r = meg.reduce sum %v dims [0, 1] : tensor<2x4xf32>
+  return %r : tensor<f32>
+}

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -190,6 +191,42 @@ TEST(MpiWorldTest, IntegerSums) {
   EXPECT_EQ(narrow[1], -triangle);
   EXPECT_EQ(narrow[2], size);
   EXPECT_EQ(wideSum, int64_t(triangle + size) << 33);
+}
+
+// The maximum over the ranks, for each dtype (16-bit floats through their
+// own MPI operation), with ties and negative values.
+TEST(MpiWorldTest, AllReduceMax) {
+  std::unique_ptr<Group> group = wholeWorld();
+  int size = group->size(), rank = group->rank();
+  auto value = [](int r, size_t i) {
+    return static_cast<float>(((r * 7 + static_cast<int>(i) * 3) % 11) - 5);
+  };
+  std::vector<float> f32(kCount);
+  std::vector<uint16_t> bf16(kCount), f16(kCount);
+  std::vector<int32_t> i32(kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    f32[i] = value(rank, i);
+    bf16[i] = floatToBf16(f32[i]);
+    f16[i] = floatToF16(f32[i]);
+    i32[i] = static_cast<int32_t>(f32[i]);
+  }
+  group->run(CollectiveKind::AllReduce, f32.data(), f32.data(), kCount,
+             DType::F32, ReduceOp::Max, nullptr);
+  group->run(CollectiveKind::AllReduce, bf16.data(), bf16.data(), kCount,
+             DType::BF16, ReduceOp::Max, nullptr);
+  group->run(CollectiveKind::AllReduce, f16.data(), f16.data(), kCount,
+             DType::F16, ReduceOp::Max, nullptr);
+  group->run(CollectiveKind::AllReduce, i32.data(), i32.data(), kCount,
+             DType::I32, ReduceOp::Max, nullptr);
+  for (size_t i = 0; i < kCount; ++i) {
+    float expected = value(0, i);
+    for (int r = 1; r < size; ++r)
+      expected = std::max(expected, value(r, i));
+    EXPECT_EQ(f32[i], expected) << i;
+    EXPECT_EQ(bf16ToFloat(bf16[i]), expected) << i;
+    EXPECT_EQ(f16ToFloat(f16[i]), expected) << i;
+    EXPECT_EQ(i32[i], static_cast<int32_t>(expected)) << i;
+  }
 }
 
 TEST(MpiWorldTest, LargeAllReduce) {

@@ -85,6 +85,22 @@ def cross_entropy(logits, labels, mean):
     return loss / labels.size if mean else loss
 
 
+VOCAB_LABELS = np.array([[1, 7, -100], [11, 6, 0]])
+
+
+def vocab_shard_stats(logits, max, labels, first):
+    """Per token over classes [first, first + C): sum of exp(logits - max),
+    the label's logit when it is one of them (else 0), and whether the label
+    counts (not -100)."""
+    classes = logits.shape[-1]
+    sum_exp = np.exp(logits - max[..., None]).sum(-1)
+    local = labels - first
+    inside = (local >= 0) & (local < classes)
+    picked = np.take_along_axis(logits, np.clip(local, 0, classes - 1)[..., None],
+                                -1)[..., 0]
+    return sum_exp, np.where(inside, picked, 0.0), (labels != -100) * 1.0
+
+
 def rope_tables(rows, dim, interleaved, theta=10000.0):
     inv = 1.0 / theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
     freqs = np.outer(np.arange(rows), inv)
@@ -268,6 +284,47 @@ CASES = [
                              "  return %0, %1 : tensor<f32>, tensor<f32>"),
          [Input((2, 3, 11), low=-4, high=4), Input((2, 3), ints=11)],
          lambda l, y: (cross_entropy(l, y, True), cross_entropy(l, y, False))),
+    # Vocab parallelism: rows 5..9 of a 10-row table; classes 6..11 of 12.
+    Case("embedding_rows_from",
+         fn("%t: tensor<5x4xf32>, %ids: tensor<2x3xi32>) -> tensor<2x3x4xf32>",
+            "  %f = arith.constant dense<5> : tensor<i32>\n"
+            "  %0 = meg.embedding %t, %ids rows from %f : tensor<5x4xf32>, tensor<2x3xi32>, tensor<i32>\n"
+            "  return %0 : tensor<2x3x4xf32>"),
+         [Input((5, 4)), Input((2, 3), ints=10)],
+         lambda t, ids: np.where(((ids >= 5) & (ids < 10))[..., None],
+                                 t[np.clip(ids - 5, 0, 4)], 0.0),
+         rtol=0, atol=1e-6),
+    Case("embedding_grad_rows_from",
+         fn("%g: tensor<2x3x4xf32>, %ids: tensor<2x3xi32>) -> tensor<5x4xf32>",
+            "  %f = arith.constant dense<5> : tensor<i32>\n"
+            "  %0 = meg.embedding_grad %g, %ids rows from %f : tensor<2x3x4xf32>, tensor<2x3xi32>, tensor<i32> -> tensor<5x4xf32>\n"
+            "  return %0 : tensor<5x4xf32>"),
+         [Input((2, 3, 4)), Input((2, 3), ints=10)],
+         lambda g, ids: np.stack([g[ids == 5 + r].sum(0) for r in range(5)])),
+    Case("vocab_shard_stats",
+         fn("%l: tensor<2x3x6xf32>, %m: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)",
+            "  %f = arith.constant dense<6> : tensor<i32>\n"
+            "  %y = arith.constant dense<[[1, 7, -100], [11, 6, 0]]> : tensor<2x3xi32>\n"
+            "  %s, %t, %k = meg.vocab_shard_stats %l, %m, %y, %f vocab 12 ignore -100 : tensor<2x3x6xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<i32>\n"
+            "  return %s, %t, %k : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>"),
+         [Input((2, 3, 6), low=-4, high=4), Input((2, 3), low=0, high=4)],
+         lambda l, m: vocab_shard_stats(l, m, VOCAB_LABELS, 6)),
+    Case("vocab_shard_stats_grad",
+         fn("%gs: tensor<2x3xf32>, %gt: tensor<2x3xf32>, %l: tensor<2x3x6xf32>, %m: tensor<2x3xf32>) -> tensor<2x3x6xf32>",
+            "  %f = arith.constant dense<6> : tensor<i32>\n"
+            "  %y = arith.constant dense<[[1, 7, -100], [11, 6, 0]]> : tensor<2x3xi32>\n"
+            "  %0 = meg.vocab_shard_stats_grad %gs, %gt, %l, %m, %y, %f : tensor<2x3xf32>, tensor<2x3x6xf32>, tensor<2x3xi32>, tensor<i32>\n"
+            "  return %0 : tensor<2x3x6xf32>"),
+         [Input((2, 3)), Input((2, 3)), Input((2, 3, 6), low=-4, high=4),
+          Input((2, 3), low=0, high=4)],
+         lambda gs, gt, l, m: (gs[..., None] * np.exp(l - m[..., None])
+                               + gt[..., None] * (np.arange(6) + 6
+                                                  == VOCAB_LABELS[..., None]))),
+    Case("stop_gradient",
+         fn("%x: tensor<2x3xf32>) -> tensor<2x3xf32>",
+            "  %0 = meg.stop_gradient %x : tensor<2x3xf32>\n"
+            "  return %0 : tensor<2x3xf32>"),
+         [Input((2, 3))], lambda x: x),
 ]
 
 if __name__ == "__main__":

@@ -1771,3 +1771,27 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = meg.copy_to_group %x over @world[tp] : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @f(%l: tensor<2x8xf32>, %m: tensor<2xf32>, %y: tensor<2xi32>, %first: tensor<i32>) {
+  // expected-error @+1 {{'meg.vocab_shard_stats' op expects a vocabulary that is a multiple of the 8 classes of each rank, got 20}}
+  %s, %t, %k = meg.vocab_shard_stats %l, %m, %y, %first vocab 20 : tensor<2x8xf32>, tensor<2xf32>, tensor<2xi32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<2x8xf32>, %m: tensor<3xf32>, %y: tensor<2xi32>, %first: tensor<i32>) {
+  // expected-error @+1 {{'meg.vocab_shard_stats' op expects max and labels of the logits' shape without its last dimension, got logits [2, 8], max [3] and labels [2]}}
+  %s, %t, %k = meg.vocab_shard_stats %l, %m, %y, %first vocab 16 : tensor<2x8xf32>, tensor<3xf32>, tensor<2xi32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<2x8xf32>, %m: tensor<2xf32>, %y: tensor<2xi32>, %first: tensor<i32>) {
+  // expected-error @+1 {{'meg.vocab_shard_stats' op ignores label 3, which is a class of the vocabulary of 16}}
+  %s, %t, %k = meg.vocab_shard_stats %l, %m, %y, %first vocab 16 ignore 3 : tensor<2x8xf32>, tensor<2xf32>, tensor<2xi32>, tensor<i32>
+  return
+}

@@ -172,6 +172,12 @@ func.func @nn(%table: tensor<128x64xbf16>, %ids: tensor<2x16xi32>,
               %m: tensor<2x4x16x32xf32>, %w2: tensor<32x16xf32>) {
   // CHECK: meg.embedding %[[TABLE]], %[[IDS]] : tensor<128x64xbf16>, tensor<2x16xi32>
   %0 = meg.embedding %table, %ids : tensor<128x64xbf16>, tensor<2x16xi32>
+  // CHECK: %[[FIRST:.*]] = arith.constant dense<128> : tensor<i32>
+  // CHECK: meg.embedding %[[TABLE]], %[[IDS]] rows from %[[FIRST]] : tensor<128x64xbf16>, tensor<2x16xi32>, tensor<i32>
+  %first = arith.constant dense<128> : tensor<i32>
+  %e1 = meg.embedding %table, %ids rows from %first : tensor<128x64xbf16>, tensor<2x16xi32>, tensor<i32>
+  // CHECK: meg.embedding_grad %{{.*}}, %[[IDS]] rows from %[[FIRST]] : tensor<2x16x64xbf16>, tensor<2x16xi32>, tensor<i32> -> tensor<128x64xbf16>
+  %e2 = meg.embedding_grad %e1, %ids rows from %first : tensor<2x16x64xbf16>, tensor<2x16xi32>, tensor<i32> -> tensor<128x64xbf16>
   // CHECK: meg.matmul %{{.*}}, %{{.*}} : tensor<2x16x64xf32>, tensor<64x32xf32>
   %wt = meg.transpose %w [1, 0] : tensor<32x64xf32>
   %1 = meg.matmul %x, %wt : tensor<2x16x64xf32>, tensor<64x32xf32>
@@ -222,6 +228,13 @@ func.func @nn(%table: tensor<128x64xbf16>, %ids: tensor<2x16xi32>,
   %s = meg.cross_entropy %logits, %labels sum ignore -100 : tensor<2x16x128xf32>, tensor<2x16xi64>
   // CHECK: meg.label_count %{{.*}} ignore -100 global : tensor<2x16xi64>
   %n = meg.label_count %labels ignore -100 global : tensor<2x16xi64>
+  // CHECK: %[[MAX:.*]] = meg.stop_gradient %{{.*}} : tensor<2x16xf32>
+  // CHECK: meg.vocab_shard_stats %{{.*}}, %[[MAX]], %{{.*}}, %[[FIRST]] vocab 256 ignore -100 : tensor<2x16x128xf32>, tensor<2x16xf32>, tensor<2x16xi64>, tensor<i32>
+  // CHECK: meg.vocab_shard_stats_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[MAX]], %{{.*}}, %[[FIRST]] : tensor<2x16xf32>, tensor<2x16x128xf32>, tensor<2x16xi64>, tensor<i32>
+  %lmax = meg.reduce max %logits dims [2] : tensor<2x16x128xf32>
+  %smax = meg.stop_gradient %lmax : tensor<2x16xf32>
+  %se, %tg, %mk = meg.vocab_shard_stats %logits, %smax, %labels, %first vocab 256 ignore -100 : tensor<2x16x128xf32>, tensor<2x16xf32>, tensor<2x16xi64>, tensor<i32>
+  %dl = meg.vocab_shard_stats_grad %se, %tg, %logits, %smax, %labels, %first : tensor<2x16xf32>, tensor<2x16x128xf32>, tensor<2x16xi64>, tensor<i32>
   // CHECK: meg.label_count %{{.*}} ignore 0 : tensor<2x16xi64>
   %n0 = meg.label_count %labels ignore 0 : tensor<2x16xi64>
   // CHECK: meg.modulate %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16x64xf32>, tensor<2x64xf32>, tensor<2x64xf32>
