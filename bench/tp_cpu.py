@@ -3,7 +3,8 @@ data-parallel baseline and against the textbook volumes, in one run on one
 machine.
 
 For each layout on 4 ranks (dp_shard = 4 with replicated parameters, the
-baseline; tp = 4; dp_shard = 2 x tp = 2), one llama model (4 layers x 256,
+baseline; tp = 4 and dp_shard = 2 x tp = 2, each with and without sequence
+parallelism), one llama model (4 layers x 256,
 4 heads, ffn 768, vocab 512, seq 128, global batch 8, f32) is compiled with
 `megc gen --mesh` and trained under `mpirun -n 4 --oversubscribe`.
 Reported per layout: the median train_step time (rank 0, after warm-up),
@@ -14,11 +15,15 @@ rank's weights and optimizer state (`megc inspect`) next to theirs, the
 train_step arena, and the measured peak resident memory (median over the
 ranks of ru_maxrss). The textbook figures, per rank and step: the gradient
 all-reduce over the data-parallel ranks of the parameters a rank holds,
-plus, with tp, four all-reduces per layer of one data-parallel rank's
-activations [batch, seq, hidden] over the tp ranks (attention and MLP
-outputs forward, the gradients entering q/k/v and gate/up backward); the
-weights a rank holds are the replicated ones (embeddings, norms, LM head)
-and 1/tp of each layer's projections, and AdamW keeps two moments of each.
+plus, with tp, four all-reduces per layer and two more (the embedding's
+rows forward, the LM head's input gradient backward) of one data-parallel
+rank's activations [batch, seq, hidden] over the tp ranks, or with
+sequence parallelism an all-gather and a reduce-scatter in place of each
+(the same bytes), and the norm weights' gradients all-reduced, and the
+vocab-parallel
+cross-entropy's three all-reduces of [batch, seq] f32 values; the weights
+a rank holds are the norms and 1/tp of everything else (embedding and LM
+head vocab-parallel), and AdamW keeps two moments of each.
 Four ranks share this machine's cores, so step times include that
 contention.
 
@@ -45,9 +50,11 @@ sys.exit(code)
 """
 
 LAYOUTS = [
-    ("dp_shard=4 (replicated)", 4, 1),
-    ("tp=4", 1, 4),
-    ("dp_shard=2 x tp=2", 2, 2),
+    ("dp_shard=4 (replicated)", 4, 1, False),
+    ("tp=4", 1, 4, False),
+    ("tp=4 sp", 1, 4, True),
+    ("dp_shard=2 x tp=2", 2, 2, False),
+    ("dp_shard=2 x tp=2 sp", 2, 2, True),
 ]
 LAYERS, HIDDEN, HEADS, FFN, VOCAB, SEQ, BATCH = 4, 256, 4, 768, 512, 128, 8
 MB = 1e6
@@ -60,15 +67,25 @@ def run(args, **kwargs):
     return result
 
 
-def textbook(dp, tp):
+def textbook(dp, tp, sp):
     """(bytes sent per rank per step, weight bytes per rank) in f32."""
-    replicated = 2 * VOCAB * HIDDEN + HIDDEN + LAYERS * 2 * HIDDEN
-    split = LAYERS * (4 * HIDDEN * HIDDEN + 3 * HIDDEN * FFN)
-    held = replicated + split // tp
-    ring = lambda group: 2 * (group - 1) / group
-    sent = ring(dp) * 4 * held
-    activations = (BATCH // dp) * SEQ * HIDDEN * 4
-    sent += ring(tp) * 4 * LAYERS * activations
+    norms = HIDDEN + LAYERS * 2 * HIDDEN
+    split = 2 * VOCAB * HIDDEN + LAYERS * (4 * HIDDEN * HIDDEN +
+                                           3 * HIDDEN * FFN)
+    held = norms + split // tp
+    share = (tp - 1) / tp
+    sent = 2 * (dp - 1) / dp * 4 * held
+    if tp == 1:
+        return sent, 4 * held
+    tokens = (BATCH // dp) * SEQ
+    activations = tokens * HIDDEN * 4
+    # Each all-reduce of activations (ring: 2 share n bytes) becomes an
+    # all-gather and a reduce-scatter (share n each) with sequence
+    # parallelism: the same bytes, and the norms' gradients on top.
+    sent += 2 * share * activations * (4 * LAYERS + 2)
+    if sp:
+        sent += 2 * share * 4 * norms
+    sent += 2 * share * 3 * tokens * 4
     return sent, 4 * held
 
 
@@ -97,13 +114,15 @@ def main():
         inputs += ["--input", f"{name}={path}"]
 
     rows = []
-    for name, dp, tp in LAYOUTS:
-        tag = name.split()[0].replace("=", "")
+    for name, dp, tp, sp in LAYOUTS:
+        tag = name.replace(" ", "_").replace("=", "").replace("(", "").replace(
+            ")", "")
         mesh = ",".join(([f"dp_shard={dp}"] if dp > 1 else []) +
                         ([f"tp={tp}"] if tp > 1 else []))
         model = os.path.join(tmp, tag + ".mlir")
         artifact = os.path.join(tmp, tag + ".megc")
-        run([megc, "gen", "llama", *model_flags, "--mesh", mesh, "-o", model])
+        run([megc, "gen", "llama", *model_flags, "--mesh", mesh,
+             *(["--sequence-parallel"] if sp else []), "-o", model])
         run([megc, model, "-o", artifact])
         listing = run([megc, "inspect", artifact]).stdout
         per_rank = re.search(r"model weights ([\d.]+) MB, training state "
@@ -120,7 +139,7 @@ def main():
                                  result.stdout).group(1))
         peaks = [int(kb) for kb in
                  re.findall(r"peak rss kB (\d+)", result.stderr)]
-        want_sent, want_weights = textbook(dp, tp)
+        want_sent, want_weights = textbook(dp, tp, sp)
         rows.append((name, median, sent, want_sent / MB,
                      float(per_rank.group(1)), want_weights / MB,
                      float(per_rank.group(2)), arena,
