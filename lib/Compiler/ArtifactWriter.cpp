@@ -92,7 +92,8 @@ public:
       flatbuffers::Offset<fb::Sharding> sharding = 0;
       if (param.shardSubmesh >= 0)
         sharding = fb::CreateShardingDirect(builder, param.shardSubmesh,
-                                            &param.fullShape, param.shardDim);
+                                            &param.fullShape, param.shardDim,
+                                            param.blockSubmesh);
       parameters.push_back(fb::CreateParameter(
           builder, builder.CreateString(param.name),
           dtypeOf(param.type.getElementType()), shape(param.type),

@@ -84,6 +84,13 @@ public:
         program.parameters.back().fullShape.assign(sharding.getShape().begin(),
                                                    sharding.getShape().end());
         program.parameters.back().shardDim = sharding.getDim();
+        if (ArrayAttr blockAxes = sharding.getBlockAxes()) {
+          FailureOr<uint32_t> blocks =
+              submeshIndex(param, sharding.getMesh(), blockAxes);
+          if (failed(blocks))
+            return failure();
+          program.parameters.back().blockSubmesh = *blocks;
+        }
       }
     }
     if (failed(describeLrSchedule()))
@@ -232,6 +239,33 @@ uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
 /// graph regions and fusions: the rows of an embedding it looks up, the classes of a
 /// cross-entropy it labels; and the label those cross-entropies ignore, if
 /// every use that indexes with it ignores the same one.
+/// The parameter an embedding table is read from, through the gathers and
+/// reshapes of FSDP and the regions that pass it in; null if none.
+static ParamOp tableParam(Value table) {
+  for (int step = 0; step < 16 && table; ++step) {
+    if (auto arg = dyn_cast<BlockArgument>(table)) {
+      Operation *owner = arg.getOwner()->getParentOp();
+      if (auto region = dyn_cast<GraphRegionOp>(owner))
+        table = region.getInputs()[arg.getArgNumber()];
+      else if (auto fusion = dyn_cast<FusionOp>(owner))
+        table = fusion.getInputs()[arg.getArgNumber()];
+      else
+        return {};
+      continue;
+    }
+    Operation *def = table.getDefiningOp();
+    if (auto ref = dyn_cast<ParamRefOp>(def))
+      return SymbolTable::lookupNearestSymbolFrom<ParamOp>(ref,
+                                                           ref.getNameAttr());
+    if (auto wait = dyn_cast<WaitOp>(def))
+      def = wait.getFuture().getDefiningOp();
+    if (!def || !isa<ReshapeOp, SliceOp, AllGatherOp, AllGatherStartOp>(def))
+      return {};
+    table = def->getOperand(0);
+  }
+  return {};
+}
+
 void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
   std::optional<int64_t> ignore;
   bool everyUseIgnores = true;
@@ -266,9 +300,8 @@ void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
           // A block of a vocab-parallel table: the whole table's rows.
           int64_t rows = dim(embedding.getTable(), 0);
           if (embedding.getFirstRow())
-            if (auto ref = embedding.getTable().getDefiningOp<ParamRefOp>())
-              if (auto param = module.lookupSymbol<ParamOp>(ref.getName()))
-                rows = param.getFullShape()[0];
+            if (ParamOp param = tableParam(embedding.getTable()))
+              rows = param.getFullShape()[0];
           bound(rows, "rows of the embedding table");
           ignoring(std::nullopt);
         }

@@ -119,6 +119,10 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
     printSubmesh(os, program, param.shardSubmesh);
     if (param.shardDim >= 0)
       os << " dim " << param.shardDim;
+    if (param.blockSubmesh >= 0) {
+      os << " blocks over ";
+      printSubmesh(os, program, param.blockSubmesh);
+    }
     os << "\n";
   }
   for (const EntryDesc &entry : program.entries) {

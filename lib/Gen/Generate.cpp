@@ -388,8 +388,8 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   builder.setInsertionPointToStart(module.getBody());
   mlir::DenseI64ArrayAttr axisSizes =
       builder.getDenseI64ArrayAttr({sizes.dpOuter, sizes.dpShard, sizes.tp});
-  // A tensor-parallel model declares @world itself; data parallelism then
-  // replicates its tp groups (FSDP's no_shard).
+  // A tensor-parallel model declares @world itself; FSDP then shards each
+  // tp rank's blocks over the data-parallel ranks.
   if (sizes.tp > 1) {
     auto world = module.lookupSymbol<mlir::meg::MeshOp>("world");
     if (!world)
@@ -397,16 +397,6 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
                       ": this preset has no tensor-parallel layout (llama and "
                       "imported models do)");
     world.setAxisSizesAttr(axisSizes);
-    for (auto [flag, value] :
-         {std::pair<StringRef, const std::optional<std::string> &>{"fsdp",
-                                                                   o.fsdp},
-          {"outer-fsdp", o.outerFsdp}})
-      if (value && *value != "no_shard")
-        return genError("--" + flag + " " + *value +
-                        ": with tensor parallelism (tp = " + Twine(sizes.tp) +
-                        " in --mesh) the data-parallel ranks replicate the "
-                        "parameters (no_shard); sharding them is not "
-                        "supported yet");
     if (sizes.dataParallel() == 1) {
       for (const Setting &setting : {Setting{"fsdp", bool(o.fsdp)},
                                      Setting{"outer-fsdp", bool(o.outerFsdp)},

@@ -46,6 +46,22 @@ int MeshLayout::groupSize(size_t submesh) const {
   return static_cast<int>(submeshes_[submesh].size);
 }
 
+bool MeshLayout::agreeOutside(int a, int b, size_t first,
+                              size_t second) const {
+  auto inside = [&](size_t axis) {
+    for (size_t s : {first, second}) {
+      const std::vector<size_t> &axes = submeshes_[s].axisIndices;
+      if (std::find(axes.begin(), axes.end(), axis) != axes.end())
+        return true;
+    }
+    return false;
+  };
+  for (size_t axis = 0; axis < axisSizes_.size(); ++axis)
+    if (!inside(axis) && coordinate(a, axis) != coordinate(b, axis))
+      return false;
+  return true;
+}
+
 SubmeshGroups connectGroups(const Program &program, comm::World &world,
                             comm::MemorySpace space) {
   const fb::Program &root = flatbufferOf(program);

@@ -29,6 +29,9 @@ public:
   /// World::split).
   int indexInGroup(size_t submesh, int rank) const;
   int groupSize(size_t submesh) const;
+  /// Whether ranks `a` and `b` agree on every axis outside both submeshes
+  /// (they hold pieces of one tensor split over the two groups).
+  bool agreeOutside(int a, int b, size_t first, size_t second) const;
 
 private:
   int coordinate(int rank, size_t axis) const;

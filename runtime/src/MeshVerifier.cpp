@@ -107,7 +107,26 @@ void MeshVerifier::verifySharding(const fb::Parameter &param,
   Shape shape = toShape(param.shape());
   if (sharding->dim() < -1)
     fail(at, ": invalid dim ", sharding->dim(), " (-1 means flattened)");
-  if (sharding->dim() >= 0) {
+  if (sharding->block_submesh() < -1)
+    fail(at, ": invalid block_submesh ", sharding->block_submesh(),
+         " (-1 means none)");
+  if (sharding->block_submesh() >= 0 && sharding->dim() < 0)
+    fail(at, ": block_submesh needs the dim its blocks split");
+  // Pieces of this rank's block: the block is what the pieces must hold.
+  Shape pieceOf = toShape(sharding->full_shape());
+  if (sharding->block_submesh() >= 0) {
+    auto blocksAt = static_cast<uint64_t>(sharding->block_submesh());
+    int64_t blocks = groupSize(blocksAt, at + " block_submesh");
+    auto dim = static_cast<size_t>(sharding->dim());
+    if (dim >= pieceOf.size())
+      fail(at, ": dim ", dim, " is out of range for full shape ",
+           formatShape(pieceOf));
+    numElements(pieceOf, at + " full_shape");
+    if (pieceOf[dim] % blocks != 0)
+      fail(at, ": dim ", dim, " of full shape ", formatShape(pieceOf),
+           " does not split into the ", describeSubmesh(blocksAt));
+    pieceOf[dim] /= blocks;
+  } else if (sharding->dim() >= 0) {
     Shape fullShape = toShape(sharding->full_shape());
     auto dim = static_cast<size_t>(sharding->dim());
     if (dim >= fullShape.size())
@@ -131,13 +150,13 @@ void MeshVerifier::verifySharding(const fb::Parameter &param,
          ": a sharded parameter holds a piece of the flattened tensor "
          "and must be 1-D, found shape ",
          formatShape(shape));
-  Shape fullShape = toShape(sharding->full_shape());
-  int64_t full = numElements(fullShape, at + " full_shape");
+  int64_t full = numElements(pieceOf, at + " full_shape");
   int64_t held;
   if (__builtin_mul_overflow(shape[0], group, &held) || held < full)
     fail(at, ": pieces of ", shape[0], " elements on the ",
-         describeSubmesh(sharding->submesh()), " cannot hold full shape ",
-         formatShape(fullShape), " (", full, " elements)");
+         describeSubmesh(sharding->submesh()), " cannot hold ",
+         sharding->block_submesh() >= 0 ? "a block of shape " : "full shape ",
+         formatShape(pieceOf), " (", full, " elements)");
 }
 
 void MeshVerifier::verifySplit(const fb::TensorSpec &spec, bool isInput,

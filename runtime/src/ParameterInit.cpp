@@ -104,6 +104,22 @@ int64_t blockElementIndex(const Shape &fullShape, int dim, int64_t blockExtent,
   return outer * fullShape[dim] * inner + index * blockRow + within;
 }
 
+void initializeParameterPieceOfBlock(Tensor &tensor, const ParameterSpec &spec,
+                                     uint64_t seed, const Shape &fullShape,
+                                     int dim, int64_t blocks, int64_t index,
+                                     int64_t first) {
+  int64_t extent = fullShape[dim] / blocks;
+  int64_t blockElements = 1;
+  for (size_t d = 0; d < fullShape.size(); ++d)
+    blockElements *= static_cast<int>(d) == dim ? extent : fullShape[d];
+  initializeFrom(tensor, spec, seed, [&](int64_t i) -> int64_t {
+    int64_t at = first + i;
+    return at < blockElements
+               ? blockElementIndex(fullShape, dim, extent, index, at)
+               : -1;
+  });
+}
+
 void initializeParameterBlock(Tensor &tensor, const ParameterSpec &spec,
                               uint64_t seed, const Shape &fullShape, int dim,
                               int64_t index) {

@@ -34,6 +34,14 @@ void initializeParameterBlock(Tensor &tensor, const ParameterSpec &spec,
                               uint64_t seed, const Shape &fullShape, int dim,
                               int64_t index);
 
+/// Elements [first, first + n) of the flattened block `index` along `dim`
+/// (of `blocks` blocks) of the tensor of shape `fullShape`, zero past the
+/// block's end: a piece of a tensor-parallel block under FSDP.
+void initializeParameterPieceOfBlock(Tensor &tensor, const ParameterSpec &spec,
+                                     uint64_t seed, const Shape &fullShape,
+                                     int dim, int64_t blocks, int64_t index,
+                                     int64_t first);
+
 /// Where element i of block `index` along `dim` of a tensor of shape
 /// `fullShape` (cut into blocks of `blockExtent`) lies in that tensor,
 /// counting row-major.

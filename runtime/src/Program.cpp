@@ -122,7 +122,10 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
     spec.sharding =
         ShardingSpec{sharding->submesh(), toShape(sharding->full_shape()),
                      sharding->dim() >= 0 ? std::optional<int>(sharding->dim())
-                                          : std::nullopt};
+                                          : std::nullopt,
+                     sharding->block_submesh() >= 0
+                         ? std::optional<uint32_t>(sharding->block_submesh())
+                         : std::nullopt};
   return spec;
 }
 

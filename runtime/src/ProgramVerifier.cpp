@@ -77,6 +77,19 @@ void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
   std::string source = from.name()->str();
   const fb::Sharding *sharding = param.sharding();
   const fb::Sharding *fromSharding = from.sharding();
+  // A piece of a block copies a source that is that block (sharded over
+  // the block group along the same dim) and takes its piece.
+  if (sharding && sharding->block_submesh() >= 0 && fromSharding &&
+      fromSharding->block_submesh() < 0) {
+    if (fromSharding->dim() != sharding->dim() ||
+        static_cast<int64_t>(fromSharding->submesh()) !=
+            sharding->block_submesh() ||
+        toShape(fromSharding->full_shape()) !=
+            toShape(sharding->full_shape()))
+      fail(where, ": copies '", source,
+           "', which is not the tensor-parallel block its pieces split");
+    return;
+  }
   if (!sharding) {
     if (fromSharding)
       fail(where, ": copies '", source,
@@ -93,6 +106,7 @@ void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
     return;
   } else if (fromSharding->submesh() != sharding->submesh() ||
              fromSharding->dim() != sharding->dim() ||
+             fromSharding->block_submesh() != sharding->block_submesh() ||
              toShape(fromSharding->full_shape()) !=
                  toShape(sharding->full_shape())) {
     auto layout = [](const fb::Sharding &shards) {

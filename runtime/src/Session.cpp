@@ -253,9 +253,11 @@ struct Session::Impl {
       size_t from = *program.findParameter(specs[i].initSource);
       if (source && from != *source)
         continue;
-      // Verification allows a sharded copy of a replicated source, or of a
-      // source sharded the same way.
-      if (specs[i].sharding && !specs[from].sharding)
+      // Verification allows a piece's copy of a source that holds what the
+      // pieces split (the whole tensor, or this rank's block of it), or
+      // of a source sharded the same way.
+      bool sourceFlat = specs[from].sharding && specs[from].sharding->flat();
+      if (specs[i].sharding && specs[i].sharding->flat() && !sourceFlat)
         copyParameterPiece(parameters[i], read(from), pieceStart(specs[i]));
       else
         copyParameter(parameters[i], read(from));
@@ -269,20 +271,35 @@ struct Session::Impl {
     return layout.indexInGroup(spec.sharding->submesh, rank) * spec.shape[0];
   }
 
+  /// The group that cuts a sharded parameter into blocks, and the shape
+  /// of a block.
+  uint32_t blockGroup(const ShardingSpec &sharding) const {
+    return sharding.blockSubmesh ? *sharding.blockSubmesh : sharding.submesh;
+  }
+  Shape blockShape(const ShardingSpec &sharding) const {
+    Shape shape = sharding.fullShape;
+    shape[*sharding.dim] /= layout.groupSize(blockGroup(sharding));
+    return shape;
+  }
+
   /// This rank's piece of `full`, a whole sharded parameter: its block
-  /// along the sharding's dim, or its range of the flattened tensor.
+  /// along the sharding's dim, its range of the flattened tensor, or its
+  /// range of its flattened block.
   Tensor localPiece(const ParameterSpec &spec, const Tensor &full) const {
-    if (!spec.sharding->dim)
+    const ShardingSpec &sharding = *spec.sharding;
+    if (!sharding.dim)
       return pieceOf(full, pieceStart(spec), spec.shape);
-    Tensor block(full.dtype(), spec.shape);
+    Tensor block(full.dtype(), blockShape(sharding));
     size_t bytes = elementSize(full.dtype());
-    forEachBlockRun(spec.sharding->fullShape, spec.shape, *spec.sharding->dim,
-                    layout.indexInGroup(spec.sharding->submesh, rank),
+    forEachBlockRun(sharding.fullShape, block.shape(), *sharding.dim,
+                    layout.indexInGroup(blockGroup(sharding), rank),
                     [&](int64_t inBlock, int64_t inWhole, int64_t count) {
                       std::memcpy(block.data() + inBlock * bytes,
                                   full.data() + inWhole * bytes,
                                   count * bytes);
                     });
+    if (sharding.blockSubmesh)
+      return pieceOf(block, pieceStart(spec), spec.shape);
     return block;
   }
 
@@ -326,6 +343,34 @@ struct Session::Impl {
     uint32_t submesh = spec.sharding->submesh;
     int group = layout.groupOf(submesh, rank);
     size_t elementBytes = elementSize(spec.dtype);
+    if (spec.sharding->blockSubmesh) {
+      // Pieces of blocks: every peer that agrees with this rank outside the
+      // two groups holds piece (its index over submesh) of block (its
+      // index over the block group).
+      const ShardingSpec &sharding = *spec.sharding;
+      Shape block = blockShape(sharding);
+      int64_t blockElements = 1;
+      for (int64_t extent : block)
+        blockElements *= extent;
+      uint32_t blocks = *sharding.blockSubmesh;
+      for (int peer = 0; peer < world->size(); ++peer) {
+        if (!layout.agreeOutside(rank, peer, submesh, blocks))
+          continue;
+        int64_t first = layout.indexInGroup(submesh, peer) * spec.shape[0];
+        int64_t index = layout.indexInGroup(blocks, peer);
+        const uint8_t *data =
+            pieces.data() + static_cast<size_t>(peer) * bytes;
+        for (int64_t i = 0; i < spec.shape[0] && first + i < blockElements;
+             ++i)
+          std::memcpy(full.data() +
+                          blockElementIndex(sharding.fullShape, *sharding.dim,
+                                            block[*sharding.dim], index,
+                                            first + i) *
+                              elementBytes,
+                      data + i * elementBytes, elementBytes);
+      }
+      return full;
+    }
     if (spec.sharding->dim) {
       for (int peer = 0; peer < world->size(); ++peer) {
         if (layout.groupOf(submesh, peer) != group)
@@ -465,7 +510,14 @@ void Session::initParameters(uint64_t seed) {
     const ParameterSpec &spec = specs[i];
     if (spec.initKind == InitKind::Copy)
       continue;
-    if (spec.sharding && spec.sharding->dim)
+    if (spec.sharding && spec.sharding->blockSubmesh) {
+      uint32_t blocks = *spec.sharding->blockSubmesh;
+      initializeParameterPieceOfBlock(
+          impl_->parameters[i], spec, seed, spec.sharding->fullShape,
+          *spec.sharding->dim, impl_->layout.groupSize(blocks),
+          impl_->layout.indexInGroup(blocks, impl_->rank),
+          impl_->pieceStart(spec));
+    } else if (spec.sharding && spec.sharding->dim)
       initializeParameterBlock(
           impl_->parameters[i], spec, seed, spec.sharding->fullShape,
           *spec.sharding->dim,

@@ -31,7 +31,8 @@ Offset<fb::Parameter> buildParameter(FlatBufferBuilder &builder,
   if (desc.sharding)
     sharding = fb::CreateShardingDirect(builder, desc.sharding->submesh,
                                         &desc.sharding->fullShape,
-                                        desc.sharding->dim);
+                                        desc.sharding->dim,
+                                        desc.sharding->blockSubmesh);
   return fb::CreateParameterDirect(
       builder, desc.name.c_str(), desc.dtype, &desc.shape, desc.trainable,
       desc.init, desc.scale, sharding, desc.state,

@@ -28,6 +28,9 @@ struct ShardingDesc {
   Shape fullShape;
   /// -1: a piece of the flattened tensor; otherwise a block along `dim`.
   int dim = -1;
+  /// With `dim`: the submesh whose group cuts the blocks that the pieces
+  /// split; -1 for none.
+  int blockSubmesh = -1;
 };
 
 struct ParamDesc {

@@ -247,6 +247,36 @@ TEST(DataParallel, BlocksOfAnInitialisationAreSlicesOfIt) {
   }
 }
 
+// FSDP over tensor parallelism: piece p (of n elements) of block b is the
+// flattened block's elements [p n, (p + 1) n), zero past its end.
+TEST(DataParallel, PiecesOfBlocksAreSlicesOfTheBlocks) {
+  Shape full = {4, 6};
+  ParameterSpec spec{"layer.w", DType::F32, full, true, InitKind::Uniform,
+                     0.5,       {},         false, ""};
+  Tensor whole(DType::F32, full);
+  initializeParameter(whole, spec, 7);
+  std::vector<float> values = whole.toFloats();
+  for (int dim = 0; dim < 2; ++dim)
+    for (int64_t b = 0; b < 2; ++b) {
+      // The block, flattened, from the whole by hand.
+      std::vector<float> block;
+      for (int64_t x = 0; x < 4; ++x)
+        for (int64_t y = 0; y < 6; ++y)
+          if ((dim == 0 ? x : y) / (full[dim] / 2) == b)
+            block.push_back(values[x * 6 + y]);
+      for (int64_t first : {0, 5, 10}) {
+        Tensor piece(DType::F32, {5});
+        initializeParameterPieceOfBlock(piece, spec, 7, full, dim, 2, b,
+                                        first);
+        for (int64_t i = 0; i < 5; ++i) {
+          float want = first + i < 12 ? block[first + i] : 0.0f;
+          EXPECT_EQ(piece.toFloats()[i], want)
+              << "dim " << dim << " block " << b << " at " << first + i;
+        }
+      }
+    }
+}
+
 TEST(DataParallel, ShardedInitIsThePieceOfTheFullInit) {
   // Pieces of 17 for 15 elements: two padding elements.
   Session session(dataParallel(1, 1, /*extraPadding=*/2), {"cpu", 7});

@@ -126,6 +126,24 @@ TEST(MeshVerifier, BlockShardedParameters) {
             "on the submesh 0 (dp_shard: 2 ranks) has shape [9], found [8]");
   EXPECT_EQ(errorAfter([&](ProgramDesc &d) { blocks(d, {16}, -2); }),
             "parameter 'w': sharding: invalid dim -2 (-1 means flattened)");
+  // Pieces (over dp_shard, submesh 0) of blocks over submesh 2 (dp_outer).
+  auto pieces = [](ProgramDesc &d, Shape fullShape, int blockSubmesh) {
+    d.params[0].sharding->fullShape = fullShape;
+    d.params[0].sharding->dim = 0;
+    d.params[0].sharding->blockSubmesh = blockSubmesh;
+  };
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { pieces(d, {4, 8}, 2); }),
+            "(loaded)");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { pieces(d, {3, 8}, 2); }),
+            "parameter 'w': sharding: dim 0 of full shape [3,8] does not "
+            "split into the submesh 2 (dp_outer: 2 ranks)");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { pieces(d, {4, 9}, 2); }),
+            "parameter 'w': sharding: pieces of 8 elements on the submesh 0 "
+            "(dp_shard: 2 ranks) cannot hold a block of shape [2,9] (18 "
+            "elements)");
+  EXPECT_EQ(errorAfter([&](ProgramDesc &d) { pieces(d, {4, 8}, 7); }),
+            "parameter 'w': sharding block_submesh: submesh index 7 is out "
+            "of range (submesh count 3)");
   // A copy is laid out as its source.
   EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
               d.params[0].sharding->fullShape = {16};

@@ -99,32 +99,18 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
 
 // -----
 
-// expected-error @+1 {{meg-fsdp: mesh axis "tp" has size 2, but the strategy optim shards over data-parallel axes only (shard and outer); with other axes, use no_shard}}
-module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim, mesh = @world, shard = ["dp_shard"]>} {
-  meg.mesh @world [dp_shard = 2, tp = 2]
-  meg.param @w : tensor<4xf32> init #meg.init<zeros>
-  func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
-    %w = meg.param_ref @w : tensor<4xf32>
-    %y = meg.mul %x, %w : tensor<4xf32>, tensor<4xf32>
-    %l = meg.reduce mean %y dims [0] : tensor<4xf32>
-    return %l : tensor<f32>
-  }
-}
-
-// -----
-
-// A parameter split into blocks already (tensor parallelism, here over an
-// axis of size 1) is not sharded again.
+// A parameter that is a flat piece already is not sharded again (a
+// tensor-parallel block would be).
 module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim_grads, mesh = @world, shard = ["dp_shard"]>} {
-  meg.mesh @world [dp_shard = 2, tp = 1]
+  meg.mesh @world [dp_shard = 2, tp = 2]
   meg.submesh @world[tp]
-  // expected-error @+1 {{meg-fsdp: @w is sharded already; FSDP does not yet shard parameters that tensor parallelism splits (no_shard replicates them)}}
-  meg.param @w : tensor<4xf32> init #meg.init<zeros>
-      sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [4], dim = 0>
-  func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
-    %w = meg.param_ref @w : tensor<4xf32>
-    %y = meg.mul %x, %w : tensor<4xf32>, tensor<4xf32>
-    %l = meg.reduce mean %y dims [0] : tensor<4xf32>
+  // expected-error @+1 {{meg-fsdp: @w is sharded already into pieces of the flattened tensor; only whole parameters and tensor-parallel blocks are sharded}}
+  meg.param @w : tensor<2xf32> init #meg.init<zeros>
+      sharding #meg.sharding<mesh = @world, axes = ["tp"], shape = [4]>
+  func.func @loss(%x: tensor<2xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<2xf32>
+    %y = meg.mul %x, %w : tensor<2xf32>, tensor<2xf32>
+    %l = meg.reduce mean %y dims [0] : tensor<2xf32>
     return %l : tensor<f32>
   }
 }

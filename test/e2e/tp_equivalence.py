@@ -3,14 +3,15 @@ train_steps on tp=2 and tp=4 meshes under mpirun (q/k/v and gate/up
 column-parallel, o and down row-parallel, grouped KV heads split with their
 query heads), with global-norm clipping, with micro-batches, with the tp
 groups replicated over dp_shard and dp_outer (2-D and 3-D meshes of up to 8
-ranks), with and without sequence parallelism, and for imported models
+ranks) or sharded over them by every FSDP strategy (HSDP included), with
+and without sequence parallelism, and for imported models
 (q/k/v, o and MLP biases; Qwen3's per-head norms and tied embeddings), give
 the losses and the final training state (weights, moments, step; saved
 whole) of the single-rank artifact compiled from the same model, within
 f32 tolerance. The forward entry's logits (the same on every rank) equal
 one rank's too; a checkpoint saved from a tp run loads into one rank
-unchanged, and one rank's loads into a tp run, which then computes the
-same logits."""
+unchanged, and one rank's loads into a tp run and into FSDP pieces of tp
+blocks, which then compute the same logits."""
 import argparse
 import os
 import sys
@@ -42,6 +43,16 @@ CONFIGS = [
     ("dp_shard=2 x tp=2", "dp_shard=2,tp=2", []),
     ("dp_shard=2 x tp=2 clip", "dp_shard=2,tp=2", ["--clip-grad", "0.5"]),
     ("dp_outer=2 x dp_shard=2 x tp=2", "dp_outer=2,dp_shard=2,tp=2", []),
+    # FSDP over tensor parallelism: each tp rank's blocks (and whole
+    # parameters) split into flat pieces over dp_shard.
+    ("dp_shard=2 x tp=2 optim", "dp_shard=2,tp=2", ["--fsdp", "optim"]),
+    ("dp_shard=2 x tp=2 optim_grads clip", "dp_shard=2,tp=2",
+     ["--fsdp", "optim_grads", "--clip-grad", "0.5"]),
+    ("dp_shard=2 x tp=2 optim_grads_params", "dp_shard=2,tp=2",
+     ["--fsdp", "optim_grads_params"]),
+    ("hsdp 2x2 outer optim x tp=2 sp", "dp_outer=2,dp_shard=2,tp=2",
+     ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim",
+      "--sequence-parallel"]),
     # Sequence parallelism: norms and residual adds on seq / tp tokens.
     ("tp=2 sp", "tp=2", ["--sequence-parallel"]),
     ("tp=4 sp clip + 2 micro-batches", "tp=4",
@@ -52,6 +63,20 @@ CONFIGS = [
      ["--sequence-parallel"]),
 ]
 SP = "--sequence-parallel"
+# Flags of the parallel layout, which the single-rank reference leaves out.
+LAYOUT_FLAGS = {SP: 0, "--fsdp": 1, "--outer-fsdp": 1}
+
+
+def reference_flags(flags):
+    kept, skip = [], 0
+    for flag in flags:
+        if skip:
+            skip -= 1
+        elif flag in LAYOUT_FLAGS:
+            skip = LAYOUT_FLAGS[flag]
+        else:
+            kept.append(flag)
+    return kept
 
 
 # Some gradient elements of the imported models are rounding noise in
@@ -155,8 +180,7 @@ def main():
         if options.only and options.only not in name:
             continue
         ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
-        single, want_losses, want_state = reference(
-            [f for f in flags if f != SP])
+        single, want_losses, want_state = reference(reference_flags(flags))
         tag = name.replace(" ", "_").replace("=", "").replace("+", "")
         artifact = compile_model(tag, ["megc", "gen", "llama", *MODEL, *flags,
                                        "--mesh", mesh])
@@ -201,18 +225,27 @@ def main():
             got = e2e_util.read_safetensors(os.path.join(saved, file))
             want = e2e_util.read_safetensors(os.path.join(one, file))
             worst = max(worst, state_error(got, want, "checkpoint")[0])
-        out1, outN = os.path.join(tmp, "ck_fw1"), os.path.join(tmp, "ck_fwN")
+        out1 = os.path.join(tmp, "ck_fw1")
         e2e_util.run(["megc-run", single, "--entry", "forward", "--params",
                       one, "--output-dir", out1, *inputs[:2]])
-        run_ranks(2, ["megc-run", artifact, "--entry", "forward", "--params",
-                      one, "--output-dir", outN, *inputs[:2]])
-        logits = e2e_util.relative_error(
-            e2e_util.read_output(os.path.join(outN, "logits.npy")),
-            e2e_util.read_output(os.path.join(out1, "logits.npy")))
+        want = e2e_util.read_output(os.path.join(out1, "logits.npy"))
+        # Into tp blocks, and into FSDP pieces of tp blocks.
+        pieces = compile_model("checkpoint_fsdp_tp2", [
+            "megc", "gen", "llama", *MODEL, "--mesh", "dp_shard=2,tp=2",
+            "--fsdp", "optim_grads_params"])
+        logits = 0.0
+        for ranks, model in ((2, artifact), (4, pieces)):
+            outN = os.path.join(tmp, f"ck_fw{ranks}")
+            run_ranks(ranks, ["megc-run", model, "--entry", "forward",
+                              "--params", one, "--output-dir", outN,
+                              *inputs[:2]])
+            logits = max(logits, e2e_util.relative_error(
+                e2e_util.read_output(os.path.join(outN, "logits.npy")), want))
         ok = max(worst, logits) < TOLERANCE
-        print(f"{'checkpoint save and load':28s} 2 ranks: saved weights rel "
-              f"err {worst:.2e}, logits from one rank's checkpoint rel err "
-              f"{logits:.2e}" + ("" if ok else "  FAILED"))
+        print(f"{'checkpoint save and load':28s} 2, 4 ranks: saved weights "
+              f"rel err {worst:.2e}, logits from one rank's checkpoint (tp=2; "
+              f"dp_shard=2 x tp=2 optim_grads_params) rel err {logits:.2e}"
+              + ("" if ok else "  FAILED"))
         failed |= not ok
 
     if failed:

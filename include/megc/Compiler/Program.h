@@ -195,6 +195,9 @@ struct ParameterDesc {
   int32_t shardSubmesh = -1;
   std::vector<int64_t> fullShape;
   int64_t shardDim = -1;
+  /// With shardDim: the submesh whose group cuts the blocks, when the
+  /// pieces over shardSubmesh split this rank's block; -1 otherwise.
+  int32_t blockSubmesh = -1;
 };
 
 /// The learning-rate schedule (#meg.lr_schedule with the optimizer's lr as

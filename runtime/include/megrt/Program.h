@@ -54,11 +54,19 @@ const char *initKindName(InitKind kind);
 /// row-major and zero-padded to n * group size elements, where [n] is the
 /// parameter's (1-D) shape, and piece i is elements [i * n, (i + 1) * n).
 /// With `dim`, the tensor is cut along that dimension into group size equal
-/// blocks and piece i is block i (tensor parallelism).
+/// blocks and piece i is block i (tensor parallelism). With `dim` and
+/// `blockSubmesh`, the tensor is cut along `dim` into blocks over the group
+/// of Program::submeshes()[*blockSubmesh], and this rank's block is split
+/// into flat pieces over the group of `submesh` (FSDP over tensor
+/// parallelism).
 struct ShardingSpec {
   uint32_t submesh;
   Shape fullShape;
   std::optional<int> dim;
+  std::optional<uint32_t> blockSubmesh;
+
+  /// Whether the parameter is a 1-D piece of a flattened tensor.
+  bool flat() const { return !dim || blockSubmesh; }
 };
 
 struct MeshAxis {

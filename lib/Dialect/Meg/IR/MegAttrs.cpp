@@ -155,12 +155,23 @@ verifyAxisNames(function_ref<InFlightDiagnostic()> emitError, ArrayAttr axes,
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh, ArrayAttr axes,
-                                   ArrayRef<int64_t> shape, int64_t dim) {
+                                   ArrayRef<int64_t> shape, int64_t dim,
+                                   ArrayAttr blockAxes) {
   if (!mesh)
     return emitError() << "expects a mesh symbol";
   if (dim < -1 || dim >= static_cast<int64_t>(shape.size()))
     return emitError() << "dim " << dim << " is out of range for a "
                        << shape.size() << "-d shape";
+  if (blockAxes) {
+    if (dim < 0)
+      return emitError() << "block_axes need the dim the blocks split";
+    if (failed(verifyAxisNames(emitError, blockAxes, "block")))
+      return failure();
+    for (Attribute axis : blockAxes)
+      if (llvm::is_contained(axes.getValue(), axis))
+        return emitError() << "axis " << axis
+                           << " both splits the blocks and the pieces";
+  }
   for (int64_t extent : shape)
     if (extent <= 0)
       return emitError() << "expects positive extents in the full shape, got "

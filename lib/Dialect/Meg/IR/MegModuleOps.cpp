@@ -37,11 +37,11 @@ LogicalResult ParamOp::verify() {
   if (getFrozen() && getState())
     return emitOpError() << "cannot be both frozen and training state";
   ShardingAttr sharding = getShardingAttr();
-  if (sharding && !sharding.isBlock() && type.getRank() != 1)
+  if (sharding && sharding.isFlat() && type.getRank() != 1)
     return emitOpError() << "is sharded, so its type must be the 1-D piece "
                             "of one rank, got "
                          << type;
-  if (sharding && sharding.isBlock() &&
+  if (sharding && !sharding.isFlat() &&
       type.getRank() != static_cast<int64_t>(sharding.getShape().size()))
     return emitOpError() << "is a block of a "
                          << formatShape(sharding.getShape())
@@ -102,17 +102,37 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!mesh)
     return emitOpError() << "is sharded over " << sharding.getMesh()
                          << ", which is not a meg.mesh";
-  int64_t groupSize = 1;
-  for (Attribute axis : sharding.getAxes()) {
-    std::optional<int64_t> size =
-        mesh.getAxisSize(cast<StringAttr>(axis).getValue());
-    if (!size)
-      return emitOpError() << "is sharded over axis " << axis
-                           << ", which mesh " << sharding.getMesh()
-                           << " does not have";
-    groupSize *= *size;
-  }
-  if (sharding.isBlock()) {
+  auto sizeOf = [&](ArrayAttr axes) -> FailureOr<int64_t> {
+    int64_t size = 1;
+    for (Attribute axis : axes) {
+      std::optional<int64_t> extent =
+          mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+      if (!extent)
+        return emitOpError() << "is sharded over axis " << axis
+                             << ", which mesh " << sharding.getMesh()
+                             << " does not have";
+      size *= *extent;
+    }
+    return size;
+  };
+  FailureOr<int64_t> flatGroup = sizeOf(sharding.getAxes());
+  if (failed(flatGroup))
+    return failure();
+  int64_t groupSize = *flatGroup;
+  // A flat piece of this rank's block: the block is what the pieces hold.
+  SmallVector<int64_t> whole(sharding.getShape());
+  if (ArrayAttr blockAxes = sharding.getBlockAxes()) {
+    FailureOr<int64_t> blocks = sizeOf(blockAxes);
+    if (failed(blocks))
+      return failure();
+    int64_t dim = sharding.getDim();
+    if (whole[dim] % *blocks != 0)
+      return emitOpError() << "splits dim " << dim << " of a "
+                           << formatShape(sharding.getShape())
+                           << " tensor over " << *blocks
+                           << " ranks, which does not divide it";
+    whole = sharding.blockShape(*blocks);
+  } else if (sharding.isBlock()) {
     int64_t dim = sharding.getDim();
     SmallVector<int64_t> block(sharding.getShape());
     if (block[dim] % groupSize != 0)
@@ -131,12 +151,12 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return success();
   }
   int64_t elements = 1;
-  for (int64_t extent : sharding.getShape())
+  for (int64_t extent : whole)
     elements *= extent;
   int64_t piece = getTensorType().getDimSize(0);
   if (piece * groupSize < elements)
     return emitOpError() << "holds " << piece << " elements per rank of a "
-                         << formatShape(sharding.getShape()) << " tensor ("
+                         << formatShape(whole) << " tensor ("
                          << elements << " elements) over " << groupSize
                          << " ranks; at least "
                          << (elements + groupSize - 1) / groupSize

@@ -34,6 +34,11 @@ struct Layout {
   ParamOp weight;
   /// optimizer.main_param.<p>, or null when the weight is its own master.
   ParamOp master;
+  /// The weight's tensor-parallel blocks (#meg.sharding with dim), whose
+  /// block this rank's pieces split further; null when it is whole.
+  ShardingAttr blocks;
+  /// The shape the pieces split: the weight's, a block under tensor
+  /// parallelism.
   SmallVector<int64_t> shape;
   int64_t elements = 0;
   /// Elements after padding, a multiple of the sharding unit.
@@ -148,32 +153,17 @@ LogicalResult FsdpRewriter::configure() {
   if (!mesh)
     return module.emitError() << "meg-fsdp: the fsdp configuration names "
                               << config.getMesh() << ", which is not a mesh";
-  for (auto [name, size] :
-       llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())) {
-    bool used = llvm::is_contained(config.getShard().getValue(), name) ||
-                (config.getOuter() &&
-                 llvm::is_contained(config.getOuter().getValue(), name));
-    // Other axes (tensor parallelism) are the model's: each data-parallel
-    // group holds one rank of every other axis, and replicas of its
-    // parameters.
-    bool replicating = config.getStrategy() == FsdpStrategy::no_shard &&
-                       config.getOuterStrategy() == FsdpStrategy::no_shard;
-    if (!used && size != 1 && !replicating)
-      return module.emitError()
-             << "meg-fsdp: mesh axis " << name << " has size " << size
-             << ", but the strategy "
-             << stringifyFsdpStrategy(config.getStrategy())
-             << " shards over data-parallel axes only (shard and outer); "
-                "with other axes, use no_shard";
-  }
-  if (config.getStrategy() != FsdpStrategy::no_shard)
-    for (ParamOp param : module.getOps<ParamOp>())
-      if (param.getShardingAttr())
-        return param.emitError()
-               << "meg-fsdp: @" << param.getSymName()
-               << " is sharded already; FSDP does not yet shard parameters "
-                  "that tensor parallelism splits (no_shard replicates "
-                  "them)";
+  // Axes other than shard and outer (tensor parallelism) are the model's:
+  // each data-parallel group holds one rank of every other axis.
+  // Tensor-parallel blocks are split further; a piece is not.
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (ShardingAttr sharding = param.getShardingAttr();
+        sharding && sharding.isFlat())
+      return param.emitError()
+             << "meg-fsdp: @" << param.getSymName()
+             << " is sharded already into pieces of the flattened tensor; "
+                "only whole parameters and tensor-parallel blocks are "
+                "sharded";
   FsdpStrategy strategy = config.getStrategy();
   weightsSharded = strategy == FsdpStrategy::optim_grads_params;
   gradsSharded = weightsSharded || strategy == FsdpStrategy::optim_grads;
@@ -232,6 +222,7 @@ void FsdpRewriter::shardParameters() {
     layout.weight = param;
     layout.master = module.lookupSymbol<ParamOp>(
         ("optimizer.main_param." + param.getSymName()).str());
+    layout.blocks = param.getShardingAttr();
     layout.shape = llvm::to_vector(param.getTensorType().getShape());
     layout.elements = product(layout.shape);
     layout.padded = (layout.elements + unit - 1) / unit * unit;
@@ -240,24 +231,31 @@ void FsdpRewriter::shardParameters() {
         outerOptim ? layout.weightPiece / outerSize : layout.weightPiece;
     layouts[param.getSymName()] = layout;
   }
+  // A tensor-parallel block is split into pieces in turn: the sharding
+  // keeps the whole shape, the block's dim and its axes.
   auto shard = [&](ParamOp param, ArrayAttr axes, int64_t piece,
-                   ArrayRef<int64_t> shape) {
+                   const Layout &layout) {
     param.setType(RankedTensorType::get(
         {piece}, param.getTensorType().getElementType()));
+    ShardingAttr blocks = layout.blocks;
     param.setShardingAttr(
-        ShardingAttr::get(&getContext(), config.getMesh(), axes, shape));
+        blocks ? ShardingAttr::get(&getContext(), config.getMesh(), axes,
+                                   blocks.getShape(), blocks.getDim(),
+                                   blocks.getBlockGroup())
+               : ShardingAttr::get(&getContext(), config.getMesh(), axes,
+                                   layout.shape));
   };
   for (auto &[name, layout] : layouts) {
     if (stateSharded) {
       for (StringRef state : {"optimizer.exp_avg.", "optimizer.exp_avg_sq."})
         if (auto moment =
                 module.lookupSymbol<ParamOp>((state + name).str()))
-          shard(moment, stateAxes, layout.statePiece, layout.shape);
+          shard(moment, stateAxes, layout.statePiece, layout);
       if (layout.master)
-        shard(layout.master, stateAxes, layout.statePiece, layout.shape);
+        shard(layout.master, stateAxes, layout.statePiece, layout);
     }
     if (weightsSharded)
-      shard(layout.weight, shardAxes, layout.weightPiece, layout.shape);
+      shard(layout.weight, shardAxes, layout.weightPiece, layout);
   }
 }
 
@@ -436,9 +434,9 @@ LogicalResult FsdpRewriter::clipReducedGradients(MutableArrayRef<Update> updates
       return update.adamw.emitError()
              << "meg-fsdp: some updates clip their gradients and others not";
     Value squares = sumOfSquares(builder, loc, update.grad);
-    ShardingAttr sharding = update.layout->weight.getShardingAttr();
-    if (sharding && sharding.isBlock())
-      addTo(blockSums[sharding.getAxes()], squares);
+    ShardingAttr sharding = update.layout->blocks;
+    if (sharding)
+      addTo(blockSums[sharding.getBlockGroup()], squares);
     else
       addTo(sum, squares);
   }

@@ -250,7 +250,7 @@ struct MegOptimizerPass
           // One entry per group: the shape and dim do not matter.
           auto group = ShardingAttr::get(builder.getContext(),
                                          sharding.getMesh(),
-                                         sharding.getAxes(), {1});
+                                         sharding.getBlockGroup(), {1});
           addTo(blockSums[group], squares);
         } else {
           addTo(sum, squares);

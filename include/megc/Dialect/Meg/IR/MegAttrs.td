@@ -161,6 +161,11 @@ def Meg_ShardingAttr : Meg_Attr<"Sharding", "sharding"> {
     rank, is the block of this rank's index: Megatron's column-parallel
     (d = 0 of an [out, in] weight) and row-parallel (d = 1) layers.
 
+    With `dim = d` and `block_axes`, both: the tensor is cut along `d` into
+    blocks over the group of `block_axes` (tensor parallelism), and this
+    rank's block, flattened and padded, is split over `axes` as without
+    `dim` (FSDP on top of tensor parallelism); the parameter is 1-D.
+
     ```mlir
     meg.param @w : tensor<512xf32> init #meg.init<normal(0.02)>
         sharding #meg.sharding<mesh = @world, axes = ["dp_shard"],
@@ -173,21 +178,43 @@ def Meg_ShardingAttr : Meg_Attr<"Sharding", "sharding"> {
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$axes,
                         ArrayRefParameter<"int64_t">:$shape,
-                        DefaultValuedParameter<"int64_t", "-1">:$dim);
+                        DefaultValuedParameter<"int64_t", "-1">:$dim,
+                        OptionalParameter<"::mlir::ArrayAttr">:$block_axes);
   let assemblyFormat = [{
     `<` `mesh` `=` $mesh `,` `axes` `=` $axes `,` `shape` `=` `[` $shape `]`
-    (`,` `dim` `=` $dim^)? `>`
+    (`,` `dim` `=` $dim^)? (`,` `block_axes` `=` $block_axes^)? `>`
   }];
   let builders = [
     AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$mesh,
                      "::mlir::ArrayAttr":$axes,
                      "::llvm::ArrayRef<int64_t>":$shape), [{
-      return $_get($_ctxt, mesh, axes, shape, -1);
+      return $_get($_ctxt, mesh, axes, shape, -1, ::mlir::ArrayAttr());
+    }]>,
+    AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$mesh,
+                     "::mlir::ArrayAttr":$axes,
+                     "::llvm::ArrayRef<int64_t>":$shape, "int64_t":$dim), [{
+      return $_get($_ctxt, mesh, axes, shape, dim, ::mlir::ArrayAttr());
     }]>
   ];
   let extraClassDeclaration = [{
-    /// Whether the piece is a block along `dim` rather than a flat range.
+    /// Whether the tensor is cut into blocks along `dim` (over `axes`, or
+    /// over `block_axes` before the flat split over `axes`).
     bool isBlock() const { return getDim() >= 0; }
+    /// Whether the parameter is a 1-D piece of a flattened tensor (the
+    /// whole one, or this rank's block of it).
+    bool isFlat() const { return getDim() < 0 || getBlockAxes(); }
+    /// The axes whose group splits the tensor into blocks, if any.
+    ::mlir::ArrayAttr getBlockGroup() const {
+      return getBlockAxes() ? getBlockAxes()
+                            : (isBlock() ? getAxes() : ::mlir::ArrayAttr());
+    }
+    /// The shape of this rank's block along `dim` over `blocks` ranks.
+    ::llvm::SmallVector<int64_t> blockShape(int64_t blocks) const {
+      ::llvm::SmallVector<int64_t> shape(getShape());
+      if (isBlock())
+        shape[getDim()] /= blocks;
+      return shape;
+    }
   }];
   let genVerifyDecl = 1;
 }

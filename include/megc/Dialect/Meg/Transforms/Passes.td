@@ -467,8 +467,12 @@ def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
     divides by the global count. The pass registers the submeshes it uses: the shard axes, the
     outer axes, the data-parallel group (outer then shard axes), and for
     `outer_strategy = optim` the state group (shard then outer axes).
-    Frozen parameters stay replicated; a mesh axis outside the shard and
-    outer axes must have size 1.
+    Frozen parameters stay replicated. Mesh axes outside the shard and
+    outer axes are the model's (tensor parallelism): a parameter that is a
+    tensor-parallel block (`#meg.sharding` with `dim`) has its block split
+    into pieces (`dim` and `block_axes` kept on the pieces' sharding), and
+    the clipping norm sums the blocks' squares over their axes too; a
+    parameter that is a flat piece already is an error.
 
     ```mlir
     // optim_grads_params over dp_shard = 4: before
