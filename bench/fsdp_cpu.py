@@ -20,23 +20,10 @@ Usage: python3 bench/fsdp_cpu.py --build build [--steps 6] [--layers 4]
 """
 import argparse
 import os
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
 
-import numpy as np
-
-WRAPPER = r"""
-import resource, subprocess, sys
-code = subprocess.call(sys.argv[1:])
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-import os
-rank = os.environ.get("OMPI_COMM_WORLD_RANK", "0")
-print(f"rank {rank} peak rss kB {peak}", file=sys.stderr, flush=True)
-sys.exit(code)
-"""
+from mpi_bench import Bench
 
 STRATEGIES = [
     ("no_shard", "dp_shard=4", ["--fsdp", "no_shard"]),
@@ -52,13 +39,6 @@ STRATEGIES = [
 ]
 
 
-def run(args, **kwargs):
-    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed:\n{result.stdout}{result.stderr}")
-    return result
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
@@ -66,51 +46,21 @@ def main():
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=256)
     options = parser.parse_args()
-    tools = os.path.join(os.path.abspath(options.build), "bin")
-    megc, megc_run = os.path.join(tools, "megc"), os.path.join(tools, "megc-run")
-    mpirun = [shutil.which("mpirun"), "-n", "4", "--oversubscribe"]
-    if os.geteuid() == 0:
-        mpirun.append("--allow-run-as-root")
     tmp = tempfile.mkdtemp(prefix="fsdp-bench-")
-    wrapper = os.path.join(tmp, "peak.py")
-    open(wrapper, "w").write(WRAPPER)
+    bench = Bench(options.build, tmp, ranks=4, vocab=512, batch=8, seq=128)
     model_flags = ["--layers", str(options.layers), "--hidden",
                    str(options.hidden), "--heads", "4", "--ffn",
                    str(options.hidden * 3), "--seq", "128", "--vocab", "512",
                    "--batch", "8", "--train"]
-    rng = np.random.default_rng(0)
-    inputs = []
-    for name in ("input_ids", "labels"):
-        path = os.path.join(tmp, name + ".npy")
-        np.save(path, rng.integers(0, 512, (8, 128)).astype(np.int32))
-        inputs += ["--input", f"{name}={path}"]
 
     rows = []
     for name, mesh, flags in STRATEGIES:
-        tag = name.replace(" ", "_")
-        model = os.path.join(tmp, tag + ".mlir")
-        artifact = os.path.join(tmp, tag + ".megc")
-        run([megc, "gen", "llama", *model_flags, "--mesh", mesh, *flags,
-             "-o", model])
-        run([megc, model, "-o", artifact])
-        listing = run([megc, "inspect", artifact]).stdout
-        per_rank = re.search(r"per rank ([\d.]+) MB \(model weights ([\d.]+) "
-                             r"MB, training state ([\d.]+) MB\)", listing)
-        step_section = listing[listing.index("entry train_step("):]
-        sent = float(re.search(r"sent per rank ([\d.]+) MB",
-                               step_section).group(1))
-        arena = float(re.search(r"arena ([\d.]+) MB", step_section).group(1))
-        result = run(mpirun + [sys.executable, wrapper, megc_run, artifact,
-                               "--entry", "train_step", "--params", "init:1",
-                               "--warmup", "2", "--steps", str(options.steps),
-                               *inputs], timeout=1800)
-        median = float(re.search(r"median step ms: ([\d.]+)",
-                                 result.stdout).group(1))
-        peaks = [int(kb) for kb in
-                 re.findall(r"peak rss kB (\d+)", result.stderr)]
-        rows.append((name, median, sent, float(per_rank.group(2)),
-                     float(per_rank.group(3)), arena,
-                     float(np.median(peaks)) / 1024))
+        artifact, figures = bench.compile(name.replace(" ", "_"),
+                                          [*model_flags, "--mesh", mesh,
+                                           *flags])
+        median, peak = bench.train(artifact, options.steps)
+        rows.append((name, median, figures["sent"], figures["weights"],
+                     figures["state"], figures["arena"], peak))
     base = rows[0]
     print(f"llama {options.layers} x {options.hidden}, seq 128, global batch "
           f"8, f32, 4 ranks on {os.cpu_count()} cores; ratios to no_shard; "

@@ -33,21 +33,9 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 
-import numpy as np
-
-WRAPPER = r"""
-import resource, subprocess, sys
-code = subprocess.call(sys.argv[1:])
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-import os
-rank = os.environ.get("OMPI_COMM_WORLD_RANK", "0")
-print(f"rank {rank} peak rss kB {peak}", file=sys.stderr, flush=True)
-sys.exit(code)
-"""
+from mpi_bench import Bench
 
 LAYOUTS = [
     ("dp_shard=4 (replicated)", 4, 1, False),
@@ -58,13 +46,6 @@ LAYOUTS = [
 ]
 LAYERS, HIDDEN, HEADS, FFN, VOCAB, SEQ, BATCH = 4, 256, 4, 768, 512, 128, 8
 MB = 1e6
-
-
-def run(args, **kwargs):
-    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed:\n{result.stdout}{result.stderr}")
-    return result
 
 
 def textbook(dp, tp, sp):
@@ -94,56 +75,27 @@ def main():
     parser.add_argument("--build", default="build")
     parser.add_argument("--steps", type=int, default=6)
     options = parser.parse_args()
-    tools = os.path.join(os.path.abspath(options.build), "bin")
-    megc, megc_run = os.path.join(tools, "megc"), os.path.join(tools, "megc-run")
-    mpirun = [shutil.which("mpirun"), "-n", "4", "--oversubscribe"]
-    if os.geteuid() == 0:
-        mpirun.append("--allow-run-as-root")
     tmp = tempfile.mkdtemp(prefix="tp-bench-")
-    wrapper = os.path.join(tmp, "peak.py")
-    open(wrapper, "w").write(WRAPPER)
+    bench = Bench(options.build, tmp, ranks=4, vocab=VOCAB, batch=BATCH,
+                  seq=SEQ)
     model_flags = ["--layers", str(LAYERS), "--hidden", str(HIDDEN),
                    "--heads", str(HEADS), "--ffn", str(FFN), "--seq",
                    str(SEQ), "--vocab", str(VOCAB), "--batch", str(BATCH),
                    "--train"]
-    rng = np.random.default_rng(0)
-    inputs = []
-    for name in ("input_ids", "labels"):
-        path = os.path.join(tmp, name + ".npy")
-        np.save(path, rng.integers(0, VOCAB, (BATCH, SEQ)).astype(np.int32))
-        inputs += ["--input", f"{name}={path}"]
 
     rows = []
     for name, dp, tp, sp in LAYOUTS:
-        tag = name.replace(" ", "_").replace("=", "").replace("(", "").replace(
-            ")", "")
+        tag = re.sub(r"[^a-z0-9]+", "_", name)
         mesh = ",".join(([f"dp_shard={dp}"] if dp > 1 else []) +
                         ([f"tp={tp}"] if tp > 1 else []))
-        model = os.path.join(tmp, tag + ".mlir")
-        artifact = os.path.join(tmp, tag + ".megc")
-        run([megc, "gen", "llama", *model_flags, "--mesh", mesh,
-             *(["--sequence-parallel"] if sp else []), "-o", model])
-        run([megc, model, "-o", artifact])
-        listing = run([megc, "inspect", artifact]).stdout
-        per_rank = re.search(r"model weights ([\d.]+) MB, training state "
-                             r"([\d.]+) MB\)", listing)
-        step_section = listing[listing.index("entry train_step("):]
-        sent = float(re.search(r"sent per rank ([\d.]+) MB",
-                               step_section).group(1))
-        arena = float(re.search(r"arena ([\d.]+) MB", step_section).group(1))
-        result = run(mpirun + [sys.executable, wrapper, megc_run, artifact,
-                               "--entry", "train_step", "--params", "init:1",
-                               "--warmup", "2", "--steps", str(options.steps),
-                               *inputs], timeout=1800)
-        median = float(re.search(r"median step ms: ([\d.]+)",
-                                 result.stdout).group(1))
-        peaks = [int(kb) for kb in
-                 re.findall(r"peak rss kB (\d+)", result.stderr)]
+        artifact, figures = bench.compile(
+            tag, [*model_flags, "--mesh", mesh,
+                  *(["--sequence-parallel"] if sp else [])])
+        median, peak = bench.train(artifact, options.steps)
         want_sent, want_weights = textbook(dp, tp, sp)
-        rows.append((name, median, sent, want_sent / MB,
-                     float(per_rank.group(1)), want_weights / MB,
-                     float(per_rank.group(2)), arena,
-                     float(np.median(peaks)) / 1024))
+        rows.append((name, median, figures["sent"], want_sent / MB,
+                     figures["weights"], want_weights / MB, figures["state"],
+                     figures["arena"], peak))
     base = rows[0]
     print(f"llama {LAYERS} x {HIDDEN}, {HEADS} heads, ffn {FFN}, vocab "
           f"{VOCAB}, seq {SEQ}, global batch {BATCH}, f32, 4 ranks on "

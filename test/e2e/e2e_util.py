@@ -74,6 +74,29 @@ def relative_error(got, want):
     return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
+def worst_state_error(got_state, want_state, name):
+    """(worst relative error, its tensor) of a saved training state against
+    the reference's: relative to each tensor's norm, or the largest
+    magnitude where the reference is all zeros. Exits when the tensors or
+    their shapes differ."""
+    if sorted(got_state) != sorted(want_state):
+        sys.exit(f"{name}: saved state has tensors "
+                 f"{sorted(set(got_state) ^ set(want_state))} that differ "
+                 "from the single-rank state")
+    worst, worst_name = 0.0, ""
+    for key, want in want_state.items():
+        got = got_state[key]
+        if got.shape != want.shape:
+            sys.exit(f"{name}: {key} has shape {got.shape}, single rank "
+                     f"{want.shape}")
+        scale = np.linalg.norm(want)
+        error = (np.linalg.norm(got - want) / scale if scale > 0
+                 else np.abs(got).max())
+        if error > worst:
+            worst, worst_name = float(error), key
+    return worst, worst_name
+
+
 def check_gradients(loss, params, grads, rng, samples, tolerance, step=1e-5):
     """Compares gradients with central finite differences of `loss`
     (float64) on `samples` random elements of every parameter (error

@@ -170,21 +170,8 @@ def main():
                               ranks, steps)
         loss_error = float(np.max(np.abs(losses - want_losses) /
                                   np.abs(want_losses)))
-        if sorted(state) != sorted(want_state):
-            sys.exit(f"{name}: saved state has tensors "
-                     f"{sorted(set(state) ^ set(want_state))} that differ "
-                     "from the single-rank state")
-        worst, worst_name = 0.0, ""
-        for key, want in want_state.items():
-            got = state[key]
-            if got.shape != want.shape:
-                sys.exit(f"{name}: {key} has shape {got.shape}, single rank "
-                         f"{want.shape}")
-            scale = np.linalg.norm(want)
-            error = (np.linalg.norm(got - want) / scale if scale > 0
-                     else np.abs(got).max())
-            if error > worst:
-                worst, worst_name = error, key
+        worst, worst_name = e2e_util.worst_state_error(state, want_state,
+                                                       name)
         outputs = (compare_entries(tag, artifact, single, inputs,
                                    options.tmp, ranks) if entries else 0.0)
         ok = max(loss_error, worst, outputs) < tolerance

@@ -89,23 +89,6 @@ def reference_flags(flags):
 IMPORTED_ADAM = ["--adam-eps", "1e-5"]
 
 
-def state_error(got_state, want_state, name):
-    if sorted(got_state) != sorted(want_state):
-        sys.exit(f"{name}: saved state has tensors "
-                 f"{sorted(set(got_state) ^ set(want_state))} that differ "
-                 "from the single-rank state")
-    worst, worst_name = 0.0, ""
-    for key, want in want_state.items():
-        got = got_state[key]
-        if got.shape != want.shape:
-            sys.exit(f"{name}: {key} has shape {got.shape}, single rank "
-                     f"{want.shape}")
-        error = e2e_util.relative_error(got, want)
-        if error > worst:
-            worst, worst_name = error, key
-    return worst, worst_name
-
-
 def run_ranks(ranks, args):
     result = mpi_util.run_ranks(ranks, args)
     if result.returncode != 0:
@@ -157,7 +140,7 @@ def main():
             artifact, inputs, os.path.join(tmp, tag + ".safetensors"), ranks)
         loss_error = float(np.max(np.abs(losses - want_losses) /
                                   np.abs(want_losses)))
-        worst, worst_name = state_error(state, want_state, name)
+        worst, worst_name = e2e_util.worst_state_error(state, want_state, name)
         logits, shown = 0.0, ""
         # With micro-batches the forward entry takes one micro-batch.
         if "--micro-batches" not in flags:
@@ -224,7 +207,8 @@ def main():
         for file in ("model.safetensors",):
             got = e2e_util.read_safetensors(os.path.join(saved, file))
             want = e2e_util.read_safetensors(os.path.join(one, file))
-            worst = max(worst, state_error(got, want, "checkpoint")[0])
+            worst = max(worst, e2e_util.worst_state_error(
+                got, want, "checkpoint")[0])
         out1 = os.path.join(tmp, "ck_fw1")
         e2e_util.run(["megc-run", single, "--entry", "forward", "--params",
                       one, "--output-dir", out1, *inputs[:2]])

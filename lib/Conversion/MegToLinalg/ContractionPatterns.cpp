@@ -142,27 +142,13 @@ struct EmbeddingLowering : public OpRewritePattern<EmbeddingOp> {
                                                 ValueRange{row, column}));
           }
           // A block of the table: rows outside it read as zeros.
-          Value first =
-              tensor::ExtractOp::create(b, l, firstRow, ValueRange{});
-          if (first.getType() != a[0].getType())
-            first = arith::ExtSIOp::create(b, l, a[0].getType(), first);
-          Value local = arith::SubIOp::create(b, l, a[0], first);
-          Value zero = arith::ConstantOp::create(
-              b, l, b.getIntegerAttr(local.getType(), 0));
-          Value inBlock = arith::AndIOp::create(
-              b, l,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, local,
-                                    zero),
-              arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::slt, local,
-                  arith::ConstantOp::create(
-                      b, l, b.getIntegerAttr(local.getType(), rows))));
-          Value row = clampedIndex(b, l, local, rows);
+          BlockIndex row = blockIndex(b, l, a[0], firstRow, rows);
           Value value = toCompute(
               b, l, tensor::ExtractOp::create(b, l, table,
-                                              ValueRange{row, column}));
+                                              ValueRange{row.index, column}));
           return arith::SelectOp::create(
-              b, l, inBlock, value, floatConstant(b, l, value.getType(), 0.0));
+              b, l, row.inBlock, value,
+              floatConstant(b, l, value.getType(), 0.0));
         });
     rewriter.replaceOp(op, result);
     return success();

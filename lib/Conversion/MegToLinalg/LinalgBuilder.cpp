@@ -223,6 +223,29 @@ Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t size) {
                                 last);
 }
 
+Value localIndex(OpBuilder &b, Location loc, Value id, Value first) {
+  Value start = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      tensor::ExtractOp::create(b, loc, first, ValueRange{}));
+  return arith::SubIOp::create(
+      b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), id), start);
+}
+
+BlockIndex blockIndex(OpBuilder &b, Location loc, Value id, Value first,
+                      int64_t size) {
+  Value local = localIndex(b, loc, id, first);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value inBlock = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, local, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, local,
+                            arith::ConstantIndexOp::create(b, loc, size)));
+  Value index = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, local, zero),
+      arith::ConstantIndexOp::create(b, loc, size - 1));
+  return {index, inBlock};
+}
+
 Value countsTowardLoss(OpBuilder &b, Location loc, Value label,
                        int64_t ignoreIndex) {
   Value ignored = arith::ConstantOp::create(

@@ -110,6 +110,20 @@ Value buildAttentionProbs(OpBuilder &b, Location loc, Value query, Value key,
 /// cannot read outside the tensor it indexes.
 Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t size);
 
+/// An integer id relative to a block starting at `first` (a 0-d integer
+/// tensor, a vocab-parallel rank's first row or class): `id - first` as an
+/// index.
+Value localIndex(OpBuilder &b, Location loc, Value id, Value first);
+
+/// An id's place in a block of `size` starting at `first`: the index into
+/// the block (clamped into it, so that it can always be read) and whether
+/// the id lies in the block.
+struct BlockIndex {
+  Value index, inBlock;
+};
+BlockIndex blockIndex(OpBuilder &b, Location loc, Value id, Value first,
+                      int64_t size);
+
 /// Whether an integer label counts toward a loss: `label != ignoreIndex`.
 Value countsTowardLoss(OpBuilder &b, Location loc, Value label,
                        int64_t ignoreIndex);

@@ -76,12 +76,8 @@ struct CrossEntropyLowering : public OpRewritePattern<CrossEntropyOp> {
 /// starting at `first` (a 0-d i32 tensor).
 static Value isLabelColumn(OpBuilder &b, Location l, Value label, Value column,
                            Value first) {
-  Value start = arith::IndexCastOp::create(
-      b, l, b.getIndexType(),
-      tensor::ExtractOp::create(b, l, first, ValueRange{}));
-  Value labelIndex = arith::IndexCastOp::create(b, l, b.getIndexType(), label);
-  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, labelIndex,
-                               arith::AddIOp::create(b, l, start, column));
+  return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                               localIndex(b, l, label, first), column);
 }
 
 /// A row sum of exp(logits - max) over this rank's classes, and per token
@@ -108,30 +104,16 @@ struct VocabShardStatsLowering : public OpRewritePattern<VocabShardStatsOp> {
     Value target = buildMapped(
         rewriter, loc, tokensType, {op.getLabels()}, {identity},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value start = arith::IndexCastOp::create(
-              b, l, b.getIndexType(),
-              tensor::ExtractOp::create(b, l, first, ValueRange{}));
-          Value local = arith::SubIOp::create(
-              b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]),
-              start);
-          Value zero = arith::ConstantIndexOp::create(b, l, 0);
-          Value inBlock = arith::AndIOp::create(
-              b, l,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, local,
-                                    zero),
-              arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::slt, local,
-                  arith::ConstantIndexOp::create(b, l, classes)));
+          BlockIndex label = blockIndex(b, l, a[0], first, classes);
           SmallVector<Value> index;
           for (int64_t d = 0; d < tokenRank; ++d)
             index.push_back(linalg::IndexOp::create(b, l, d));
-          index.push_back(arith::MinSIOp::create(
-              b, l, arith::MaxSIOp::create(b, l, local, zero),
-              arith::ConstantIndexOp::create(b, l, classes - 1)));
+          index.push_back(label.index);
           Value logit =
               toCompute(b, l, tensor::ExtractOp::create(b, l, logits, index));
           return arith::SelectOp::create(
-              b, l, inBlock, logit, floatConstant(b, l, logit.getType(), 0.0));
+              b, l, label.inBlock, logit,
+              floatConstant(b, l, logit.getType(), 0.0));
         });
     std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
     Value mask = buildMapped(

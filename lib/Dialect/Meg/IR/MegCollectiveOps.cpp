@@ -99,15 +99,24 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
                           ShardChange::None, 0);
 }
 
+/// A model's collectives have gradients for the sum of partial results
+/// only.
+static LogicalResult requireSumForGradient(Operation *op,
+                                           CollectiveReduce reduce) {
+  if (reduce == CollectiveReduce::sum)
+    return success();
+  return op->emitOpError()
+         << "has no gradient with reduction "
+         << stringifyCollectiveReduce(reduce)
+         << " (only the sum of a model's partial results does)";
+}
+
 // A sum's gradient passes through (Megatron's reduce-from-tensor-parallel
 // region): every rank continues with the same value.
 FailureOr<SmallVector<Value>> AllReduceOp::buildVJP(OpBuilder &,
                                                     ValueRange grads) {
-  if (getReduce() != CollectiveReduce::sum)
-    return emitOpError()
-           << "has no gradient with reduction "
-           << stringifyCollectiveReduce(getReduce())
-           << " (only the sum of a model's partial results does)";
+  if (failed(requireSumForGradient(*this, getReduce())))
+    return failure();
   return SmallVector<Value>{grads[0]};
 }
 
@@ -124,11 +133,8 @@ FailureOr<SmallVector<Value>> AllGatherOp::buildVJP(OpBuilder &b,
 // Every rank's input contributes to every piece of the sum.
 FailureOr<SmallVector<Value>> ReduceScatterOp::buildVJP(OpBuilder &b,
                                                         ValueRange grads) {
-  if (getReduce() != CollectiveReduce::sum)
-    return emitOpError()
-           << "has no gradient with reduction "
-           << stringifyCollectiveReduce(getReduce())
-           << " (only the sum of a model's partial results does)";
+  if (failed(requireSumForGradient(*this, getReduce())))
+    return failure();
   Value grad = AllGatherOp::create(b, getLoc(), getInput().getType(), grads[0],
                                    getMeshAttr(), getAxesAttr(), getDimAttr());
   return SmallVector<Value>{grad};

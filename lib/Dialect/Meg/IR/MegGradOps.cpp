@@ -58,18 +58,7 @@ LogicalResult EmbeddingGradOp::verify() {
 }
 
 LogicalResult VocabShardStatsGradOp::verify() {
-  auto logits = cast<RankedTensorType>(getLogits().getType());
-  auto max = cast<RankedTensorType>(getMax().getType());
-  auto labels = cast<RankedTensorType>(getLabels().getType());
-  if (logits.getRank() < 1 ||
-      max.getShape() != logits.getShape().drop_back() ||
-      labels.getShape() != max.getShape())
-    return emitOpError() << "expects max and labels of the logits' shape "
-                            "without its last dimension, got logits "
-                         << formatShape(logits.getShape()) << ", max "
-                         << formatShape(max.getShape()) << " and labels "
-                         << formatShape(labels.getShape());
-  return success();
+  return verifyVocabShardOperands(*this, getLogits(), getMax(), getLabels());
 }
 
 LogicalResult RmsNormGradOp::verify() {

@@ -322,19 +322,28 @@ LogicalResult CrossEntropyOp::verify() {
                             getReduction(), getIgnoreIndex());
 }
 
+LogicalResult mlir::meg::verifyVocabShardOperands(Operation *op, Value logits,
+                                                  Value max, Value labels) {
+  RankedTensorType logitsType = tensorType(logits);
+  RankedTensorType maxType = tensorType(max);
+  RankedTensorType labelsType = tensorType(labels);
+  if (logitsType.getRank() < 1 ||
+      maxType.getShape() != logitsType.getShape().drop_back() ||
+      labelsType.getShape() != maxType.getShape())
+    return op->emitOpError()
+           << "expects max and labels of the logits' shape without its last "
+              "dimension, got logits "
+           << formatShape(logitsType.getShape()) << ", max "
+           << formatShape(maxType.getShape()) << " and labels "
+           << formatShape(labelsType.getShape());
+  return success();
+}
+
 LogicalResult VocabShardStatsOp::verify() {
-  RankedTensorType logits = tensorType(getLogits());
-  RankedTensorType max = tensorType(getMax());
-  RankedTensorType labels = tensorType(getLabels());
-  if (logits.getRank() < 1 ||
-      max.getShape() != logits.getShape().drop_back() ||
-      labels.getShape() != max.getShape())
-    return emitOpError() << "expects max and labels of the logits' shape "
-                            "without its last dimension, got logits "
-                         << formatShape(logits.getShape()) << ", max "
-                         << formatShape(max.getShape()) << " and labels "
-                         << formatShape(labels.getShape());
-  int64_t classes = logits.getShape().back();
+  if (failed(verifyVocabShardOperands(*this, getLogits(), getMax(),
+                                      getLabels())))
+    return failure();
+  int64_t classes = tensorType(getLogits()).getShape().back();
   if (getVocab() < classes || getVocab() % classes != 0)
     return emitOpError() << "expects a vocabulary that is a multiple of the "
                          << classes << " classes of each rank, got "

@@ -32,6 +32,11 @@ LogicalResult verifyLogitsLabels(std::optional<Location> loc,
                                  Type labelsType, ReduceKind reduction,
                                  std::optional<int64_t> ignoreIndex);
 
+/// Checks vocab_shard_stats' (and its gradient's) max and labels: the
+/// logits' shape without its last dimension.
+LogicalResult verifyVocabShardOperands(Operation *op, Value logits, Value max,
+                                       Value labels);
+
 /// Checks that `weight` is 1-D and matches the last dim of `input`.
 LogicalResult verifyNormWeight(Operation *op, StringRef what, Value input,
                                Value weight);
