@@ -54,7 +54,13 @@ public:
     FailureOr<SmallVector<Operation *>> rest = buildPlan(first);
     if (failed(rest) || failed(buildAll(*rest)))
       return failure();
-    for (Operation *op : replaced)
+    // Users before the values they read: a step that runs as written (a
+    // load of a scalar operand) may feed a later one.
+    SmallVector<Operation *> dead(replaced.begin(), replaced.end());
+    llvm::sort(dead, [](Operation *a, Operation *b) {
+      return b->isBeforeInBlock(a);
+    });
+    for (Operation *op : dead)
       op->erase();
     return success();
   }
