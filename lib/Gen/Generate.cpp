@@ -141,6 +141,23 @@ Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh,
   return Error::success();
 }
 
+/// The expert capacity and drop policy of a mixture-of-experts model.
+Error readMoe(const GenOptions &o, DeepseekConfig &c) {
+  if (o.moeCapacityFactor)
+    c.capacityFactor = *o.moeCapacityFactor;
+  if (!o.moeDropPolicy)
+    return Error::success();
+  if (*o.moeDropPolicy == "probs")
+    c.dropPolicy = MoeDropPolicy::Probs;
+  else if (*o.moeDropPolicy == "position")
+    c.dropPolicy = MoeDropPolicy::Position;
+  else
+    return genError("--moe-drop-policy '" + *o.moeDropPolicy +
+                    "': expected probs (each expert keeps its tokens of "
+                    "largest routing weight) or position (its earliest)");
+  return Error::success();
+}
+
 /// `megc import`: the config sets the sizes; the command line the shapes.
 Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 importModel(mlir::MLIRContext &context, const GenOptions &o,
@@ -174,9 +191,27 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
       return dtype.takeError();
     shape.dtype = *dtype;
   }
-  Expected<LlamaConfig> config = readHfConfig(*o.hfConfig, shape);
-  if (!config)
-    return config.takeError();
+  Expected<HfModelConfig> model = readHfConfig(*o.hfConfig, shape);
+  if (!model)
+    return model.takeError();
+  if (auto *deepseek = std::get_if<DeepseekConfig>(&*model)) {
+    if (mesh && mesh->tp > 1)
+      return genError("--mesh tp = " + Twine(mesh->tp) +
+                      ": DeepseekV3ForCausalLM has no tensor-parallel layout "
+                      "yet");
+    if (Error error = localBatch(deepseek->batch, mesh,
+                                 o.microBatches.value_or(1)))
+      return std::move(error);
+    if (Error error = readIgnoreIndex(o, deepseek->ignoreIndex))
+      return std::move(error);
+    if (Error error = readMoe(o, *deepseek))
+      return std::move(error);
+    return buildDeepseek(context, *deepseek);
+  }
+  if (o.moeCapacityFactor || o.moeDropPolicy)
+    return genError("--moe-capacity-factor and --moe-drop-policy apply to "
+                    "mixture-of-experts models (DeepseekV3ForCausalLM)");
+  LlamaConfig *config = &std::get<LlamaConfig>(*model);
   if (Error error = localBatch(config->batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
   if (Error error = readIgnoreIndex(o, config->ignoreIndex))
@@ -191,6 +226,11 @@ build(mlir::MLIRContext &context, const GenOptions &o,
       const std::optional<MeshSizes> &mesh) {
   if (o.hfConfig)
     return importModel(context, o, mesh);
+  if (o.moeCapacityFactor || o.moeDropPolicy)
+    return genError("--moe-capacity-factor and --moe-drop-policy apply to "
+                    "mixture-of-experts models (megc import of "
+                    "DeepseekV3ForCausalLM), not to the " + o.preset +
+                    " preset");
   if (o.preset == "llama") {
     if (Error error =
             rejectSettings("llama", {{"text-seq", bool(o.textSeq)},

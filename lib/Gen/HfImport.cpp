@@ -1,8 +1,9 @@
 //===- HfImport.cpp - models from Hugging Face configs -----------------===//
 //
 // Maps the config.json of LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM and Qwen3ForCausalLM onto LlamaConfig with the defaults
-// of transformers' config classes. A reader marks each field it consumes;
+// Qwen2ForCausalLM and Qwen3ForCausalLM onto LlamaConfig, and that of
+// DeepseekV3ForCausalLM onto DeepseekConfig, with the defaults of
+// transformers' config classes. A reader marks each field it consumes;
 // whatever is left at the end is an error, so a field megc does not
 // implement cannot be dropped unnoticed.
 //
@@ -21,6 +22,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace llvm;
 
@@ -28,7 +30,7 @@ namespace megc::gen {
 
 namespace {
 
-enum class Family { Llama, Mistral, Qwen2, Qwen3 };
+enum class Family { Llama, Mistral, Qwen2, Qwen3, DeepseekV3 };
 
 struct FamilyInfo {
   StringRef architecture, modelType;
@@ -39,7 +41,8 @@ constexpr FamilyInfo kFamilies[] = {
     {"LlamaForCausalLM", "llama", Family::Llama},
     {"MistralForCausalLM", "mistral", Family::Mistral},
     {"Qwen2ForCausalLM", "qwen2", Family::Qwen2},
-    {"Qwen3ForCausalLM", "qwen3", Family::Qwen3}};
+    {"Qwen3ForCausalLM", "qwen3", Family::Qwen3},
+    {"DeepseekV3ForCausalLM", "deepseek_v3", Family::DeepseekV3}};
 
 /// Fields that describe tokenization, generation or bookkeeping and do not
 /// change the computation of logits, loss or gradients.
@@ -360,10 +363,176 @@ std::string recordedConfig(json::Object object, DType dtype) {
   return formatv("{0}", json::Value(std::move(object))).str();
 }
 
+/// Reads a positive integer field into `target`.
+Error takePositive(FieldReader &fields, StringRef field, int64_t &target,
+                   std::optional<int64_t> fallback = {}) {
+  Expected<int64_t> value = fields.positive(field, fallback);
+  if (!value)
+    return value.takeError();
+  target = *value;
+  return Error::success();
+}
+
+/// DeepseekV3ForCausalLM, with the defaults of transformers'
+/// DeepseekV3Config.
+Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
+                                       const json::Object &object,
+                                       StringRef source,
+                                       const HfImportShape &shape) {
+  DeepseekConfig c;
+  c.seq = shape.seq;
+  c.batch = shape.batch;
+  for (StringRef field : kNoEffectFields)
+    fields.get(field);
+  // The multi-token-prediction layers are not part of the causal LM, and
+  // returning the router's logits does not change the model's.
+  fields.get("num_nextn_predict_layers");
+  fields.get("output_router_logits");
+  for (auto [field, target, fallback] :
+       {std::tuple<StringRef, int64_t *, int64_t>{"vocab_size", &c.vocab,
+                                                  129280},
+        {"hidden_size", &c.hidden, 7168},
+        {"intermediate_size", &c.ffn, 18432},
+        {"moe_intermediate_size", &c.moeFfn, 2048},
+        {"num_hidden_layers", &c.layers, 61},
+        {"num_attention_heads", &c.heads, 128},
+        {"n_routed_experts", &c.routedExperts, 256},
+        {"num_experts_per_tok", &c.topK, 8},
+        {"n_group", &c.groups, 8},
+        {"topk_group", &c.topGroups, 4},
+        {"kv_lora_rank", &c.kvLoraRank, 512},
+        {"qk_nope_head_dim", &c.qkNopeDim, 128},
+        {"qk_rope_head_dim", &c.qkRopeDim, 64},
+        {"v_head_dim", &c.vHeadDim, 128}})
+    if (Error error = takePositive(fields, field, *target, fallback))
+      return std::move(error);
+  int64_t kvHeads = 0;
+  if (Error error = takePositive(fields, "num_key_value_heads", kvHeads,
+                                 c.heads))
+    return std::move(error);
+  if (kvHeads != c.heads)
+    return fields.error("num_key_value_heads",
+                        "= " + Twine(kvHeads) +
+                            " must equal num_attention_heads = " +
+                            Twine(c.heads) +
+                            ": MLA gives every head its own keys");
+  // Derived sizes transformers stores next to the ones they come from.
+  int64_t headDim = 0, qkHeadDim = 0;
+  if (Error error = takePositive(fields, "head_dim", headDim, c.qkRopeDim))
+    return std::move(error);
+  if (headDim != c.qkRopeDim)
+    return fields.error("head_dim", "= " + Twine(headDim) +
+                                        " must equal qk_rope_head_dim = " +
+                                        Twine(c.qkRopeDim));
+  if (Error error = takePositive(fields, "qk_head_dim", qkHeadDim,
+                                 c.qkNopeDim + c.qkRopeDim))
+    return std::move(error);
+  if (qkHeadDim != c.qkNopeDim + c.qkRopeDim)
+    return fields.error("qk_head_dim",
+                        "= " + Twine(qkHeadDim) +
+                            " must equal qk_nope_head_dim + qk_rope_head_dim "
+                            "= " +
+                            Twine(c.qkNopeDim + c.qkRopeDim));
+  const json::Value *qLora = fields.get("q_lora_rank");
+  if (!qLora)
+    c.qLoraRank = 1536;
+  else if (qLora->kind() == json::Value::Null)
+    c.qLoraRank = 0;
+  else if (Error error = takePositive(fields, "q_lora_rank", c.qLoraRank))
+    return std::move(error);
+  const json::Value *shared = fields.get("n_shared_experts");
+  if (!shared)
+    c.sharedExperts = 1;
+  else if (shared->kind() == json::Value::Null)
+    c.sharedExperts = 0;
+  else if (Error error =
+               takePositive(fields, "n_shared_experts", c.sharedExperts))
+    return std::move(error);
+  const json::Value *firstDense = fields.get("first_k_dense_replace");
+  std::optional<int64_t> dense =
+      firstDense ? firstDense->getAsInteger() : std::optional<int64_t>(3);
+  if (!dense || *dense < 0)
+    return fields.error("first_k_dense_replace",
+                        "must be an integer >= 0, got " + show(*firstDense));
+  c.firstDense = *dense;
+  Expected<double> scaling = fields.number("routed_scaling_factor", 2.5);
+  if (!scaling)
+    return scaling.takeError();
+  Expected<double> eps = fields.number("rms_norm_eps", 1e-6);
+  if (!eps)
+    return eps.takeError();
+  Expected<double> initStd = fields.number("initializer_range", 0.02);
+  if (!initStd)
+    return initStd.takeError();
+  Expected<double> dropout = fields.number("attention_dropout", 0.0);
+  if (!dropout)
+    return dropout.takeError();
+  Expected<int64_t> tp = fields.positive("pretraining_tp", 1);
+  if (!tp)
+    return tp.takeError();
+  for (auto [field, target, fallback] :
+       {std::tuple<StringRef, bool *, bool>{"norm_topk_prob", &c.normTopkProb,
+                                            true},
+        {"rope_interleave", &c.ropeInterleave, true},
+        {"attention_bias", &c.attentionBias, false},
+        {"tie_word_embeddings", &c.tieEmbeddings, false}}) {
+    Expected<bool> flag = fields.boolean(field, fallback);
+    if (!flag)
+      return flag.takeError();
+    *target = *flag;
+  }
+  if (*dropout != 0.0)
+    return fields.error("attention_dropout",
+                        "= " + formatNumber(*dropout) +
+                            " is not supported: megc has no dropout");
+  if (*tp != 1)
+    return fields.error("pretraining_tp", "= " + Twine(*tp) +
+                                              " is not supported; use 1");
+  c.routedScaling = *scaling;
+  c.normEps = *eps;
+  c.initStd = *initStd;
+  Expected<std::optional<std::string>> act = fields.text("hidden_act");
+  if (!act)
+    return act.takeError();
+  if (act->value_or("silu") != "silu")
+    return fields.error("hidden_act", "is '" + **act +
+                                          "'; DeepSeek-V3's MLPs are SwiGLU "
+                                          "(silu)");
+  int64_t maxPositions = 0;
+  if (Error error = takePositive(fields, "max_position_embeddings",
+                                 maxPositions, std::max<int64_t>(shape.seq, 1)))
+    return std::move(error);
+  if (shape.seq > maxPositions)
+    return fields.error("max_position_embeddings",
+                        "= " + Twine(maxPositions) + " is below --seq " +
+                            Twine(shape.seq));
+  RopeConfig rope;
+  if (Error error = readRope(fields, source, rope, maxPositions))
+    return std::move(error);
+  if (rope.llama3)
+    return fields.error(object.get("rope_parameters") ? "rope_parameters"
+                                                      : "rope_scaling",
+                        "is llama3 scaling, which DeepSeek-V3 does not use; "
+                        "megc import supports its default RoPE (YaRN is not "
+                        "supported yet)");
+  c.ropeTheta = rope.theta;
+  StringRef dtypeField = object.get("dtype") ? "dtype" : "torch_dtype";
+  if (object.get("dtype") && object.get("torch_dtype"))
+    fields.get("torch_dtype");
+  Expected<DType> dtype = readDType(fields, dtypeField);
+  if (!dtype)
+    return dtype.takeError();
+  c.dtype = shape.dtype.value_or(*dtype);
+  if (Error error = fields.rejectUnread("DeepseekV3ForCausalLM"))
+    return std::move(error);
+  c.hfConfig = recordedConfig(object, c.dtype);
+  return c;
+}
+
 } // namespace
 
-Expected<LlamaConfig> parseHfConfig(StringRef text, StringRef source,
-                                    const HfImportShape &shape) {
+Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
+                                      const HfImportShape &shape) {
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return createStringError(inconvertibleErrorCode(),
@@ -378,6 +547,13 @@ Expected<LlamaConfig> parseHfConfig(StringRef text, StringRef source,
   if (!family)
     return family.takeError();
   Family kind = (*family)->family;
+  if (kind == Family::DeepseekV3) {
+    Expected<DeepseekConfig> deepseek =
+        parseDeepseek(fields, *object, source, shape);
+    if (!deepseek)
+      return deepseek.takeError();
+    return HfModelConfig(std::move(*deepseek));
+  }
 
   LlamaConfig c;
   c.seq = shape.seq;
@@ -493,6 +669,8 @@ Expected<LlamaConfig> parseHfConfig(StringRef text, StringRef source,
     c.qkNorm = true;
     break;
   }
+  case Family::DeepseekV3:
+    llvm_unreachable("read by parseDeepseek");
   }
   if (Error error = readSlidingWindow(fields, kind, c.layers, c.seq))
     return std::move(error);
@@ -510,10 +688,10 @@ Expected<LlamaConfig> parseHfConfig(StringRef text, StringRef source,
   if (Error error = fields.rejectUnread((*family)->architecture))
     return std::move(error);
   c.hfConfig = recordedConfig(*object, c.dtype);
-  return c;
+  return HfModelConfig(std::move(c));
 }
 
-Expected<LlamaConfig> readHfConfig(StringRef path,
+Expected<HfModelConfig> readHfConfig(StringRef path,
                                    const HfImportShape &shape) {
   SmallString<256> file(path);
   if (sys::fs::is_directory(path))

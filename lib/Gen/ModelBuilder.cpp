@@ -235,6 +235,16 @@ void ModelBuilder::zeros(StringRef name, ArrayRef<int64_t> shape) {
   declare(name, shape, InitKind::zeros, 0.0);
 }
 
+void ModelBuilder::frozenZerosF32(StringRef name, ArrayRef<int64_t> shape) {
+  RankedTensorType type = RankedTensorType::get(shape, builder.getF32Type());
+  paramTypes[name] = type;
+  ParamOp::create(builder, loc, builder.getStringAttr(name),
+                  TypeAttr::get(type),
+                  InitAttr::get(&context, InitKind::zeros, APFloat(0.0)),
+                  /*frozen=*/builder.getUnitAttr(), /*state=*/nullptr,
+                  ShardingAttr(), ArrayAttr());
+}
+
 void ModelBuilder::linearParams(StringRef prefix, int64_t in, int64_t out,
                                 bool bias) {
   weight((prefix + ".weight").str(), {out, in});
@@ -392,6 +402,68 @@ Value ModelBuilder::modulate(Value input, Value shift, Value scale) {
 
 Value ModelBuilder::embedding(Value table, Value ids) {
   return EmbeddingOp::create(builder, loc, table, ids, Value());
+}
+
+Value ModelBuilder::matmul(Value lhs, Value rhs, bool transposeRhs) {
+  return MatmulOp::create(builder, loc, lhs, rhs, /*transpose_lhs=*/false,
+                          transposeRhs);
+}
+
+Value ModelBuilder::reduceSum(Value input, ArrayRef<int64_t> dims) {
+  return ReduceOp::create(builder, loc, ReduceKind::sum, input, dims,
+                          /*keep_dims=*/false);
+}
+
+Value ModelBuilder::broadcastTo(Value input, ArrayRef<int64_t> shape) {
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  return BroadcastOp::create(builder, loc,
+                             RankedTensorType::get(shape, type.getElementType()),
+                             input);
+}
+
+Value ModelBuilder::sigmoid(Value input) {
+  return SigmoidOp::create(builder, loc, input);
+}
+
+std::pair<Value, Value> ModelBuilder::moeRoute(Value scores, Value bias,
+                                               int64_t topK, int64_t groups,
+                                               int64_t topGroups,
+                                               bool normalize, double scaling) {
+  int64_t tokens = shapeOf(scores)[0];
+  auto route = MoeRouteOp::create(
+      builder, loc, tensor({tokens, topK}, builder.getI32Type()),
+      tensor({tokens, topK}, builder.getF32Type()), scores, bias,
+      builder.getI64IntegerAttr(topK), builder.getI64IntegerAttr(groups),
+      builder.getI64IntegerAttr(topGroups),
+      normalize ? builder.getUnitAttr() : UnitAttr(),
+      builder.getF64FloatAttr(scaling));
+  return {route.getExperts(), route.getWeights()};
+}
+
+ModelBuilder::MoeSlots ModelBuilder::moeAssign(Value experts, Value weights,
+                                               int64_t numExperts,
+                                               int64_t capacity,
+                                               bool byWeight) {
+  ArrayRef<int64_t> shape = shapeOf(experts);
+  Type i32 = builder.getI32Type();
+  auto assign = MoeAssignOp::create(
+      builder, loc, tensor({numExperts, capacity}, i32),
+      tensor({numExperts, capacity}, i32), tensor(shape, i32),
+      tensor({numExperts}, i32), tensor({}, i32), experts, weights,
+      builder.getI64IntegerAttr(numExperts), builder.getI64IntegerAttr(capacity),
+      DropPolicyAttr::get(&context,
+                          byWeight ? DropPolicy::probs : DropPolicy::position));
+  return {assign.getSlotTokens(), assign.getSlotChoices(),
+          assign.getPositions(), assign.getLoad(), assign.getDropped()};
+}
+
+Value ModelBuilder::gatherRows(Value source, Value index, Value inverse) {
+  auto sourceType = llvm::cast<RankedTensorType>(source.getType());
+  SmallVector<int64_t> shape(shapeOf(index));
+  shape.push_back(sourceType.getDimSize(1));
+  return GatherRowsOp::create(
+      builder, loc, RankedTensorType::get(shape, sourceType.getElementType()),
+      source, index, inverse);
 }
 
 Value ModelBuilder::firstOfBlock(int64_t blockSize) {

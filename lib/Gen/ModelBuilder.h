@@ -46,6 +46,9 @@ public:
   void setInitStd(double std) { initStd = std; }
   void ones(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   void zeros(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  /// A frozen f32 parameter initialised to zeros (state that no gradient
+  /// trains, such as a router's load-balancing bias).
+  void frozenZerosF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   /// A linear layer `prefix.weight` [out, in] (and `prefix.bias` [out]).
   void linearParams(llvm::StringRef prefix, int64_t in, int64_t out,
                     bool bias);
@@ -152,6 +155,22 @@ public:
   mlir::Value modulate(mlir::Value input, mlir::Value shift,
                        mlir::Value scale);
   mlir::Value embedding(mlir::Value table, mlir::Value ids);
+  mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, bool transposeRhs);
+  mlir::Value reduceSum(mlir::Value input, llvm::ArrayRef<int64_t> dims);
+  mlir::Value broadcastTo(mlir::Value input, llvm::ArrayRef<int64_t> shape);
+  mlir::Value sigmoid(mlir::Value input);
+  /// The experts [T, k] and weights [T, k] of meg.moe_route.
+  std::pair<mlir::Value, mlir::Value>
+  moeRoute(mlir::Value scores, mlir::Value bias, int64_t topK, int64_t groups,
+           int64_t topGroups, bool normalize, double scaling);
+  /// The results of meg.moe_assign.
+  struct MoeSlots {
+    mlir::Value slotTokens, slotChoices, positions, load, dropped;
+  };
+  MoeSlots moeAssign(mlir::Value experts, mlir::Value weights,
+                     int64_t numExperts, int64_t capacity, bool byWeight);
+  mlir::Value gatherRows(mlir::Value source, mlir::Value index,
+                         mlir::Value inverse);
   mlir::Value iota(int64_t size);
   mlir::Value constantF32(llvm::ArrayRef<float> values);
   /// The token mean of the cross-entropy; with an ignore index, the sum

@@ -153,7 +153,8 @@ const Setting<std::optional<double>> kFloatSettings[] = {
     {"adam_eps", &gen::GenOptions::adamEps},
     {"clip_grad", &gen::GenOptions::clipGrad},
     {"min_lr", &gen::GenOptions::minLr},
-    {"warmup_init_lr", &gen::GenOptions::warmupInitLr}};
+    {"warmup_init_lr", &gen::GenOptions::warmupInitLr},
+    {"moe_capacity_factor", &gen::GenOptions::moeCapacityFactor}};
 const Setting<std::optional<std::string>> kTextSettings[] = {
     {"dtype", &gen::GenOptions::dtype},
     {"ignore_index", &gen::GenOptions::ignoreIndex},
@@ -164,7 +165,8 @@ const Setting<std::optional<std::string>> kTextSettings[] = {
     {"outer_fsdp", &gen::GenOptions::outerFsdp},
     {"hf_config", &gen::GenOptions::hfConfig},
     {"lr_schedule", &gen::GenOptions::lrSchedule},
-    {"wsd_style", &gen::GenOptions::wsdStyle}};
+    {"wsd_style", &gen::GenOptions::wsdStyle},
+    {"moe_drop_policy", &gen::GenOptions::moeDropPolicy}};
 
 /// Stores `value` in the field `keyword` names, if one of `settings` does.
 template <typename T, size_t N>

@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 import transformers
 from safetensors.torch import save_file
-from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
+from transformers import (DeepseekV3Config, DeepseekV3ForCausalLM,
+                          LlamaConfig, LlamaForCausalLM, MistralConfig,
                           MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
                           Qwen3Config, Qwen3ForCausalLM)
 
@@ -61,6 +62,24 @@ CASES = {
                            {"max_shard_size": "30KB"}),
     "llama-bf16": (8, LlamaForCausalLM, LlamaConfig, LLAMA,
                    {"dtype": torch.bfloat16}),
+    # MLA with a low-rank query and interleaved RoPE, one dense layer, then
+    # an MoE layer: 8 experts in 2 groups, 1 group kept, top-2, a shared
+    # expert. The router's correction bias is random (and positive, so the
+    # biased scores stay positive), so that it changes the selection.
+    "deepseek-v3": (9, DeepseekV3ForCausalLM, DeepseekV3Config,
+                    dict(hidden_size=32, intermediate_size=64,
+                         moe_intermediate_size=16, num_attention_heads=4,
+                         num_key_value_heads=4, n_shared_experts=1,
+                         n_routed_experts=8, num_experts_per_tok=2,
+                         n_group=2, topk_group=1, first_k_dense_replace=1,
+                         q_lora_rank=24, kv_lora_rank=16,
+                         qk_nope_head_dim=8, qk_rope_head_dim=4,
+                         v_head_dim=8, rope_interleave=True,
+                         routed_scaling_factor=2.5, norm_topk_prob=True,
+                         rms_norm_eps=1e-6, max_position_embeddings=64,
+                         tie_word_embeddings=False,
+                         rope_parameters={"rope_type": "default",
+                                          "rope_theta": 10000.0}), {}),
 }
 
 
@@ -100,6 +119,24 @@ def randomize(model, gen):
             p.copy_(noise + 1.0 if is_norm else noise)
 
 
+def checkpoint_grads(name, grad):
+    """The gradient of a parameter under its checkpoint names: the fused
+    expert weights of an MoE layer ([E, 2I, H] gate_up_proj, [E, H, I]
+    down_proj) are experts.{e}.gate_proj/up_proj/down_proj.weight there."""
+    prefix, _, last = name.rpartition(".")
+    if not prefix.endswith("mlp.experts"):
+        return [(name, grad.clone())]
+    out = []
+    for e in range(grad.shape[0]):
+        if last == "gate_up_proj":
+            gate, up = grad[e].chunk(2, dim=0)
+            out += [(f"{prefix}.{e}.gate_proj.weight", gate.clone()),
+                    (f"{prefix}.{e}.up_proj.weight", up.clone())]
+        else:
+            out.append((f"{prefix}.{e}.{last}.weight", grad[e].clone()))
+    return out
+
+
 def make_case(out, name, seed, model_cls, config_cls, kwargs, save):
     print(name)
     torch.manual_seed(seed)
@@ -114,6 +151,10 @@ def make_case(out, name, seed, model_cls, config_cls, kwargs, save):
         with torch.no_grad():
             for p in model.parameters():
                 p.copy_(p.to(dtype).float())
+    for bname, buf in model.named_buffers():
+        if bname.endswith("e_score_correction_bias"):
+            with torch.no_grad():
+                buf.copy_(0.05 * torch.rand(buf.shape, generator=gen))
     model.eval()
     if config.rope_parameters["rope_type"] == "llama3":
         llama3_branches(model)
@@ -126,7 +167,8 @@ def make_case(out, name, seed, model_cls, config_cls, kwargs, save):
     ref = {"input_ids": ids.int(), "labels": labels.int(),
            "logits": logits.detach(), "loss": loss.detach()}
     for pname, p in model.named_parameters():
-        ref["grad." + pname] = p.grad.clone()
+        for key, grad in checkpoint_grads(pname, p.grad):
+            ref["grad." + key] = grad
     print(f"  loss {loss.item():.4f}, |logits| max {logits.abs().max():.3f}")
 
     path = os.path.join(out, name)
@@ -146,6 +188,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=default_out,
                         help="fixtures directory (default: %(default)s)")
+    parser.add_argument("--case", action="append", choices=sorted(CASES),
+                        help="make only this case (repeatable; default: all)")
     args = parser.parse_args()
     # One thread keeps the float32 reductions in a fixed order.
     torch.set_num_threads(1)
@@ -153,7 +197,8 @@ def main():
     print(f"torch {torch.__version__}, transformers {transformers.__version__}")
     os.makedirs(args.out, exist_ok=True)
     for name, case in CASES.items():
-        make_case(args.out, name, *case)
+        if not args.case or name in args.case:
+            make_case(args.out, name, *case)
 
     total = 0
     for root, _, files in sorted(os.walk(args.out)):

@@ -30,7 +30,7 @@ cl::SubCommand &importSubCommand() {
   static cl::SubCommand command(
       "import", "Write a Hugging Face model (config.json or its directory) "
                 "as meg IR: LlamaForCausalLM, MistralForCausalLM, "
-                "Qwen2ForCausalLM, Qwen3ForCausalLM");
+                "Qwen2ForCausalLM, Qwen3ForCausalLM, DeepseekV3ForCausalLM");
   return command;
 }
 
@@ -166,6 +166,17 @@ cl::opt<bool> sequenceParallel(
 cl::opt<int64_t> bucketMb("bucket-mb",
                           cl::desc("Gradient bucket size in MiB (default 40)"),
                           MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> moeCapacityFactor(
+    "moe-capacity-factor",
+    cl::desc("Mixture-of-experts models: each expert's capacity as a factor "
+             "of its even share of the routed tokens (default 0: capacity "
+             "for every token, nothing dropped)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string> moeDropPolicy(
+    "moe-drop-policy",
+    cl::desc("Which tokens an expert over capacity keeps: probs (largest "
+             "routing weight, default) or position (earliest)"),
+    MEGC_BOTH, cl::cat(genCategory));
 #undef MEGC_BOTH
 
 /// The flag's value if it was given on the command line.
@@ -216,6 +227,8 @@ gen::GenOptions readOptions() {
   o.mesh = given(mesh), o.fsdp = given(fsdp), o.outerFsdp = given(outerFsdp);
   o.bucketMb = given(bucketMb);
   o.sequenceParallel = sequenceParallel;
+  o.moeCapacityFactor = given(moeCapacityFactor);
+  o.moeDropPolicy = given(moeDropPolicy);
   return o;
 }
 } // namespace

@@ -78,6 +78,11 @@ struct GenOptions {
   /// or optim_grads_params; `outerFsdp` no_shard or optim over dp_outer.
   std::optional<std::string> fsdp, outerFsdp;
   std::optional<int64_t> bucketMb;
+  /// Mixture-of-experts models: each expert's capacity as a factor of its
+  /// even share of the routed tokens (0: no token is dropped), and which
+  /// tokens an expert over capacity keeps (`probs` or `position`).
+  std::optional<double> moeCapacityFactor;
+  std::optional<std::string> moeDropPolicy;
 };
 
 /// Builds the preset with its training settings. Besides the returned

@@ -15,6 +15,7 @@
 #include "llvm/Support/Error.h"
 
 #include <optional>
+#include <variant>
 
 namespace megc::gen {
 
@@ -27,18 +28,21 @@ struct HfImportShape {
 
 /// The architectures `megc import` reads, for messages.
 inline constexpr const char *kHfArchitectures =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and "
-    "Qwen3ForCausalLM";
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+    "Qwen3ForCausalLM and DeepseekV3ForCausalLM";
+
+/// The model a config describes: a Llama-family decoder or DeepSeek-V3.
+using HfModelConfig = std::variant<LlamaConfig, DeepseekConfig>;
 
 /// Parses the text of a config.json; `source` names it in errors. The
 /// result records the config (with its dtype set to the model's) as its
 /// hfConfig.
-llvm::Expected<LlamaConfig> parseHfConfig(llvm::StringRef text,
+llvm::Expected<HfModelConfig> parseHfConfig(llvm::StringRef text,
                                           llvm::StringRef source,
                                           const HfImportShape &shape);
 
 /// Reads `path`, a config.json or a model directory holding one.
-llvm::Expected<LlamaConfig> readHfConfig(llvm::StringRef path,
+llvm::Expected<HfModelConfig> readHfConfig(llvm::StringRef path,
                                          const HfImportShape &shape);
 
 } // namespace megc::gen

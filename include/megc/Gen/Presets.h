@@ -79,6 +79,47 @@ struct LlamaConfig {
   std::string hfConfig;
 };
 
+/// Which routed tokens an expert over its capacity keeps: those of the
+/// largest routing weight, or the earliest.
+enum class MoeDropPolicy { Probs, Position };
+
+/// A DeepSeek-V3 decoder (Hugging Face's DeepseekV3ForCausalLM): MLA
+/// attention and, from layer `firstDense` on, mixture-of-experts MLPs with
+/// group-limited sigmoid routing, static expert capacity and shared
+/// experts. Field names follow the config's.
+struct DeepseekConfig {
+  int64_t layers = 2, hidden = 64, heads = 4, ffn = 128, vocab = 256;
+  int64_t seq = 16, batch = 2;
+  DType dtype = DType::F32;
+  /// MLA: the query's low rank (0: a plain q_proj), the keys' and values'
+  /// low rank, and the per-head widths.
+  int64_t qLoraRank = 0, kvLoraRank = 32;
+  int64_t qkNopeDim = 16, qkRopeDim = 8, vHeadDim = 16;
+  bool attentionBias = false;
+  /// The rotary part's inputs are interleaved pairs (DeepSeek's layout).
+  bool ropeInterleave = true;
+  double ropeTheta = 10000.0;
+  /// Layers below `firstDense` keep a dense MLP of width `ffn`.
+  int64_t firstDense = 1;
+  int64_t moeFfn = 32, routedExperts = 8, sharedExperts = 1;
+  int64_t topK = 2, groups = 2, topGroups = 1;
+  bool normTopkProb = true;
+  double routedScaling = 2.5;
+  /// Expert capacity `ceil(tokens * topK / routedExperts * factor)`
+  /// (at most the tokens); 0: the tokens (nothing is dropped).
+  double capacityFactor = 0.0;
+  MoeDropPolicy dropPolicy = MoeDropPolicy::Probs;
+  double normEps = 1e-6;
+  double initStd = 0.02;
+  std::optional<int64_t> ignoreIndex = -100;
+  bool tieEmbeddings = false;
+  /// The Hugging Face config recorded on the module (meg.hf_config).
+  std::string hfConfig;
+};
+
+/// The capacity of each expert for `tokens` tokens under `config`.
+int64_t expertCapacity(const DeepseekConfig &config, int64_t tokens);
+
 /// The sizes the diffusion transformer presets share: image tokens `seq`,
 /// text tokens `textSeq`, latent channels and text embedding width.
 struct DiTConfig {
@@ -103,6 +144,8 @@ buildLlama(mlir::MLIRContext &context, const LlamaConfig &config);
 /// The LlamaForCausalLM config.json of `config`, or an empty string when
 /// the config has no Hugging Face equivalent (interleaved or partial RoPE).
 std::string llamaHfConfig(const LlamaConfig &config);
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildDeepseek(mlir::MLIRContext &context, const DeepseekConfig &config);
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildMMDiT(mlir::MLIRContext &context, const MMDiTConfig &config);
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>

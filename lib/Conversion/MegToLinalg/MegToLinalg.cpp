@@ -26,6 +26,7 @@ void mlir::meg::populateMegToLinalgPatterns(RewritePatternSet &patterns) {
   populateLossPatterns(patterns);
   populateGradPatterns(patterns);
   populateOptimizerPatterns(patterns);
+  populateMoePatterns(patterns);
 }
 
 namespace {

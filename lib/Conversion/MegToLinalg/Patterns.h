@@ -17,6 +17,7 @@ void populateContractionPatterns(RewritePatternSet &patterns);
 void populateLossPatterns(RewritePatternSet &patterns);
 void populateGradPatterns(RewritePatternSet &patterns);
 void populateOptimizerPatterns(RewritePatternSet &patterns);
+void populateMoePatterns(RewritePatternSet &patterns);
 } // namespace mlir::meg
 
 #endif // MEGC_LIB_CONVERSION_MEGTOLINALG_PATTERNS_H

@@ -62,6 +62,17 @@ def Meg_ReduceKindAttr : EnumAttr<Meg_Dialect, Meg_ReduceKind, "reduce_kind"> {
   let assemblyFormat = "$value";
 }
 
+def Meg_DropPolicy : I32EnumAttr<"DropPolicy",
+    "which tokens an expert over its capacity keeps", [
+    I32EnumAttrCase<"probs", 0>,
+    I32EnumAttrCase<"position", 1>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+def Meg_DropPolicyAttr : EnumAttr<Meg_Dialect, Meg_DropPolicy, "drop_policy"> {
+  let assemblyFormat = "$value";
+}
+
 def Meg_CollectiveReduce : I32EnumAttr<"CollectiveReduce",
     "reduction of a collective", [
     I32EnumAttrCase<"sum", 0>,

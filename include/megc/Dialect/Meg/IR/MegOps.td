@@ -16,6 +16,7 @@ include "megc/Dialect/Meg/IR/MegNNOps.td"
 include "megc/Dialect/Meg/IR/MegGradOps.td"
 include "megc/Dialect/Meg/IR/MegOptimizerOps.td"
 include "megc/Dialect/Meg/IR/MegCollectiveOps.td"
+include "megc/Dialect/Meg/IR/MegMoeOps.td"
 include "megc/Dialect/Meg/IR/MegStructureOps.td"
 
 #endif // MEGC_DIALECT_MEG_IR_MEGOPS_TD
