@@ -74,7 +74,8 @@ def module_text(case, arrays):
     lines.append(f"  %r:{len(types)} = func.call @f({', '.join(names)}) : "
                  f"({arg_types}) -> ({', '.join(types)})")
     for index, type in enumerate(types):
-        f32 = re.sub(r"x(bf16|f16|f32)>|<(bf16|f16|f32)>",
+        # Results of every element type print as f32 (i32 exactly).
+        f32 = re.sub(r"x(bf16|f16|f32|i32)>|<(bf16|f16|f32|i32)>",
                      lambda m: "xf32>" if m.group(1) else "<f32>", type)
         value = f"%r#{index}"
         if f32 != type:

@@ -137,6 +137,122 @@ def rope_case(name, layout, interleaved, head_dim, rotary, table_rows):
         lambda x, c, s: rope(x, c, s, interleaved, layout))
 
 
+def moe_route(scores, bias, k, groups, top_groups, normalize, scaling):
+    """Group-limited top-k: experts [T, k] from the best, and weights."""
+    tokens, experts = scores.shape
+    biased = scores.astype(np.float64) + bias
+    per = biased.reshape(tokens, groups, experts // groups)
+    group_score = np.sort(per, axis=-1)[..., -2:].sum(-1)
+    kept = np.argsort(-group_score, axis=-1, kind="stable")[:, :top_groups]
+    allowed = np.zeros((tokens, groups), bool)
+    np.put_along_axis(allowed, kept, True, axis=1)
+    allowed = np.repeat(allowed, experts // groups, axis=1)
+    index = np.argsort(-np.where(allowed, biased, -np.inf), axis=-1,
+                       kind="stable")[:, :k]
+    weights = np.take_along_axis(scores.astype(np.float64), index, axis=1)
+    if normalize:
+        weights = weights / (weights.sum(-1, keepdims=True) + 1e-20)
+    return index.astype(np.int32), weights * scaling
+
+
+def moe_route_grad(dw, scores, index, normalize, scaling):
+    """The weights' gradient by central differences in float64, the
+    selection held fixed."""
+    def weights(s):
+        w = np.take_along_axis(s, index, axis=1)
+        if normalize:
+            w = w / (w.sum(-1, keepdims=True) + 1e-20)
+        return w * scaling
+    s = scores.astype(np.float64)
+    grad = np.zeros_like(s)
+    step = 1e-6
+    for t, e in np.ndindex(*s.shape):
+        up, down = s.copy(), s.copy()
+        up[t, e] += step
+        down[t, e] -= step
+        grad[t, e] = ((weights(up) - weights(down)) * dw).sum() / (2 * step)
+    return grad
+
+
+def moe_assign(index, weights, experts, capacity, by_weight):
+    """Slots of each expert's capacity, as meg.moe_assign lists them."""
+    tokens, k = index.shape
+    slot_tokens = np.full((experts, capacity), -1, np.int32)
+    slot_choices = np.full((experts, capacity), -1, np.int32)
+    positions = np.full((tokens, k), -1, np.int32)
+    for e in range(experts):
+        choices = [c for c in range(tokens * k) if index.flat[c] == e]
+        if by_weight:
+            choices.sort(key=lambda c: (-weights.flat[c], c))
+        for place, c in enumerate(choices[:capacity]):
+            slot_tokens[e, place], slot_choices[e, place] = c // k, c
+            positions.flat[c] = e * capacity + place
+    load = np.bincount(index.ravel(), minlength=experts).astype(np.int32)
+    dropped = np.int32((positions < 0).sum())
+    return slot_tokens, slot_choices, positions, load, dropped
+
+
+ROUTE_BIAS = np.array([0.0, 0.3, -0.2, 0.1, 0.05, -0.1, 0.2, 0.0], np.float32)
+# Tokens 0-3 choose experts as meg.moe_route would; 5 tokens x top-2 over
+# 4 experts of capacity 2: experts 0 and 1 are asked by more choices than
+# they hold.
+ASSIGN_EXPERTS = np.array([[0, 1], [1, 0], [0, 2], [1, 3], [0, 1]], np.int32)
+ASSIGN_WEIGHTS = np.array([[0.6, 0.4], [0.7, 0.3], [0.9, 0.1], [0.5, 0.5],
+                           [0.55, 0.45]], np.float32)
+GATHER_INDEX = np.array([[3, -1, 0], [5, 2, 3]], np.int32)
+
+
+def route_case(name, groups, top_groups, normalize):
+    attrs = (f"top_k 2 groups {groups} top_groups {top_groups}"
+             f"{' normalize' if normalize else ''} scaling 2.5")
+    bias = "[" + ", ".join(f"{b:.2f}" for b in ROUTE_BIAS) + "]"
+    return Case(name, fn(
+        "%s: tensor<6x8xf32>) -> (tensor<6x2xi32>, tensor<6x2xf32>)",
+        f"  %b = arith.constant dense<{bias}> : tensor<8xf32>\n"
+        f"  %e, %w = meg.moe_route %s, %b {attrs} : tensor<6x8xf32>, "
+        "tensor<8xf32> -> tensor<6x2xi32>, tensor<6x2xf32>\n"
+        "  return %e, %w : tensor<6x2xi32>, tensor<6x2xf32>"),
+        [Input((6, 8), low=0.0, high=1.0)],
+        lambda s: moe_route(s, ROUTE_BIAS, 2, groups, top_groups, normalize,
+                            2.5))
+
+
+def route_grad_case(name, normalize):
+    return Case(name, fn(
+        "%dw: tensor<6x2xf32>, %s: tensor<6x8xf32>) -> tensor<6x8xf32>",
+        "  %e = arith.constant dense<[[1, 3], [0, 7], [2, 5], [6, 4], [3, 1],"
+        " [7, 0]]> : tensor<6x2xi32>\n"
+        f"  %0 = meg.moe_route_grad %dw, %s, %e"
+        f"{' normalize' if normalize else ''} scaling 2.5 : tensor<6x2xf32>, "
+        "tensor<6x8xf32>, tensor<6x2xi32> -> tensor<6x8xf32>\n"
+        "  return %0 : tensor<6x8xf32>"),
+        [Input((6, 2)), Input((6, 8), low=0.1, high=1.0)],
+        lambda dw, s: moe_route_grad(dw, s, ROUTE_GRAD_EXPERTS, normalize,
+                                     2.5), rtol=1e-4, atol=1e-6)
+
+
+ROUTE_GRAD_EXPERTS = np.array([[1, 3], [0, 7], [2, 5], [6, 4], [3, 1],
+                               [7, 0]])
+
+
+def assign_case(name, policy):
+    experts = np.array2string(ASSIGN_EXPERTS, separator=", ")
+    weights = np.array2string(ASSIGN_WEIGHTS, separator=", ")
+    return Case(name, fn(
+        ") -> (tensor<4x2xi32>, tensor<4x2xi32>, tensor<5x2xi32>, "
+        "tensor<4xi32>, tensor<i32>)",
+        f"  %e = arith.constant dense<{experts}> : tensor<5x2xi32>\n"
+        f"  %w = arith.constant dense<{weights}> : tensor<5x2xf32>\n"
+        "  %t, %c, %p, %l, %d = meg.moe_assign %e, %w experts 4 capacity 2 "
+        f"policy {policy} : tensor<5x2xi32>, tensor<5x2xf32> -> "
+        "tensor<4x2xi32>, tensor<4x2xi32>, tensor<5x2xi32>, tensor<4xi32>, "
+        "tensor<i32>\n"
+        "  return %t, %c, %p, %l, %d : tensor<4x2xi32>, tensor<4x2xi32>, "
+        "tensor<5x2xi32>, tensor<4xi32>, tensor<i32>"),
+        [], lambda: moe_assign(ASSIGN_EXPERTS, ASSIGN_WEIGHTS, 4, 2,
+                               policy == "probs"), rtol=0, atol=0)
+
+
 CASES = [
     binary("add", lambda a, b: a + b),
     binary("sub", lambda a, b: a - b),
@@ -325,6 +441,24 @@ CASES = [
             "  %0 = meg.stop_gradient %x : tensor<2x3xf32>\n"
             "  return %0 : tensor<2x3xf32>"),
          [Input((2, 3))], lambda x: x),
+    route_case("moe_route_groups", 2, 1, True),
+    route_case("moe_route_four_groups", 4, 2, True),
+    route_case("moe_route_one_group", 1, 1, False),
+    route_grad_case("moe_route_grad", True),
+    route_grad_case("moe_route_grad_unnormalized", False),
+    assign_case("moe_assign_probs", "probs"),
+    assign_case("moe_assign_position", "position"),
+    Case("gather_rows",
+         fn("%x: tensor<6x3xf32>) -> tensor<2x3x3xf32>",
+            f"  %i = arith.constant dense<{GATHER_INDEX.tolist()}> : "
+            "tensor<2x3xi32>\n"
+            "  %0 = meg.gather_rows %x, %i : tensor<6x3xf32>, tensor<2x3xi32>"
+            " -> tensor<2x3x3xf32>\n"
+            "  return %0 : tensor<2x3x3xf32>"),
+         [Input((6, 3))],
+         lambda x: np.where((GATHER_INDEX >= 0)[..., None],
+                            x[np.clip(GATHER_INDEX, 0, 5)], 0.0),
+         rtol=0, atol=1e-6),
 ]
 
 if __name__ == "__main__":
