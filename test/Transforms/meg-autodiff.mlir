@@ -188,3 +188,61 @@ func.func @loss(%x: tensor<2x4x3xf32>, %y: tensor<2x4xi32>) -> tensor<f32> {
   %r = meg.reduce sum %v dims [0, 1] : tensor<2x4xf32>
   return %r : tensor<f32>
 }
+
+// -----
+
+// A mixture-of-experts layer: the router's weights get their gradient
+// through meg.moe_route_grad (the selection and the frozen bias none);
+// each gather's source gets the gradient rows its inverse lists, summed.
+// CHECK-LABEL: func.func @grad
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<4x8xf32> {meg.name = "grad.router"}, tensor<8x8xf32> {meg.name = "grad.x"})
+// CHECK: %[[E:.*]], %[[W:.*]] = meg.moe_route
+// CHECK: %{{.*}}, %{{.*}}, %[[P:.*]], %{{.*}}, %{{.*}} = meg.moe_assign %[[E]], %[[W]]
+// CHECK: %[[INV:.*]] = meg.reshape %{{.*}} : tensor<4x4x1xi32> to tensor<16x1xi32>
+// The combine's gradient reaches the experts' slots through the slot
+// choices (the second gather's inverse).
+// CHECK: %[[BACK:.*]] = meg.gather_rows %{{.*}}, %[[INV]] : tensor<16x8xf32>, tensor<16x1xi32> -> tensor<16x1x8xf32>
+// CHECK: meg.reduce sum %[[BACK]] dims [1]
+// The dispatch's gradient: each token sums its choices' slots.
+// CHECK: %[[TOK:.*]] = meg.gather_rows %{{.*}}, %[[P]] : tensor<16x8xf32>, tensor<8x2xi32> -> tensor<8x2x8xf32>
+// CHECK: meg.reduce sum %[[TOK]] dims [1]
+// The router's gradient, through the weights only.
+// CHECK: meg.moe_route_grad %{{.*}}, %{{.*}}, %[[E]] normalize scaling 2.000000e+00
+meg.param @router : tensor<4x8xf32> init #meg.init<normal(0.02)>
+meg.param @x : tensor<8x8xf32> init #meg.init<normal(0.02)>
+meg.param frozen @bias : tensor<4xf32> init #meg.init<zeros>
+func.func @loss() -> tensor<f32> {
+  %x = meg.param_ref @x : tensor<8x8xf32>
+  %r = meg.param_ref @router : tensor<4x8xf32>
+  %b = meg.param_ref @bias : tensor<4xf32>
+  %logits = meg.matmul %x, %r transpose_rhs : tensor<8x8xf32>, tensor<4x8xf32>
+  %s = meg.sigmoid %logits : tensor<8x4xf32>
+  %e, %w = meg.moe_route %s, %b top_k 2 groups 2 top_groups 1 normalize
+      scaling 2.0 : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x2xi32>, tensor<8x2xf32>
+  %t, %c, %p, %l, %d = meg.moe_assign %e, %w experts 4 capacity 4 policy probs
+      : tensor<8x2xi32>, tensor<8x2xf32> -> tensor<4x4xi32>, tensor<4x4xi32>,
+        tensor<8x2xi32>, tensor<4xi32>, tensor<i32>
+  %slots = meg.gather_rows %x, %t inverse %p
+      : tensor<8x8xf32>, tensor<4x4xi32>, tensor<8x2xi32> -> tensor<4x4x8xf32>
+  %rows = meg.reshape %slots : tensor<4x4x8xf32> to tensor<16x8xf32>
+  %c1 = meg.reshape %c : tensor<4x4xi32> to tensor<4x4x1xi32>
+  %c2 = meg.reshape %c1 : tensor<4x4x1xi32> to tensor<16x1xi32>
+  %back = meg.gather_rows %rows, %p inverse %c2
+      : tensor<16x8xf32>, tensor<8x2xi32>, tensor<16x1xi32> -> tensor<8x2x8xf32>
+  %w3 = meg.reshape %w : tensor<8x2xf32> to tensor<8x2x1xf32>
+  %weighted = meg.mul %back, %w3 : tensor<8x2x8xf32>, tensor<8x2x1xf32>
+  %loss = meg.reduce sum %weighted dims [0, 1, 2] : tensor<8x2x8xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A gather without its inverse cannot pass a gradient to its source.
+meg.param @x : tensor<8x8xf32> init #meg.init<normal(0.02)>
+func.func @loss(%i: tensor<4xi32>) -> tensor<f32> {
+  %x = meg.param_ref @x : tensor<8x8xf32>
+  // expected-error @+1 {{'meg.gather_rows' op has no gradient with respect to its source without an inverse index}}
+  %g = meg.gather_rows %x, %i : tensor<8x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+  %l = meg.reduce sum %g dims [0, 1] : tensor<4x8xf32>
+  return %l : tensor<f32>
+}

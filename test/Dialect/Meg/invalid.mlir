@@ -1795,3 +1795,70 @@ func.func @f(%l: tensor<2x8xf32>, %m: tensor<2xf32>, %y: tensor<2xi32>, %first: 
   %s, %t, %k = meg.vocab_shard_stats %l, %m, %y, %first vocab 16 ignore 3 : tensor<2x8xf32>, tensor<2xf32>, tensor<2xi32>, tensor<i32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+func.func @f(%s: tensor<8x6xf32>, %b: tensor<6xf32>) {
+  // expected-error @+1 {{'meg.moe_route' op splits 6 experts into 4 groups, which does not divide them}}
+  %e, %w = meg.moe_route %s, %b top_k 2 groups 4 top_groups 1 scaling 1.0
+      : tensor<8x6xf32>, tensor<6xf32> -> tensor<8x2xi32>, tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<8x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'meg.moe_route' op scores each group by its two best experts, but groups of 1 expert have fewer}}
+  %e, %w = meg.moe_route %s, %b top_k 1 groups 4 top_groups 1 scaling 1.0
+      : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x1xi32>, tensor<8x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<8x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'meg.moe_route' op takes top_k = 5 experts from the 4 of the groups it keeps; expected between 1 and 4}}
+  %e, %w = meg.moe_route %s, %b top_k 5 groups 2 top_groups 1 scaling 1.0
+      : tensor<8x8xf32>, tensor<8xf32> -> tensor<8x5xi32>, tensor<8x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<8x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'meg.moe_route' op expects bias of shape [8], got [4]}}
+  %e, %w = meg.moe_route %s, %b top_k 2 groups 2 top_groups 1 scaling 1.0
+      : tensor<8x8xf32>, tensor<4xf32> -> tensor<8x2xi32>, tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%e: tensor<8x2xi32>, %w: tensor<8x2xf32>) {
+  // expected-error @+1 {{'meg.moe_assign' op expects slot_tokens of shape [4, 3], got [4, 4]}}
+  %t, %c, %p, %l, %d = meg.moe_assign %e, %w experts 4 capacity 3 policy probs
+      : tensor<8x2xi32>, tensor<8x2xf32> -> tensor<4x4xi32>, tensor<4x3xi32>,
+        tensor<8x2xi32>, tensor<4xi32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x16xf32>, %i: tensor<4x4xi32>, %p: tensor<6x2xi32>) {
+  // expected-error @+1 {{'meg.gather_rows' op expects an inverse of shape [8, m] (the result rows reading each source row), got [6, 2]}}
+  %g = meg.gather_rows %x, %i inverse %p
+      : tensor<8x16xf32>, tensor<4x4xi32>, tensor<6x2xi32> -> tensor<4x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x16xf32>, %i: tensor<4x4xi32>) {
+  // expected-error @+1 {{'meg.gather_rows' op expects a result of shape [4, 4, 16], got [4, 16]}}
+  %g = meg.gather_rows %x, %i : tensor<8x16xf32>, tensor<4x4xi32> -> tensor<4x16xf32>
+  return
+}

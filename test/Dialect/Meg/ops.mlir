@@ -420,3 +420,23 @@ func.func @serial_strategy(%x: tensor<4xf32>) -> tensor<4xf32> attributes {
     meg.kernel_strategy = #meg.kernel_strategy<serial, domain = [], tile = [], vector = 4>} {
   return %x : tensor<4xf32>
 }
+
+// Mixture-of-experts routing, capacity slots and row gathers.
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: tensor<8x16xf32>, %s: tensor<8x4xf32>, %b: tensor<4xf32>,
+               %dw: tensor<8x2xf32>) -> (tensor<4x4x16xf32>, tensor<8x4xf32>, tensor<i32>) {
+  // CHECK: %{{.*}}, %{{.*}} = meg.moe_route %{{.*}}, %{{.*}} top_k 2 groups 2 top_groups 1 normalize scaling 2.500000e+00 : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x2xi32>, tensor<8x2xf32>
+  %e, %w = meg.moe_route %s, %b top_k 2 groups 2 top_groups 1 normalize
+      scaling 2.5 : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x2xi32>, tensor<8x2xf32>
+  // CHECK: meg.moe_assign %{{.*}}, %{{.*}} experts 4 capacity 4 policy position : tensor<8x2xi32>, tensor<8x2xf32> -> tensor<4x4xi32>, tensor<4x4xi32>, tensor<8x2xi32>, tensor<4xi32>, tensor<i32>
+  %t, %c, %p, %l, %d = meg.moe_assign %e, %w experts 4 capacity 4 policy position
+      : tensor<8x2xi32>, tensor<8x2xf32> -> tensor<4x4xi32>, tensor<4x4xi32>,
+        tensor<8x2xi32>, tensor<4xi32>, tensor<i32>
+  // CHECK: meg.gather_rows %{{.*}}, %{{.*}} inverse %{{.*}} : tensor<8x16xf32>, tensor<4x4xi32>, tensor<8x2xi32> -> tensor<4x4x16xf32>
+  %g = meg.gather_rows %x, %t inverse %p
+      : tensor<8x16xf32>, tensor<4x4xi32>, tensor<8x2xi32> -> tensor<4x4x16xf32>
+  // CHECK: meg.moe_route_grad %{{.*}}, %{{.*}}, %{{.*}} scaling 1.000000e+00 : tensor<8x2xf32>, tensor<8x4xf32>, tensor<8x2xi32> -> tensor<8x4xf32>
+  %ds = meg.moe_route_grad %dw, %s, %e scaling 1.0
+      : tensor<8x2xf32>, tensor<8x4xf32>, tensor<8x2xi32> -> tensor<8x4xf32>
+  return %g, %ds, %d : tensor<4x4x16xf32>, tensor<8x4xf32>, tensor<i32>
+}

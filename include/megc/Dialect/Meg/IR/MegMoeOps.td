@@ -106,7 +106,7 @@ def Meg_MoeAssignOp : Meg_Op<"moe_assign", [Pure]> {
                       RankedTensorOf<[I32]>:$load, Meg_ScalarI32:$dropped);
   let assemblyFormat = [{
     $experts `,` $weights `experts` $num_experts `capacity` $capacity
-    `policy` $policy attr-dict `:` type($experts) `,` type($weights) `->`
+    `policy` `` $policy attr-dict `:` type($experts) `,` type($weights) `->`
     type($slot_tokens) `,` type($slot_choices) `,` type($positions) `,`
     type($load) `,` type($dropped)
   }];
