@@ -136,8 +136,7 @@ static MoeLayer moeLayer(ModelBuilder &b, const DeepseekConfig &c, Value x,
   Type f32 = Float32Type::get(b.dtype().getContext());
   auto toF32 = [&](Value v) { return b.dtype().isF32() ? v : b.cast(v, f32); };
   // The router in f32: sigmoid scores, biased for the selection only.
-  Value scores = b.sigmoid(b.matmul(toF32(flat),
-                                    toF32(b.param(mlp + ".gate.weight")),
+  Value scores = b.sigmoid(b.matmul(toF32(flat), b.param(mlp + ".gate.weight"),
                                     /*transposeRhs=*/true));
   auto [chosen, weights] =
       b.moeRoute(scores, b.param(mlp + ".gate.e_score_correction_bias"), c.topK,
@@ -207,7 +206,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
       swigluParams(b, mlp, c.hidden, c.ffn);
       continue;
     }
-    b.linearParams(mlp + ".gate", c.hidden, c.routedExperts, false);
+    // The router stays f32 in every dtype, as transformers keeps it.
+    b.weightF32(mlp + ".gate.weight", {c.routedExperts, c.hidden});
     b.frozenZerosF32(mlp + ".gate.e_score_correction_bias", {c.routedExperts});
     for (int64_t e = 0; e < c.routedExperts; ++e)
       swigluParams(b, mlp + ".experts." + std::to_string(e), c.hidden,

@@ -108,7 +108,8 @@ ArrayRef<int64_t> ModelBuilder::shapeOf(Value value) {
 
 void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
                            InitKind kind, double scale,
-                           ArrayRef<StringRef> aliases, int64_t splitDim) {
+                           ArrayRef<StringRef> aliases, int64_t splitDim,
+                           Type element, bool frozen) {
   SmallVector<int64_t> local(shape);
   ShardingAttr sharding;
   if (splitDim >= 0 && tpSize > 1) {
@@ -117,12 +118,14 @@ void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
                                                                   "world"),
                                  tpAxes(), shape, splitDim);
   }
-  RankedTensorType type = tensor(local);
+  RankedTensorType type =
+      element ? RankedTensorType::get(local, element) : tensor(local);
   paramTypes[name] = type;
   ParamOp::create(builder, loc, builder.getStringAttr(name),
                   TypeAttr::get(type),
                   InitAttr::get(&context, kind, APFloat(scale)),
-                  /*frozen=*/nullptr, /*state=*/nullptr, sharding,
+                  frozen ? builder.getUnitAttr() : UnitAttr(),
+                  /*state=*/nullptr, sharding,
                   aliases.empty() ? ArrayAttr() : builder.getStrArrayAttr(aliases));
 }
 
@@ -235,14 +238,13 @@ void ModelBuilder::zeros(StringRef name, ArrayRef<int64_t> shape) {
   declare(name, shape, InitKind::zeros, 0.0);
 }
 
+void ModelBuilder::weightF32(StringRef name, ArrayRef<int64_t> shape) {
+  declare(name, shape, InitKind::normal, initStd, {}, -1, builder.getF32Type());
+}
+
 void ModelBuilder::frozenZerosF32(StringRef name, ArrayRef<int64_t> shape) {
-  RankedTensorType type = RankedTensorType::get(shape, builder.getF32Type());
-  paramTypes[name] = type;
-  ParamOp::create(builder, loc, builder.getStringAttr(name),
-                  TypeAttr::get(type),
-                  InitAttr::get(&context, InitKind::zeros, APFloat(0.0)),
-                  /*frozen=*/builder.getUnitAttr(), /*state=*/nullptr,
-                  ShardingAttr(), ArrayAttr());
+  declare(name, shape, InitKind::zeros, 0.0, {}, -1, builder.getF32Type(),
+          /*frozen=*/true);
 }
 
 void ModelBuilder::linearParams(StringRef prefix, int64_t in, int64_t out,

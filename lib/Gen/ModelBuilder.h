@@ -46,6 +46,9 @@ public:
   void setInitStd(double std) { initStd = std; }
   void ones(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   void zeros(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+  /// An f32 weight whatever the model's dtype (a router's, as Hugging
+  /// Face keeps it).
+  void weightF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   /// A frozen f32 parameter initialised to zeros (state that no gradient
   /// trains, such as a router's load-balancing bias).
   void frozenZerosF32(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
@@ -187,10 +190,12 @@ public:
 private:
   /// Declares `name`, whole of shape `shape`; with `splitDim` >= 0 this
   /// rank holds one tp block of it along that dimension.
+  /// `element` (default: the model's dtype) and `frozen` as ParamOp's.
   void declare(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                mlir::meg::InitKind kind, double scale,
                llvm::ArrayRef<llvm::StringRef> aliases = {},
-               int64_t splitDim = -1);
+               int64_t splitDim = -1, mlir::Type element = {},
+               bool frozen = false);
   mlir::ArrayAttr tpAxes();
 
   /// Records the current layer on every op inserted.
