@@ -13,6 +13,8 @@
 #include "ModelBuilder.h"
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <cmath>
 
@@ -27,6 +29,48 @@ int64_t expertCapacity(const DeepseekConfig &c, int64_t tokens) {
                             static_cast<double>(c.routedExperts) *
                             c.capacityFactor);
   return std::clamp<int64_t>(static_cast<int64_t>(wanted), 1, tokens);
+}
+
+/// The DeepseekV3ForCausalLM config.json of `c` (default RoPE).
+static std::string deepseekHfConfig(const DeepseekConfig &c) {
+  llvm::json::Value qLora = nullptr;
+  if (c.qLoraRank > 0)
+    qLora = c.qLoraRank;
+  llvm::json::Object config{
+      {"architectures", llvm::json::Array{"DeepseekV3ForCausalLM"}},
+      {"model_type", "deepseek_v3"},
+      {"vocab_size", c.vocab},
+      {"hidden_size", c.hidden},
+      {"intermediate_size", c.ffn},
+      {"moe_intermediate_size", c.moeFfn},
+      {"num_hidden_layers", c.layers},
+      {"num_attention_heads", c.heads},
+      {"num_key_value_heads", c.heads},
+      {"n_shared_experts", c.sharedExperts},
+      {"n_routed_experts", c.routedExperts},
+      {"num_experts_per_tok", c.topK},
+      {"n_group", c.groups},
+      {"topk_group", c.topGroups},
+      {"first_k_dense_replace", c.firstDense},
+      {"routed_scaling_factor", c.routedScaling},
+      {"norm_topk_prob", c.normTopkProb},
+      {"q_lora_rank", std::move(qLora)},
+      {"kv_lora_rank", c.kvLoraRank},
+      {"qk_nope_head_dim", c.qkNopeDim},
+      {"qk_rope_head_dim", c.qkRopeDim},
+      {"v_head_dim", c.vHeadDim},
+      {"rope_interleave", c.ropeInterleave},
+      {"rope_theta", c.ropeTheta},
+      {"attention_bias", c.attentionBias},
+      {"hidden_act", "silu"},
+      {"max_position_embeddings", c.seq},
+      {"rms_norm_eps", c.normEps},
+      {"tie_word_embeddings", c.tieEmbeddings},
+      {"initializer_range", c.initStd},
+      {"dtype", c.dtype == DType::F32    ? "float32"
+                : c.dtype == DType::BF16 ? "bfloat16"
+                                         : "float16"}};
+  return llvm::formatv("{0}", llvm::json::Value(std::move(config))).str();
 }
 
 static llvm::Error checkDeepseek(const DeepseekConfig &c) {
@@ -293,9 +337,10 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
   llvm::Expected<OwningOpRef<ModuleOp>> module = b.finish();
   if (!module)
     return module.takeError();
-  if (!c.hfConfig.empty())
-    (**module)->setAttr(meg::MegDialect::kHfConfigAttrName,
-                        StringAttr::get(&context, c.hfConfig));
+  (**module)->setAttr(
+      meg::MegDialect::kHfConfigAttrName,
+      StringAttr::get(&context,
+                      c.hfConfig.empty() ? deepseekHfConfig(c) : c.hfConfig));
   return module;
 }
 

@@ -141,6 +141,31 @@ Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh,
   return Error::success();
 }
 
+/// The settings only the deepseek preset takes.
+SmallVector<Setting> deepseekSettings(const GenOptions &o) {
+  return {{"experts", bool(o.experts)},
+          {"top-k", bool(o.topK)},
+          {"expert-groups", bool(o.expertGroups)},
+          {"top-groups", bool(o.topGroups)},
+          {"shared-experts", bool(o.sharedExperts)},
+          {"moe-ffn", bool(o.moeFfn)},
+          {"dense-layers", bool(o.denseLayers)},
+          {"q-lora-rank", bool(o.qLoraRank)},
+          {"kv-lora-rank", bool(o.kvLoraRank)},
+          {"qk-nope-dim", bool(o.qkNopeDim)},
+          {"qk-rope-dim", bool(o.qkRopeDim)},
+          {"v-head-dim", bool(o.vHeadDim)},
+          {"routed-scaling", bool(o.routedScaling)}};
+}
+
+/// `settings` and `more`, for one rejectSettings call.
+SmallVector<Setting> joined(ArrayRef<Setting> settings,
+                            ArrayRef<Setting> more) {
+  SmallVector<Setting> all(settings);
+  all.append(more.begin(), more.end());
+  return all;
+}
+
 /// The expert capacity and drop policy of a mixture-of-experts model.
 Error readMoe(const GenOptions &o, DeepseekConfig &c) {
   if (o.moeCapacityFactor)
@@ -173,6 +198,11 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
         Setting{"rotary-percent", bool(o.rotaryPercent)},
         Setting{"rope-theta", bool(o.ropeTheta)},
         Setting{"norm-eps", bool(o.normEps)}})
+    if (setting.given)
+      return genError("--" + setting.flag +
+                      " does not apply to megc import: the model's config "
+                      "sets it");
+  for (const Setting &setting : deepseekSettings(o))
     if (setting.given)
       return genError("--" + setting.flag +
                       " does not apply to megc import: the model's config "
@@ -226,16 +256,55 @@ build(mlir::MLIRContext &context, const GenOptions &o,
       const std::optional<MeshSizes> &mesh) {
   if (o.hfConfig)
     return importModel(context, o, mesh);
+  if (o.preset == "deepseek") {
+    if (Error error = rejectSettings("deepseek",
+                                     {{"kv-heads", bool(o.kvHeads)},
+                                      {"text-seq", bool(o.textSeq)},
+                                      {"in-channels", bool(o.inChannels)},
+                                      {"context-dim", bool(o.contextDim)},
+                                      {"rotary-percent", bool(o.rotaryPercent)},
+                                      {"sequence-parallel",
+                                       o.sequenceParallel}}))
+      return std::move(error);
+    if (mesh && mesh->tp > 1)
+      return genError("--mesh tp = " + Twine(mesh->tp) +
+                      ": the deepseek preset has no tensor-parallel layout "
+                      "yet");
+    DeepseekConfig c;
+    if (Error error = readDType(o, c.dtype))
+      return std::move(error);
+    take(o.layers, c.layers), take(o.hidden, c.hidden), take(o.heads, c.heads);
+    take(o.ffn, c.ffn), take(o.vocab, c.vocab), take(o.seq, c.seq);
+    take(o.batch, c.batch), take(o.normEps, c.normEps);
+    take(o.ropeTheta, c.ropeTheta);
+    if (o.rotaryInterleaved)
+      c.ropeInterleave = *o.rotaryInterleaved;
+    take(o.experts, c.routedExperts), take(o.topK, c.topK);
+    take(o.expertGroups, c.groups), take(o.topGroups, c.topGroups);
+    take(o.sharedExperts, c.sharedExperts), take(o.moeFfn, c.moeFfn);
+    take(o.denseLayers, c.firstDense), take(o.qLoraRank, c.qLoraRank);
+    take(o.kvLoraRank, c.kvLoraRank), take(o.qkNopeDim, c.qkNopeDim);
+    take(o.qkRopeDim, c.qkRopeDim), take(o.vHeadDim, c.vHeadDim);
+    take(o.routedScaling, c.routedScaling);
+    if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
+      return std::move(error);
+    if (Error error = readIgnoreIndex(o, c.ignoreIndex))
+      return std::move(error);
+    if (Error error = readMoe(o, c))
+      return std::move(error);
+    return buildDeepseek(context, c);
+  }
   if (o.moeCapacityFactor || o.moeDropPolicy)
     return genError("--moe-capacity-factor and --moe-drop-policy apply to "
-                    "mixture-of-experts models (megc import of "
-                    "DeepseekV3ForCausalLM), not to the " + o.preset +
-                    " preset");
+                    "mixture-of-experts models (the deepseek preset, megc "
+                    "import of DeepseekV3ForCausalLM), not to the " +
+                    o.preset + " preset");
   if (o.preset == "llama") {
     if (Error error =
-            rejectSettings("llama", {{"text-seq", bool(o.textSeq)},
-                                     {"in-channels", bool(o.inChannels)},
-                                     {"context-dim", bool(o.contextDim)}}))
+            rejectSettings("llama", joined({{"text-seq", bool(o.textSeq)},
+                                            {"in-channels", bool(o.inChannels)},
+                                            {"context-dim", bool(o.contextDim)}},
+                                           deepseekSettings(o))))
       return std::move(error);
     LlamaConfig c;
     if (Error error = readDType(o, c.dtype))
@@ -256,6 +325,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     return buildLlama(context, c);
   }
   if (o.preset == "mmdit") {
+    if (Error error = rejectSettings("mmdit", deepseekSettings(o)))
+      return std::move(error);
     if (Error error = rejectSettings(
             "mmdit", {{"kv-heads", bool(o.kvHeads)},
                       {"ignore-index", bool(o.ignoreIndex)},
@@ -275,6 +346,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     return buildMMDiT(context, c);
   }
   if (o.preset == "flux") {
+    if (Error error = rejectSettings("flux", deepseekSettings(o)))
+      return std::move(error);
     if (Error error = rejectSettings("flux", {{"kv-heads", bool(o.kvHeads)},
                                               {"ignore-index", bool(o.ignoreIndex)},
                                               {"ffn", bool(o.ffn)},
@@ -292,7 +365,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     return buildFlux(context, c);
   }
   return genError("unknown preset '" + o.preset +
-                  "'; expected llama, mmdit or flux");
+                  "'; expected llama, deepseek, mmdit or flux");
 }
 
 /// Sets `meg.precision` from the KEY=DTYPE pairs.

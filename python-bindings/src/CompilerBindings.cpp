@@ -143,7 +143,19 @@ const Setting<std::optional<int64_t>> kIntSettings[] = {
     {"warmup_steps", &gen::GenOptions::warmupSteps},
     {"decay_steps", &gen::GenOptions::decaySteps},
     {"wsd_decay_steps", &gen::GenOptions::wsdDecaySteps},
-    {"micro_batches", &gen::GenOptions::microBatches}};
+    {"micro_batches", &gen::GenOptions::microBatches},
+    {"experts", &gen::GenOptions::experts},
+    {"top_k", &gen::GenOptions::topK},
+    {"expert_groups", &gen::GenOptions::expertGroups},
+    {"top_groups", &gen::GenOptions::topGroups},
+    {"shared_experts", &gen::GenOptions::sharedExperts},
+    {"moe_ffn", &gen::GenOptions::moeFfn},
+    {"dense_layers", &gen::GenOptions::denseLayers},
+    {"q_lora_rank", &gen::GenOptions::qLoraRank},
+    {"kv_lora_rank", &gen::GenOptions::kvLoraRank},
+    {"qk_nope_dim", &gen::GenOptions::qkNopeDim},
+    {"qk_rope_dim", &gen::GenOptions::qkRopeDim},
+    {"v_head_dim", &gen::GenOptions::vHeadDim}};
 const Setting<std::optional<double>> kFloatSettings[] = {
     {"rotary_percent", &gen::GenOptions::rotaryPercent},
     {"rope_theta", &gen::GenOptions::ropeTheta},
@@ -154,7 +166,8 @@ const Setting<std::optional<double>> kFloatSettings[] = {
     {"clip_grad", &gen::GenOptions::clipGrad},
     {"min_lr", &gen::GenOptions::minLr},
     {"warmup_init_lr", &gen::GenOptions::warmupInitLr},
-    {"moe_capacity_factor", &gen::GenOptions::moeCapacityFactor}};
+    {"moe_capacity_factor", &gen::GenOptions::moeCapacityFactor},
+    {"routed_scaling", &gen::GenOptions::routedScaling}};
 const Setting<std::optional<std::string>> kTextSettings[] = {
     {"dtype", &gen::GenOptions::dtype},
     {"ignore_index", &gen::GenOptions::ignoreIndex},

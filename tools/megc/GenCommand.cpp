@@ -22,7 +22,7 @@ namespace megc {
 
 cl::SubCommand &genSubCommand() {
   static cl::SubCommand command(
-      "gen", "Write a model preset (llama, mmdit, flux) as meg IR");
+      "gen", "Write a model preset (llama, deepseek, mmdit, flux) as meg IR");
   return command;
 }
 
@@ -42,7 +42,7 @@ cl::OptionCategory genCategory("megc gen options");
 #define MEGC_BOTH cl::sub(genSubCommand()), cl::sub(importSubCommand())
 
 cl::opt<std::string> preset(cl::Positional, cl::Required,
-                            cl::desc("<llama|mmdit|flux>"),
+                            cl::desc("<llama|deepseek|mmdit|flux>"),
                             cl::sub(genSubCommand()), cl::cat(genCategory));
 cl::opt<std::string> hfPath(cl::Positional, cl::Required,
                             cl::desc("<config.json|model directory>"),
@@ -64,6 +64,25 @@ MEGC_INT_FLAG(textSeq, "text-seq", "Text tokens (mmdit, flux)");
 MEGC_INT_FLAG(batch, "batch", "Batch size (global, with --mesh)");
 MEGC_INT_FLAG(inChannels, "in-channels", "Latent channels (mmdit, flux)");
 MEGC_INT_FLAG(contextDim, "context-dim", "Text embedding width (mmdit, flux)");
+MEGC_INT_FLAG(experts, "experts", "Routed experts (deepseek)");
+MEGC_INT_FLAG(topK, "top-k", "Experts each token is routed to (deepseek)");
+MEGC_INT_FLAG(expertGroups, "expert-groups",
+              "Groups the experts fall into (deepseek)");
+MEGC_INT_FLAG(topGroups, "top-groups",
+              "Groups each token's experts come from (deepseek)");
+MEGC_INT_FLAG(sharedExperts, "shared-experts", "Shared experts (deepseek)");
+MEGC_INT_FLAG(moeFfn, "moe-ffn", "Each expert's MLP width (deepseek)");
+MEGC_INT_FLAG(denseLayers, "dense-layers",
+              "Leading layers with a dense MLP of width --ffn (deepseek)");
+MEGC_INT_FLAG(qLoraRank, "q-lora-rank",
+              "Low rank of MLA's query projection; 0: plain (deepseek)");
+MEGC_INT_FLAG(kvLoraRank, "kv-lora-rank",
+              "Low rank of MLA's key/value projection (deepseek)");
+MEGC_INT_FLAG(qkNopeDim, "qk-nope-dim",
+              "Per-head query/key width without RoPE (deepseek)");
+MEGC_INT_FLAG(qkRopeDim, "qk-rope-dim",
+              "Per-head query/key width with RoPE (deepseek)");
+MEGC_INT_FLAG(vHeadDim, "v-head-dim", "Per-head value width (deepseek)");
 #undef MEGC_INT_FLAG
 
 cl::opt<std::string> dtype("dtype", cl::desc("Element type: f32, bf16, f16"),
@@ -166,6 +185,10 @@ cl::opt<bool> sequenceParallel(
 cl::opt<int64_t> bucketMb("bucket-mb",
                           cl::desc("Gradient bucket size in MiB (default 40)"),
                           MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> routedScaling(
+    "routed-scaling",
+    cl::desc("Scale of the routed experts' weights (deepseek; default 2.5)"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> moeCapacityFactor(
     "moe-capacity-factor",
     cl::desc("Mixture-of-experts models: each expert's capacity as a factor "
@@ -229,6 +252,13 @@ gen::GenOptions readOptions() {
   o.sequenceParallel = sequenceParallel;
   o.moeCapacityFactor = given(moeCapacityFactor);
   o.moeDropPolicy = given(moeDropPolicy);
+  o.experts = given(experts), o.topK = given(topK);
+  o.expertGroups = given(expertGroups), o.topGroups = given(topGroups);
+  o.sharedExperts = given(sharedExperts), o.moeFfn = given(moeFfn);
+  o.denseLayers = given(denseLayers), o.qLoraRank = given(qLoraRank);
+  o.kvLoraRank = given(kvLoraRank), o.qkNopeDim = given(qkNopeDim);
+  o.qkRopeDim = given(qkRopeDim), o.vHeadDim = given(vHeadDim);
+  o.routedScaling = given(routedScaling);
   return o;
 }
 } // namespace

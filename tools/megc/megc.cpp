@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "megc: compiles transformer training graphs\n\n"
       "  megc model.mlir -o model.megc       compile a model to an artifact\n"
-      "  megc gen <llama|mmdit|flux> [options] -o model.mlir\n"
+      "  megc gen <llama|deepseek|mmdit|flux> [options] -o model.mlir\n"
       "  megc import <hf-dir|config.json> --seq N --batch N -o model.mlir\n"
       "  megc inspect model.megc             describe an artifact\n");
   if (gen || import)

@@ -26,7 +26,7 @@ namespace megc::gen {
 /// default, and a set one that does not apply to the preset is an error.
 /// Errors name the flags as the driver spells them (`--kv-heads`).
 struct GenOptions {
-  /// `llama`, `mmdit` or `flux`; empty with `hfConfig`.
+  /// `llama`, `deepseek`, `mmdit` or `flux`; empty with `hfConfig`.
   std::string preset;
   /// `megc import`: a Hugging Face config.json or model directory, which
   /// sets the model's sizes (the size flags do not apply; seq and batch
@@ -82,6 +82,14 @@ struct GenOptions {
   /// even share of the routed tokens (0: no token is dropped), and which
   /// tokens an expert over capacity keeps (`probs` or `position`).
   std::optional<double> moeCapacityFactor;
+  /// The `deepseek` preset's sizes: routed experts, experts per token,
+  /// expert groups and groups kept, shared experts, the experts' MLP
+  /// width, leading dense layers, MLA's low ranks (q 0: a plain q_proj)
+  /// and per-head widths, and the routed experts' output scale.
+  std::optional<int64_t> experts, topK, expertGroups, topGroups,
+      sharedExperts, moeFfn, denseLayers, qLoraRank, kvLoraRank, qkNopeDim,
+      qkRopeDim, vHeadDim;
+  std::optional<double> routedScaling;
   std::optional<std::string> moeDropPolicy;
 };
 
