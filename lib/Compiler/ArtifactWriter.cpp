@@ -249,6 +249,8 @@ private:
         kind = fb::CollectiveKind::reduce_scatter;
       else if (collective->kind == CollectiveCommand::Kind::Slice)
         kind = fb::CollectiveKind::slice;
+      else if (collective->kind == CollectiveCommand::Kind::AllToAll)
+        kind = fb::CollectiveKind::all_to_all;
       fb::ReduceOp reduce =
           collective->reduce == CollectiveCommand::Reduce::Avg ? fb::ReduceOp::avg
           : collective->reduce == CollectiveCommand::Reduce::Max

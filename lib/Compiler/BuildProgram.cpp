@@ -469,7 +469,7 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
     return placeKernel(op);
   if (auto region = dyn_cast<GraphRegionOp>(op))
     return placeGraphRegion(region);
-  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ShardSliceOp,
+  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, ShardSliceOp,
           AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op))
     return placeCollective(op);
   if (op->getNumRegions() != 0)
@@ -507,8 +507,9 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
   auto inputType = cast<RankedTensorType>(input.getType());
   RankedTensorType producedType =
       TypeSwitch<Operation *, RankedTensorType>(op)
-          .Case<AllGatherOp, ReduceScatterOp, AllReduceOp, ShardSliceOp,
-                AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp>(
+          .Case<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
+                ShardSliceOp, AllGatherStartOp, ReduceScatterStartOp,
+                AllReduceStartOp>(
               [](auto collective) { return collective.getProducedType(); })
           .Default([](Operation *) { return RankedTensorType(); });
   CollectiveCommand command{};
@@ -530,6 +531,9 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
       .Case<AllReduceOp, AllReduceStartOp>([&](auto reduce) {
         command.kind = CollectiveCommand::Kind::AllReduce;
         command.reduce = reduceOf(reduce.getReduce());
+      })
+      .Case<AllToAllOp>([&](AllToAllOp) {
+        command.kind = CollectiveCommand::Kind::AllToAll;
       });
   if (dim)
     for (int64_t before = 0; before < *dim; ++before)
@@ -556,6 +560,14 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
   command.count = command.kind == CollectiveCommand::Kind::AllGather
                       ? inputType.getNumElements()
                       : producedType.getNumElements();
+  if (command.kind == CollectiveCommand::Kind::AllToAll) {
+    // count is the piece each pair of ranks exchanges.
+    SymbolTableCollection table;
+    FailureOr<int64_t> size = SubmeshOp::verifyGroup(op, table, mesh, axes);
+    if (failed(size))
+      return failure();
+    command.count = producedType.getNumElements() / *size;
+  }
   command.async =
       isa<AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp>(op);
   if (command.async)

@@ -172,7 +172,8 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
            << a->scale;
       } else if (auto *c = std::get_if<CollectiveCommand>(&command)) {
         static const char *const kNames[] = {"all_gather", "reduce_scatter",
-                                             "all_reduce", "shard_slice"};
+                                             "all_reduce", "shard_slice",
+                                             "all_to_all"};
         os << kNames[static_cast<int>(c->kind)] << (c->async ? "_start" : "")
            << " %b" << c->dst << " <- %b" << c->src << " over ";
         printSubmesh(os, program, c->submesh);

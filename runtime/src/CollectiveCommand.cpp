@@ -16,6 +16,8 @@ comm::CollectiveKind toCommKind(fb::CollectiveKind kind) {
     return comm::CollectiveKind::ReduceScatter;
   case fb::CollectiveKind::all_reduce:
     return comm::CollectiveKind::AllReduce;
+  case fb::CollectiveKind::all_to_all:
+    return comm::CollectiveKind::AllToAll;
   case fb::CollectiveKind::slice:
     break;
   }

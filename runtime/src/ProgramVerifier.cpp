@@ -539,11 +539,14 @@ private:
         groupCount > static_cast<uint64_t>(INT64_MAX) / elementSize(dtype))
       fail(where, ": count ", count, " x ", group, " ranks overflows");
     uint64_t srcCount = kind == fb::CollectiveKind::reduce_scatter ||
-                                kind == fb::CollectiveKind::slice
+                                kind == fb::CollectiveKind::slice ||
+                                kind == fb::CollectiveKind::all_to_all
                             ? groupCount
                             : count;
-    uint64_t dstCount =
-        kind == fb::CollectiveKind::all_gather ? groupCount : count;
+    uint64_t dstCount = kind == fb::CollectiveKind::all_gather ||
+                                kind == fb::CollectiveKind::all_to_all
+                            ? groupCount
+                            : count;
     std::string what = concat(name, " of ", count, " ", dtypeName(dtype),
                               " elements per rank over ",
                               mesh_.describeSubmesh(collective.submesh()));

@@ -37,7 +37,8 @@ TraceLabel collectiveLabel(const fb::Program &program,
   DType dtype = toDType(collective.dtype());
   int64_t elements = static_cast<int64_t>(collective.count());
   if (collective.kind() == fb::CollectiveKind::all_gather ||
-      collective.kind() == fb::CollectiveKind::reduce_scatter)
+      collective.kind() == fb::CollectiveKind::reduce_scatter ||
+      collective.kind() == fb::CollectiveKind::all_to_all)
     elements *= groupSize;
   args.number("submesh", collective.submesh())
       .text("axes", axes)

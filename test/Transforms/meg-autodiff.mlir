@@ -246,3 +246,22 @@ func.func @loss(%i: tensor<4xi32>) -> tensor<f32> {
   %l = meg.reduce sum %g dims [0, 1] : tensor<4x8xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// An all-to-all's gradient is the all-to-all of the result's gradient: the
+// exchange sends each piece back to the rank it came from.
+// CHECK-LABEL: func.func @grad
+// CHECK: %[[X:.*]] = meg.all_to_all %{{.*}} over @world[dp_shard] : tensor<8x4xf32>
+// CHECK: %[[G:.*]] = meg.all_to_all %{{.*}} over @world[dp_shard] : tensor<8x4xf32>
+// CHECK: return %{{.*}}, %[[G]]
+meg.mesh @world [dp_outer = 1, dp_shard = 2, tp = 1]
+meg.submesh @world[dp_shard]
+meg.param @w : tensor<8x4xf32> init #meg.init<normal(0.02)>
+func.func @loss() -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<8x4xf32>
+  %x = meg.all_to_all %w over @world[dp_shard] : tensor<8x4xf32>
+  %sq = meg.mul %x, %x : tensor<8x4xf32>, tensor<8x4xf32>
+  %l = meg.reduce sum %sq dims [0, 1] : tensor<8x4xf32>
+  return %l : tensor<f32>
+}

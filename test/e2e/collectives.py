@@ -2,7 +2,8 @@
 meg-fsdp uses (an expert-style group over dp_outer), run on 4 ranks of a
 2 x 2 mesh: each rank takes its own element of the input with shard_slice
 over the whole world, then the values go through all_reduce, all_gather
-(async), reduce_scatter and an averaged all_reduce of a parameter. Rank 0's
+(async), reduce_scatter, an averaged all_reduce of a parameter and
+all_to_all (over the whole world and over dp_shard). Rank 0's
 outputs are checked against values worked out here from the rank layout
 (row-major over [dp_outer, dp_shard]: rank r has o = r // 2, s = r % 2)."""
 import argparse
@@ -25,7 +26,9 @@ module {
       tensor<1xf32> {meg.name = "mine"}, tensor<1xf32> {meg.name = "outer_sum"},
       tensor<2xf32> {meg.name = "shard_gather"},
       tensor<1xf32> {meg.name = "shard_scatter"},
-      tensor<3xf32> {meg.name = "expert_avg"}) {
+      tensor<3xf32> {meg.name = "expert_avg"},
+      tensor<4xf32> {meg.name = "world_exchange"},
+      tensor<2x2xf32> {meg.name = "shard_exchange"}) {
     %p = meg.shard_slice %x over @world[dp_outer, dp_shard] dim 0
         : tensor<4xf32> -> tensor<1xf32>
     %a = meg.all_reduce %p over @world[dp_outer] sum : tensor<1xf32>
@@ -39,8 +42,15 @@ module {
     %w = meg.param_ref @expert.w : tensor<3xf32>
     %wp = meg.add %w, %p : tensor<3xf32>, tensor<1xf32>
     %e = meg.all_reduce %wp over @world[dp_outer] avg : tensor<3xf32>
-    return %p, %a, %g, %r, %e
-        : tensor<1xf32>, tensor<1xf32>, tensor<2xf32>, tensor<1xf32>, tensor<3xf32>
+    %ten = arith.constant dense<10.0> : tensor<f32>
+    %x10 = meg.mul %x, %ten : tensor<4xf32>, tensor<f32>
+    %y = meg.add %x10, %p : tensor<4xf32>, tensor<1xf32>
+    %z = meg.all_to_all %y over @world[dp_outer, dp_shard] : tensor<4xf32>
+    %y2 = meg.reshape %y : tensor<4xf32> to tensor<2x2xf32>
+    %v = meg.all_to_all %y2 over @world[dp_shard] : tensor<2x2xf32>
+    return %p, %a, %g, %r, %e, %z, %v
+        : tensor<1xf32>, tensor<1xf32>, tensor<2xf32>, tensor<1xf32>,
+          tensor<3xf32>, tensor<4xf32>, tensor<2x2xf32>
   }
 }
 """
@@ -68,7 +78,7 @@ def main():
                  f"{result.stderr}")
     got = {name: np.load(os.path.join(out, name + ".npy")) for name in
            ("mine", "outer_sum", "shard_gather", "shard_scatter",
-            "expert_avg")}
+            "expert_avg", "world_exchange", "shard_exchange")}
     # Rank 0: o = 0, s = 0. Element of world rank r = o * 2 + s is x[r].
     element = lambda o, s: x[o * 2 + s]
     w = e2e_util.read_safetensors(
@@ -86,6 +96,12 @@ def main():
         # on rank 0 is w + (x(0, 0) + x(1, 0)) / 2, which only an average of
         # different values gives.
         "expert_avg": np.asarray(w) + (element(0, 0) + element(1, 0)) / 2,
+        # Rank r sends y_r = 10 x + x[r]; piece i of rank 0's result is
+        # piece 0 of rank i's: 10 x[0] + x[i].
+        "world_exchange": [10 * x[0] + x[i] for i in range(4)],
+        # Over dp_shard (ranks 0 and 1), pieces of 2: row i is row 0 of
+        # rank i's y reshaped [2, 2].
+        "shard_exchange": [10 * x[0:2] + x[0], 10 * x[0:2] + x[1]],
     }
     for name, value in want.items():
         if not np.allclose(got[name], np.asarray(value, np.float32),

@@ -132,6 +132,11 @@ void printCollectives(raw_ostream &os, const fb::Entry &entry,
     case fb::CollectiveKind::all_reduce:
       bytes = 2 * share * whole;
       break;
+    case fb::CollectiveKind::all_to_all:
+      // All but this rank's own piece leaves it.
+      whole *= group;
+      bytes = share * whole;
+      break;
     case fb::CollectiveKind::slice:
       break;
     }

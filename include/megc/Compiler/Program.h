@@ -76,7 +76,8 @@ struct AttentionCommand {
 /// A collective over the registered submesh ProgramDesc::submeshes[submesh]
 /// (runtime/schema/megc.fbs, Collective): `count` elements per rank piece.
 struct CollectiveCommand {
-  enum class Kind { AllGather, ReduceScatter, AllReduce, Slice } kind;
+  /// AllToAll: src and dst hold count elements per rank of the group.
+  enum class Kind { AllGather, ReduceScatter, AllReduce, Slice, AllToAll } kind;
   uint32_t submesh;
   /// Of ReduceScatter and AllReduce.
   enum class Reduce { Sum, Avg, Max } reduce = Reduce::Sum;

@@ -42,7 +42,7 @@ struct ConvertMegToLinalgPass
     // Left for the program lowering: module symbols, parameter reads,
     // collectives, regions.
     target.addLegalOp<ParamOp, ParamRefOp, MeshOp, SubmeshOp, ShardSliceOp,
-                      AllGatherOp, ReduceScatterOp, AllReduceOp,
+                      AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
                       AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp,
                       WaitOp, FusionOp, GraphRegionOp, YieldOp>();
     RewritePatternSet patterns(context);

@@ -33,6 +33,8 @@ const char *collectiveName(CollectiveKind kind) {
     return "reduce_scatter";
   case CollectiveKind::AllReduce:
     return "all_reduce";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
   }
   return "<invalid collective>";
 }
@@ -56,7 +58,7 @@ std::string timeoutMessage(const std::string &what, double timeoutSeconds) {
 void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                      size_t count, int groupSize) {
   if (static_cast<uint8_t>(kind) >
-      static_cast<uint8_t>(CollectiveKind::AllReduce))
+      static_cast<uint8_t>(CollectiveKind::AllToAll))
     fail("invalid collective kind ", static_cast<int>(kind));
   if (static_cast<uint8_t>(dtype) > static_cast<uint8_t>(DType::I64))
     fail(collectiveName(kind), ": invalid dtype value ",
@@ -72,11 +74,16 @@ void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
 }
 
 size_t sourceCount(CollectiveKind kind, size_t count, int groupSize) {
-  return kind == CollectiveKind::ReduceScatter ? count * groupSize : count;
+  return kind == CollectiveKind::ReduceScatter ||
+                 kind == CollectiveKind::AllToAll
+             ? count * groupSize
+             : count;
 }
 
 size_t destinationCount(CollectiveKind kind, size_t count, int groupSize) {
-  return kind == CollectiveKind::AllGather ? count * groupSize : count;
+  return kind == CollectiveKind::AllGather || kind == CollectiveKind::AllToAll
+             ? count * groupSize
+             : count;
 }
 
 void failUnknownCollectiveHandle(uint64_t handle, const std::string &group) {

@@ -16,7 +16,8 @@ namespace megrt::comm {
 enum class CollectiveKind : uint8_t {
   AllGather = 0,
   ReduceScatter = 1,
-  AllReduce = 2
+  AllReduce = 2,
+  AllToAll = 3
 };
 
 /// Avg divides the sum by the group size.
@@ -41,7 +42,9 @@ public:
   /// Starts a collective and returns its handle for wait(). AllGather: src
   /// holds `count` elements, dst size() * count (this rank's part included).
   /// ReduceScatter: src holds size() * count, dst count (this rank's piece).
-  /// AllReduce: both hold count (src == dst is allowed). src and dst must
+  /// AllReduce: both hold count (src == dst is allowed). AllToAll: src and
+  /// dst hold size() * count, src's i-th count elements go to rank i and
+  /// dst's i-th come from rank i (src != dst). src and dst must
   /// stay untouched until wait() returns. For a Cuda group, `stream` is the
   /// CUstream the collective is ordered on; for a Host group it is ignored.
   /// 16-bit floats are reduced with f32 arithmetic.

@@ -27,6 +27,11 @@ TEST(CollectiveTest, CountsOfSourceAndDestination) {
   EXPECT_EQ(destinationCount(CollectiveKind::ReduceScatter, 5, 4), 5u);
   EXPECT_EQ(sourceCount(CollectiveKind::AllReduce, 5, 4), 5u);
   EXPECT_EQ(destinationCount(CollectiveKind::AllReduce, 5, 4), 5u);
+  EXPECT_EQ(sourceCount(CollectiveKind::AllToAll, 5, 4), 20u);
+  EXPECT_EQ(destinationCount(CollectiveKind::AllToAll, 5, 4), 20u);
+  EXPECT_EQ(describeCollective(CollectiveKind::AllToAll, DType::F32,
+                               ReduceOp::Sum, 5, 4),
+            "all_to_all (f32, 5 elements) on a group of 4 ranks");
 }
 
 TEST(CollectiveTest, IntegerAverageIsRejected) {

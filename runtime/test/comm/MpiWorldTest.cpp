@@ -99,6 +99,41 @@ TEST(MpiWorldTest, AllGather) {
   }
 }
 
+TEST(MpiWorldTest, AllToAll) {
+  std::unique_ptr<Group> group = wholeWorld();
+  int size = group->size(), rank = group->rank();
+  // Rank r sends piece p = [100 r + p, ...]; it receives from rank p the
+  // values 100 p + r.
+  std::vector<float> sent(kCount * size), received(kCount * size, -1.0f);
+  for (int p = 0; p < size; ++p)
+    for (size_t i = 0; i < kCount; ++i)
+      sent[p * kCount + i] = float(100 * rank + p) + 0.001f * float(i);
+  group->run(CollectiveKind::AllToAll, sent.data(), received.data(), kCount,
+             DType::F32, ReduceOp::Sum, nullptr);
+  std::vector<uint16_t> sent16 = toBf16(sent), received16(kCount * size);
+  group->run(CollectiveKind::AllToAll, sent16.data(), received16.data(),
+             kCount, DType::BF16, ReduceOp::Sum, nullptr);
+  std::vector<float> bf16Values = fromBf16(received16);
+  for (int p = 0; p < size; ++p)
+    for (size_t i = 0; i < kCount; ++i) {
+      EXPECT_EQ(received[p * kCount + i],
+                float(100 * p + rank) + 0.001f * float(i))
+          << p << " " << i;
+      // What rank p sent to this rank, as bits: the same bf16 rounding.
+      EXPECT_EQ(bf16Values[p * kCount + i],
+                fromBf16(toBf16({float(100 * p + rank) +
+                                 0.001f * float(i)}))[0])
+          << p << " " << i;
+    }
+  // In place it would overwrite what it has yet to send.
+  if (size > 1) {
+    EXPECT_THROW(group->run(CollectiveKind::AllToAll, sent.data(),
+                            sent.data(), kCount, DType::F32, ReduceOp::Sum,
+                            nullptr),
+                 Error);
+  }
+}
+
 TEST(MpiWorldTest, AllGatherInPlace) {
   std::unique_ptr<Group> group = wholeWorld();
   std::vector<float> data(kCount * group->size(), -1);

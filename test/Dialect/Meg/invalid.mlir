@@ -1862,3 +1862,23 @@ func.func @f(%x: tensor<8x16xf32>, %i: tensor<4x4xi32>) {
   %g = meg.gather_rows %x, %i : tensor<8x16xf32>, tensor<4x4xi32> -> tensor<4x16xf32>
   return
 }
+
+// -----
+
+meg.mesh @world [dp_outer = 1, dp_shard = 4, tp = 1]
+meg.submesh @world[dp_shard]
+func.func @f(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{'meg.all_to_all' op exchanges pieces of dim 0 with a group of 4, which does not divide its 6 rows}}
+  %y = meg.all_to_all %x over @world[dp_shard] : tensor<6x8xf32>
+  return
+}
+
+// -----
+
+meg.mesh @world [dp_outer = 2, dp_shard = 4, tp = 1]
+meg.submesh @world[dp_shard]
+func.func @f(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{'meg.all_to_all' op communicates over @world[dp_outer], which is not a registered submesh; registered: @world[dp_shard]}}
+  %y = meg.all_to_all %x over @world[dp_outer] : tensor<8x8xf32>
+  return
+}

@@ -14,7 +14,9 @@ using namespace mlir;
 using namespace mlir::meg;
 
 namespace {
-enum class ShardChange { Gather, Scatter, None };
+/// None: the same type; Exchange: the same type, with dim split into one
+/// piece per rank.
+enum class ShardChange { Gather, Scatter, None, Exchange };
 } // namespace
 
 /// Verifies the group of `op` and that `produced` follows from `input`.
@@ -32,9 +34,15 @@ static LogicalResult verifyCollective(Operation *op,
     return op->emitOpError() << "produces element type "
                              << produced.getElementType() << " from "
                              << input.getElementType();
-  if (change == ShardChange::None) {
+  if (change == ShardChange::None || change == ShardChange::Exchange) {
     if (input != produced)
       return op->emitOpError() << "produces " << produced << " from " << input;
+    if (change == ShardChange::Exchange &&
+        (input.getRank() == 0 || input.getDimSize(dim) % *groupSize != 0))
+      return op->emitOpError()
+             << "exchanges pieces of dim " << dim << " with a group of "
+             << *groupSize << ", which does not divide its "
+             << (input.getRank() ? input.getDimSize(dim) : 0) << " rows";
     return success();
   }
   if (dim < 0 || dim >= input.getRank())
@@ -97,6 +105,24 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
   return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
                           getInput().getType(), getProducedType(),
                           ShardChange::None, 0);
+}
+
+RankedTensorType AllToAllOp::getProducedType() {
+  return cast<RankedTensorType>(getType());
+}
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::Exchange, 0);
+}
+
+// Exchanging the gradient's pieces sends each back where its value came
+// from.
+FailureOr<SmallVector<Value>> AllToAllOp::buildVJP(OpBuilder &b,
+                                                   ValueRange grads) {
+  return SmallVector<Value>{AllToAllOp::create(b, getLoc(), grads[0],
+                                               getMeshAttr(), getAxesAttr())
+                                .getResult()};
 }
 
 /// A model's collectives have gradients for the sum of partial results

@@ -33,7 +33,8 @@ bool isClonedIntoRegions(Operation *op) {
 
 /// Why `op` cannot be captured in a graph, or empty if it can.
 StringRef notCapturable(Operation *op, bool captureCollectives) {
-  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, ShardSliceOp, AllGatherStartOp,
+  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, ShardSliceOp,
+          AllGatherStartOp,
           ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op) &&
       !captureCollectives)
     return "collectives are captured only with capture-collectives";

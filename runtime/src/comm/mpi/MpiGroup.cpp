@@ -51,7 +51,11 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
   pending.dst = dst;
   pending.count = count;
   pending.dtype = dtype;
-  pending.average = kind != CollectiveKind::AllGather && op == ReduceOp::Avg;
+  pending.average = (kind == CollectiveKind::ReduceScatter ||
+                     kind == CollectiveKind::AllReduce) &&
+                    op == ReduceOp::Avg;
+  if (kind == CollectiveKind::AllToAll && src == dst && count && size_ > 1)
+    fail(pending.what, ": an all-to-all cannot run in place (src == dst)");
 
   std::unique_lock<std::mutex> lock = lockMpi();
   checkMpiUsable(pending.what);
@@ -78,6 +82,11 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
     checkMpi(MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, n, type,
                             mpiReduction(dtype, op), comm_, &pending.request),
              "MPI_Iallreduce", pending.what);
+    break;
+  case CollectiveKind::AllToAll:
+    checkMpi(MPI_Ialltoall(src, n, type, dst, n, type, comm_,
+                           &pending.request),
+             "MPI_Ialltoall", pending.what);
     break;
   }
   return pending_.add(std::move(pending));

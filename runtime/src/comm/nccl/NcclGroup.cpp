@@ -124,6 +124,31 @@ uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
     result =
         library.ncclAllReduce(src, dst, count, type, reduce, comm_, cuStream);
     break;
+  case CollectiveKind::AllToAll: {
+    if (src == dst && count && size_ > 1)
+      fail(what, ": an all-to-all cannot run in place (src == dst)");
+    // One send and one receive per peer, fused into one group (NCCL's own
+    // ncclAlltoAll is newer than the oldest library megrt loads).
+    size_t chunk = count * elementSize(dtype);
+    call = "ncclGroupStart";
+    result = library.ncclGroupStart();
+    for (int peer = 0; peer < size_ && result == ncclSuccess; ++peer) {
+      call = "ncclSend";
+      result = library.ncclSend(static_cast<const char *>(src) + peer * chunk,
+                                count, type, peer, comm_, cuStream);
+      if (result != ncclSuccess)
+        break;
+      call = "ncclRecv";
+      result = library.ncclRecv(static_cast<char *>(dst) + peer * chunk, count,
+                                type, peer, comm_, cuStream);
+    }
+    ncclResult_t ended = library.ncclGroupEnd();
+    if (result == ncclSuccess) {
+      call = "ncclGroupEnd";
+      result = ended;
+    }
+    break;
+  }
   }
   // A nonblocking communicator may still be enqueuing: the second event
   // must follow the collective's work on the stream.

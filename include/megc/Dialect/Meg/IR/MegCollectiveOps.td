@@ -107,6 +107,30 @@ def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
   }];
 }
 
+def Meg_AllToAllOp : Meg_CollectiveOp<"all_to_all",
+    [AllTypesMatch<["input", "result"]>, Meg_VJP]> {
+  let summary = "Exchanges pieces between every pair of ranks of a group";
+  let description = [{
+    Splits dim 0 of the input into one contiguous piece per rank of the
+    group: piece `i` goes to rank `i`, and the result's piece `i` is what
+    rank `i` sent to this one (expert parallelism dispatching tokens to the
+    ranks that hold their experts, and combining them back). Dim 0 must be
+    a multiple of the group size. Applied twice it gives the input back,
+    so its gradient is the all-to-all of the result's gradient. The group
+    must be registered with `meg.submesh`.
+
+    ```mlir
+    %mine = meg.all_to_all %slots over @world[dp_shard] : tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes);
+  let results = (outs Meg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `` custom<AxisList>($axes) attr-dict `:` type($input)
+  }];
+}
+
 def Meg_CopyToGroupOp : Meg_Op<"copy_to_group", [Pure, Meg_VJP,
     AllTypesMatch<["input", "result"]>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
