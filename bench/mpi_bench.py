@@ -1,5 +1,4 @@
-"""What the multi-rank CPU benchmarks share: compiling a `megc gen llama`
-model, reading its per-rank figures from `megc inspect`, and training it
+"""What the multi-rank CPU benchmarks share: compiling a `megc gen` model, reading its per-rank figures from `megc inspect`, and training it
 under `mpirun --oversubscribe` with each rank's peak resident memory
 measured (ru_maxrss of each megc-run, through a small wrapper)."""
 import os
@@ -51,13 +50,13 @@ class Bench:
             np.save(path, rng.integers(0, vocab, (batch, seq)).astype(np.int32))
             self.inputs += ["--input", f"{name}={path}"]
 
-    def compile(self, tag, gen_flags):
-        """Compiles `megc gen llama GEN_FLAGS`; returns the artifact and the
+    def compile(self, tag, gen_flags, preset="llama"):
+        """Compiles `megc gen PRESET GEN_FLAGS`; returns the artifact and the
         train_step figures of `megc inspect`: weights and training state MB
         per rank, MB sent per rank per step, arena MB."""
         model = os.path.join(self.tmp, tag + ".mlir")
         artifact = os.path.join(self.tmp, tag + ".megc")
-        run([self.megc, "gen", "llama", *gen_flags, "-o", model])
+        run([self.megc, "gen", preset, *gen_flags, "-o", model])
         run([self.megc, model, "-o", artifact])
         listing = run([self.megc, "inspect", artifact]).stdout
         per_rank = re.search(r"model weights ([\d.]+) MB, training state "
