@@ -373,6 +373,72 @@ Error takePositive(FieldReader &fields, StringRef field, int64_t &target,
   return Error::success();
 }
 
+/// Reads a finite number field into `target`.
+Error takeNumber(FieldReader &fields, StringRef field, double &target,
+                 double fallback) {
+  Expected<double> value = fields.number(field, fallback);
+  if (!value)
+    return value.takeError();
+  target = *value;
+  return Error::success();
+}
+
+/// The fields every family reads alike: the activation (SwiGLU's silu; the
+/// message names `mlp`), the positions the sequence must fit in, the norm
+/// epsilon, the initialisation, dropout (none), tied embeddings and the
+/// dtype (`--dtype` first).
+struct CommonFields {
+  int64_t maxPositions = 0;
+  double normEps = 1e-6, initStd = 0.02;
+  bool tieEmbeddings = false;
+  DType dtype = DType::F32;
+};
+
+Expected<CommonFields> readCommonFields(FieldReader &fields,
+                                        const json::Object &object,
+                                        const HfImportShape &shape,
+                                        StringRef mlp) {
+  CommonFields common;
+  Expected<std::optional<std::string>> act = fields.text("hidden_act");
+  if (!act)
+    return act.takeError();
+  if (act->value_or("silu") != "silu")
+    return fields.error("hidden_act",
+                        "is '" + **act + "'; " + mlp + " SwiGLU (silu)");
+  if (Error error =
+          takePositive(fields, "max_position_embeddings", common.maxPositions,
+                       std::max<int64_t>(shape.seq, 1)))
+    return std::move(error);
+  if (shape.seq > common.maxPositions)
+    return fields.error("max_position_embeddings",
+                        "= " + Twine(common.maxPositions) +
+                            " is below --seq " + Twine(shape.seq));
+  double dropout = 0.0;
+  if (Error error = takeNumber(fields, "rms_norm_eps", common.normEps, 1e-6))
+    return std::move(error);
+  if (Error error =
+          takeNumber(fields, "initializer_range", common.initStd, 0.02))
+    return std::move(error);
+  if (Error error = takeNumber(fields, "attention_dropout", dropout, 0.0))
+    return std::move(error);
+  if (dropout != 0.0)
+    return fields.error("attention_dropout",
+                        "= " + formatNumber(dropout) +
+                            " is not supported: megc has no dropout");
+  Expected<bool> tied = fields.boolean("tie_word_embeddings", false);
+  if (!tied)
+    return tied.takeError();
+  common.tieEmbeddings = *tied;
+  StringRef dtypeField = object.get("dtype") ? "dtype" : "torch_dtype";
+  if (object.get("dtype") && object.get("torch_dtype"))
+    fields.get("torch_dtype");
+  Expected<DType> dtype = readDType(fields, dtypeField);
+  if (!dtype)
+    return dtype.takeError();
+  common.dtype = shape.dtype.value_or(*dtype);
+  return common;
+}
+
 /// DeepseekV3ForCausalLM, with the defaults of transformers'
 /// DeepseekV3Config.
 Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
@@ -455,57 +521,34 @@ Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
     return fields.error("first_k_dense_replace",
                         "must be an integer >= 0, got " + show(*firstDense));
   c.firstDense = *dense;
-  Expected<double> scaling = fields.number("routed_scaling_factor", 2.5);
-  if (!scaling)
-    return scaling.takeError();
-  Expected<double> eps = fields.number("rms_norm_eps", 1e-6);
-  if (!eps)
-    return eps.takeError();
-  Expected<double> initStd = fields.number("initializer_range", 0.02);
-  if (!initStd)
-    return initStd.takeError();
-  Expected<double> dropout = fields.number("attention_dropout", 0.0);
-  if (!dropout)
-    return dropout.takeError();
+  if (Error error =
+          takeNumber(fields, "routed_scaling_factor", c.routedScaling, 2.5))
+    return std::move(error);
   Expected<int64_t> tp = fields.positive("pretraining_tp", 1);
   if (!tp)
     return tp.takeError();
+  if (*tp != 1)
+    return fields.error("pretraining_tp", "= " + Twine(*tp) +
+                                              " is not supported; use 1");
   for (auto [field, target, fallback] :
        {std::tuple<StringRef, bool *, bool>{"norm_topk_prob", &c.normTopkProb,
                                             true},
         {"rope_interleave", &c.ropeInterleave, true},
-        {"attention_bias", &c.attentionBias, false},
-        {"tie_word_embeddings", &c.tieEmbeddings, false}}) {
+        {"attention_bias", &c.attentionBias, false}}) {
     Expected<bool> flag = fields.boolean(field, fallback);
     if (!flag)
       return flag.takeError();
     *target = *flag;
   }
-  if (*dropout != 0.0)
-    return fields.error("attention_dropout",
-                        "= " + formatNumber(*dropout) +
-                            " is not supported: megc has no dropout");
-  if (*tp != 1)
-    return fields.error("pretraining_tp", "= " + Twine(*tp) +
-                                              " is not supported; use 1");
-  c.routedScaling = *scaling;
-  c.normEps = *eps;
-  c.initStd = *initStd;
-  Expected<std::optional<std::string>> act = fields.text("hidden_act");
-  if (!act)
-    return act.takeError();
-  if (act->value_or("silu") != "silu")
-    return fields.error("hidden_act", "is '" + **act +
-                                          "'; DeepSeek-V3's MLPs are SwiGLU "
-                                          "(silu)");
-  int64_t maxPositions = 0;
-  if (Error error = takePositive(fields, "max_position_embeddings",
-                                 maxPositions, std::max<int64_t>(shape.seq, 1)))
-    return std::move(error);
-  if (shape.seq > maxPositions)
-    return fields.error("max_position_embeddings",
-                        "= " + Twine(maxPositions) + " is below --seq " +
-                            Twine(shape.seq));
+  Expected<CommonFields> common =
+      readCommonFields(fields, object, shape, "DeepSeek-V3's MLPs are");
+  if (!common)
+    return common.takeError();
+  c.normEps = common->normEps;
+  c.initStd = common->initStd;
+  c.tieEmbeddings = common->tieEmbeddings;
+  c.dtype = common->dtype;
+  int64_t maxPositions = common->maxPositions;
   RopeConfig rope;
   if (Error error = readRope(fields, source, rope, maxPositions))
     return std::move(error);
@@ -516,13 +559,6 @@ Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
                         "megc import supports its default RoPE (YaRN is not "
                         "supported yet)");
   c.ropeTheta = rope.theta;
-  StringRef dtypeField = object.get("dtype") ? "dtype" : "torch_dtype";
-  if (object.get("dtype") && object.get("torch_dtype"))
-    fields.get("torch_dtype");
-  Expected<DType> dtype = readDType(fields, dtypeField);
-  if (!dtype)
-    return dtype.takeError();
-  c.dtype = shape.dtype.value_or(*dtype);
   if (Error error = fields.rejectUnread("DeepseekV3ForCausalLM"))
     return std::move(error);
   c.hfConfig = recordedConfig(object, c.dtype);
@@ -600,43 +636,15 @@ Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
                             " is not a multiple of num_attention_heads = " +
                             Twine(c.heads) + " and no head_dim is given");
 
-  Expected<std::optional<std::string>> act = fields.text("hidden_act");
-  if (!act)
-    return act.takeError();
-  if (act->value_or("silu") != "silu")
-    return fields.error("hidden_act", "is '" + **act +
-                                          "'; the Llama family's MLP is "
-                                          "SwiGLU (silu)");
-
-  int64_t maxPositions = 0;
-  if (Error error = take(fields.positive("max_position_embeddings",
-                                         std::max<int64_t>(shape.seq, 1)),
-                         maxPositions))
-    return std::move(error);
-  if (shape.seq > maxPositions)
-    return fields.error("max_position_embeddings",
-                        "= " + Twine(maxPositions) + " is below --seq " +
-                            Twine(shape.seq));
-
-  Expected<double> eps = fields.number("rms_norm_eps", 1e-6);
-  if (!eps)
-    return eps.takeError();
-  c.normEps = *eps;
-  Expected<double> initStd = fields.number("initializer_range", 0.02);
-  if (!initStd)
-    return initStd.takeError();
-  c.initStd = *initStd;
-  Expected<double> dropout = fields.number("attention_dropout", 0.0);
-  if (!dropout)
-    return dropout.takeError();
-  if (*dropout != 0.0)
-    return fields.error("attention_dropout",
-                        "= " + formatNumber(*dropout) +
-                            " is not supported: megc has no dropout");
-  Expected<bool> tied = fields.boolean("tie_word_embeddings", false);
-  if (!tied)
-    return tied.takeError();
-  c.tieEmbeddings = *tied;
+  Expected<CommonFields> common =
+      readCommonFields(fields, *object, shape, "the Llama family's MLP is");
+  if (!common)
+    return common.takeError();
+  c.normEps = common->normEps;
+  c.initStd = common->initStd;
+  c.tieEmbeddings = common->tieEmbeddings;
+  c.dtype = common->dtype;
+  int64_t maxPositions = common->maxPositions;
 
   switch (kind) {
   case Family::Llama: {
@@ -676,14 +684,6 @@ Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
     return std::move(error);
   if (Error error = readRope(fields, source, c.rope, maxPositions))
     return std::move(error);
-
-  StringRef dtypeField = object->get("dtype") ? "dtype" : "torch_dtype";
-  if (object->get("dtype") && object->get("torch_dtype"))
-    fields.get("torch_dtype");
-  Expected<DType> dtype = readDType(fields, dtypeField);
-  if (!dtype)
-    return dtype.takeError();
-  c.dtype = shape.dtype.value_or(*dtype);
 
   if (Error error = fields.rejectUnread((*family)->architecture))
     return std::move(error);

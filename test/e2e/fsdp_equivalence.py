@@ -97,6 +97,17 @@ def train(artifact, inputs, state, ranks, steps=STEPS):
     return np.array(losses), e2e_util.read_safetensors(state)
 
 
+def single_rank_reference(compile_model, inputs, tmp):
+    """The single-rank artifact, its losses and its final training state;
+    exits unless the loss falls."""
+    single = compile_model("single", [])
+    losses, state = train(single, inputs,
+                          os.path.join(tmp, "single.safetensors"), 1)
+    if not losses[-1] < losses[0]:
+        sys.exit(f"single-rank loss does not fall: {losses}")
+    return single, losses, state
+
+
 def entry_outputs(artifact, entry, inputs, out, ranks):
     """Outputs of one run of `entry` with the seed-7 parameters."""
     args = ["megc-run", artifact, "--entry", entry, "--params", "init:7",
@@ -154,11 +165,8 @@ def main():
         e2e_util.run(["megc", model, "-o", artifact])
         return artifact
 
-    single = compile_model("single", [])
-    want_losses, want_state = train(
-        single, inputs, os.path.join(options.tmp, "single.safetensors"), 1)
-    if not want_losses[-1] < want_losses[0]:
-        sys.exit(f"single-rank loss does not fall: {want_losses}")
+    single, want_losses, want_state = single_rank_reference(
+        compile_model, inputs, options.tmp)
     def compare(name, mesh, flags, reference, steps, tolerance, entries):
         """Trains `name` on its mesh and compares with `reference`."""
         want_losses, want_state, single = reference
