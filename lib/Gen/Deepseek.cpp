@@ -123,6 +123,10 @@ static llvm::Error checkDeepseek(const DeepseekConfig &c) {
                        llvm::Twine(c.topGroups) + " groups kept");
   if (!(c.routedScaling > 0.0) || !std::isfinite(c.routedScaling))
     return configError("routed_scaling_factor must be a finite number > 0");
+  if (c.auxLossCoeff < 0.0 || !std::isfinite(c.auxLossCoeff))
+    return configError("--moe-aux-loss-coeff must be a finite number >= 0, "
+                       "got " +
+                       formatNumber(c.auxLossCoeff));
   if (c.capacityFactor < 0.0 || !std::isfinite(c.capacityFactor))
     return configError("--moe-capacity-factor must be >= 0 (0: no token is "
                        "dropped), got " +
@@ -169,6 +173,7 @@ namespace {
 struct MoeLayer {
   Value output;  // [B, S, H]
   Value dropped; // f32 scalar: choices over capacity
+  Value auxLoss; // f32 scalar, or null without the balance loss
 };
 } // namespace
 
@@ -210,7 +215,36 @@ static MoeLayer moeLayer(ModelBuilder &b, const DeepseekConfig &c, Value x,
                            {c.batch, c.seq, c.hidden});
   if (c.sharedExperts > 0)
     routed = b.add(routed, swiglu(b, x, mlp + ".shared_experts"));
-  return {routed, b.cast(slots.dropped, f32)};
+  Value aux;
+  if (c.auxLossCoeff > 0.0) {
+    // DeepSeek-V3's sequence-wise balance loss, per sequence
+    // sum_i f_i P_i: f_i = E / (k S) times the sequence's choices of expert
+    // i (a count, so no gradient: one-hot rows of an identity matrix,
+    // summed), P_i the sequence's mean of s_i / sum_j s_j; the mean over
+    // the sequences, times the coefficient.
+    SmallVector<float> identity(experts * experts, 0.0f);
+    for (int64_t e = 0; e < experts; ++e)
+      identity[e * experts + e] = 1.0f;
+    Value eye = b.reshape(b.constantF32(identity), {experts, experts});
+    Value oneHot = b.reshape(b.gatherRows(eye, chosen, Value()),
+                             {c.batch, c.seq, c.topK, experts});
+    auto scalar = [&](double value) {
+      return b.reshape(b.constantF32({static_cast<float>(value)}), {});
+    };
+    Value share = b.stopGradient(
+        b.mul(b.reduceSum(oneHot, {1, 2}),
+              scalar(static_cast<double>(experts) /
+                     static_cast<double>(c.topK * c.seq))));
+    Value normalized = b.div(
+        scores, b.reshape(b.reduceSum(scores, {1}), {tokens, 1}));
+    Value meanScore =
+        b.mul(b.reduceSum(b.reshape(normalized, {c.batch, c.seq, experts}),
+                          {1}),
+              scalar(1.0 / static_cast<double>(c.seq)));
+    aux = b.mul(b.reduceSum(b.mul(share, meanScore), {0, 1}),
+                scalar(c.auxLossCoeff / static_cast<double>(c.batch)));
+  }
+  return {routed, b.cast(slots.dropped, f32), aux};
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
@@ -275,7 +309,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
   ropeConfig.theta = c.ropeTheta;
   RopeTables rope = buildRopeTables(b, c.seq, c.qkRopeDim, ropeConfig);
   // MLA's own norms use the config's epsilon, as transformers does.
-  Value dropped;
+  Value dropped, auxLoss;
   for (int64_t i = 0; i < c.layers; ++i) {
     b.beginLayer(i);
     std::string layer = "model.layers." + std::to_string(i);
@@ -319,6 +353,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
       MoeLayer moe = moeLayer(b, c, x, mlp);
       hidden = b.add(hidden, moe.output);
       dropped = dropped ? b.add(dropped, moe.dropped) : moe.dropped;
+      if (moe.auxLoss)
+        auxLoss = auxLoss ? b.add(auxLoss, moe.auxLoss) : moe.auxLoss;
     }
     b.endLayer();
   }
@@ -327,13 +363,19 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
                                  : b.linear(hidden, "lm_head", false);
   if (!dropped)
     dropped = b.reshape(b.constantF32({0.0f}), {});
-  b.endFunction({{"logits", logits}, {"dropped_tokens", dropped}});
+  SmallVector<NamedValue> outputs = {{"logits", logits},
+                                     {"dropped_tokens", dropped}};
+  if (auxLoss)
+    outputs.push_back({"moe_aux_loss", auxLoss});
+  b.endFunction(outputs);
 
   SmallVector<Value> args =
       b.beginFunction("loss", {{"input_ids", idsType}, {"labels", idsType}});
-  Value lossLogits = b.call("forward", args[0]).front();
-  b.endFunction(
-      {{"loss", b.crossEntropyMean(lossLogits, args[1], c.ignoreIndex)}});
+  ValueRange forward = b.call("forward", args[0]);
+  Value loss = b.crossEntropyMean(forward[0], args[1], c.ignoreIndex);
+  if (auxLoss)
+    loss = b.add(loss, forward[2]);
+  b.endFunction({{"loss", loss}});
   llvm::Expected<OwningOpRef<ModuleOp>> module = b.finish();
   if (!module)
     return module.takeError();

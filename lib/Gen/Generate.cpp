@@ -170,6 +170,8 @@ SmallVector<Setting> joined(ArrayRef<Setting> settings,
 Error readMoe(const GenOptions &o, DeepseekConfig &c) {
   if (o.moeCapacityFactor)
     c.capacityFactor = *o.moeCapacityFactor;
+  if (o.moeAuxLossCoeff)
+    c.auxLossCoeff = *o.moeAuxLossCoeff;
   if (!o.moeDropPolicy)
     return Error::success();
   if (*o.moeDropPolicy == "probs")
@@ -238,9 +240,10 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
       return std::move(error);
     return buildDeepseek(context, *deepseek);
   }
-  if (o.moeCapacityFactor || o.moeDropPolicy)
-    return genError("--moe-capacity-factor and --moe-drop-policy apply to "
-                    "mixture-of-experts models (DeepseekV3ForCausalLM)");
+  if (o.moeCapacityFactor || o.moeDropPolicy || o.moeAuxLossCoeff)
+    return genError("--moe-capacity-factor, --moe-drop-policy and "
+                    "--moe-aux-loss-coeff apply to mixture-of-experts models "
+                    "(DeepseekV3ForCausalLM)");
   LlamaConfig *config = &std::get<LlamaConfig>(*model);
   if (Error error = localBatch(config->batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
@@ -294,10 +297,11 @@ build(mlir::MLIRContext &context, const GenOptions &o,
       return std::move(error);
     return buildDeepseek(context, c);
   }
-  if (o.moeCapacityFactor || o.moeDropPolicy)
-    return genError("--moe-capacity-factor and --moe-drop-policy apply to "
-                    "mixture-of-experts models (the deepseek preset, megc "
-                    "import of DeepseekV3ForCausalLM), not to the " +
+  if (o.moeCapacityFactor || o.moeDropPolicy || o.moeAuxLossCoeff)
+    return genError("--moe-capacity-factor, --moe-drop-policy and "
+                    "--moe-aux-loss-coeff apply to mixture-of-experts models "
+                    "(the deepseek preset, megc import of "
+                    "DeepseekV3ForCausalLM), not to the " +
                     o.preset + " preset");
   if (o.preset == "llama") {
     if (Error error =

@@ -336,6 +336,12 @@ Value ModelBuilder::sub(Value lhs, Value rhs) {
 Value ModelBuilder::mul(Value lhs, Value rhs) {
   return MulOp::create(builder, loc, lhs, rhs);
 }
+Value ModelBuilder::div(Value lhs, Value rhs) {
+  return DivOp::create(builder, loc, lhs, rhs);
+}
+Value ModelBuilder::stopGradient(Value input) {
+  return StopGradientOp::create(builder, loc, input);
+}
 Value ModelBuilder::neg(Value input) {
   return NegOp::create(builder, loc, input);
 }

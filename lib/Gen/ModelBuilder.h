@@ -137,6 +137,8 @@ public:
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   mlir::Value sub(mlir::Value lhs, mlir::Value rhs);
   mlir::Value mul(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value div(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value stopGradient(mlir::Value input);
   mlir::Value neg(mlir::Value input);
   mlir::Value silu(mlir::Value input);
   mlir::Value geluTanh(mlir::Value input);

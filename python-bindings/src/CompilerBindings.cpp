@@ -167,6 +167,7 @@ const Setting<std::optional<double>> kFloatSettings[] = {
     {"min_lr", &gen::GenOptions::minLr},
     {"warmup_init_lr", &gen::GenOptions::warmupInitLr},
     {"moe_capacity_factor", &gen::GenOptions::moeCapacityFactor},
+    {"moe_aux_loss_coeff", &gen::GenOptions::moeAuxLossCoeff},
     {"routed_scaling", &gen::GenOptions::routedScaling}};
 const Setting<std::optional<std::string>> kTextSettings[] = {
     {"dtype", &gen::GenOptions::dtype},

@@ -9,7 +9,10 @@ the earlier token) or of the earliest tokens (`position`); the weights of
 the kept choices are not renormalised.
 
 The NumPy forward is itself checked first: without a capacity limit it
-must reproduce transformers' logits in the fixture's reference."""
+must reproduce transformers' logits in the fixture's reference. Last, with
+--moe-aux-loss-coeff, the sequence-wise balance loss (DeepSeek-V3's
+`alpha sum_i f_i P_i` per sequence, averaged over the sequences) that
+`forward` returns and the `loss` entry adds equal NumPy's."""
 import argparse
 import json
 import math
@@ -59,7 +62,7 @@ def route(x, p, prefix, c):
     weights = np.take_along_axis(scores, index, axis=1)
     if c["norm_topk_prob"]:
         weights = weights / (weights.sum(-1, keepdims=True) + 1e-20)
-    return index, weights * c["routed_scaling_factor"]
+    return index, weights * c["routed_scaling_factor"], scores
 
 
 def keep_within_capacity(index, weights, experts, capacity, policy):
@@ -79,8 +82,21 @@ def keep_within_capacity(index, weights, experts, capacity, policy):
     return kept
 
 
-def forward(p, c, ids, capacity, policy):
-    """Logits and the dropped choices of DeepseekV3ForCausalLM."""
+def balance_loss(index, scores, batch, seq, experts, k):
+    """sum_i f_i P_i of each sequence, averaged over the sequences."""
+    counts = np.zeros((batch, experts))
+    for t, e in np.ndindex(*index.shape):
+        counts[t // seq, index[t, e]] += 1
+    share = counts * experts / (k * seq)
+    normalized = scores / scores.sum(-1, keepdims=True)
+    mean_score = normalized.reshape(batch, seq, experts).mean(1)
+    return float((share * mean_score).sum(-1).mean())
+
+
+def forward(p, c, ids, capacity, policy, routed=None):
+    """Logits, the dropped choices and the balance loss (sum over the MoE
+    layers, without its coefficient) of DeepseekV3ForCausalLM; `routed`
+    collects each MoE layer's (prefix, router input, chosen experts)."""
     batch, seq = ids.shape
     hidden, heads = c["hidden_size"], c["num_attention_heads"]
     nope, rot, v_dim = (c["qk_nope_head_dim"], c["qk_rope_head_dim"],
@@ -93,7 +109,7 @@ def forward(p, c, ids, capacity, policy):
     cos, sin = np.cos(emb), np.sin(emb)
     causal = np.triu(np.full((seq, seq), -np.inf), 1)
     x = p["model.embed_tokens.weight"][ids]
-    dropped = 0
+    dropped, balance = 0, 0.0
     for layer in range(c["num_hidden_layers"]):
         pre = f"model.layers.{layer}."
         a = pre + "self_attn."
@@ -133,7 +149,11 @@ def forward(p, c, ids, capacity, policy):
             x = x + mlp(m, h)
             continue
         flat = h.reshape(batch * seq, hidden)
-        index, weights = route(flat, p, m, c)
+        index, weights, scores = route(flat, p, m, c)
+        if routed is not None:
+            routed.append((m, flat, index))
+        balance += balance_loss(index, scores, batch, seq,
+                                c["n_routed_experts"], index.shape[1])
         kept = keep_within_capacity(index, weights, c["n_routed_experts"],
                                     capacity, policy)
         dropped += int((~kept).sum())
@@ -146,7 +166,95 @@ def forward(p, c, ids, capacity, policy):
         x = x + routed.reshape(batch, seq, hidden) + mlp(m + "shared_experts.",
                                                          h)
     x = rms_norm(x, p["model.norm.weight"], eps)
-    return x @ p["lm_head.weight"].T, dropped
+    return x @ p["lm_head.weight"].T, dropped, balance
+
+
+def cross_entropy(logits, labels):
+    shifted = logits - logits.max(-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return float(-np.take_along_axis(logp, labels[..., None], -1).mean())
+
+
+def balance_gradient(params, config, routed, coeff, batch, seq):
+    """d(coeff * balance loss) / d router weight of each MoE layer by
+    central differences (the choices held, as the counts are constants)."""
+    grads = {}
+    for prefix, flat, index in routed:
+        weight = params[prefix + "gate.weight"]
+        def loss(w):
+            scores = 1.0 / (1.0 + np.exp(-(flat @ w.T)))
+            return coeff * balance_loss(index, scores, batch, seq,
+                                        config["n_routed_experts"],
+                                        index.shape[1])
+        grad = np.zeros_like(weight)
+        step = 1e-6
+        for i in np.ndindex(*weight.shape):
+            up, down = weight.copy(), weight.copy()
+            up[i] += step
+            down[i] -= step
+            grad[i] = (loss(up) - loss(down)) / (2 * step)
+        grads[prefix + "gate.weight"] = grad
+    return grads
+
+
+def check_balance_loss(tmp, ids, reference, logits, balance, params, config,
+                       routed):
+    """The balance loss with coefficient 0.1: forward's moe_aux_loss and the
+    loss entry (cross-entropy plus it) against NumPy, and its gradient with
+    respect to the router weights (megc's gradient with the loss minus its
+    gradient without) against central differences."""
+    coeff = 0.1
+    labels = reference["labels"].astype(np.int32)
+    np.save(os.path.join(tmp, "labels.npy"), labels)
+    batch, seq = ids.shape
+    case = os.path.join(tmp, "aux")
+    e2e_util.run(["megc", "import", FIXTURE, "--seq", str(seq), "--batch",
+                  str(batch), "--moe-aux-loss-coeff", str(coeff), "-o",
+                  case + ".mlir"])
+    e2e_util.run(["megc", case + ".mlir", "-o", case + ".megc"])
+    common = ["megc-run", case + ".megc", "--params", FIXTURE, "--input",
+              f"input_ids={tmp}/ids.npy", "--output-dir", case]
+    e2e_util.run(common + ["--entry", "forward"])
+    got_aux = float(e2e_util.read_output(os.path.join(case,
+                                                      "moe_aux_loss.npy")))
+    e2e_util.run(common + ["--entry", "loss", "--input",
+                           f"labels={tmp}/labels.npy"])
+    got_loss = float(e2e_util.read_output(os.path.join(case, "loss.npy")))
+    want_aux = coeff * balance
+    want_loss = cross_entropy(logits, labels) + want_aux
+    aux_error = abs(got_aux - want_aux) / want_aux
+    loss_error = abs(got_loss - want_loss) / want_loss
+    print(f"balance loss (coefficient {coeff}): {got_aux:.6f} vs NumPy "
+          f"{want_aux:.6f} (relative error {aux_error:.3g}); loss "
+          f"{got_loss:.6f} vs {want_loss:.6f} ({loss_error:.3g})")
+    failures = []
+    if aux_error > 1e-5 or loss_error > 1e-5:
+        failures.append("the balance loss")
+    grads = {}
+    for tag, flags in (("with", ["--moe-aux-loss-coeff", str(coeff)]),
+                       ("without", [])):
+        out = os.path.join(tmp, "grad-" + tag)
+        e2e_util.run(["megc", "import", FIXTURE, "--seq", str(seq),
+                      "--batch", str(batch), "--train", *flags, "-o",
+                      out + ".mlir"])
+        e2e_util.run(["megc", out + ".mlir", "-o", out + ".megc"])
+        e2e_util.run(["megc-run", out + ".megc", "--params", FIXTURE,
+                      "--entry", "grad", "--input",
+                      f"input_ids={tmp}/ids.npy", "--input",
+                      f"labels={tmp}/labels.npy", "--output-dir", out])
+        grads[tag] = out
+    for name, want in balance_gradient(params, config, routed, coeff, batch,
+                                       seq).items():
+        got = (e2e_util.read_output(os.path.join(grads["with"],
+                                                 f"grad.{name}.npy"))
+               - e2e_util.read_output(os.path.join(grads["without"],
+                                                   f"grad.{name}.npy")))
+        error = e2e_util.relative_error(got, want)
+        print(f"balance loss gradient of {name}: relative error "
+              f"{error:.3g} (norm {np.linalg.norm(want):.3g})")
+        if error > 1e-3:
+            failures.append(f"the balance loss's gradient of {name}")
+    return failures
 
 
 def main():
@@ -164,7 +272,9 @@ def main():
     k, experts = config["num_experts_per_tok"], config["n_routed_experts"]
 
     failures = []
-    logits, dropped = forward(params, config, ids, tokens, "probs")
+    routed = []
+    logits, dropped, balance = forward(params, config, ids, tokens, "probs",
+                                       routed)
     error = e2e_util.relative_error(logits, reference["logits"])
     print(f"NumPy forward without a capacity limit vs transformers: logits "
           f"relative error {error:.3g}, {dropped} dropped")
@@ -177,7 +287,7 @@ def main():
     for factor, policy in [(1.0, "probs"), (1.0, "position"),
                            (0.5, "probs"), (0.5, "position")]:
         capacity = math.ceil(tokens * k / experts * factor)
-        want, want_dropped = forward(params, config, ids, capacity, policy)
+        want, want_dropped, _ = forward(params, config, ids, capacity, policy)
         case = os.path.join(options.tmp, f"{policy}-{factor}")
         model, artifact = case + ".mlir", case + ".megc"
         e2e_util.run(["megc", "import", FIXTURE, "--seq", str(seq), "--batch",
@@ -204,6 +314,8 @@ def main():
         if np.array_equal(*outputs):
             failures.append(f"factor {factor}: both policies drop the same "
                             "choices, so neither is tested")
+    failures += check_balance_loss(options.tmp, ids, reference, logits,
+                                   balance, params, config, routed)
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0

@@ -195,6 +195,12 @@ cl::opt<double> moeCapacityFactor(
              "of its even share of the routed tokens (default 0: capacity "
              "for every token, nothing dropped)"),
     MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> moeAuxLossCoeff(
+    "moe-aux-loss-coeff",
+    cl::desc("Mixture-of-experts models: the coefficient of DeepSeek-V3's "
+             "sequence-wise balance loss added to the loss (default 0: "
+             "none)"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> moeDropPolicy(
     "moe-drop-policy",
     cl::desc("Which tokens an expert over capacity keeps: probs (largest "
@@ -252,6 +258,7 @@ gen::GenOptions readOptions() {
   o.sequenceParallel = sequenceParallel;
   o.moeCapacityFactor = given(moeCapacityFactor);
   o.moeDropPolicy = given(moeDropPolicy);
+  o.moeAuxLossCoeff = given(moeAuxLossCoeff);
   o.experts = given(experts), o.topK = given(topK);
   o.expertGroups = given(expertGroups), o.topGroups = given(topGroups);
   o.sharedExperts = given(sharedExperts), o.moeFfn = given(moeFfn);

@@ -81,7 +81,7 @@ struct GenOptions {
   /// Mixture-of-experts models: each expert's capacity as a factor of its
   /// even share of the routed tokens (0: no token is dropped), and which
   /// tokens an expert over capacity keeps (`probs` or `position`).
-  std::optional<double> moeCapacityFactor;
+  std::optional<double> moeCapacityFactor, moeAuxLossCoeff;
   /// The `deepseek` preset's sizes: routed experts, experts per token,
   /// expert groups and groups kept, shared experts, the experts' MLP
   /// width, leading dense layers, MLA's low ranks (q 0: a plain q_proj)

@@ -109,6 +109,9 @@ struct DeepseekConfig {
   /// (at most the tokens); 0: the tokens (nothing is dropped).
   double capacityFactor = 0.0;
   MoeDropPolicy dropPolicy = MoeDropPolicy::Probs;
+  /// The coefficient of DeepSeek-V3's sequence-wise balance loss, added to
+  /// the loss (0: none).
+  double auxLossCoeff = 0.0;
   double normEps = 1e-6;
   double initStd = 0.02;
   std::optional<int64_t> ignoreIndex = -100;
