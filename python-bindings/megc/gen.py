@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _megc
 
-__all__ = ["flux", "import_hf", "llama", "mmdit"]
+__all__ = ["deepseek", "flux", "import_hf", "llama", "mmdit"]
 
 
 def _generate(preset: str, settings: dict[str, Any]) -> str:
@@ -158,6 +158,56 @@ def flux(
     return _generate("flux", locals())
 
 
+def deepseek(
+    *,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    ffn: int | None = None,
+    vocab: int | None = None,
+    seq: int | None = None,
+    batch: int | None = None,
+    dtype: str | None = None,
+    rope_theta: float | None = None,
+    norm_eps: float | None = None,
+    ignore_index: int | str | None = None,
+    experts: int | None = None,
+    top_k: int | None = None,
+    expert_groups: int | None = None,
+    top_groups: int | None = None,
+    shared_experts: int | None = None,
+    moe_ffn: int | None = None,
+    dense_layers: int | None = None,
+    q_lora_rank: int | None = None,
+    kv_lora_rank: int | None = None,
+    qk_nope_dim: int | None = None,
+    qk_rope_dim: int | None = None,
+    v_head_dim: int | None = None,
+    routed_scaling: float | None = None,
+    moe_capacity_factor: float | None = None,
+    moe_drop_policy: str | None = None,
+    moe_aux_loss_coeff: float | None = None,
+    train: bool = False,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    betas: tuple[float, float] | None = None,
+    adam_eps: float | None = None,
+    clip_grad: float | None = None,
+    micro_batches: int | None = None,
+    precision: Mapping[str, str] | None = None,
+    frozen: str | None = None,
+    mesh: str | None = None,
+    fsdp: str | None = None,
+    outer_fsdp: str | None = None,
+    bucket_mb: int | None = None,
+) -> str:
+    """DeepSeek-V3 with DeepseekV3ForCausalLM names: MLA, dense layers,
+    then mixture-of-experts layers (group-limited routing, static expert
+    capacity, shared experts); llama's entries, `forward` also returning
+    `dropped_tokens` (and `moe_aux_loss` with `moe_aux_loss_coeff`)."""
+    return _generate("deepseek", locals())
+
+
 def import_hf(
     path: str | os.PathLike[str],
     *,
@@ -186,10 +236,14 @@ def import_hf(
     outer_fsdp: str | None = None,
     bucket_mb: int | None = None,
     sequence_parallel: bool = False,
+    moe_capacity_factor: float | None = None,
+    moe_drop_policy: str | None = None,
+    moe_aux_loss_coeff: float | None = None,
 ) -> str:
     """A Hugging Face model as meg IR, as `megc import PATH` writes it: PATH
     is a config.json or a model directory of LlamaForCausalLM,
-    MistralForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM; `seq` and
+    MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM or
+    DeepseekV3ForCausalLM (with the `moe_` settings); `seq` and
     `batch` set the entries' shapes and `dtype` replaces the config's. A
     config field megc does not implement raises megc.Error naming it."""
     settings = dict(locals())

@@ -32,6 +32,12 @@ def flags(settings):
                    sequence_parallel=True, clip_grad=1.0)),
     ("llama", dict(layers=1, ignore_index="none")),
     ("llama", dict(layers=1, ignore_index=-1)),
+    ("deepseek", dict(layers=2, experts=4, top_k=2, expert_groups=2,
+                      top_groups=1, dense_layers=1, q_lora_rank=16,
+                      routed_scaling=1.5, moe_capacity_factor=1.25,
+                      moe_drop_policy="position", moe_aux_loss_coeff=0.01,
+                      train=True, batch=4, mesh="dp_shard=2",
+                      fsdp="optim_grads_params")),
     ("mmdit", dict(layers=1, hidden=32, heads=2, text_seq=4)),
     ("flux", dict(layers=1, hidden=32, heads=2, rope_theta=500.0)),
 ])

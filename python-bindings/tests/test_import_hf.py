@@ -39,6 +39,16 @@ def test_import_matches_cli(tools):
     assert megc.import_hf(source, seq=8, batch=2, train=True, lr=0.01) == cli
 
 
+def test_deepseek_import_matches_cli(tools):
+    source = FIXTURES / "deepseek-v3"
+    cli = tools.run("megc", "import", source, "--seq", 8, "--batch", 2,
+                    "--moe-capacity-factor", 1.0, "--moe-drop-policy",
+                    "position", "--moe-aux-loss-coeff", 0.01).decode()
+    assert megc.import_hf(source, seq=8, batch=2, moe_capacity_factor=1.0,
+                          moe_drop_policy="position",
+                          moe_aux_loss_coeff=0.01) == cli
+
+
 def test_session_runs_and_saves_hf_checkpoints(tmp_path):
     source = FIXTURES / "qwen3"
     reference = read_safetensors(source / "reference.safetensors")
