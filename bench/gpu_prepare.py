@@ -57,6 +57,12 @@ CASES = [
     # GPU (groups of one rank) and copies on the CPU.
     ("llama_fsdp1_train", ["llama", "--train", "--mesh", "dp_shard=1",
                            "--fsdp", "optim_grads_params"], "train_step", 3),
+    # DeepSeek-V3: MLA, routing with a capacity that drops tokens, the
+    # gathers, and (training) the router's and the balance loss's gradients.
+    ("deepseek_f32_forward", ["deepseek", "--moe-capacity-factor", "1.25"],
+     "forward", 1),
+    ("deepseek_f32_train", ["deepseek", "--train", "--moe-aux-loss-coeff",
+                            "0.01"], "train_step", 3),
     ("llama_large_forward", ["llama", "--layers", "4", "--hidden", "512",
                              "--heads", "8", "--kv-heads", "8", "--ffn",
                              "1376", "--vocab", "4096", "--seq", "256",
