@@ -307,6 +307,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
   RopeConfig ropeConfig;
   ropeConfig.interleaved = c.ropeInterleave;
   ropeConfig.theta = c.ropeTheta;
+  ropeConfig.yarn = c.yarn;
+  // (nope + rope)^-0.5, times mscale(factor, mscale_all_dim)^2 under YaRN.
+  double softmaxScale =
+      1.0 / std::sqrt(static_cast<double>(c.qkNopeDim + c.qkRopeDim));
+  if (c.yarn && c.yarn->mscaleAllDim != 0.0) {
+    double m = yarnMscale(c.yarn->factor, c.yarn->mscaleAllDim);
+    softmaxScale *= m * m;
+  }
   RopeTables rope = buildRopeTables(b, c.seq, c.qkRopeDim, ropeConfig);
   // MLA's own norms use the config's epsilon, as transformers does.
   Value dropped, auxLoss;
@@ -340,7 +348,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
     kRot = b.broadcastTo(kRot, {c.batch, c.seq, c.heads, c.qkRopeDim});
     Value query = b.concat({qParts[0], qRot}, 3);
     Value key = b.concat({kvParts[0], kRot}, 3);
-    Value a = b.reshape(b.attention(query, key, kvParts[1], /*causal=*/true),
+    Value a = b.reshape(b.attention(query, key, kvParts[1], /*causal=*/true,
+                                    softmaxScale),
                         {c.batch, c.seq, c.heads * c.vHeadDim});
     hidden = b.add(hidden, b.linear(a, attn + ".o_proj", c.attentionBias));
 

@@ -205,8 +205,9 @@ Expected<DType> readDType(FieldReader &fields, StringRef field) {
 
 /// rope_parameters (transformers 5) or rope_theta with rope_scaling (older
 /// configs, which transformers 5 still reads).
+/// With `allowYarn` (DeepSeek-V3), YaRN scaling too.
 Error readRope(FieldReader &fields, StringRef source, RopeConfig &rope,
-               int64_t maxPositions) {
+               int64_t maxPositions, bool allowYarn = false) {
   const json::Value *parameters = fields.get("rope_parameters");
   const json::Value *scaling = fields.get("rope_scaling");
   bool hasParameters = parameters && parameters->kind() != json::Value::Null;
@@ -276,11 +277,52 @@ Error readRope(FieldReader &fields, StringRef source, RopeConfig &rope,
     llama3.highFreqFactor = *high;
     llama3.originalMaxPositions = *original;
     rope.llama3 = llama3;
+  } else if (kind == "yarn" && allowYarn) {
+    YarnRopeScaling yarn;
+    Expected<int64_t> original =
+        params.positive("original_max_position_embeddings");
+    if (!original)
+      return original.takeError();
+    yarn.originalMaxPositions = *original;
+    // Without a factor, the ratio of the context to the pretrained one.
+    Expected<double> factor = params.number(
+        "factor", static_cast<double>(maxPositions) /
+                      static_cast<double>(yarn.originalMaxPositions));
+    if (!factor)
+      return factor.takeError();
+    yarn.factor = *factor;
+    // transformers reads beta_fast/beta_slow with `or`: 0 is the default.
+    for (auto [field, target, fallback] :
+         {std::tuple<StringRef, double *, double>{"beta_fast", &yarn.betaFast,
+                                                  32.0},
+          {"beta_slow", &yarn.betaSlow, 1.0},
+          {"mscale", &yarn.mscale, 0.0},
+          {"mscale_all_dim", &yarn.mscaleAllDim, 0.0}}) {
+      Expected<double> value = params.number(field, fallback);
+      if (!value)
+        return value.takeError();
+      *target = *value == 0.0 ? fallback : *value;
+    }
+    if (params.has("attention_factor")) {
+      Expected<double> attention = params.number("attention_factor");
+      if (!attention)
+        return attention.takeError();
+      yarn.attentionFactor = *attention;
+    }
+    Expected<bool> truncate = params.boolean("truncate", true);
+    if (!truncate)
+      return truncate.takeError();
+    yarn.truncate = *truncate;
+    if (!(yarn.factor > 0.0))
+      return params.error("factor",
+                          "must be > 0, got " + formatNumber(yarn.factor));
+    rope.yarn = yarn;
   } else if (kind != "default") {
     return params.error(params.has("rope_type") ? "rope_type" : "type",
-                        "is '" + kind +
-                            "'; megc import supports the default RoPE and "
-                            "llama3 scaling");
+                        "is '" + kind + "'; megc import supports " +
+                            (allowYarn ? "the default RoPE and yarn scaling"
+                                       : "the default RoPE and llama3 "
+                                         "scaling"));
   }
   return params.rejectUnread("RoPE type '" + kind + "'");
 }
@@ -550,15 +592,16 @@ Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
   c.dtype = common->dtype;
   int64_t maxPositions = common->maxPositions;
   RopeConfig rope;
-  if (Error error = readRope(fields, source, rope, maxPositions))
+  if (Error error = readRope(fields, source, rope, maxPositions,
+                             /*allowYarn=*/true))
     return std::move(error);
   if (rope.llama3)
     return fields.error(object.get("rope_parameters") ? "rope_parameters"
                                                       : "rope_scaling",
                         "is llama3 scaling, which DeepSeek-V3 does not use; "
-                        "megc import supports its default RoPE (YaRN is not "
-                        "supported yet)");
+                        "megc import supports its default RoPE and yarn");
   c.ropeTheta = rope.theta;
+  c.yarn = rope.yarn;
   if (Error error = fields.rejectUnread("DeepseekV3ForCausalLM"))
     return std::move(error);
   c.hfConfig = recordedConfig(object, c.dtype);

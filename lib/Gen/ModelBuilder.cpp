@@ -398,7 +398,12 @@ SmallVector<Value> ModelBuilder::split(Value input, int64_t axis,
 
 Value ModelBuilder::attention(Value query, Value key, Value value,
                               bool causal) {
-  double scale = 1.0 / std::sqrt(static_cast<double>(shapeOf(query).back()));
+  return attention(query, key, value, causal,
+                   1.0 / std::sqrt(static_cast<double>(shapeOf(query).back())));
+}
+
+Value ModelBuilder::attention(Value query, Value key, Value value, bool causal,
+                              double scale) {
   return AttentionOp::create(builder, loc, query, key, value,
                              causal ? builder.getUnitAttr() : UnitAttr(),
                              builder.getF64FloatAttr(scale));

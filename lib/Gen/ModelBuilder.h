@@ -157,6 +157,9 @@ public:
                                        llvm::ArrayRef<int64_t> sizes);
   mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
                         bool causal);
+  /// With an explicit softmax scale.
+  mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
+                        bool causal, double scale);
   mlir::Value modulate(mlir::Value input, mlir::Value shift,
                        mlir::Value scale);
   mlir::Value embedding(mlir::Value table, mlir::Value ids);
@@ -228,6 +231,9 @@ struct RopeTables {
 
 /// Rotary dim for `headDim` and `config`, or an error.
 llvm::Expected<int64_t> rotaryDimFor(int64_t headDim, const RopeConfig &config);
+
+/// YaRN's mscale: 0.1 mscale ln(scale) + 1 (1 when scale <= 1).
+double yarnMscale(double scale, double mscale);
 
 /// Emits frequencies, the embedding layout and cos/sin as a framework does.
 RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,

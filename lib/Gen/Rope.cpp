@@ -66,6 +66,52 @@ static void scaleLlama3(MutableArrayRef<float> invFreq,
   }
 }
 
+/// YaRN's inverse frequencies, in f32 and in the order of operations of
+/// transformers' `_compute_yarn_parameters` (the correction range in
+/// double, as Python computes it).
+static void scaleYarn(MutableArrayRef<float> invFreq, int64_t rotaryDim,
+                      double theta, const YarnRopeScaling &yarn) {
+  auto correctionDim = [&](double rotations) {
+    return static_cast<double>(rotaryDim) *
+           std::log(static_cast<double>(yarn.originalMaxPositions) /
+                    (rotations * 2.0 * M_PI)) /
+           (2.0 * std::log(theta));
+  };
+  double low = correctionDim(yarn.betaFast);
+  double high = correctionDim(yarn.betaSlow);
+  if (yarn.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(rotaryDim - 1));
+  if (low == high)
+    high += 0.001;
+  auto lowF = static_cast<float>(low);
+  auto span = static_cast<float>(high - low);
+  auto factor = static_cast<float>(yarn.factor);
+  for (size_t j = 0; j < invFreq.size(); ++j) {
+    float exponent =
+        static_cast<float>(2 * j) / static_cast<float>(rotaryDim);
+    float position = std::pow(static_cast<float>(theta), exponent);
+    float extrapolation = 1.0f / position;
+    float scaled = factor * position;
+    float interpolation = 1.0f / scaled;
+    float ramp = (static_cast<float>(j) - lowF) / span;
+    ramp = std::min(std::max(ramp, 0.0f), 1.0f);
+    float kept = 1.0f - ramp;
+    float interpolated = interpolation * (1.0f - kept);
+    float extrapolated = extrapolation * kept;
+    invFreq[j] = interpolated + extrapolated;
+  }
+}
+
+double yarnMscale(double scale, double mscale) {
+  if (scale <= 1.0)
+    return 1.0;
+  return 0.1 * mscale * std::log(scale) + 1.0;
+}
+
 RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,
                            const RopeConfig &config) {
   int64_t half = rotaryDim / 2;
@@ -78,6 +124,8 @@ RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,
   }
   if (config.llama3)
     scaleLlama3(invFreq, *config.llama3);
+  if (config.yarn)
+    scaleYarn(invFreq, rotaryDim, config.theta, *config.yarn);
   Value positions = b.reshape(b.iota(seq), {seq, 1});
   Value freqs = b.mul(positions, b.constantF32(invFreq)); // [S, half]
 
@@ -90,9 +138,23 @@ RopeTables buildRopeTables(ModelBuilder &b, int64_t seq, int64_t rotaryDim,
     // [f0 .. f(k-1), f0 .. f(k-1)]
     emb = b.concat({freqs, freqs}, 1);
   }
+  Value cosF32 = b.cos(emb), sinF32 = b.sin(emb);
+  if (config.yarn) {
+    const YarnRopeScaling &yarn = *config.yarn;
+    double attention =
+        yarn.attentionFactor ? *yarn.attentionFactor
+        : yarn.mscale != 0.0 && yarn.mscaleAllDim != 0.0
+            ? yarnMscale(yarn.factor, yarn.mscale) /
+                  yarnMscale(yarn.factor, yarn.mscaleAllDim)
+            : yarnMscale(yarn.factor, 1.0);
+    Value factor = b.reshape(
+        b.constantF32({static_cast<float>(attention)}), {});
+    cosF32 = b.mul(cosF32, factor);
+    sinF32 = b.mul(sinF32, factor);
+  }
   // The references round cos/sin to the activation dtype before use.
-  Value cos = b.cast(b.cos(emb), b.dtype());
-  Value sin = b.cast(b.sin(emb), b.dtype());
+  Value cos = b.cast(cosF32, b.dtype());
+  Value sin = b.cast(sinF32, b.dtype());
   return {b.reshape(cos, {1, seq, 1, rotaryDim}),
           b.reshape(sin, {1, seq, 1, rotaryDim}), rotaryDim};
 }

@@ -80,6 +80,29 @@ CASES = {
                          tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default",
                                           "rope_theta": 10000.0}), {}),
+    # YaRN as DeepSeek-V3 releases it, scaled down: 4 rotary frequencies of
+    # which the correction range blends some, an mscale that scales cos and
+    # sin, and mscale_all_dim that scales the softmax.
+    "deepseek-v3-yarn": (10, DeepseekV3ForCausalLM, DeepseekV3Config,
+                         dict(hidden_size=32, intermediate_size=64,
+                              moe_intermediate_size=16,
+                              num_attention_heads=4, num_key_value_heads=4,
+                              n_shared_experts=1, n_routed_experts=8,
+                              num_experts_per_tok=2, n_group=2, topk_group=1,
+                              first_k_dense_replace=1, q_lora_rank=24,
+                              kv_lora_rank=16, qk_nope_head_dim=8,
+                              qk_rope_head_dim=8, v_head_dim=8,
+                              rope_interleave=True,
+                              routed_scaling_factor=2.5, norm_topk_prob=True,
+                              rms_norm_eps=1e-6, max_position_embeddings=64,
+                              tie_word_embeddings=False,
+                              rope_parameters={
+                                  "rope_type": "yarn", "rope_theta": 10000.0,
+                                  "factor": 40.0,
+                                  "original_max_position_embeddings": 16,
+                                  "beta_fast": 32, "beta_slow": 1,
+                                  "mscale": 0.9, "mscale_all_dim": 1.0}),
+                         {}),
 }
 
 

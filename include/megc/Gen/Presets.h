@@ -33,12 +33,27 @@ struct Llama3RopeScaling {
   int64_t originalMaxPositions = 8192;
 };
 
+/// YaRN frequency scaling (`rope_type` yarn, DeepSeek-V3's): frequencies
+/// whose wavelength is long against `originalMaxPositions` are divided by
+/// `factor`, short ones kept, and a linear ramp over the dimensions between
+/// the correction range of `betaFast` and `betaSlow` rotations blends the
+/// two; cos and sin are scaled by the attention factor (the ratio of the
+/// mscale terms), and DeepSeek's softmax scale by mscale(mscaleAllDim)^2.
+struct YarnRopeScaling {
+  double factor = 40.0, betaFast = 32.0, betaSlow = 1.0;
+  int64_t originalMaxPositions = 4096;
+  double mscale = 0.0, mscaleAllDim = 0.0;
+  std::optional<double> attentionFactor;
+  bool truncate = true;
+};
+
 /// Rotary embedding settings shared by the presets that use RoPE.
 struct RopeConfig {
   bool interleaved = false;
   double percent = 1.0;
   double theta = 10000.0;
   std::optional<Llama3RopeScaling> llama3;
+  std::optional<YarnRopeScaling> yarn;
 };
 
 /// A Llama-style decoder with Hugging Face parameter names; the fields after
@@ -99,6 +114,8 @@ struct DeepseekConfig {
   /// The rotary part's inputs are interleaved pairs (DeepSeek's layout).
   bool ropeInterleave = true;
   double ropeTheta = 10000.0;
+  /// YaRN scaling of the rotary part and of the softmax.
+  std::optional<YarnRopeScaling> yarn;
   /// Layers below `firstDense` keep a dense MLP of width `ffn`.
   int64_t firstDense = 1;
   int64_t moeFfn = 32, routedExperts = 8, sharedExperts = 1;
