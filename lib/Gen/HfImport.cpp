@@ -496,6 +496,40 @@ Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
   // returning the router's logits does not change the model's.
   fields.get("num_nextn_predict_layers");
   fields.get("output_router_logits");
+  // The fields of DeepSeek's own release (its remote code): the code map
+  // and the expert-parallel size change nothing; the router they name must
+  // be the one transformers implements.
+  fields.get("auto_map");
+  fields.get("ep_size");
+  for (auto [field, wanted] :
+       {std::pair<StringRef, StringRef>{"scoring_func", "sigmoid"},
+        {"topk_method", "noaux_tc"}}) {
+    Expected<std::optional<std::string>> value = fields.text(field);
+    if (!value)
+      return value.takeError();
+    if (*value && **value != wanted)
+      return fields.error(field, "is '" + **value + "'; DeepSeek-V3 routes "
+                                 "with " + wanted +
+                                 " (the only router megc implements)");
+  }
+  int64_t layerFreq = 1;
+  if (Error error = takePositive(fields, "moe_layer_freq", layerFreq, 1))
+    return std::move(error);
+  if (layerFreq != 1)
+    return fields.error("moe_layer_freq",
+                        "= " + Twine(layerFreq) +
+                            " is not supported: every layer from "
+                            "first_k_dense_replace on is an MoE layer");
+  // The release's sequence-wise balance loss: its coefficient, which
+  // --moe-aux-loss-coeff overrides.
+  Expected<bool> seqAux = fields.boolean("seq_aux", true);
+  if (!seqAux)
+    return seqAux.takeError();
+  if (Error error = takeNumber(fields, "aux_loss_alpha", c.auxLossCoeff, 0.0))
+    return std::move(error);
+  if (c.auxLossCoeff != 0.0 && !*seqAux)
+    return fields.error("seq_aux", "is false: megc implements the "
+                                   "sequence-wise balance loss only");
   for (auto [field, target, fallback] :
        {std::tuple<StringRef, int64_t *, int64_t>{"vocab_size", &c.vocab,
                                                   129280},
