@@ -51,13 +51,25 @@ TEST(MpiNcclTest, CollectivesAcrossGpus) {
              DType::F32, ReduceOp::Sum, device.stream());
   std::vector<float> piece = device.download(scattered, count);
 
+  // Piece p of the exchange is rank p's piece for this rank.
+  float *exchanged = device.allocate<float>(count * size);
+  group->run(CollectiveKind::AllToAll,
+             device.upload(rankValues(rank, count * size)), exchanged, count,
+             DType::F32, ReduceOp::Sum, device.stream());
+  std::vector<float> received = device.download(exchanged, count * size);
+  std::vector<std::vector<float>> sent;
+  for (int r = 0; r < size; ++r)
+    sent.push_back(rankValues(r, count * size));
+
   for (size_t i = 0; i < count; ++i) {
     EXPECT_EQ(averaged[i], bf16ToFloat(floatToBf16(rankSum(size, i) / size)))
         << i;
     EXPECT_EQ(piece[i], static_cast<float>(rankSum(size, rank * count + i)))
         << i;
-    for (int r = 0; r < size; ++r)
+    for (int r = 0; r < size; ++r) {
       EXPECT_EQ(all[r * count + i], rankValues(r, count)[i]);
+      EXPECT_EQ(received[r * count + i], sent[r][rank * count + i]);
+    }
   }
 }
 

@@ -46,6 +46,12 @@ TEST(NcclGroupTest, GroupOfOneOnOneGpu) {
   group->run(CollectiveKind::ReduceScatter, bf16, bf16, count, DType::BF16,
              ReduceOp::Sum, device.stream());
   EXPECT_EQ(fromBf16(device.download(bf16, count)), values);
+
+  // An all-to-all of one rank (grouped send and receive to itself) copies.
+  float *exchanged = device.allocate<float>(count);
+  group->run(CollectiveKind::AllToAll, f32, exchanged, count, DType::F32,
+             ReduceOp::Sum, device.stream());
+  EXPECT_EQ(device.download(exchanged, count), values);
 }
 
 } // namespace
