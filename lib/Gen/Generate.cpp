@@ -185,6 +185,25 @@ Error readMoe(const GenOptions &o, DeepseekConfig &c) {
   return Error::success();
 }
 
+/// A DeepSeek-V3 model (`what`, for messages) with the settings both
+/// `megc gen deepseek` and `megc import` take: the mesh's batch, the ignore
+/// index and the MoE flags.
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildMoeModel(mlir::MLIRContext &context, const GenOptions &o,
+              const std::optional<MeshSizes> &mesh, DeepseekConfig c,
+              StringRef what) {
+  if (mesh && mesh->tp > 1)
+    return genError("--mesh tp = " + Twine(mesh->tp) + ": " + what +
+                    " has no tensor-parallel layout yet");
+  if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
+    return std::move(error);
+  if (Error error = readIgnoreIndex(o, c.ignoreIndex))
+    return std::move(error);
+  if (Error error = readMoe(o, c))
+    return std::move(error);
+  return buildDeepseek(context, c);
+}
+
 /// `megc import`: the config sets the sizes; the command line the shapes.
 Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 importModel(mlir::MLIRContext &context, const GenOptions &o,
@@ -226,20 +245,9 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
   Expected<HfModelConfig> model = readHfConfig(*o.hfConfig, shape);
   if (!model)
     return model.takeError();
-  if (auto *deepseek = std::get_if<DeepseekConfig>(&*model)) {
-    if (mesh && mesh->tp > 1)
-      return genError("--mesh tp = " + Twine(mesh->tp) +
-                      ": DeepseekV3ForCausalLM has no tensor-parallel layout "
-                      "yet");
-    if (Error error = localBatch(deepseek->batch, mesh,
-                                 o.microBatches.value_or(1)))
-      return std::move(error);
-    if (Error error = readIgnoreIndex(o, deepseek->ignoreIndex))
-      return std::move(error);
-    if (Error error = readMoe(o, *deepseek))
-      return std::move(error);
-    return buildDeepseek(context, *deepseek);
-  }
+  if (auto *deepseek = std::get_if<DeepseekConfig>(&*model))
+    return buildMoeModel(context, o, mesh, *deepseek,
+                         "DeepseekV3ForCausalLM");
   if (o.moeCapacityFactor || o.moeDropPolicy || o.moeAuxLossCoeff)
     return genError("--moe-capacity-factor, --moe-drop-policy and "
                     "--moe-aux-loss-coeff apply to mixture-of-experts models "
@@ -269,10 +277,6 @@ build(mlir::MLIRContext &context, const GenOptions &o,
                                       {"sequence-parallel",
                                        o.sequenceParallel}}))
       return std::move(error);
-    if (mesh && mesh->tp > 1)
-      return genError("--mesh tp = " + Twine(mesh->tp) +
-                      ": the deepseek preset has no tensor-parallel layout "
-                      "yet");
     DeepseekConfig c;
     if (Error error = readDType(o, c.dtype))
       return std::move(error);
@@ -289,13 +293,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     take(o.kvLoraRank, c.kvLoraRank), take(o.qkNopeDim, c.qkNopeDim);
     take(o.qkRopeDim, c.qkRopeDim), take(o.vHeadDim, c.vHeadDim);
     take(o.routedScaling, c.routedScaling);
-    if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
-      return std::move(error);
-    if (Error error = readIgnoreIndex(o, c.ignoreIndex))
-      return std::move(error);
-    if (Error error = readMoe(o, c))
-      return std::move(error);
-    return buildDeepseek(context, c);
+    return buildMoeModel(context, o, mesh, c, "the deepseek preset");
   }
   if (o.moeCapacityFactor || o.moeDropPolicy || o.moeAuxLossCoeff)
     return genError("--moe-capacity-factor, --moe-drop-policy and "

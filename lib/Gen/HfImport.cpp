@@ -425,22 +425,17 @@ Error takeNumber(FieldReader &fields, StringRef field, double &target,
   return Error::success();
 }
 
-/// The fields every family reads alike: the activation (SwiGLU's silu; the
-/// message names `mlp`), the positions the sequence must fit in, the norm
-/// epsilon, the initialisation, dropout (none), tied embeddings and the
-/// dtype (`--dtype` first).
-struct CommonFields {
+/// The fields every family reads alike, into `c` (a LlamaConfig or a
+/// DeepseekConfig): the activation (SwiGLU's silu; the message names `mlp`),
+/// the norm epsilon, the initialisation, dropout (none), tied embeddings and
+/// the dtype (`--dtype` first). Returns the positions the sequence must fit
+/// in.
+template <typename Config>
+Expected<int64_t> readCommonFields(FieldReader &fields,
+                                   const json::Object &object,
+                                   const HfImportShape &shape, StringRef mlp,
+                                   Config &c) {
   int64_t maxPositions = 0;
-  double normEps = 1e-6, initStd = 0.02;
-  bool tieEmbeddings = false;
-  DType dtype = DType::F32;
-};
-
-Expected<CommonFields> readCommonFields(FieldReader &fields,
-                                        const json::Object &object,
-                                        const HfImportShape &shape,
-                                        StringRef mlp) {
-  CommonFields common;
   Expected<std::optional<std::string>> act = fields.text("hidden_act");
   if (!act)
     return act.takeError();
@@ -448,18 +443,18 @@ Expected<CommonFields> readCommonFields(FieldReader &fields,
     return fields.error("hidden_act",
                         "is '" + **act + "'; " + mlp + " SwiGLU (silu)");
   if (Error error =
-          takePositive(fields, "max_position_embeddings", common.maxPositions,
+          takePositive(fields, "max_position_embeddings", maxPositions,
                        std::max<int64_t>(shape.seq, 1)))
     return std::move(error);
-  if (shape.seq > common.maxPositions)
+  if (shape.seq > maxPositions)
     return fields.error("max_position_embeddings",
-                        "= " + Twine(common.maxPositions) +
+                        "= " + Twine(maxPositions) +
                             " is below --seq " + Twine(shape.seq));
   double dropout = 0.0;
-  if (Error error = takeNumber(fields, "rms_norm_eps", common.normEps, 1e-6))
+  if (Error error = takeNumber(fields, "rms_norm_eps", c.normEps, 1e-6))
     return std::move(error);
   if (Error error =
-          takeNumber(fields, "initializer_range", common.initStd, 0.02))
+          takeNumber(fields, "initializer_range", c.initStd, 0.02))
     return std::move(error);
   if (Error error = takeNumber(fields, "attention_dropout", dropout, 0.0))
     return std::move(error);
@@ -470,15 +465,15 @@ Expected<CommonFields> readCommonFields(FieldReader &fields,
   Expected<bool> tied = fields.boolean("tie_word_embeddings", false);
   if (!tied)
     return tied.takeError();
-  common.tieEmbeddings = *tied;
+  c.tieEmbeddings = *tied;
   StringRef dtypeField = object.get("dtype") ? "dtype" : "torch_dtype";
   if (object.get("dtype") && object.get("torch_dtype"))
     fields.get("torch_dtype");
   Expected<DType> dtype = readDType(fields, dtypeField);
   if (!dtype)
     return dtype.takeError();
-  common.dtype = shape.dtype.value_or(*dtype);
-  return common;
+  c.dtype = shape.dtype.value_or(*dtype);
+  return maxPositions;
 }
 
 /// DeepseekV3ForCausalLM, with the defaults of transformers'
@@ -616,17 +611,12 @@ Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
       return flag.takeError();
     *target = *flag;
   }
-  Expected<CommonFields> common =
-      readCommonFields(fields, object, shape, "DeepSeek-V3's MLPs are");
-  if (!common)
-    return common.takeError();
-  c.normEps = common->normEps;
-  c.initStd = common->initStd;
-  c.tieEmbeddings = common->tieEmbeddings;
-  c.dtype = common->dtype;
-  int64_t maxPositions = common->maxPositions;
+  Expected<int64_t> maxPositions =
+      readCommonFields(fields, object, shape, "DeepSeek-V3's MLPs are", c);
+  if (!maxPositions)
+    return maxPositions.takeError();
   RopeConfig rope;
-  if (Error error = readRope(fields, source, rope, maxPositions,
+  if (Error error = readRope(fields, source, rope, *maxPositions,
                              /*allowYarn=*/true))
     return std::move(error);
   if (rope.llama3)
@@ -713,15 +703,10 @@ Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
                             " is not a multiple of num_attention_heads = " +
                             Twine(c.heads) + " and no head_dim is given");
 
-  Expected<CommonFields> common =
-      readCommonFields(fields, *object, shape, "the Llama family's MLP is");
-  if (!common)
-    return common.takeError();
-  c.normEps = common->normEps;
-  c.initStd = common->initStd;
-  c.tieEmbeddings = common->tieEmbeddings;
-  c.dtype = common->dtype;
-  int64_t maxPositions = common->maxPositions;
+  Expected<int64_t> maxPositions =
+      readCommonFields(fields, *object, shape, "the Llama family's MLP is", c);
+  if (!maxPositions)
+    return maxPositions.takeError();
 
   switch (kind) {
   case Family::Llama: {
@@ -759,7 +744,7 @@ Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
   }
   if (Error error = readSlidingWindow(fields, kind, c.layers, c.seq))
     return std::move(error);
-  if (Error error = readRope(fields, source, c.rope, maxPositions))
+  if (Error error = readRope(fields, source, c.rope, *maxPositions))
     return std::move(error);
 
   if (Error error = fields.rejectUnread((*family)->architecture))
