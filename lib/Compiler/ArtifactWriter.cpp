@@ -103,7 +103,9 @@ public:
                                    : builder.CreateString(param.initSource),
           param.aliases.empty() ? 0
                                 : builder.CreateVectorOfStrings(param.aliases),
-          param.nonNegative));
+          param.nonNegative,
+          param.parts.empty() ? 0
+                              : builder.CreateVectorOfStrings(param.parts)));
     }
     flatbuffers::Offset<fb::Mesh> mesh = 0;
     if (program.mesh) {

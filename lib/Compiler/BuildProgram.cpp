@@ -75,6 +75,10 @@ public:
         for (Attribute alias : aliases)
           program.parameters.back().aliases.push_back(
               cast<StringAttr>(alias).str());
+      if (ArrayAttr parts = param.getPartsAttr())
+        for (Attribute part : parts)
+          program.parameters.back().parts.push_back(
+              cast<StringAttr>(part).str());
       if (ShardingAttr sharding = param.getShardingAttr()) {
         FailureOr<uint32_t> group =
             submeshIndex(param, sharding.getMesh(), sharding.getAxes());

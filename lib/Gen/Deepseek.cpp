@@ -113,6 +113,13 @@ static llvm::Error checkDeepseek(const DeepseekConfig &c) {
     return configError("each of the n_group = " + llvm::Twine(c.groups) +
                        " groups is scored by its two best experts, but has " +
                        llvm::Twine(perGroup));
+  if (c.ep < 1)
+    return configError("ep must be >= 1, got " + llvm::Twine(c.ep));
+  if (c.routedExperts % c.ep != 0)
+    return configError("expert parallelism over ep = " + llvm::Twine(c.ep) +
+                       " ranks splits the n_routed_experts = " +
+                       llvm::Twine(c.routedExperts) +
+                       " experts, which is not a multiple of it");
   if (c.topGroups > c.groups)
     return configError("topk_group = " + llvm::Twine(c.topGroups) +
                        " exceeds n_group = " + llvm::Twine(c.groups));
@@ -154,19 +161,22 @@ static void swigluParams(ModelBuilder &b, const std::string &prefix,
   b.linearParams(prefix + ".down_proj", width, hidden, false);
 }
 
-/// The experts' weights `prefix`.experts.{e}.`name`.weight stacked into
-/// [E, out, in] for the batched products.
-static Value stackedExperts(ModelBuilder &b, const std::string &prefix,
-                            StringRef name, int64_t experts) {
-  SmallVector<Value> parts;
-  for (int64_t e = 0; e < experts; ++e) {
-    Value w = b.param(prefix + ".experts." + std::to_string(e) + "." +
-                      name.str() + ".weight");
-    SmallVector<int64_t> shape = {1};
-    llvm::append_range(shape, ModelBuilder::shapeOf(w));
-    parts.push_back(b.reshape(w, shape));
-  }
-  return parts.size() == 1 ? parts.front() : b.concat(parts, 0);
+/// The name of the routed experts' `proj` weights of MoE MLP `mlp`,
+/// stacked into [E, out, in] for the batched products.
+static std::string expertsName(const std::string &mlp, StringRef proj) {
+  return mlp + ".experts." + proj.str() + ".weight";
+}
+
+/// The routed experts' weights `mlp`.experts.`proj`.weight [E, out, in],
+/// which checkpoints hold as `mlp`.experts.{e}.`proj`.weight.
+static void expertParams(ModelBuilder &b, const std::string &mlp,
+                         StringRef proj, int64_t experts, int64_t out,
+                         int64_t in) {
+  std::vector<std::string> parts;
+  for (int64_t e = 0; e < experts; ++e)
+    parts.push_back(mlp + ".experts." + std::to_string(e) + "." + proj.str() +
+                    ".weight");
+  b.expertWeights(expertsName(mlp, proj), {experts, out, in}, parts);
 }
 
 namespace {
@@ -194,16 +204,33 @@ static MoeLayer moeLayer(ModelBuilder &b, const DeepseekConfig &c, Value x,
   ModelBuilder::MoeSlots slots =
       b.moeAssign(chosen, weights, experts, capacity,
                   c.dropPolicy == MoeDropPolicy::Probs);
-  // Tokens into their experts' slots, the experts' MLPs as products batched
-  // over the experts, and each choice's output back to its token.
-  Value dispatched = b.gatherRows(flat, slots.slotTokens, slots.positions);
-  Value gate = b.matmul(dispatched, stackedExperts(b, mlp, "gate_proj", experts),
+  // Tokens into their experts' slots [E, C, H], the experts' MLPs as
+  // products batched over the experts, and each choice's output back to its
+  // token.
+  Value work = b.gatherRows(flat, slots.slotTokens, slots.positions);
+  int64_t ep = b.expertParallel(), local = experts / ep;
+  if (ep > 1) {
+    // Expert parallelism: each rank's slots of the experts of rank r go to
+    // rank r, which receives [ep sources, E/ep, C, H] and runs its experts
+    // on the slots of every source.
+    Value received = b.reshape(b.allToAllExperts(work),
+                               {ep, local, capacity, c.hidden});
+    work = b.reshape(b.transpose(received, {1, 0, 2, 3}),
+                     {local, ep * capacity, c.hidden});
+  }
+  Value gate = b.matmul(work, b.param(expertsName(mlp, "gate_proj")),
                         /*transposeRhs=*/true);
-  Value up = b.matmul(dispatched, stackedExperts(b, mlp, "up_proj", experts),
+  Value up = b.matmul(work, b.param(expertsName(mlp, "up_proj")),
                       /*transposeRhs=*/true);
-  Value expertOut =
-      b.matmul(b.mul(b.silu(gate), up),
-               stackedExperts(b, mlp, "down_proj", experts), true);
+  Value expertOut = b.matmul(b.mul(b.silu(gate), up),
+                             b.param(expertsName(mlp, "down_proj")), true);
+  if (ep > 1) {
+    // And the outputs back to the ranks whose tokens they are.
+    Value bySource = b.transpose(
+        b.reshape(expertOut, {local, ep, capacity, c.hidden}), {1, 0, 2, 3});
+    expertOut = b.allToAllExperts(
+        b.reshape(bySource, {experts, capacity, c.hidden}));
+  }
   Value outRows = b.reshape(expertOut, {experts * capacity, c.hidden});
   Value perChoice = b.gatherRows(
       outRows, slots.positions,
@@ -253,6 +280,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
     return std::move(error);
   ModelBuilder b(context, c.dtype);
   b.setInitStd(c.initStd);
+  b.setExpertParallel(c.ep);
   int64_t qkDim = c.qkNopeDim + c.qkRopeDim;
   const char *embedName = "model.embed_tokens.weight";
   if (c.tieEmbeddings)
@@ -287,9 +315,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
     // The router stays f32 in every dtype, as transformers keeps it.
     b.weightF32(mlp + ".gate.weight", {c.routedExperts, c.hidden});
     b.frozenZerosF32(mlp + ".gate.e_score_correction_bias", {c.routedExperts});
-    for (int64_t e = 0; e < c.routedExperts; ++e)
-      swigluParams(b, mlp + ".experts." + std::to_string(e), c.hidden,
-                   c.moeFfn);
+    expertParams(b, mlp, "gate_proj", c.routedExperts, c.moeFfn, c.hidden);
+    expertParams(b, mlp, "up_proj", c.routedExperts, c.moeFfn, c.hidden);
+    expertParams(b, mlp, "down_proj", c.routedExperts, c.hidden, c.moeFfn);
     if (c.sharedExperts > 0)
       swigluParams(b, mlp + ".shared_experts", c.hidden,
                    c.moeFfn * c.sharedExperts);

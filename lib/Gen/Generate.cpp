@@ -84,10 +84,11 @@ void readRope(const GenOptions &o, RopeConfig &rope) {
   take(o.ropeTheta, rope.theta);
 }
 
-/// The mesh axis sizes of --mesh, in the order dp_outer, dp_shard, tp.
+/// The mesh axis sizes of --mesh, in the order dp_outer, dp_shard, ep, tp.
+/// Every rank of dp_outer x dp_shard x ep computes on its own tokens.
 struct MeshSizes {
-  int64_t dpOuter = 1, dpShard = 1, tp = 1;
-  int64_t dataParallel() const { return dpOuter * dpShard; }
+  int64_t dpOuter = 1, dpShard = 1, ep = 1, tp = 1;
+  int64_t dataParallel() const { return dpOuter * dpShard * ep; }
 };
 
 Expected<MeshSizes> parseMesh(StringRef text) {
@@ -108,11 +109,13 @@ Expected<MeshSizes> parseMesh(StringRef text) {
       sizes.dpOuter = size;
     else if (name == "dp_shard")
       sizes.dpShard = size;
+    else if (name == "ep")
+      sizes.ep = size;
     else if (name == "tp")
       sizes.tp = size;
     else
       return genError("--mesh: unknown axis '" + name +
-                      "'; expected dp_outer, dp_shard or tp");
+                      "'; expected dp_outer, dp_shard, ep or tp");
   }
   return sizes;
 }
@@ -136,7 +139,7 @@ Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh,
   if (batch % ranks != 0)
     return genError("--batch " + Twine(batch) + " does not split over the " +
                     Twine(ranks) +
-                    " data-parallel ranks of --mesh (dp_outer x dp_shard)");
+                    " data-parallel ranks of --mesh (dp_outer x dp_shard x ep)");
   batch /= ranks;
   return Error::success();
 }
@@ -195,6 +198,7 @@ buildMoeModel(mlir::MLIRContext &context, const GenOptions &o,
   if (mesh && mesh->tp > 1)
     return genError("--mesh tp = " + Twine(mesh->tp) + ": " + what +
                     " has no tensor-parallel layout yet");
+  c.ep = mesh ? mesh->ep : 1;
   if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
   if (Error error = readIgnoreIndex(o, c.ignoreIndex))
@@ -501,17 +505,29 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   mlir::MLIRContext *context = module.getContext();
   mlir::OpBuilder builder(context);
   builder.setInsertionPointToStart(module.getBody());
-  mlir::DenseI64ArrayAttr axisSizes =
-      builder.getDenseI64ArrayAttr({sizes.dpOuter, sizes.dpShard, sizes.tp});
-  // A tensor-parallel model declares @world itself; FSDP then shards each
-  // tp rank's blocks over the data-parallel ranks.
-  if (sizes.tp > 1) {
-    auto world = module.lookupSymbol<mlir::meg::MeshOp>("world");
-    if (!world)
-      return genError("--mesh tp=" + Twine(sizes.tp) +
-                      ": this preset has no tensor-parallel layout (llama and "
-                      "imported models do)");
-    world.setAxisSizesAttr(axisSizes);
+  auto sizeOf = [&](mlir::Attribute axis) {
+    StringRef name = mlir::cast<mlir::StringAttr>(axis).getValue();
+    return name == "dp_outer"   ? sizes.dpOuter
+           : name == "dp_shard" ? sizes.dpShard
+           : name == "ep"       ? sizes.ep
+                                : sizes.tp;
+  };
+  // A tensor- or expert-parallel model declares @world itself; FSDP then
+  // shards each rank's blocks over the data-parallel ranks.
+  auto world = module.lookupSymbol<mlir::meg::MeshOp>("world");
+  if (sizes.ep > 1 && !(world && world.getAxisSize("ep")))
+    return genError("--mesh ep=" + Twine(sizes.ep) +
+                    ": this preset has no experts to split (the deepseek "
+                    "preset and imported DeepseekV3ForCausalLM models do)");
+  if (sizes.tp > 1 && !world)
+    return genError("--mesh tp=" + Twine(sizes.tp) +
+                    ": this preset has no tensor-parallel layout (llama and "
+                    "imported models do)");
+  if (world) {
+    SmallVector<int64_t> axisSizes;
+    for (mlir::Attribute axis : world.getAxisNames())
+      axisSizes.push_back(sizeOf(axis));
+    world.setAxisSizesAttr(builder.getDenseI64ArrayAttr(axisSizes));
     if (sizes.dataParallel() == 1) {
       for (const Setting &setting : {Setting{"fsdp", bool(o.fsdp)},
                                      Setting{"outer-fsdp", bool(o.outerFsdp)},
@@ -525,7 +541,9 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   } else {
     mlir::meg::MeshOp::create(
         builder, module.getLoc(), builder.getStringAttr("world"),
-        builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}), axisSizes);
+        builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}),
+        builder.getDenseI64ArrayAttr(
+            {sizes.dpOuter, sizes.dpShard, sizes.tp}));
   }
   auto strategy = mlir::meg::symbolizeFsdpStrategy(o.fsdp.value_or("no_shard"));
   if (!strategy)
@@ -542,7 +560,8 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   auto config = mlir::meg::FsdpAttr::getChecked(
       [&]() { return mlir::emitError(module.getLoc()); }, context, *strategy,
       mlir::FlatSymbolRefAttr::get(context, "world"),
-      builder.getStrArrayAttr({"dp_shard"}),
+      sizes.ep > 1 ? builder.getStrArrayAttr({"dp_shard", "ep"})
+                   : builder.getStrArrayAttr({"dp_shard"}),
       sizes.dpOuter > 1 ? builder.getStrArrayAttr({"dp_outer"})
                         : mlir::ArrayAttr(),
       *outer, o.bucketMb.value_or(40));

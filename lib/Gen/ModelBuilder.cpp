@@ -126,22 +126,72 @@ void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
                   InitAttr::get(&context, kind, APFloat(scale)),
                   frozen ? builder.getUnitAttr() : UnitAttr(),
                   /*state=*/nullptr, sharding,
-                  aliases.empty() ? ArrayAttr() : builder.getStrArrayAttr(aliases));
+                  aliases.empty() ? ArrayAttr() : builder.getStrArrayAttr(aliases),
+                  /*parts=*/nullptr);
 }
 
 ArrayAttr ModelBuilder::tpAxes() { return builder.getStrArrayAttr({"tp"}); }
 
-void ModelBuilder::setTensorParallel(int64_t tp) {
-  tpSize = tp;
-  if (tp == 1)
-    return;
+ArrayAttr ModelBuilder::epAxes() { return builder.getStrArrayAttr({"ep"}); }
+
+void ModelBuilder::declareMesh(ArrayAttr axes) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(module->getBody());
-  MeshOp::create(builder, loc, builder.getStringAttr("world"),
-                 builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}),
-                 builder.getDenseI64ArrayAttr({1, 1, tp}));
+  auto world = module->lookupSymbol<MeshOp>("world");
+  if (!world) {
+    SmallVector<StringRef> names = {"dp_outer", "dp_shard"};
+    SmallVector<int64_t> sizes = {1, 1};
+    if (epSize > 1) {
+      names.push_back("ep");
+      sizes.push_back(epSize);
+    }
+    names.push_back("tp");
+    sizes.push_back(tpSize);
+    world = MeshOp::create(builder, loc, builder.getStringAttr("world"),
+                           builder.getStrArrayAttr(names),
+                           builder.getDenseI64ArrayAttr(sizes));
+  }
+  builder.setInsertionPointAfter(world);
   SubmeshOp::create(builder, loc, FlatSymbolRefAttr::get(&context, "world"),
-                    tpAxes());
+                    axes);
+}
+
+void ModelBuilder::setTensorParallel(int64_t tp) {
+  tpSize = tp;
+  if (tp > 1)
+    declareMesh(tpAxes());
+}
+
+void ModelBuilder::setExpertParallel(int64_t ep) {
+  epSize = ep;
+  if (ep > 1)
+    declareMesh(epAxes());
+}
+
+void ModelBuilder::expertWeights(StringRef name, ArrayRef<int64_t> shape,
+                                 ArrayRef<std::string> parts) {
+  SmallVector<int64_t> local(shape);
+  ShardingAttr sharding;
+  if (epSize > 1) {
+    local[0] /= epSize;
+    sharding = ShardingAttr::get(
+        &context, FlatSymbolRefAttr::get(&context, "world"), epAxes(), shape,
+        /*dim=*/0);
+  }
+  RankedTensorType type = tensor(local);
+  paramTypes[name] = type;
+  SmallVector<StringRef> partNames(parts.begin(), parts.end());
+  ParamOp::create(builder, loc, builder.getStringAttr(name),
+                  TypeAttr::get(type),
+                  InitAttr::get(&context, InitKind::normal, APFloat(initStd)),
+                  /*frozen=*/nullptr, /*state=*/nullptr, sharding,
+                  /*aliases=*/nullptr, builder.getStrArrayAttr(partNames));
+}
+
+Value ModelBuilder::allToAllExperts(Value input) {
+  return AllToAllOp::create(builder, loc, input,
+                            FlatSymbolRefAttr::get(&context, "world"),
+                            epAxes());
 }
 
 void ModelBuilder::columnParams(StringRef prefix, int64_t in, int64_t out,
@@ -384,6 +434,11 @@ Value ModelBuilder::sliceLast(Value input, int64_t offset, int64_t size,
   sizes.back() = size;
   strides.back() = stride;
   return slice(input, offsets, sizes, strides);
+}
+
+Value ModelBuilder::transpose(Value input, ArrayRef<int64_t> permutation) {
+  return TransposeOp::create(builder, loc, input,
+                             builder.getDenseI64ArrayAttr(permutation));
 }
 
 Value ModelBuilder::concat(ValueRange inputs, int64_t axis) {

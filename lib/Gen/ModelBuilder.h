@@ -62,6 +62,20 @@ public:
   /// input features; each records its split as a #meg.sharding block.
   void setTensorParallel(int64_t tp);
   int64_t tensorParallel() const { return tpSize; }
+  /// Expert parallelism over `ep` ranks: declares the mesh @world
+  /// [dp_outer, dp_shard, ep, tp] (all 1 but ep) and its `ep` submesh.
+  /// Stacked expert weights then hold 1/ep of the experts (dim 0), each
+  /// recording its split as a #meg.sharding block over ep.
+  void setExpertParallel(int64_t ep);
+  int64_t expertParallel() const { return epSize; }
+  /// Expert weights stacked along a new dim 0 (`shape` = [experts, ...]),
+  /// which checkpoints hold as the tensors `parts`, one per expert; this
+  /// rank holds a block of the experts under expert parallelism.
+  void expertWeights(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                     llvm::ArrayRef<std::string> parts);
+  /// Exchanges dim-0 pieces over ep (meg.all_to_all): piece i of every
+  /// rank goes to rank i.
+  mlir::Value allToAllExperts(mlir::Value input);
   /// A column-parallel linear layer [out, in]: weight and bias split along
   /// the output features (dim 0).
   void columnParams(llvm::StringRef prefix, int64_t in, int64_t out,
@@ -153,6 +167,9 @@ public:
   mlir::Value sliceLast(mlir::Value input, int64_t offset, int64_t size,
                         int64_t stride = 1);
   mlir::Value concat(mlir::ValueRange inputs, int64_t axis);
+  /// Result dimension i is input dimension `permutation[i]`.
+  mlir::Value transpose(mlir::Value input,
+                        llvm::ArrayRef<int64_t> permutation);
   llvm::SmallVector<mlir::Value> split(mlir::Value input, int64_t axis,
                                        llvm::ArrayRef<int64_t> sizes);
   mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
@@ -201,7 +218,11 @@ private:
                llvm::ArrayRef<llvm::StringRef> aliases = {},
                int64_t splitDim = -1, mlir::Type element = {},
                bool frozen = false);
+  /// Declares @world with the axes dp_outer, dp_shard, (ep,) tp, every size
+  /// 1 but tp's and ep's, and registers the group of `axes`.
+  void declareMesh(mlir::ArrayAttr axes);
   mlir::ArrayAttr tpAxes();
+  mlir::ArrayAttr epAxes();
 
   /// Records the current layer on every op inserted.
   struct LayerTagger : public mlir::OpBuilder::Listener {
@@ -216,7 +237,7 @@ private:
   mlir::Location loc;
   mlir::Type activationType;
   double initStd = 0.02;
-  int64_t tpSize = 1;
+  int64_t tpSize = 1, epSize = 1;
   llvm::StringMap<mlir::RankedTensorType> paramTypes;
   mlir::func::FuncOp currentFunction;
   LayerTagger layerTagger;

@@ -118,6 +118,8 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
   spec.nonNegative = param.non_negative();
   for (uint32_t i = 0; i < sizeOf(param.aliases()); ++i)
     spec.aliases.push_back(param.aliases()->Get(i)->str());
+  for (uint32_t i = 0; i < sizeOf(param.parts()); ++i)
+    spec.parts.push_back(param.parts()->Get(i)->str());
   if (const fb::Sharding *sharding = param.sharding())
     spec.sharding =
         ShardingSpec{sharding->submesh(), toShape(sharding->full_shape()),

@@ -206,6 +206,16 @@ void verifyParameter(const fb::Parameter &param, const MeshVerifier &mesh,
     fail(where, ": expected a finite non-negative init_scale, found ",
          param.init_scale());
   mesh.verifySharding(param, where);
+  if (uint32_t parts = sizeOf(param.parts())) {
+    // The whole tensor's dim 0 is the count of parts.
+    const auto *full =
+        param.sharding() ? param.sharding()->full_shape() : param.shape();
+    if (param.state())
+      fail(where, ": training state has no checkpoint parts");
+    if (sizeOf(full) == 0 || full->Get(0) != static_cast<int64_t>(parts))
+      fail(where, ": ", parts,
+           " parts must be the slices along dim 0 of the whole tensor");
+  }
 }
 
 /// A buffer's bytes, and which storage (arena, or one parameter, input or
@@ -779,6 +789,10 @@ void verifyProgramSemantics(const fb::Program &program) {
     for (uint32_t j = 0; j < sizeOf(param->aliases()); ++j)
       checkUniqueName(names, toString(param->aliases()->Get(j)),
                       concat("alias ", j, " of parameter '",
+                             param->name()->str(), "'"));
+    for (uint32_t j = 0; j < sizeOf(param->parts()); ++j)
+      checkUniqueName(names, toString(param->parts()->Get(j)),
+                      concat("part ", j, " of parameter '",
                              param->name()->str(), "'"));
   }
   for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i)

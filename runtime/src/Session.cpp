@@ -543,6 +543,57 @@ std::map<std::string, std::string> Session::loadState(const std::string &path) {
   return metadata;
 }
 
+namespace {
+/// The whole tensor of a parameter that model checkpoints hold in parts
+/// (its slices along dim 0, `spec.parts`), in the parameter's dtype: parts
+/// of another floating-point dtype are converted, as whole weights are.
+Tensor stackParts(const std::map<std::string, Tensor> &tensors,
+                  const ParameterSpec &spec, const Shape &whole,
+                  const std::string &path) {
+  Shape partShape(whole.begin() + 1, whole.end());
+  Tensor stacked(spec.dtype, whole);
+  size_t offset = 0;
+  for (size_t e = 0; e < spec.parts.size(); ++e) {
+    auto it = tensors.find(spec.parts[e]);
+    if (it == tensors.end())
+      fail("'", path, "': missing parameter '", spec.name, "' (expected ",
+           formatType(spec.dtype, whole), ") or its part ", e, " '",
+           spec.parts[e], "' (expected ", formatType(spec.dtype, partShape),
+           ")");
+    std::string what = concat("'", path, "': tensor '", spec.parts[e],
+                              "' (part ", e, " of parameter '", spec.name,
+                              "')");
+    const Tensor *part = &it->second;
+    Tensor converted;
+    if (part->dtype() != spec.dtype && isFloatingPoint(part->dtype()) &&
+        isFloatingPoint(spec.dtype)) {
+      checkTensorMatches(*part, part->dtype(), partShape, what);
+      converted = Tensor::fromFloats(spec.dtype, part->shape(),
+                                     part->toFloats());
+      part = &converted;
+    }
+    checkTensorMatches(*part, spec.dtype, partShape, what);
+    std::memcpy(stacked.data() + offset, part->data(), part->sizeBytes());
+    offset += part->sizeBytes();
+  }
+  return stacked;
+}
+
+/// The slices along dim 0 of `whole`, a parameter held in parts, under
+/// the names of its parts.
+void appendParts(std::vector<std::pair<std::string, Tensor>> &tensors,
+                 const ParameterSpec &spec, const Tensor &whole) {
+  Shape partShape(whole.shape().begin() + 1, whole.shape().end());
+  size_t offset = 0;
+  for (const std::string &name : spec.parts) {
+    Tensor part(whole.dtype(), partShape);
+    std::memcpy(part.data(), whole.data() + offset, part.sizeBytes());
+    offset += part.sizeBytes();
+    tensors.emplace_back(name, std::move(part));
+  }
+}
+} // namespace
+
 void Session::load(const std::string &path, bool allowExtra, bool withState,
                    std::map<std::string, std::string> *metadata) {
   std::map<std::string, Tensor> tensors =
@@ -553,17 +604,26 @@ void Session::load(const std::string &path, bool allowExtra, bool withState,
   };
   // The file's tensor for each wanted parameter: under its name or, failing
   // that, one of its aliases (a tied lm_head.weight).
+  // A parameter held in parts (stacked experts) is stacked from them
+  // unless the file holds it whole (a training-state file).
   std::vector<const Tensor *> found(specs.size(), nullptr);
+  std::vector<Tensor> stacked(specs.size());
   std::set<std::string> known;
   for (size_t i = 0; i < specs.size(); ++i) {
     const ParameterSpec &spec = specs[i];
     known.insert(spec.name);
     known.insert(spec.aliases.begin(), spec.aliases.end());
+    known.insert(spec.parts.begin(), spec.parts.end());
     if (!wanted(spec))
       continue;
     auto match = tensors.find(spec.name);
     for (size_t a = 0; match == tensors.end() && a < spec.aliases.size(); ++a)
       match = tensors.find(spec.aliases[a]);
+    if (match == tensors.end() && !spec.parts.empty()) {
+      stacked[i] = stackParts(tensors, spec, Impl::fileShape(spec), path);
+      found[i] = &stacked[i];
+      continue;
+    }
     if (match == tensors.end())
       fail("'", path, "': missing parameter '", spec.name, "' (expected ",
            formatType(spec.dtype, spec.shape), ")");
@@ -639,10 +699,17 @@ void Session::save(const std::string &path, bool withState,
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!withState && specs[i].state)
       continue;
+    // Model checkpoints hold stacked experts one tensor per expert, as
+    // Hugging Face's do; training-state files hold them whole.
+    bool inParts = !withState && !specs[i].parts.empty();
     if (specs[i].sharding) {
       Tensor full = impl_->gather(i);
-      if (writer)
+      if (writer && inParts)
+        appendParts(tensors, specs[i], full);
+      else if (writer)
         tensors.emplace_back(specs[i].name, std::move(full));
+    } else if (writer && inParts) {
+      appendParts(tensors, specs[i], impl_->read(i));
     } else if (writer) {
       tensors.emplace_back(specs[i].name, impl_->read(i));
     }

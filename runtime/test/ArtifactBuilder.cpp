@@ -33,10 +33,15 @@ Offset<fb::Parameter> buildParameter(FlatBufferBuilder &builder,
                                         &desc.sharding->fullShape,
                                         desc.sharding->dim,
                                         desc.sharding->blockSubmesh);
+  std::vector<Offset<flatbuffers::String>> parts;
+  for (const std::string &part : desc.parts)
+    parts.push_back(builder.CreateString(part));
   return fb::CreateParameterDirect(
       builder, desc.name.c_str(), desc.dtype, &desc.shape, desc.trainable,
       desc.init, desc.scale, sharding, desc.state,
-      desc.initSource.empty() ? nullptr : desc.initSource.c_str());
+      desc.initSource.empty() ? nullptr : desc.initSource.c_str(),
+      /*aliases=*/nullptr, /*non_negative=*/false,
+      parts.empty() ? nullptr : &parts);
 }
 
 uint64_t defaultSize(const BufferDesc &desc) {

@@ -44,6 +44,8 @@ struct ParamDesc {
   bool state = false;
   /// For fb::InitKind::copy.
   std::string initSource;
+  /// The checkpoint names of its slices along dim 0.
+  std::vector<std::string> parts;
 };
 
 struct BufferDesc {

@@ -267,6 +267,65 @@ TEST(SessionParameters, ExtraTensorsNeedAllowExtra) {
   EXPECT_EQ(session.parameter("w"), w);
 }
 
+/// Two experts [2, 2, 3] that model checkpoints hold as e.0.w and e.1.w.
+Session stackedExpertsSession(uint64_t seed) {
+  ProgramDesc program;
+  ParamDesc experts{"e.w", fb::DType::f32, {2, 2, 3}, fb::InitKind::normal,
+                    0.5};
+  experts.parts = {"e.0.w", "e.1.w"};
+  program.params = {experts};
+  return Session(Program::fromBytes(buildArtifact(program)), {"cpu", seed});
+}
+
+TEST(SessionParameters, StackedPartsLoadAndSaveOnePerSlice) {
+  std::string path = tempPath("experts.safetensors");
+  std::vector<float> first = testValues(6, 1), second = testValues(6, 2);
+  // The second part in bf16 is converted, as whole weights are.
+  Tensor secondBf16 = Tensor::fromFloats(DType::BF16, {2, 3}, second);
+  writeSafetensors(path,
+                   {{"e.0.w", Tensor::fromFloats(DType::F32, {2, 3}, first)},
+                    {"e.1.w", secondBf16}});
+  Session session = stackedExpertsSession(1);
+  EXPECT_EQ(loadError(session, path), "(loaded)");
+  std::vector<float> stacked = first;
+  for (float value : secondBf16.toFloats())
+    stacked.push_back(value);
+  EXPECT_EQ(session.parameter("e.w"),
+            Tensor::fromFloats(DType::F32, {2, 2, 3}, stacked));
+
+  // Saved as its parts again; a training-state file holds it whole.
+  std::string saved = tempPath("experts-saved.safetensors");
+  session.saveParameters(saved);
+  std::map<std::string, Tensor> tensors = readSafetensors(saved);
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_EQ(tensors.at("e.0.w"),
+            Tensor::fromFloats(DType::F32, {2, 3}, first));
+  EXPECT_EQ(tensors.at("e.1.w"), Tensor::fromFloats(DType::F32, {2, 3},
+                                                    secondBf16.toFloats()));
+  std::string state = tempPath("experts-state.safetensors");
+  session.saveState(state, {});
+  EXPECT_EQ(readSafetensors(state).at("e.w"), session.parameter("e.w"));
+  Session other = stackedExpertsSession(2);
+  other.loadState(state);
+  EXPECT_EQ(other.parameter("e.w"), session.parameter("e.w"));
+}
+
+TEST(SessionParameters, MissingOrMisshapenPartIsNamed) {
+  std::string path = tempPath("experts-partial.safetensors");
+  writeSafetensors(path, {{"e.0.w", Tensor(DType::F32, {2, 3})}});
+  Session session = stackedExpertsSession(1);
+  EXPECT_EQ(loadError(session, path),
+            "'" + path +
+                "': missing parameter 'e.w' (expected f32[2,2,3]) or its part "
+                "1 'e.1.w' (expected f32[2,3])");
+  writeSafetensors(path, {{"e.0.w", Tensor(DType::F32, {2, 3})},
+                          {"e.1.w", Tensor(DType::F32, {3, 2})}});
+  EXPECT_EQ(loadError(session, path),
+            "'" + path +
+                "': tensor 'e.1.w' (part 1 of parameter 'e.w') has shape "
+                "[3,2], expected [2,3]");
+}
+
 TEST(SessionParameters, TruncatedFileIsAnError) {
   Session session = twoParameterSession(3);
   std::string path = tempPath("params.safetensors");

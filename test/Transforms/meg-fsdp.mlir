@@ -165,3 +165,49 @@ module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Expert parallelism: the dense group is dp_shard x ep, and the experts,
+// blocks along dim 0 over ep, are sharded over the expert-data-parallel
+// group dp_shard (registered by the pass). Expert gradients are scaled by
+// 1/ep (each already sums the ep ranks' tokens) and reduce-scattered in a
+// bucket of their own over dp_shard; dense gradients over dp_shard x ep.
+// CHECK-LABEL: module @experts
+// CHECK: meg.submesh @world[ep]
+// CHECK: meg.submesh @world[dp_shard, ep]
+// CHECK: meg.submesh @world[dp_shard]{{$}}
+// CHECK: meg.param @router : tensor<1xf32> init #meg.init<normal(0.02)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard", "ep"], shape = [4]>
+// CHECK: meg.param @experts.w : tensor<2xf32> init #meg.init<normal(0.02)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [4, 2], dim = 0, block_axes = ["ep"]> parts ["experts.0.w", "experts.1.w", "experts.2.w", "experts.3.w"]
+// CHECK: meg.param state @optimizer.exp_avg.experts.w : tensor<2xf32> init #meg.init<zeros> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [4, 2], dim = 0, block_axes = ["ep"]>
+// The grad entry's expert gradient: the mean over dp_shard, over ep.
+// CHECK-LABEL: func.func @grad
+// CHECK: %[[HALF:.*]] = arith.constant dense<5.000000e-01> : tensor<1xf32>
+// CHECK: %[[MEAN:.*]] = meg.all_reduce %{{.*}} over @world[dp_shard] avg : tensor<2x2xf32>
+// CHECK: meg.mul %[[MEAN]], %[[HALF]] : tensor<2x2xf32>, tensor<1xf32>
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[HALF2:.*]] = arith.constant dense<5.000000e-01> : tensor<1xf32>
+// CHECK-DAG: meg.all_gather_start %{{.*}} over @world[dp_shard] dim 0 : tensor<2xf32> -> !meg.future<tensor<4xf32>>
+// CHECK-DAG: meg.all_gather_start %{{.*}} over @world[dp_shard, ep] dim 0 : tensor<1xf32> -> !meg.future<tensor<4xf32>>
+// CHECK: meg.reduce_scatter_start %{{.*}} over @world[dp_shard, ep] dim 0 avg : tensor<4xf32> -> !meg.future<tensor<1xf32>>
+// CHECK: %[[SCALED:.*]] = meg.mul %{{.*}}, %[[HALF2]] : tensor<4xf32>, tensor<1xf32>
+// CHECK: meg.reduce_scatter_start %[[SCALED]] over @world[dp_shard] dim 0 avg : tensor<4xf32> -> !meg.future<tensor<2xf32>>
+module @experts attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim_grads_params, mesh = @world, shard = ["dp_shard", "ep"]>} {
+  meg.mesh @world [dp_outer = 1, dp_shard = 2, ep = 2, tp = 1]
+  meg.submesh @world[ep]
+  meg.param @router : tensor<4xf32> init #meg.init<normal(0.02)>
+  meg.param @experts.w : tensor<2x2xf32> init #meg.init<normal(0.02)>
+      sharding #meg.sharding<mesh = @world, axes = ["ep"], shape = [4, 2], dim = 0>
+      parts ["experts.0.w", "experts.1.w", "experts.2.w", "experts.3.w"]
+  func.func @loss(%x: tensor<2x2xf32> {meg.name = "x"}) -> (tensor<f32> {meg.name = "loss"}) {
+    %r = meg.param_ref @router : tensor<4xf32>
+    %e = meg.param_ref @experts.w : tensor<2x2xf32>
+    %sent = meg.all_to_all %x over @world[ep] : tensor<2x2xf32>
+    %y = meg.mul %sent, %e : tensor<2x2xf32>, tensor<2x2xf32>
+    %back = meg.all_to_all %y over @world[ep] : tensor<2x2xf32>
+    %flat = meg.reshape %back : tensor<2x2xf32> to tensor<4xf32>
+    %z = meg.mul %flat, %r : tensor<4xf32>, tensor<4xf32>
+    %l = meg.reduce mean %z dims [0] : tensor<4xf32>
+    return %l : tensor<f32>
+  }
+}

@@ -5,6 +5,7 @@ make_hf_fixtures.py): logits and loss (relative error), and every
 parameter's gradient of the loss (relative error of each gradient)."""
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
@@ -68,6 +69,19 @@ def main():
         failures.append(f"logits or loss above the tolerance "
                         f"{options.tolerance}")
 
+    # megc stacks an MoE layer's experts into one parameter per projection
+    # (mlp.experts.gate_proj.weight [E, out, in]), which checkpoints and
+    # the reference hold per expert (mlp.experts.{e}.gate_proj.weight).
+    per_expert = re.compile(r"^grad\.(.*\.experts)\.(\d+)\.(\w+\.weight)$")
+    stacks = {}
+    for key in list(reference):
+        match = per_expert.match(key)
+        if match:
+            prefix, expert, proj = match.groups()
+            stacks.setdefault(f"grad.{prefix}.{proj}", {})[int(expert)] = \
+                reference.pop(key)
+    for key, parts in stacks.items():
+        reference[key] = np.stack([parts[e] for e in range(len(parts))])
     names = sorted(k[len("grad."):] for k in reference if k.startswith("grad."))
     written = sorted(f[len("grad."):-len(".npy")] for f in os.listdir(out)
                      if f.startswith("grad."))

@@ -1,11 +1,15 @@
 """End to end: DeepSeek-V3 (the deepseek-v3 fixture's config: MLA, a dense
-layer, an MoE layer) trains under data parallelism like one rank. Each rank
-routes its own tokens, with room for all of them in every expert, so no
-token is dropped and the experts see the same tokens as on one rank; the
-frozen router bias is replicated. Ten train_steps on 2 ranks (no_shard,
-optim_grads_params) and 4 (HSDP 2x2) give the losses and final training
-state of one rank within f32 tolerance, and the forward entry's logits and
-dropped-token count equal one rank's."""
+layer, an MoE layer of 8 experts) trains under data and expert parallelism
+like one rank. Each rank routes its own tokens, with room for all of them
+in every expert, so no token is dropped and the experts see the same tokens
+as on one rank; the frozen router bias is replicated. Under expert
+parallelism (ep) each rank holds 8 / ep experts and the all-to-alls carry
+the tokens to them and back; the expert weights are data-parallel over the
+rest of the data-parallel group. Ten train_steps on 2 ranks (no_shard,
+optim_grads_params, ep=2), 4 (HSDP 2x2, ep=4, dp_shard=2 x ep=2) and 8
+(HSDP 2x2 x ep=2) give the losses and final training state of one rank
+within f32 tolerance, and the forward entry's logits and dropped-token
+count equal one rank's."""
 import argparse
 import os
 import sys
@@ -19,13 +23,19 @@ FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "hf-fixtures", "deepseek-v3")
 # Adam's epsilon keeps the update of a weight an expert barely used (its
 # gradient summed in another order over the ranks) from amplifying rounding.
-MODEL = ["--seq", "8", "--batch", "4", "--train", "--weight-decay", "0.1",
+BATCH = 8
+MODEL = ["--seq", "8", "--batch", str(BATCH), "--train", "--weight-decay", "0.1",
          "--lr", "1e-3", "--adam-eps", "1e-5"]
 TOLERANCE = 1e-5
 CONFIGS = [
     ("no_shard", "dp_shard=2", ["--fsdp", "no_shard"]),
     ("optim_grads_params", "dp_shard=2", ["--fsdp", "optim_grads_params"]),
     ("hsdp 2x2 outer optim", "dp_outer=2,dp_shard=2",
+     ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim"]),
+    ("ep 2", "ep=2", ["--fsdp", "optim_grads_params"]),
+    ("ep 4", "ep=4", ["--fsdp", "no_shard"]),
+    ("dp_shard 2 x ep 2", "dp_shard=2,ep=2", ["--fsdp", "optim_grads"]),
+    ("hsdp 2x2 x ep 2", "dp_outer=2,dp_shard=2,ep=2",
      ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim"]),
 ]
 
@@ -39,7 +49,7 @@ def main():
     inputs = []
     for name in ("input_ids", "labels"):
         path = os.path.join(options.tmp, name + ".npy")
-        np.save(path, rng.integers(0, 96, (4, 8)).astype(np.int32))
+        np.save(path, rng.integers(0, 96, (BATCH, 8)).astype(np.int32))
         inputs += ["--input", f"{name}={path}"]
 
     def compile_model(tag, extra):
@@ -72,7 +82,7 @@ def main():
         dropped = float(forward["dropped_tokens"])
         ok = (max(loss_error, worst, logits_error) < TOLERANCE
               and dropped == float(want_forward["dropped_tokens"]) == 0.0)
-        print(f"{name:22s} {ranks} ranks: loss rel err {loss_error:.2e}, "
+        print(f"{name:24s} {ranks} ranks: loss rel err {loss_error:.2e}, "
               f"state rel err {worst:.2e} ({worst_name}), logits rel err "
               f"{logits_error:.2e}, dropped {dropped:g}"
               + ("" if ok else "  FAILED"))

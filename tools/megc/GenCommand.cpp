@@ -164,8 +164,9 @@ cl::opt<std::string> frozen("frozen",
 
 cl::opt<std::string> mesh(
     "mesh",
-    cl::desc("Device mesh AXIS=SIZE,... over dp_outer, dp_shard, tp (data "
-             "parallel: --batch is the global batch)"),
+    cl::desc("Device mesh AXIS=SIZE,... over dp_outer, dp_shard, ep, tp "
+             "(data parallel over dp_outer x dp_shard x ep: --batch is the "
+             "global batch; ep splits an MoE model's experts)"),
     MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> fsdp(
     "fsdp",

@@ -188,6 +188,8 @@ struct ParameterDesc {
   std::string initSource;
   /// Other names checkpoints hold the parameter under (meg.param aliases).
   std::vector<std::string> aliases;
+  /// The checkpoint tensors of its slices along dim 0 (meg.param parts).
+  std::vector<std::string> parts;
   /// Never negative (meg.non_negative): a second moment, a step count.
   bool nonNegative = false;
   /// A sharded parameter: the submesh it is split over and the shape of

@@ -67,8 +67,8 @@ struct GenOptions {
   std::optional<std::string> frozen;
   /// `dp_outer=2,dp_shard=4,tp=2` declares the mesh @world (axes not given
   /// have size 1); the functions then take the batch of one data-parallel
-  /// rank, `batch` / (dp_outer * dp_shard), and (llama) the layers of one
-  /// tensor-parallel rank.
+  /// rank, `batch` / (dp_outer * dp_shard * ep), (llama) the layers of one
+  /// tensor-parallel rank and (deepseek) the experts of one ep rank.
   std::optional<std::string> mesh;
   /// With tp > 1 in `mesh`: norms, residual adds and the other work outside
   /// attention and the MLP run on sequence shards (Megatron's sequence

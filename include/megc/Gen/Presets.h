@@ -126,6 +126,9 @@ struct DeepseekConfig {
   /// (at most the tokens); 0: the tokens (nothing is dropped).
   double capacityFactor = 0.0;
   MoeDropPolicy dropPolicy = MoeDropPolicy::Probs;
+  /// Expert parallelism: the routed experts split over `ep` ranks (the
+  /// mesh's ep axis), tokens exchanged with all-to-alls.
+  int64_t ep = 1;
   /// The coefficient of DeepSeek-V3's sequence-wise balance loss, added to
   /// the loss (0: none).
   double auxLossCoeff = 0.0;

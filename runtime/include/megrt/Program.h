@@ -112,6 +112,10 @@ struct ParameterSpec {
   /// Other names checkpoints may hold the parameter under (a tied
   /// lm_head.weight).
   std::vector<std::string> aliases;
+  /// The names model checkpoints hold its slices along dim 0 under, in
+  /// order (stacked experts, one tensor each); empty: it is held whole.
+  /// Training-state files hold the whole tensor under `name`.
+  std::vector<std::string> parts;
   /// Never negative (a second moment, the step count): checked on load.
   bool nonNegative = false;
 };

@@ -1685,6 +1685,36 @@ module attributes {meg.precision = #meg.precision<param = f32, main_params = f32
 
 // -----
 
+// Expert weights (blocks over ep) are held to the policy as dense ones: the
+// gradient reaching their update must be main_grads (DeepSeek-V3 under FSDP).
+module attributes {meg.precision = #meg.precision<param = bf16, main_params = f32, main_grads = bf16, grad_reduce = bf16, exp_avg = f32, exp_avg_sq = f32>} {
+  meg.mesh @world [dp_shard = 1, ep = 2]
+  meg.submesh @world[ep]
+  meg.param @experts.up_proj.weight : tensor<1x4x8xbf16> init #meg.init<normal(0.02)> sharding #meg.sharding<mesh = @world, axes = ["ep"], shape = [2, 4, 8], dim = 0> parts ["experts.0.up_proj.weight", "experts.1.up_proj.weight"]
+  meg.param state @optimizer.main_param.experts.up_proj.weight : tensor<1x4x8xf32> init #meg.init<copy(@experts.up_proj.weight)> sharding #meg.sharding<mesh = @world, axes = ["ep"], shape = [2, 4, 8], dim = 0>
+  func.func @expert_grad_dtype(%g: tensor<1x4x8xf32>, %m: tensor<1x4x8xf32>, %step: tensor<i64>) {
+    %p = meg.param_ref @optimizer.main_param.experts.up_proj.weight : tensor<1x4x8xf32>
+    // expected-error @+1 {{'meg.adamw' op receives the gradient in 'f32' but the precision policy says 'bf16' (parameter @optimizer.main_param.experts.up_proj.weight)}}
+    %0:3 = meg.adamw %p, %g, %m, %m, %step config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) : tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<i64>
+    return
+  }
+}
+
+// -----
+
+// The expert-data-parallel group (dp_shard without ep) must be registered,
+// as meg-fsdp does; the dense group holding ep does not stand for it.
+meg.mesh @world [dp_shard = 2, ep = 2]
+meg.submesh @world[dp_shard, ep]
+meg.submesh @world[ep]
+func.func @expert_group(%g: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'meg.reduce_scatter' op communicates over @world[dp_shard], which is not a registered submesh; registered: @world[dp_shard, ep], @world[ep]}}
+  %0 = meg.reduce_scatter %g over @world[dp_shard] dim 0 avg : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 // f16 does not widen to bf16 exactly.
 module attributes {meg.precision = #meg.precision<param = f32, main_params = f32, main_grads = bf16, grad_reduce = bf16, exp_avg = f32, exp_avg_sq = f32>} {
   meg.param @w : tensor<4xf32> init #meg.init<ones>
@@ -1755,6 +1785,33 @@ meg.param @other : tensor<8x4xf32> init #meg.init<normal(0.02)> aliases ["lm_hea
 // expected-error @+1 {{alias 'lm_head.weight' is the name of another symbol}}
 meg.param @model.embed_tokens.weight : tensor<8x4xf32> init #meg.init<normal(0.02)> aliases ["lm_head.weight"]
 meg.param @lm_head.weight : tensor<8x4xf32> init #meg.init<normal(0.02)>
+
+// -----
+
+// expected-error @+1 {{has 3 parts, which must be the slices along dim 0 of its [2, 4, 8] shape}}
+meg.param @experts.up_proj.weight : tensor<2x4x8xf32> init #meg.init<normal(0.02)> parts ["experts.0.up_proj.weight", "experts.1.up_proj.weight", "experts.2.up_proj.weight"]
+
+// -----
+
+// expected-error @+1 {{part 'experts.0.up_proj.weight' must be a non-empty name, other than the parameter's own and the other parts'}}
+meg.param @experts.up_proj.weight : tensor<2x4x8xf32> init #meg.init<normal(0.02)> parts ["experts.0.up_proj.weight", "experts.0.up_proj.weight"]
+
+// -----
+
+// expected-error @+1 {{is training state, which checkpoints hold whole, so it cannot have parts}}
+meg.param state @experts.up_proj.weight : tensor<2x4x8xf32> init #meg.init<zeros> parts ["a", "b"]
+
+// -----
+
+// expected-error @+1 {{part "experts.0.up_proj.weight" is the name of another symbol}}
+meg.param @experts.up_proj.weight : tensor<2x4x8xf32> init #meg.init<normal(0.02)> parts ["experts.0.up_proj.weight", "experts.1.up_proj.weight"]
+meg.param @experts.0.up_proj.weight : tensor<4x8xf32> init #meg.init<normal(0.02)>
+
+// -----
+
+// expected-error @+1 {{part "b" is also a checkpoint name of @other}}
+meg.param @experts.up_proj.weight : tensor<2x4x8xf32> init #meg.init<normal(0.02)> parts ["a", "b"]
+meg.param @other : tensor<8x4xf32> init #meg.init<normal(0.02)> aliases ["b"]
 
 // -----
 

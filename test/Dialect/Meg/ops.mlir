@@ -50,6 +50,11 @@ meg.param frozen @frozen.sharded : tensor<64xf16> init #meg.init<normal(1.0e-3)>
     sharding #meg.sharding<mesh = @world, axes = ["dp_outer", "dp_shard"], shape = [8, 64]>
 meg.param @column : tensor<32x64xf32> init #meg.init<normal(0.02)>
     sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [128, 64], dim = 0>
+// Experts stacked into one parameter that checkpoints hold per expert.
+// CHECK: meg.param @experts.up_proj.weight : tensor<1x4x8xf32> init #meg.init<normal(0.02)> sharding #meg.sharding<mesh = @world, axes = ["dp_outer"], shape = [2, 4, 8], dim = 0> parts ["experts.0.up_proj.weight", "experts.1.up_proj.weight"]{{$}}
+meg.param @experts.up_proj.weight : tensor<1x4x8xf32> init #meg.init<normal(0.02)>
+    sharding #meg.sharding<mesh = @world, axes = ["dp_outer"], shape = [2, 4, 8], dim = 0>
+    parts ["experts.0.up_proj.weight", "experts.1.up_proj.weight"]
 
 // FSDP defaults (no outer axes, outer_strategy no_shard, bucket_mb 40) are
 // elided; a nested module can carry its own configuration.

@@ -36,6 +36,25 @@ LogicalResult ParamOp::verify() {
   }
   if (getFrozen() && getState())
     return emitOpError() << "cannot be both frozen and training state";
+  if (ArrayAttr parts = getPartsAttr()) {
+    SmallVector<int64_t> full = getFullShape();
+    if (getState())
+      return emitOpError() << "is training state, which checkpoints hold "
+                              "whole, so it cannot have parts";
+    if (full.empty() || full.front() != static_cast<int64_t>(parts.size()))
+      return emitOpError() << "has " << parts.size()
+                           << " parts, which must be the slices along dim 0 "
+                              "of its "
+                           << formatShape(full) << " shape";
+    llvm::StringSet<> seen;
+    for (Attribute attr : parts) {
+      StringRef part = cast<StringAttr>(attr).getValue();
+      if (part.empty() || part == getSymName() || !seen.insert(part).second)
+        return emitOpError() << "part '" << part
+                             << "' must be a non-empty name, other than the "
+                                "parameter's own and the other parts'";
+    }
+  }
   ShardingAttr sharding = getShardingAttr();
   if (sharding && sharding.isFlat() && type.getRank() != 1)
     return emitOpError() << "is sharded, so its type must be the 1-D piece "
@@ -78,6 +97,25 @@ LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
           return emitOpError()
                  << "alias " << attr << " is also an alias of @"
                  << other.getSymName();
+    }
+  }
+  if (ArrayAttr parts = getPartsAttr()) {
+    for (Attribute attr : parts)
+      if (symbolTable.lookupNearestSymbolFrom(*this, cast<StringAttr>(attr)))
+        return emitOpError() << "part " << attr
+                             << " is the name of another symbol";
+    for (ParamOp other :
+         cast<ModuleOp>(getOperation()->getParentOp()).getOps<ParamOp>()) {
+      if (other == *this)
+        continue;
+      for (Attribute attr : parts)
+        if ((other.getPartsAttr() &&
+             llvm::is_contained(other.getPartsAttr(), attr)) ||
+            (other.getAliasesAttr() &&
+             llvm::is_contained(other.getAliasesAttr(), attr)))
+          return emitOpError() << "part " << attr
+                               << " is also a checkpoint name of @"
+                               << other.getSymName();
     }
   }
   if (FlatSymbolRefAttr source = getInit().getSource()) {

@@ -40,6 +40,20 @@ struct Layout {
   /// The shape the pieces split: the weight's, a block under tensor
   /// parallelism.
   SmallVector<int64_t> shape;
+  /// The data-parallel axes that split the pieces and reduce the
+  /// gradient: the shard axes, less those that split the weight into
+  /// blocks (ep, which splits the experts, while each rank of it computes
+  /// on its own tokens); and those of the optimizer state.
+  ArrayAttr shardAxes, stateAxes;
+  int64_t shardSize = 1;
+  /// The outer axes and the shard axes: the group a gradient entry's
+  /// output is averaged over.
+  ArrayAttr dataAxes;
+  /// How many ranks of the data-parallel group hold other blocks (ep):
+  /// the gradient a rank computes for its block is already the sum over
+  /// their tokens (the all-to-alls brought them), so its mean over the
+  /// group is the reduced gradient over this many.
+  int64_t blockShare = 1;
   int64_t elements = 0;
   /// Elements after padding, a multiple of the sharding unit.
   int64_t padded = 0;
@@ -61,6 +75,7 @@ private:
   LogicalResult configure();
   ArrayAttr registerGroup(ArrayRef<Attribute> axes);
   int64_t groupSize(ArrayAttr axes);
+  void placeLayout(Layout &layout);
   void shardParameters();
   LogicalResult gatherWeights(func::FuncOp func);
   LogicalResult shardOptimizer(func::FuncOp step);
@@ -78,6 +93,7 @@ private:
   Value slice1d(Value flat, int64_t offset, int64_t size, Location loc);
   Value reshape(Value value, ArrayRef<int64_t> shape, Location loc);
   Value castTo(Value value, Type element, Location loc);
+  Value scaleBy(Value value, double factor, Location loc);
   Value gatherWhole(Value piece, Layout &layout, Location loc);
 
   ModuleOp module;
@@ -213,8 +229,41 @@ ArrayAttr FsdpRewriter::registerGroup(ArrayRef<Attribute> axes) {
   return attr;
 }
 
+/// The groups of a parameter: the shard axes less its block axes.
+void FsdpRewriter::placeLayout(Layout &layout) {
+  ArrayAttr blockAxes =
+      layout.blocks ? layout.blocks.getBlockGroup() : ArrayAttr();
+  SmallVector<Attribute> axes, blockData;
+  for (Attribute axis : config.getShard())
+    if (blockAxes && llvm::is_contained(blockAxes, axis))
+      blockData.push_back(axis);
+    else
+      axes.push_back(axis);
+  if (blockData.empty()) {
+    layout.shardAxes = shardAxes;
+    layout.shardSize = shardSize;
+    layout.stateAxes = stateAxes;
+    layout.dataAxes = dataAxes;
+    return;
+  }
+  layout.shardAxes = registerGroup(axes);
+  layout.shardSize = groupSize(layout.shardAxes);
+  layout.blockShare =
+      groupSize(ArrayAttr::get(&getContext(), blockData));
+  layout.stateAxes = layout.shardAxes;
+  if (outerOptim) {
+    SmallVector<Attribute> both(axes);
+    llvm::append_range(both, config.getOuter().getValue());
+    layout.stateAxes = registerGroup(both);
+  }
+  SmallVector<Attribute> data;
+  if (config.getOuter())
+    llvm::append_range(data, config.getOuter().getValue());
+  llvm::append_range(data, axes);
+  layout.dataAxes = registerGroup(data);
+}
+
 void FsdpRewriter::shardParameters() {
-  int64_t unit = shardSize * (outerOptim ? outerSize : 1);
   for (ParamOp param : module.getOps<ParamOp>()) {
     if (!param.isTrainable())
       continue;
@@ -223,10 +272,12 @@ void FsdpRewriter::shardParameters() {
     layout.master = module.lookupSymbol<ParamOp>(
         ("optimizer.main_param." + param.getSymName()).str());
     layout.blocks = param.getShardingAttr();
+    placeLayout(layout);
+    int64_t unit = layout.shardSize * (outerOptim ? outerSize : 1);
     layout.shape = llvm::to_vector(param.getTensorType().getShape());
     layout.elements = product(layout.shape);
     layout.padded = (layout.elements + unit - 1) / unit * unit;
-    layout.weightPiece = layout.padded / shardSize;
+    layout.weightPiece = layout.padded / layout.shardSize;
     layout.statePiece =
         outerOptim ? layout.weightPiece / outerSize : layout.weightPiece;
     layouts[param.getSymName()] = layout;
@@ -250,12 +301,12 @@ void FsdpRewriter::shardParameters() {
       for (StringRef state : {"optimizer.exp_avg.", "optimizer.exp_avg_sq."})
         if (auto moment =
                 module.lookupSymbol<ParamOp>((state + name).str()))
-          shard(moment, stateAxes, layout.statePiece, layout);
+          shard(moment, layout.stateAxes, layout.statePiece, layout);
       if (layout.master)
-        shard(layout.master, stateAxes, layout.statePiece, layout);
+        shard(layout.master, layout.stateAxes, layout.statePiece, layout);
     }
     if (weightsSharded)
-      shard(layout.weight, shardAxes, layout.weightPiece, layout);
+      shard(layout.weight, layout.shardAxes, layout.weightPiece, layout);
   }
 }
 
@@ -300,6 +351,18 @@ Value FsdpRewriter::slice1d(Value flat, int64_t offset, int64_t size,
                          ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
 }
 
+/// `value` times a constant.
+Value FsdpRewriter::scaleBy(Value value, double factor, Location loc) {
+  auto element = cast<FloatType>(
+      cast<RankedTensorType>(value.getType()).getElementType());
+  auto scalarType = RankedTensorType::get({1}, element);
+  Value constant = arith::ConstantOp::create(
+      builder, loc, scalarType,
+      DenseElementsAttr::get(scalarType,
+                             builder.getFloatAttr(element, factor)));
+  return MulOp::create(builder, loc, value, constant);
+}
+
 Value FsdpRewriter::castTo(Value value, Type element, Location loc) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getElementType() == element)
@@ -312,7 +375,8 @@ Value FsdpRewriter::gatherWhole(Value piece, Layout &layout,
                                Location loc) {
   auto type = cast<RankedTensorType>(piece.getType());
   Value full = AllGatherOp::create(builder, loc, type.clone({layout.padded}),
-                                   piece, config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+                                   piece, config.getMesh(), layout.shardAxes,
+                                   builder.getI64IntegerAttr(0));
   return reshape(slice1d(full, 0, layout.elements, loc), layout.shape, loc);
 }
 
@@ -388,7 +452,8 @@ LogicalResult FsdpRewriter::gatherWeights(func::FuncOp func) {
       auto future = FutureType::get(
           &getContext(), RankedTensorType::get({layout.padded}, element));
       Value started = AllGatherStartOp::create(
-          builder, loc, future, piece, config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+          builder, loc, future, piece, config.getMesh(), layout.shardAxes,
+          builder.getI64IntegerAttr(0));
       futures.push_back({name, started});
     }
     builder.setInsertionPoint(group->firstUser);
@@ -435,7 +500,10 @@ LogicalResult FsdpRewriter::clipReducedGradients(MutableArrayRef<Update> updates
              << "meg-fsdp: some updates clip their gradients and others not";
     Value squares = sumOfSquares(builder, loc, update.grad);
     ShardingAttr sharding = update.layout->blocks;
-    if (sharding)
+    // Blocks split over data-parallel axes (experts over ep) are summed
+    // with everything else when the state is sharded: the shard group's
+    // ranks then hold distinct pieces of them too.
+    if (sharding && !(stateSharded && update.layout->blockShare > 1))
       addTo(blockSums[sharding.getBlockGroup()], squares);
     else
       addTo(sum, squares);
@@ -541,7 +609,11 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     Type element = reduceType ? reduceType : gradType.getElementType();
     int64_t bytes =
         update.layout->padded * element.getIntOrFloatBitWidth() / 8;
-    if (!buckets.back().empty() && filled + bytes > bucketBytes) {
+    // A bucket reduces over one group: experts over their own.
+    if (!buckets.back().empty() &&
+        (filled + bytes > bucketBytes ||
+         buckets.back().front()->layout->shardAxes !=
+             update.layout->shardAxes)) {
       buckets.emplace_back();
       filled = 0;
     }
@@ -574,17 +646,21 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     SmallVector<Value> rows;
     int64_t width = 0;
     Type element;
+    ArrayAttr groupAxes = bucket.front()->layout->shardAxes;
+    int64_t groupRanks = bucket.front()->layout->shardSize;
     for (Update *update : bucket) {
       Value grad = update->adamw.getGrad();
       element = reduceType ? reduceType
                            : cast<RankedTensorType>(grad.getType())
                                  .getElementType();
       Value flat = flatten(castTo(grad, element, loc), loc);
+      if (update->layout->blockShare > 1)
+        flat = scaleBy(flat, 1.0 / update->layout->blockShare, loc);
       update->offset = width;
       if (gradsSharded) {
         flat = padTo(flat, update->layout->padded, loc);
         rows.push_back(
-            reshape(flat, {shardSize, update->layout->weightPiece}, loc));
+            reshape(flat, {groupRanks, update->layout->weightPiece}, loc));
         width += update->layout->weightPiece;
       } else {
         rows.push_back(flat);
@@ -601,11 +677,12 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     if (gradsSharded)
       future = ReduceScatterStartOp::create(
           builder, loc, FutureType::get(&getContext(), resultType),
-          flatten(joined, loc), config.getMesh(), shardAxes, builder.getI64IntegerAttr(0), avg);
+          flatten(joined, loc), config.getMesh(), groupAxes,
+          builder.getI64IntegerAttr(0), avg);
     else
-      future = AllReduceStartOp::create(builder, loc,
-                                        FutureType::get(&getContext(), resultType), joined,
-                                        config.getMesh(), shardAxes, avg);
+      future = AllReduceStartOp::create(
+          builder, loc, FutureType::get(&getContext(), resultType), joined,
+          config.getMesh(), groupAxes, avg);
 
     futures.push_back(future);
     starts.push_back(future.getDefiningOp());
@@ -663,7 +740,8 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
                                                gradElement);
         grad = ShardSliceOp::create(builder, loc, pieceType,
                                     padTo(grad, layout.padded, loc),
-                                    config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+                                    config.getMesh(), layout.shardAxes,
+                                    builder.getI64IntegerAttr(0));
       }
       update->grad = grad;
     }
@@ -707,7 +785,8 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
           RankedTensorType::get({layout.weightPiece},
                                 layout.weight.getTensorType()
                                     .getElementType()),
-          whole, config.getMesh(), shardAxes, builder.getI64IntegerAttr(0));
+          whole, config.getMesh(), layout.shardAxes,
+          builder.getI64IntegerAttr(0));
     }
     auto moment = [&](StringRef prefix) {
       return paramRef(
@@ -799,8 +878,21 @@ void FsdpRewriter::averageOutputs(func::FuncOp func) {
                  name.getValue() == "nonfinite"))
       continue;
     Location loc = ret.getLoc();
-    if ((type.getRank() == 0 || gradient) &&
-        isa<FloatType>(type.getElementType())) {
+    // A gradient ("grad." and the name) of expert blocks is averaged over
+    // the ranks that hold the same experts (see Layout::blockShare).
+    const Layout *layout = nullptr;
+    if (gradient) {
+      auto it = layouts.find(name.getValue().drop_front(5));
+      if (it != layouts.end())
+        layout = &it->second;
+    }
+    if (layout && layout->blockShare > 1) {
+      Value mean = AllReduceOp::create(builder, loc, type, operand.get(),
+                                       config.getMesh(), layout->dataAxes,
+                                       avg);
+      operand.set(scaleBy(mean, 1.0 / layout->blockShare, loc));
+    } else if ((type.getRank() == 0 || gradient) &&
+               isa<FloatType>(type.getElementType())) {
       operand.set(AllReduceOp::create(builder, loc, type, operand.get(),
                                       config.getMesh(), dataAxes, avg));
     } else if (type.getRank() > 0) {

@@ -71,7 +71,7 @@ struct MegOptimizerPass
         builder, module.getLoc(), builder.getStringAttr(stateName),
         TypeAttr::get(type), init,
         /*frozen=*/nullptr, builder.getUnitAttr(),
-        sharding, /*aliases=*/nullptr);
+        sharding, /*aliases=*/nullptr, /*parts=*/nullptr);
     if (nonNegative)
       param->setAttr(MegDialect::kNonNegativeAttrName, builder.getUnitAttr());
   }

@@ -25,7 +25,11 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     a weight, never trained, and not part of model checkpoints.
     `aliases` are other names checkpoints may hold the parameter under (a
     tied `lm_head.weight` is `model.embed_tokens.weight`); no parameter may
-    be named like another's alias.
+    be named like another's alias. `parts` says that checkpoints hold the
+    parameter as that many tensors, its slices along dimension 0 in order
+    (each of the parameter's full shape without that dimension): the
+    experts of an MoE layer stacked into one tensor, which Hugging Face
+    checkpoints keep one per expert.
 
     ```mlir
     meg.param @model.layers.0.self_attn.q_proj.weight : tensor<4096x4096xbf16>
@@ -33,6 +37,10 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     meg.param frozen @model.norm.weight : tensor<4096xbf16> init #meg.init<ones>
     meg.param @model.embed_tokens.weight : tensor<151936x1024xbf16>
         init #meg.init<normal(0.02)> aliases ["lm_head.weight"]
+    meg.param @model.layers.1.mlp.experts.up_proj.weight : tensor<2x64x32xf32>
+        init #meg.init<normal(0.02)>
+        parts ["model.layers.1.mlp.experts.0.up_proj.weight",
+               "model.layers.1.mlp.experts.1.up_proj.weight"]
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
@@ -40,10 +48,12 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
                        Meg_InitAttr:$init,
                        UnitAttr:$frozen, UnitAttr:$state,
                        OptionalAttr<Meg_ShardingAttr>:$sharding,
-                       OptionalAttr<StrArrayAttr>:$aliases);
+                       OptionalAttr<StrArrayAttr>:$aliases,
+                       OptionalAttr<StrArrayAttr>:$parts);
   let assemblyFormat = [{
     (`frozen` $frozen^)? (`state` $state^)? $sym_name `:` $type `init` qualified($init)
-    (`sharding` qualified($sharding)^)? (`aliases` $aliases^)? attr-dict
+    (`sharding` qualified($sharding)^)? (`aliases` $aliases^)?
+    (`parts` $parts^)? attr-dict
   }];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
