@@ -134,6 +134,10 @@ static llvm::Error checkDeepseek(const DeepseekConfig &c) {
     return configError("--moe-aux-loss-coeff must be a finite number >= 0, "
                        "got " +
                        formatNumber(c.auxLossCoeff));
+  if (c.biasUpdateRate < 0.0 || !std::isfinite(c.biasUpdateRate))
+    return configError("--moe-bias-update-rate must be a finite number >= 0, "
+                       "got " +
+                       formatNumber(c.biasUpdateRate));
   if (c.capacityFactor < 0.0 || !std::isfinite(c.capacityFactor))
     return configError("--moe-capacity-factor must be >= 0 (0: no token is "
                        "dropped), got " +
@@ -271,6 +275,11 @@ static MoeLayer moeLayer(ModelBuilder &b, const DeepseekConfig &c, Value x,
     aux = b.mul(b.reduceSum(b.mul(share, meanScore), {0, 1}),
                 scalar(c.auxLossCoeff / static_cast<double>(c.batch)));
   }
+  if (c.biasUpdateRate > 0.0)
+    // The routed choices per expert, before any is dropped: the load the
+    // bias balances.
+    b.expertBiasUpdate(mlp + ".gate.e_score_correction_bias",
+                       b.cast(slots.load, f32), c.biasUpdateRate);
   return {routed, b.cast(slots.dropped, f32), aux};
 }
 

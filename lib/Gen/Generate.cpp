@@ -169,12 +169,31 @@ SmallVector<Setting> joined(ArrayRef<Setting> settings,
   return all;
 }
 
-/// The expert capacity and drop policy of a mixture-of-experts model.
+/// The flags only mixture-of-experts models take, rejected for `what`.
+Error rejectMoeFlags(const GenOptions &o, const Twine &what) {
+  if (!o.moeCapacityFactor && !o.moeDropPolicy && !o.moeAuxLossCoeff &&
+      !o.moeBiasUpdateRate)
+    return Error::success();
+  return genError("--moe-capacity-factor, --moe-drop-policy, "
+                  "--moe-aux-loss-coeff and --moe-bias-update-rate apply to "
+                  "mixture-of-experts models (the deepseek preset, megc "
+                  "import of DeepseekV3ForCausalLM), not to " +
+                  what);
+}
+
+/// The expert capacity, drop policy and load balancing of a
+/// mixture-of-experts model.
 Error readMoe(const GenOptions &o, DeepseekConfig &c) {
   if (o.moeCapacityFactor)
     c.capacityFactor = *o.moeCapacityFactor;
   if (o.moeAuxLossCoeff)
     c.auxLossCoeff = *o.moeAuxLossCoeff;
+  if (o.moeBiasUpdateRate) {
+    if (!o.train)
+      return genError("--moe-bias-update-rate updates the routing biases "
+                      "after each training step, so it needs --train");
+    c.biasUpdateRate = *o.moeBiasUpdateRate;
+  }
   if (!o.moeDropPolicy)
     return Error::success();
   if (*o.moeDropPolicy == "probs")
@@ -252,10 +271,8 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
   if (auto *deepseek = std::get_if<DeepseekConfig>(&*model))
     return buildMoeModel(context, o, mesh, *deepseek,
                          "DeepseekV3ForCausalLM");
-  if (o.moeCapacityFactor || o.moeDropPolicy || o.moeAuxLossCoeff)
-    return genError("--moe-capacity-factor, --moe-drop-policy and "
-                    "--moe-aux-loss-coeff apply to mixture-of-experts models "
-                    "(DeepseekV3ForCausalLM)");
+  if (Error error = rejectMoeFlags(o, "this architecture"))
+    return error;
   LlamaConfig *config = &std::get<LlamaConfig>(*model);
   if (Error error = localBatch(config->batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
@@ -299,12 +316,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     take(o.routedScaling, c.routedScaling);
     return buildMoeModel(context, o, mesh, c, "the deepseek preset");
   }
-  if (o.moeCapacityFactor || o.moeDropPolicy || o.moeAuxLossCoeff)
-    return genError("--moe-capacity-factor, --moe-drop-policy and "
-                    "--moe-aux-loss-coeff apply to mixture-of-experts models "
-                    "(the deepseek preset, megc import of "
-                    "DeepseekV3ForCausalLM), not to the " +
-                    o.preset + " preset");
+  if (Error error = rejectMoeFlags(o, "the " + o.preset + " preset"))
+    return error;
   if (o.preset == "llama") {
     if (Error error =
             rejectSettings("llama", joined({{"text-seq", bool(o.textSeq)},

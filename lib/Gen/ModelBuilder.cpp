@@ -436,6 +436,12 @@ Value ModelBuilder::sliceLast(Value input, int64_t offset, int64_t size,
   return slice(input, offsets, sizes, strides);
 }
 
+void ModelBuilder::expertBiasUpdate(StringRef bias, Value load, double rate) {
+  ExpertBiasUpdateOp::create(builder, loc,
+                             FlatSymbolRefAttr::get(&context, bias), load,
+                             builder.getF64FloatAttr(rate));
+}
+
 Value ModelBuilder::transpose(Value input, ArrayRef<int64_t> permutation) {
   return TransposeOp::create(builder, loc, input,
                              builder.getDenseI64ArrayAttr(permutation));

@@ -196,6 +196,9 @@ public:
                      int64_t numExperts, int64_t capacity, bool byWeight);
   mlir::Value gatherRows(mlir::Value source, mlir::Value index,
                          mlir::Value inverse);
+  /// DeepSeek-V3's routing-bias update of the frozen parameter `bias` from
+  /// `load` [E] (f32 counts) after each training step (meg.expert_bias_update).
+  void expertBiasUpdate(llvm::StringRef bias, mlir::Value load, double rate);
   mlir::Value iota(int64_t size);
   mlir::Value constantF32(llvm::ArrayRef<float> values);
   /// The token mean of the cross-entropy; with an ignore index, the sum

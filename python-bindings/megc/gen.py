@@ -187,6 +187,7 @@ def deepseek(
     moe_capacity_factor: float | None = None,
     moe_drop_policy: str | None = None,
     moe_aux_loss_coeff: float | None = None,
+    moe_bias_update_rate: float | None = None,
     train: bool = False,
     lr: float | None = None,
     weight_decay: float | None = None,
@@ -204,7 +205,9 @@ def deepseek(
     """DeepSeek-V3 with DeepseekV3ForCausalLM names: MLA, dense layers,
     then mixture-of-experts layers (group-limited routing, static expert
     capacity, shared experts); llama's entries, `forward` also returning
-    `dropped_tokens` (and `moe_aux_loss` with `moe_aux_loss_coeff`)."""
+    `dropped_tokens` (and `moe_aux_loss` with `moe_aux_loss_coeff`); with
+    `train` and `moe_bias_update_rate` each step moves the routers'
+    correction biases towards even expert loads."""
     return _generate("deepseek", locals())
 
 
@@ -239,6 +242,7 @@ def import_hf(
     moe_capacity_factor: float | None = None,
     moe_drop_policy: str | None = None,
     moe_aux_loss_coeff: float | None = None,
+    moe_bias_update_rate: float | None = None,
 ) -> str:
     """A Hugging Face model as meg IR, as `megc import PATH` writes it: PATH
     is a config.json or a model directory of LlamaForCausalLM,

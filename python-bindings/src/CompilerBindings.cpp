@@ -168,6 +168,7 @@ const Setting<std::optional<double>> kFloatSettings[] = {
     {"warmup_init_lr", &gen::GenOptions::warmupInitLr},
     {"moe_capacity_factor", &gen::GenOptions::moeCapacityFactor},
     {"moe_aux_loss_coeff", &gen::GenOptions::moeAuxLossCoeff},
+    {"moe_bias_update_rate", &gen::GenOptions::moeBiasUpdateRate},
     {"routed_scaling", &gen::GenOptions::routedScaling}};
 const Setting<std::optional<std::string>> kTextSettings[] = {
     {"dtype", &gen::GenOptions::dtype},

@@ -38,6 +38,10 @@ def flags(settings):
                       moe_drop_policy="position", moe_aux_loss_coeff=0.01,
                       train=True, batch=4, mesh="dp_shard=2",
                       fsdp="optim_grads_params")),
+    ("deepseek", dict(layers=2, experts=4, top_k=2, expert_groups=2,
+                      top_groups=1, train=True, batch=4,
+                      mesh="dp_shard=2,ep=2", fsdp="optim_grads",
+                      moe_bias_update_rate=1e-3)),
     ("mmdit", dict(layers=1, hidden=32, heads=2, text_seq=4)),
     ("flux", dict(layers=1, hidden=32, heads=2, rope_theta=500.0)),
 ])

@@ -149,3 +149,53 @@ module attributes {meg.micro_batches = 2 : i64, meg.optimizer = #meg.adamw<lr = 
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A routing-bias update happens in train_step alone: over 2 micro-batches
+// the two loads are summed, taken over the data-parallel ranks
+// (meg.data_sum), and the bias moves by rate x sign(sum(L) - E L) (the sign
+// by clamping a whole number to [-1, 1]), times 0 when the step is
+// skipped; loss and grad drop it and the load they computed for it.
+// CHECK-LABEL: func.func @loss
+// CHECK-NOT: meg.expert_bias_update
+// CHECK-NOT: meg.cast
+// CHECK-LABEL: func.func @grad
+// CHECK-NOT: meg.expert_bias_update
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: meg.expert_bias_update
+// CHECK: %[[L0:.*]] = meg.cast %{{.*}} : tensor<4xi32> to tensor<4xf32>
+// CHECK: %[[L1:.*]] = meg.cast %{{.*}} : tensor<4xi32> to tensor<4xf32>
+// CHECK: %[[NONFINITE:.*]] = meg.count_nonfinite
+// CHECK: %[[SKIPPED:.*]] = meg.max %{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>
+// CHECK: %[[KEEP:.*]] = meg.add %[[SKIPPED]], %{{.*}} : tensor<f32>, tensor<f32>
+// CHECK: %[[BOTH:.*]] = meg.add %[[L0]], %[[L1]] : tensor<4xf32>, tensor<4xf32>
+// CHECK: %[[TOTAL:.*]] = meg.data_sum %[[BOTH]] : tensor<4xf32>
+// CHECK: %[[SUM:.*]] = meg.reduce sum %[[TOTAL]] dims [0] : tensor<4xf32>
+// CHECK: %[[EL:.*]] = meg.mul %[[TOTAL]], %{{.*}} : tensor<4xf32>, tensor<f32>
+// CHECK: %[[OFFSET:.*]] = meg.sub %[[SUM]], %[[EL]] : tensor<f32>, tensor<4xf32>
+// CHECK: %[[N1:.*]] = meg.neg %[[OFFSET]] : tensor<4xf32>
+// CHECK: %[[M1:.*]] = meg.max %[[N1]], %[[MINUS:.*]] : tensor<4xf32>, tensor<f32>
+// CHECK: %[[UP:.*]] = meg.neg %[[M1]] : tensor<4xf32>
+// CHECK: %[[SIGN:.*]] = meg.max %[[UP]], %[[MINUS]] : tensor<4xf32>, tensor<f32>
+// CHECK: %[[RATE:.*]] = meg.mul %{{.*}}, %[[KEEP]] : tensor<f32>, tensor<f32>
+// CHECK: %[[BIAS:.*]] = meg.param_ref @bias : tensor<4xf32>
+// CHECK: %[[MOVE:.*]] = meg.mul %[[SIGN]], %[[RATE]] : tensor<4xf32>, tensor<f32>
+// CHECK: %[[NEW:.*]] = meg.add %[[BIAS]], %[[MOVE]] : tensor<4xf32>, tensor<4xf32>
+// CHECK: meg.param_store @bias, %[[NEW]] : tensor<4xf32>
+module attributes {meg.micro_batches = 2 : i64, meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>} {
+  meg.param @w : tensor<4x4xf32> init #meg.init<normal(0.02)>
+  meg.param frozen @bias : tensor<4xf32> init #meg.init<zeros>
+  func.func @loss(%x: tensor<3x4xf32>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4x4xf32>
+    %b = meg.param_ref @bias : tensor<4xf32>
+    %s = meg.linear %x, %w : tensor<3x4xf32>, tensor<4x4xf32>
+    %p = meg.sigmoid %s : tensor<3x4xf32>
+    %e, %g = meg.moe_route %p, %b top_k 1 groups 1 top_groups 1 scaling 1.0 : tensor<3x4xf32>, tensor<4xf32> -> tensor<3x1xi32>, tensor<3x1xf32>
+    %t, %c, %pos, %load, %d = meg.moe_assign %e, %g experts 4 capacity 3 policy probs : tensor<3x1xi32>, tensor<3x1xf32> -> tensor<4x3xi32>, tensor<4x3xi32>, tensor<3x1xi32>, tensor<4xi32>, tensor<i32>
+    %lf = meg.cast %load : tensor<4xi32> to tensor<4xf32>
+    meg.expert_bias_update @bias, %lf rate 1.0e-3 : tensor<4xf32>
+    %l = meg.reduce mean %g dims [0, 1] : tensor<3x1xf32>
+    return %l : tensor<f32>
+  }
+}

@@ -2,7 +2,9 @@
 layer, an MoE layer of 8 experts) trains under data and expert parallelism
 like one rank. Each rank routes its own tokens, with room for all of them
 in every expert, so no token is dropped and the experts see the same tokens
-as on one rank; the frozen router bias is replicated. Under expert
+as on one rank; the router's correction bias is replicated and moves
+after each step by the per-expert loads summed over the data-parallel
+ranks. Under expert
 parallelism (ep) each rank holds 8 / ep experts and the all-to-alls carry
 the tokens to them and back; the expert weights are data-parallel over the
 rest of the data-parallel group. Ten train_steps on 2 ranks (no_shard,
@@ -24,8 +26,10 @@ FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 # Adam's epsilon keeps the update of a weight an expert barely used (its
 # gradient summed in another order over the ranks) from amplifying rounding.
 BATCH = 8
+# The routing biases move after each step by the loads of the global batch,
+# which every layout must count alike.
 MODEL = ["--seq", "8", "--batch", str(BATCH), "--train", "--weight-decay", "0.1",
-         "--lr", "1e-3", "--adam-eps", "1e-5"]
+         "--lr", "1e-3", "--adam-eps", "1e-5", "--moe-bias-update-rate", "1e-2"]
 TOLERANCE = 1e-5
 CONFIGS = [
     ("no_shard", "dp_shard=2", ["--fsdp", "no_shard"]),

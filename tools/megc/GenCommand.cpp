@@ -202,6 +202,14 @@ cl::opt<double> moeAuxLossCoeff(
              "sequence-wise balance loss added to the loss (default 0: "
              "none)"),
     MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> moeBiasUpdateRate(
+    "moe-bias-update-rate",
+    cl::desc("Mixture-of-experts models with --train: after each step, move "
+             "every router's e_score_correction_bias by this much towards "
+             "even expert loads over the global batch, as DeepSeek-V3 "
+             "balances without an auxiliary loss (default 0: the bias "
+             "stays; DeepSeek-V3 used 1e-3)"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> moeDropPolicy(
     "moe-drop-policy",
     cl::desc("Which tokens an expert over capacity keeps: probs (largest "
@@ -260,6 +268,7 @@ gen::GenOptions readOptions() {
   o.moeCapacityFactor = given(moeCapacityFactor);
   o.moeDropPolicy = given(moeDropPolicy);
   o.moeAuxLossCoeff = given(moeAuxLossCoeff);
+  o.moeBiasUpdateRate = given(moeBiasUpdateRate);
   o.experts = given(experts), o.topK = given(topK);
   o.expertGroups = given(expertGroups), o.topGroups = given(topGroups);
   o.sharedExperts = given(sharedExperts), o.moeFfn = given(moeFfn);

@@ -82,6 +82,9 @@ struct GenOptions {
   /// even share of the routed tokens (0: no token is dropped), and which
   /// tokens an expert over capacity keeps (`probs` or `position`).
   std::optional<double> moeCapacityFactor, moeAuxLossCoeff;
+  /// DeepSeek-V3's routing-bias update rate per training step (needs
+  /// `train`).
+  std::optional<double> moeBiasUpdateRate;
   /// The `deepseek` preset's sizes: routed experts, experts per token,
   /// expert groups and groups kept, shared experts, the experts' MLP
   /// width, leading dense layers, MLA's low ranks (q 0: a plain q_proj)

@@ -132,6 +132,10 @@ struct DeepseekConfig {
   /// The coefficient of DeepSeek-V3's sequence-wise balance loss, added to
   /// the loss (0: none).
   double auxLossCoeff = 0.0;
+  /// DeepSeek-V3's load balancing without an auxiliary loss: after each
+  /// training step every router's correction bias moves by this much
+  /// towards even loads (0: it stays; DeepSeek-V3 trained with 1e-3).
+  double biasUpdateRate = 0.0;
   double normEps = 1e-6;
   double initStd = 0.02;
   std::optional<int64_t> ignoreIndex = -100;

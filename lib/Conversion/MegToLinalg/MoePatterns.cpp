@@ -434,7 +434,20 @@ struct GatherRowsLowering : public OpRewritePattern<GatherRowsOp> {
 
 } // namespace
 
+/// Outside a training step a routing-bias update does nothing (meg-optimizer
+/// carries out the training step's own).
+struct ExpertBiasUpdateLowering
+    : public OpRewritePattern<ExpertBiasUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ExpertBiasUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 void mlir::meg::populateMoePatterns(RewritePatternSet &patterns) {
-  patterns.add<MoeRouteLowering, MoeRouteGradLowering, MoeAssignLowering,
+  patterns.add<ExpertBiasUpdateLowering, MoeRouteLowering,
+               MoeRouteGradLowering, MoeAssignLowering,
                GatherRowsLowering>(patterns.getContext());
 }

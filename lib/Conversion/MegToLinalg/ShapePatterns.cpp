@@ -156,7 +156,8 @@ struct ReduceLowering : public OpRewritePattern<ReduceOp> {
 
 void mlir::meg::populateShapePatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, IdentityLowering<CopyToGroupOp>,
-               IdentityLowering<StopGradientOp>, TransposeLowering,
+               IdentityLowering<StopGradientOp>,
+               IdentityLowering<DataSumOp>, TransposeLowering,
                SliceLowering,
                SliceGradLowering,
                ConcatLowering, SplitLowering, ReduceLowering>(

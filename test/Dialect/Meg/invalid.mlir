@@ -1939,3 +1939,38 @@ func.func @f(%x: tensor<8x8xf32>) {
   %y = meg.all_to_all %x over @world[dp_outer] : tensor<8x8xf32>
   return
 }
+
+// -----
+
+meg.param @bias : tensor<4xf32> init #meg.init<zeros>
+func.func @bias_not_frozen(%load: tensor<4xf32>) {
+  // expected-error @+1 {{'meg.expert_bias_update' op updates @bias, which is not frozen: a routing bias gets no gradient, only this update}}
+  meg.expert_bias_update @bias, %load rate 1.0e-3 : tensor<4xf32>
+  return
+}
+
+// -----
+
+meg.param frozen @bias : tensor<8xf32> init #meg.init<zeros>
+func.func @bias_type(%load: tensor<4xf32>) {
+  // expected-error @+1 {{'meg.expert_bias_update' op updates @bias of type 'tensor<8xf32>' from a load of type 'tensor<4xf32>'}}
+  meg.expert_bias_update @bias, %load rate 1.0e-3 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bias_missing(%load: tensor<4xf32>) {
+  // expected-error @+1 {{'meg.expert_bias_update' op updates @nowhere, which is not a meg.param}}
+  meg.expert_bias_update @nowhere, %load rate 1.0e-3 : tensor<4xf32>
+  return
+}
+
+// -----
+
+meg.param frozen @bias : tensor<4xf32> init #meg.init<zeros>
+func.func @bias_rate(%load: tensor<4xf32>) {
+  // expected-error @+1 {{'meg.expert_bias_update' op expects a finite rate > 0, got 0}}
+  meg.expert_bias_update @bias, %load rate 0.0 : tensor<4xf32>
+  return
+}

@@ -447,3 +447,14 @@ func.func @moe(%x: tensor<8x16xf32>, %s: tensor<8x4xf32>, %b: tensor<4xf32>,
       : tensor<8x2xf32>, tensor<8x4xf32>, tensor<8x2xi32> -> tensor<8x4xf32>
   return %g, %ds, %d : tensor<4x4x16xf32>, tensor<8x4xf32>, tensor<i32>
 }
+
+// The load-balancing bias update and a sum over the data-parallel ranks.
+// CHECK-LABEL: func.func @bias_update
+// CHECK: %[[TOTAL:.*]] = meg.data_sum %{{.*}} : tensor<4xf32>
+// CHECK: meg.expert_bias_update @routing_bias, %[[TOTAL]] rate 1.000000e-03 : tensor<4xf32>
+meg.param frozen @routing_bias : tensor<4xf32> init #meg.init<zeros>
+func.func @bias_update(%load: tensor<4xf32>) {
+  %total = meg.data_sum %load : tensor<4xf32>
+  meg.expert_bias_update @routing_bias, %total rate 1.0e-3 : tensor<4xf32>
+  return
+}

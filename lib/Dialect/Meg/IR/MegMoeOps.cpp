@@ -8,6 +8,8 @@
 #include "ShapeUtils.h"
 #include "VJPUtils.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::meg;
 
@@ -170,4 +172,35 @@ Grads GatherRowsOp::buildVJP(OpBuilder &b, ValueRange grads) {
                                   ArrayRef<int64_t>{1}, false);
   result[0] = summed;
   return result;
+}
+
+//===----------------------------------------------------------------------===//
+// ExpertBiasUpdateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpertBiasUpdateOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate > 0.0) || !std::isfinite(rate))
+    return emitOpError() << "expects a finite rate > 0, got " << rate;
+  if (tensorTypeOf(getLoad()).getRank() != 1)
+    return emitOpError() << "expects a load [E] (one count per expert), got "
+                         << getLoad().getType();
+  return success();
+}
+
+LogicalResult
+ExpertBiasUpdateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getBiasAttr());
+  if (!param)
+    return emitOpError() << "updates " << getBiasAttr()
+                         << ", which is not a meg.param";
+  if (!param.getFrozen())
+    return emitOpError() << "updates " << getBiasAttr()
+                         << ", which is not frozen: a routing bias gets no "
+                            "gradient, only this update";
+  if (param.getType() != getLoad().getType())
+    return emitOpError() << "updates " << getBiasAttr() << " of type "
+                         << param.getType() << " from a load of type "
+                         << getLoad().getType();
+  return success();
 }

@@ -84,6 +84,7 @@ private:
                                      Operation *firstUpdate);
   void averageOutputs(func::FuncOp func);
   void averageLabelCounts(func::FuncOp func);
+  void sumOverData(func::FuncOp func);
   void sumNonfinite(func::FuncOp func);
 
   // Value builders at the builder's insertion point.
@@ -139,6 +140,7 @@ LogicalResult FsdpRewriter::run() {
     if (func.isExternal())
       continue;
     averageLabelCounts(func);
+    sumOverData(func);
     if (failed(gatherWeights(func)))
       return failure();
     if (func.getName() == step) {
@@ -857,6 +859,22 @@ void FsdpRewriter::averageLabelCounts(func::FuncOp func) {
                                      local, config.getMesh(), dataAxes, avg);
     local.replaceAllUsesExcept(mean, mean.getDefiningOp());
   });
+}
+
+/// A statistic of the whole batch (meg.data_sum) is the sum over the
+/// data-parallel group of each rank's.
+void FsdpRewriter::sumOverData(func::FuncOp func) {
+  auto add = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::sum);
+  SmallVector<DataSumOp> sums;
+  func.walk([&](DataSumOp sum) { sums.push_back(sum); });
+  for (DataSumOp sum : sums) {
+    builder.setInsertionPoint(sum);
+    Value total = AllReduceOp::create(builder, sum.getLoc(), sum.getType(),
+                                      sum.getInput(), config.getMesh(),
+                                      dataAxes, add);
+    sum.replaceAllUsesWith(total);
+    sum.erase();
+  }
 }
 
 /// Every rank computes on its slice of the batch: scalar results (the

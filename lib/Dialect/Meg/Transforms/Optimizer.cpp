@@ -5,7 +5,8 @@
 // persistent state parameters. With a meg.lr_schedule the learning rate is
 // a state scalar the runtime writes before each step; with clip_grad the
 // gradients are scaled by the global-norm clipping coefficient inside the
-// update, and the step returns the norm as grad_norm.
+// update, and the step returns the norm as grad_norm. Routing-bias
+// updates (meg.expert_bias_update) happen in the step and nowhere else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace mlir::meg {
@@ -166,6 +168,91 @@ struct MegOptimizerPass
     }
     func::ReturnOp::create(inner, loc, means);
     return step;
+  }
+
+  /// The training step's routing-bias updates (meg.expert_bias_update):
+  /// one per bias, from the load summed over the step's micro-batches (each
+  /// micro-batch's copy of the gradient body holds one) and, through
+  /// meg.data_sum, over the data-parallel ranks; the new bias
+  /// `bias + rate keep sign(mean(L) - L)` is stored before `ret`, `keep`
+  /// (1 + `skipped`) being 0 when the step is skipped. Every other function
+  /// drops its updates, and the work only they read.
+  void expandBiasUpdates(ModuleOp module, func::FuncOp step, Operation *ret,
+                         Value skipped, Value one) {
+    llvm::MapVector<StringRef, SmallVector<ExpertBiasUpdateOp>> byBias;
+    step.walk([&](ExpertBiasUpdateOp update) {
+      byBias[update.getBias()].push_back(update);
+    });
+    OpBuilder builder(ret);
+    Value keep;
+    if (!byBias.empty())
+      keep = AddOp::create(builder, ret->getLoc(), skipped, one);
+    for (auto &[bias, updates] : byBias) {
+      Location loc = updates.front().getLoc();
+      Value load = updates.front().getLoad();
+      for (ExpertBiasUpdateOp other : ArrayRef(updates).drop_front())
+        load = AddOp::create(builder, loc, load, other.getLoad());
+      auto type = cast<RankedTensorType>(load.getType());
+      Type f32 = type.getElementType();
+      auto scalar = RankedTensorType::get({}, f32);
+      auto constant = [&](RankedTensorType of, double value) -> Value {
+        return arith::ConstantOp::create(
+            builder, loc, of,
+            DenseElementsAttr::get(of, builder.getFloatAttr(f32, value)));
+      };
+      Value total = DataSumOp::create(builder, loc, load);
+      // sign(mean - L) = sign(sum(L) - E L): sum(L) - E L is a whole
+      // number, so clamping it to [-1, 1] gives the sign exactly.
+      Value sum = ReduceOp::create(builder, loc, ReduceKind::sum, total,
+                                   ArrayRef<int64_t>{0},
+                                   /*keep_dims=*/false);
+      Value offset = SubOp::create(
+          builder, loc, sum,
+          MulOp::create(builder, loc, total,
+                        constant(scalar, type.getDimSize(0))));
+      Value minusOne = constant(scalar, -1.0);
+      Value atMostOne = NegOp::create(
+          builder, loc,
+          MaxOp::create(builder, loc, NegOp::create(builder, loc, offset),
+                        minusOne));
+      Value sign = MaxOp::create(builder, loc, atMostOne, minusOne);
+      double rate = updates.front().getRate().convertToDouble();
+      Value step = MulOp::create(builder, loc, constant(scalar, rate), keep);
+      Value biasValue = ParamRefOp::create(builder, loc, type,
+                                           FlatSymbolRefAttr::get(
+                                               builder.getContext(), bias));
+      ParamStoreOp::create(
+          builder, loc, bias,
+          AddOp::create(builder, loc, biasValue,
+                        MulOp::create(builder, loc, sign, step)));
+      for (ExpertBiasUpdateOp update : updates)
+        update.erase();
+    }
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func == step)
+        continue;
+      SmallVector<ExpertBiasUpdateOp> dropped;
+      func.walk([&](ExpertBiasUpdateOp update) { dropped.push_back(update); });
+      for (ExpertBiasUpdateOp update : dropped) {
+        Operation *def = update.getLoad().getDefiningOp();
+        update.erase();
+        eraseIfDead(def);
+      }
+    }
+  }
+
+  /// Erases `op` and then its operands' definitions while nothing reads
+  /// them and they have no side effects.
+  static void eraseIfDead(Operation *op) {
+    SmallVector<Operation *> worklist = {op};
+    while (!worklist.empty()) {
+      Operation *next = worklist.pop_back_val();
+      if (!next || !isOpTriviallyDead(next))
+        continue;
+      for (Value operand : next->getOperands())
+        worklist.push_back(operand.getDefiningOp());
+      next->erase();
+    }
   }
 
   LogicalResult buildStep(ModuleOp module, func::FuncOp grad,
@@ -335,13 +422,13 @@ struct MegOptimizerPass
     Value minusOne = arith::ConstantOp::create(
         builder, loc, scalar,
         DenseElementsAttr::get(scalar, builder.getFloatAttr(f32, -1.0)));
-    Value advanced = AddOp::create(
-        builder, loc, count,
-        MaxOp::create(builder, loc, NegOp::create(builder, loc, nonfinite),
-                      minusOne));
+    Value skipped = MaxOp::create(
+        builder, loc, NegOp::create(builder, loc, nonfinite), minusOne);
+    Value advanced = AddOp::create(builder, loc, count, skipped);
     stores.insert(stores.begin(), {"optimizer.step", advanced});
     for (auto &[param, value] : stores)
       ParamStoreOp::create(builder, loc, param, value);
+    expandBiasUpdates(module, step, ret, skipped, one);
 
     SmallVector<Value> results = {ret.getOperand(0)};
     if (gradNorm)

@@ -140,4 +140,48 @@ def Meg_GatherRowsOp : Meg_Op<"gather_rows", [Meg_VJP, Pure]> {
   let hasVerifier = 1;
 }
 
+def Meg_ExpertBiasUpdateOp : Meg_Op<"expert_bias_update", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite<Meg_ResourceParams>]>]> {
+  let summary = "DeepSeek-V3's load-balancing bias update after a training step";
+  let description = [{
+    After a training step, the frozen f32 routing bias `bias` [E] (a
+    router's `e_score_correction_bias`) becomes
+    `bias + rate * sign(mean(L) - L)`, `L` being `load` [E] (the choices
+    routed to each expert, counts in f32) summed over the step's
+    micro-batches and data-parallel ranks: an expert chosen more often
+    than the mean loses `rate`, one chosen less often gains it, and one at
+    the mean keeps its bias. meg-optimizer carries this out in the training
+    step (after the updates, as DeepSeek-V3 trains without an auxiliary
+    loss) and drops it from every other function: forward, loss and grad
+    runs leave the bias as it is.
+
+    ```mlir
+    meg.expert_bias_update @model.layers.1.mlp.gate.e_score_correction_bias,
+        %load rate 1.0e-3 : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$bias, RankedTensorOf<[F32]>:$load,
+                       F64Attr:$rate);
+  let assemblyFormat = "$bias `,` $load `rate` $rate attr-dict `:` type($load)";
+  let hasVerifier = 1;
+}
+
+def Meg_DataSumOp : Meg_Op<"data_sum", [Pure, SameOperandsAndResultType]> {
+  let summary = "The sum of a per-rank value over the data-parallel ranks";
+  let description = [{
+    The sum of `input` over every rank that computes on its own part of the
+    global batch: meg-fsdp makes it an all-reduce (sum) over the
+    data-parallel group; on one rank it is `input`. Statistics of the whole
+    batch (the per-expert load of a training step) are taken this way.
+
+    ```mlir
+    %total = meg.data_sum %load : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 #endif // MEGC_DIALECT_MEG_IR_MEGMOEOPS_TD
