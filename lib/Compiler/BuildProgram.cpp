@@ -474,7 +474,8 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
   if (auto region = dyn_cast<GraphRegionOp>(op))
     return placeGraphRegion(region);
   if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, ShardSliceOp,
-          AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp, WaitOp>(op))
+          AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp,
+          AllToAllStartOp, WaitOp>(op))
     return placeCollective(op);
   if (op->getNumRegions() != 0)
     return op->emitError() << "'" << op->getName()
@@ -513,7 +514,7 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
       TypeSwitch<Operation *, RankedTensorType>(op)
           .Case<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
                 ShardSliceOp, AllGatherStartOp, ReduceScatterStartOp,
-                AllReduceStartOp>(
+                AllReduceStartOp, AllToAllStartOp>(
               [](auto collective) { return collective.getProducedType(); })
           .Default([](Operation *) { return RankedTensorType(); });
   CollectiveCommand command{};
@@ -536,7 +537,7 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
         command.kind = CollectiveCommand::Kind::AllReduce;
         command.reduce = reduceOf(reduce.getReduce());
       })
-      .Case<AllToAllOp>([&](AllToAllOp) {
+      .Case<AllToAllOp, AllToAllStartOp>([&](auto) {
         command.kind = CollectiveCommand::Kind::AllToAll;
       });
   if (dim)
@@ -572,8 +573,8 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
       return failure();
     command.count = producedType.getNumElements() / *size;
   }
-  command.async =
-      isa<AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp>(op);
+  command.async = isa<AllGatherStartOp, ReduceScatterStartOp,
+                      AllReduceStartOp, AllToAllStartOp>(op);
   if (command.async)
     started[op->getResult(0)] =
         WaitCommand{static_cast<uint32_t>(entry->commands.size()), command.src,

@@ -89,6 +89,9 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     remat.memoryBudget = options.memoryBudget;
     pm.addPass(mlir::meg::createMegRemat(remat));
   }
+  // Expert parallelism's exchanges overlap the work that does not need them
+  // (the shared experts).
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegAsyncAllToAll());
   if (options.cudaGraphs != CudaGraphScope::None) {
     mlir::meg::MegOutlineCudaGraphsOptions graphs;
     graphs.scope =

@@ -213,12 +213,17 @@ static MoeLayer moeLayer(ModelBuilder &b, const DeepseekConfig &c, Value x,
   // token.
   Value work = b.gatherRows(flat, slots.slotTokens, slots.positions);
   int64_t ep = b.expertParallel(), local = experts / ep;
+  Value sent = ep > 1 ? b.allToAllExperts(work) : Value();
+  // The shared experts need no exchange: built here, between the dispatch
+  // and its first reader, they run while the slots move
+  // (meg-async-all-to-all).
+  Value shared = c.sharedExperts > 0 ? swiglu(b, x, mlp + ".shared_experts")
+                                     : Value();
   if (ep > 1) {
     // Expert parallelism: each rank's slots of the experts of rank r go to
     // rank r, which receives [ep sources, E/ep, C, H] and runs its experts
     // on the slots of every source.
-    Value received = b.reshape(b.allToAllExperts(work),
-                               {ep, local, capacity, c.hidden});
+    Value received = b.reshape(sent, {ep, local, capacity, c.hidden});
     work = b.reshape(b.transpose(received, {1, 0, 2, 3}),
                      {local, ep * capacity, c.hidden});
   }
@@ -244,8 +249,8 @@ static MoeLayer moeLayer(ModelBuilder &b, const DeepseekConfig &c, Value x,
                               b.dtype()));
   Value routed = b.reshape(b.reduceSum(weighted, {1}),
                            {c.batch, c.seq, c.hidden});
-  if (c.sharedExperts > 0)
-    routed = b.add(routed, swiglu(b, x, mlp + ".shared_experts"));
+  if (shared)
+    routed = b.add(routed, shared);
   Value aux;
   if (c.auxLossCoeff > 0.0) {
     // DeepSeek-V3's sequence-wise balance loss, per sequence

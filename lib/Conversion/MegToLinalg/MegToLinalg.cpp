@@ -44,7 +44,8 @@ struct ConvertMegToLinalgPass
     target.addLegalOp<ParamOp, ParamRefOp, MeshOp, SubmeshOp, ShardSliceOp,
                       AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
                       AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp,
-                      WaitOp, FusionOp, GraphRegionOp, YieldOp>();
+                      AllToAllStartOp, WaitOp, FusionOp, GraphRegionOp,
+                      YieldOp>();
     RewritePatternSet patterns(context);
     populateMegToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

@@ -1974,3 +1974,13 @@ func.func @bias_rate(%load: tensor<4xf32>) {
   meg.expert_bias_update @bias, %load rate 0.0 : tensor<4xf32>
   return
 }
+
+// -----
+
+meg.mesh @world [ep = 2]
+meg.submesh @world[ep]
+func.func @all_to_all_start_type(%x: tensor<8x2xf32>) {
+  // expected-error @+1 {{'meg.all_to_all_start' op exchanges 'tensor<8x2xf32>' pieces, so its future must hold that type, got 'tensor<4x2xf32>'}}
+  %f = meg.all_to_all_start %x over @world[ep] : tensor<8x2xf32> -> !meg.future<tensor<4x2xf32>>
+  return
+}

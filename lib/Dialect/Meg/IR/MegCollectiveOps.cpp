@@ -259,6 +259,19 @@ LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &table) {
                           ShardChange::None, 0);
 }
 
+RankedTensorType AllToAllStartOp::getProducedType() {
+  return futureValue(getFuture());
+}
+LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  if (getInput().getType() != getProducedType())
+    return emitOpError() << "exchanges " << getInput().getType()
+                         << " pieces, so its future must hold that type, got "
+                         << getProducedType();
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::Exchange, 0);
+}
+
 LogicalResult WaitOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,

@@ -239,6 +239,26 @@ def Meg_AllReduceStartOp : Meg_CollectiveOp<"all_reduce_start"> {
   }];
 }
 
+def Meg_AllToAllStartOp : Meg_CollectiveOp<"all_to_all_start"> {
+  let summary = "Starts an all_to_all; meg.wait yields its result";
+  let description = [{
+    The asynchronous form of `meg.all_to_all` (meg-async-all-to-all makes
+    it), so that work independent of the exchange runs while it moves.
+
+    ```mlir
+    %f = meg.all_to_all_start %slots over @world[ep]
+        : tensor<8x16x64xf32> -> !meg.future<tensor<8x16x64xf32>>
+    ```
+  }];
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes);
+  let results = (outs Meg_FutureType:$future);
+  let assemblyFormat = [{
+    $input `over` $mesh `` custom<AxisList>($axes) attr-dict `:`
+    type($input) `->` qualified(type($future))
+  }];
+}
+
 def Meg_WaitOp : Meg_Op<"wait", [InferTypeOpAdaptor,
     MemoryEffects<[MemRead<Meg_CommResource>, MemWrite<Meg_CommResource>]>]> {
   let summary = "Waits for an asynchronous collective and yields its tensor";

@@ -288,6 +288,45 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegAsyncAllToAll : Pass<"meg-async-all-to-all", "::mlir::func::FuncOp"> {
+  let summary = "Overlaps each all-to-all with the work that does not need it";
+  let description = [{
+    Replaces every `meg.all_to_all` by `meg.all_to_all_start`, issued as
+    soon as its input is computed (but after every op before it that writes:
+    other collectives and waits keep their order), and `meg.wait`, right
+    before the first op
+    of its block that reads the result (before the terminator when none
+    does): the ops in between, which do not read the exchanged tensor, run
+    while it moves. Values are unchanged; each rank issues its exchanges in
+    the same order, as before. An MoE layer under expert parallelism
+    computes its shared experts between the dispatch's start and its wait,
+    and in the backward the shared experts' gradient between the
+    exchange of the slots' gradient and its wait.
+
+    ```mlir
+    // before
+    %slots = meg.gather_rows %x, %t inverse %p ...
+    %shared = meg.matmul %x, %w transpose_rhs ...
+    %mine = meg.all_to_all %slots over @world[ep] : tensor<8x16x64xf32>
+    %h = meg.reshape %mine ...
+    // after
+    %slots = meg.gather_rows %x, %t inverse %p ...
+    %f = meg.all_to_all_start %slots over @world[ep]
+        : tensor<8x16x64xf32> -> !meg.future<tensor<8x16x64xf32>>
+    %shared = meg.matmul %x, %w transpose_rhs ...
+    %mine = meg.wait %f : !meg.future<tensor<8x16x64xf32>>
+    %h = meg.reshape %mine ...
+    ```
+
+    The statistic `overlapped` counts the exchanges with at least one op
+    between their start and their wait.
+  }];
+  let statistics = [
+    Statistic<"overlapped", "overlapped",
+              "All-to-alls with work between their start and wait">
+  ];
+}
+
 def MegScheduleUpdates : Pass<"meg-schedule-updates", "::mlir::func::FuncOp"> {
   let summary = "Moves each parameter update to just after its last input";
   let description = [{
