@@ -58,11 +58,13 @@ CASES = [
     ("llama_fsdp1_train", ["llama", "--train", "--mesh", "dp_shard=1",
                            "--fsdp", "optim_grads_params"], "train_step", 3),
     # DeepSeek-V3: MLA, routing with a capacity that drops tokens, the
-    # gathers, and (training) the router's and the balance loss's gradients.
+    # gathers, and (training) the router's and the balance loss's gradients
+    # and the routing-bias update.
     ("deepseek_f32_forward", ["deepseek", "--moe-capacity-factor", "1.25"],
      "forward", 1),
     ("deepseek_f32_train", ["deepseek", "--train", "--moe-aux-loss-coeff",
-                            "0.01"], "train_step", 3),
+                            "0.01", "--moe-bias-update-rate", "0.001"],
+     "train_step", 3),
     ("llama_large_forward", ["llama", "--layers", "4", "--hidden", "512",
                              "--heads", "8", "--kv-heads", "8", "--ffn",
                              "1376", "--vocab", "4096", "--seq", "256",
