@@ -6,7 +6,8 @@
 // backward), reduces gradients in buckets (reduce-scatter or all-reduce on
 // dp_shard, then all-reduce or reduce-scatter on dp_outer), updates only the
 // local shard, and averages the outputs of every entry over the
-// data-parallel group.
+// data-parallel group. Expert blocks (split over ep, a shard axis) are
+// sharded and reduced over the shard axes less their block axes.
 //
 //===----------------------------------------------------------------------===//
 

@@ -506,7 +506,14 @@ def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
     divides by the global count. The pass registers the submeshes it uses: the shard axes, the
     outer axes, the data-parallel group (outer then shard axes), and for
     `outer_strategy = optim` the state group (shard then outer axes).
-    Frozen parameters stay replicated. Mesh axes outside the shard and
+    Frozen parameters stay replicated. A parameter that is a block over
+    shard axes (experts over `ep`, whose ranks compute on their own tokens
+    and exchange them with all-to-alls) is sharded over the shard axes less
+    those, its expert-data-parallel group, registered with the matching
+    data and state groups; its gradient, already summed over the ranks that
+    sent it tokens, is scaled by one over their count before the mean, and
+    reduced in buckets of its own. A `meg.data_sum` becomes an all-reduce
+    (sum) over the data-parallel group. Mesh axes outside the shard and
     outer axes are the model's (tensor parallelism): a parameter that is a
     tensor-parallel block (`#meg.sharding` with `dim`) has its block split
     into pieces (`dim` and `block_axes` kept on the pieces' sharding), and
