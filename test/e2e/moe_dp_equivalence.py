@@ -9,7 +9,8 @@ parallelism (ep) each rank holds 8 / ep experts and the all-to-alls carry
 the tokens to them and back; the expert weights are data-parallel over the
 rest of the data-parallel group. Ten train_steps on 2 ranks (no_shard,
 optim_grads_params, ep=2), 4 (HSDP 2x2, ep=4, dp_shard=2 x ep=2) and 8
-(HSDP 2x2 x ep=2) give the losses and final training state of one rank
+(HSDP 2x2 x ep=2; ep=2 with full recomputation) give the losses and
+final training state of one rank
 within f32 tolerance, and the forward entry's logits and dropped-token
 count equal one rank's."""
 import argparse
@@ -41,6 +42,10 @@ CONFIGS = [
     ("dp_shard 2 x ep 2", "dp_shard=2,ep=2", ["--fsdp", "optim_grads"]),
     ("hsdp 2x2 x ep 2", "dp_outer=2,dp_shard=2,ep=2",
      ["--fsdp", "optim_grads_params", "--outer-fsdp", "optim"]),
+    # Recomputation repeats the MoE layer's exchanges in the backward (the
+    # fourth item: flags of megc, the compiler).
+    ("ep 2, recompute full", "ep=2", ["--fsdp", "no_shard"],
+     ["--recompute=full"]),
 ]
 
 
@@ -56,11 +61,11 @@ def main():
         np.save(path, rng.integers(0, 96, (BATCH, 8)).astype(np.int32))
         inputs += ["--input", f"{name}={path}"]
 
-    def compile_model(tag, extra):
+    def compile_model(tag, extra, compile_flags=()):
         model = os.path.join(options.tmp, tag + ".mlir")
         artifact = os.path.join(options.tmp, tag + ".megc")
         e2e_util.run(["megc", "import", FIXTURE, *MODEL, *extra, "-o", model])
-        e2e_util.run(["megc", model, "-o", artifact])
+        e2e_util.run(["megc", model, *compile_flags, "-o", artifact])
         return artifact
 
     single, want_losses, want_state = single_rank_reference(
@@ -68,10 +73,11 @@ def main():
     want_forward = entry_outputs(single, "forward", inputs[:2],
                                  os.path.join(options.tmp, "single_fwd"), 1)
     failed = False
-    for name, mesh, flags in CONFIGS:
+    for name, mesh, flags, *compile_flags in CONFIGS:
         ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
-        tag = name.replace(" ", "_")
-        artifact = compile_model(tag, ["--mesh", mesh, *flags])
+        tag = name.replace(" ", "_").replace(",", "")
+        artifact = compile_model(tag, ["--mesh", mesh, *flags],
+                                 *compile_flags)
         losses, state = train(artifact, inputs,
                               os.path.join(options.tmp, tag + ".safetensors"),
                               ranks)
