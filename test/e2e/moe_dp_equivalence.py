@@ -8,10 +8,9 @@ ranks. Under expert
 parallelism (ep) each rank holds 8 / ep experts and the all-to-alls carry
 the tokens to them and back; the expert weights are data-parallel over the
 rest of the data-parallel group. Ten train_steps on 2 ranks (no_shard,
-optim_grads_params, ep=2), 4 (HSDP 2x2, ep=4, dp_shard=2 x ep=2) and 8
-(HSDP 2x2 x ep=2; ep=2 with full recomputation) give the losses and
-final training state of one rank
-within f32 tolerance, and the forward entry's logits and dropped-token
+optim_grads_params, ep=2, ep=2 with full recomputation), 4 (HSDP 2x2,
+ep=4, dp_shard=2 x ep=2) and 8 (HSDP 2x2 x ep=2) give the losses and
+final training state of one rank within f32 tolerance, and the forward entry's logits and dropped-token
 count equal one rank's."""
 import argparse
 import os
