@@ -473,9 +473,7 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
     return placeKernel(op);
   if (auto region = dyn_cast<GraphRegionOp>(op))
     return placeGraphRegion(region);
-  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, ShardSliceOp,
-          AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp,
-          AllToAllStartOp, WaitOp>(op))
+  if (isa<CollectiveOpInterface, WaitOp>(op))
     return placeCollective(op);
   if (op->getNumRegions() != 0)
     return op->emitError() << "'" << op->getName()
@@ -510,13 +508,8 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
   }
   auto input = op->getOperand(0);
   auto inputType = cast<RankedTensorType>(input.getType());
-  RankedTensorType producedType =
-      TypeSwitch<Operation *, RankedTensorType>(op)
-          .Case<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
-                ShardSliceOp, AllGatherStartOp, ReduceScatterStartOp,
-                AllReduceStartOp, AllToAllStartOp>(
-              [](auto collective) { return collective.getProducedType(); })
-          .Default([](Operation *) { return RankedTensorType(); });
+  auto collective = cast<CollectiveOpInterface>(op);
+  RankedTensorType producedType = collective.getProducedType();
   CollectiveCommand command{};
   std::optional<int64_t> dim;
   TypeSwitch<Operation *>(op)
@@ -573,8 +566,7 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
       return failure();
     command.count = producedType.getNumElements() / *size;
   }
-  command.async = isa<AllGatherStartOp, ReduceScatterStartOp,
-                      AllReduceStartOp, AllToAllStartOp>(op);
+  command.async = collective.isStarted();
   if (command.async)
     started[op->getResult(0)] =
         WaitCommand{static_cast<uint32_t>(entry->commands.size()), command.src,
@@ -871,8 +863,8 @@ bool ProgramBuilder::readAfter(StringRef param, Operation *op) {
         continue;
       }
       after |= runsAfter(user);
-      if (isa<ReshapeOp, AllGatherStartOp, ReduceScatterStartOp,
-              AllReduceStartOp>(user))
+      auto collective = dyn_cast<CollectiveOpInterface>(user);
+      if (isa<ReshapeOp>(user) || (collective && collective.isStarted()))
         visit(user->getResult(0));
     }
   };

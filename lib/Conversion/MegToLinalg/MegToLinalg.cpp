@@ -38,14 +38,12 @@ struct ConvertMegToLinalgPass
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect>();
-    target.addIllegalDialect<MegDialect>();
     // Left for the program lowering: module symbols, parameter reads,
-    // collectives, regions.
-    target.addLegalOp<ParamOp, ParamRefOp, MeshOp, SubmeshOp, ShardSliceOp,
-                      AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
-                      AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp,
-                      AllToAllStartOp, WaitOp, FusionOp, GraphRegionOp,
-                      YieldOp>();
+    // collectives, regions; every other meg op is converted.
+    target.addDynamicallyLegalDialect<MegDialect>([](Operation *op) {
+      return isa<ParamOp, ParamRefOp, MeshOp, SubmeshOp, CollectiveOpInterface,
+                 WaitOp, FusionOp, GraphRegionOp, YieldOp>(op);
+    });
     RewritePatternSet patterns(context);
     populateMegToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

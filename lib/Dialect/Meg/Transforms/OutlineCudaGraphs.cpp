@@ -33,9 +33,7 @@ bool isClonedIntoRegions(Operation *op) {
 
 /// Why `op` cannot be captured in a graph, or empty if it can.
 StringRef notCapturable(Operation *op, bool captureCollectives) {
-  if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, ShardSliceOp,
-          AllGatherStartOp, ReduceScatterStartOp, AllReduceStartOp,
-          AllToAllStartOp, WaitOp>(op) &&
+  if (isa<CollectiveOpInterface, WaitOp>(op) &&
       !captureCollectives)
     return "collectives are captured only with capture-collectives";
   if (isa<func::CallOp>(op))

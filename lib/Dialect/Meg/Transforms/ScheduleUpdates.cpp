@@ -102,8 +102,8 @@ private:
       if (!top)
         continue;
       readers[name].insert(top);
-      if (isa<ReshapeOp, AllGatherStartOp, ReduceScatterStartOp,
-              AllReduceStartOp>(user))
+      auto collective = dyn_cast<CollectiveOpInterface>(user);
+      if (isa<ReshapeOp>(user) || (collective && collective.isStarted()))
         collectReaders(name, user->getResult(0));
     }
   }

@@ -21,15 +21,10 @@ def Meg_CommResource : Resource<"::mlir::meg::CommResource">;
 
 class Meg_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : Meg_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<Meg_CollectiveOpInterface>,
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         MemoryEffects<[MemRead<Meg_CommResource>,
                        MemWrite<Meg_CommResource>]>])> {
-  code collectiveClassDeclaration = [{
-    /// The tensor type the collective produces (for the async forms, the
-    /// type the future resolves to).
-    ::mlir::RankedTensorType getProducedType();
-  }];
-  let extraClassDeclaration = collectiveClassDeclaration;
 }
 
 class Meg_GatherLikeDoc<string what, string example> {

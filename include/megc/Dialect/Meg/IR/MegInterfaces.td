@@ -1,7 +1,8 @@
 //===- MegInterfaces.td - meg op interfaces ----------------*- tablegen -*-===//
 //
 // The interface through which each differentiable op declares its
-// vector-Jacobian product for meg-autodiff.
+// vector-Jacobian product for meg-autodiff, and the one every collective
+// (blocking or started) implements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,5 +33,28 @@ def Meg_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
 }
 
 def Meg_VJP : DeclareOpInterfaceMethods<Meg_DifferentiableOpInterface>;
+
+def Meg_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
+  let description = [{
+    A collective over a group of a mesh (`mesh` and `axes` attributes): the
+    blocking ones yield the tensor they produce, the started ones
+    (`*_start`) a `!meg.future` that `meg.wait` resolves. The program
+    lowering, the CUDA-graph outlining, the conversion to linalg and the
+    update scheduling treat every collective through this interface.
+  }];
+  let cppNamespace = "::mlir::meg";
+  let methods = [
+    InterfaceMethod<
+      "The tensor type the collective produces (for a started one, the type "
+      "its future resolves to).",
+      "::mlir::RankedTensorType", "getProducedType", (ins)>,
+    InterfaceMethod<
+      "Whether the collective is started and waited for apart.",
+      "bool", "isStarted", (ins), [{}], [{
+        return ::llvm::isa<::mlir::meg::FutureType>(
+            $_op->getResult(0).getType());
+      }]>
+  ];
+}
 
 #endif // MEGC_DIALECT_MEG_IR_MEGINTERFACES_TD
