@@ -109,15 +109,20 @@ ArrayRef<int64_t> ModelBuilder::shapeOf(Value value) {
 void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
                            InitKind kind, double scale,
                            ArrayRef<StringRef> aliases, int64_t splitDim,
-                           Type element, bool frozen) {
+                           Type element, bool frozen,
+                           ArrayRef<StringRef> parts) {
   SmallVector<int64_t> local(shape);
   ShardingAttr sharding;
-  if (splitDim >= 0 && tpSize > 1) {
-    local[splitDim] /= tpSize;
-    sharding = ShardingAttr::get(&context, FlatSymbolRefAttr::get(&context,
-                                                                  "world"),
-                                 tpAxes(), shape, splitDim);
-  }
+  // This rank's block along `dim` over the group of `axes`.
+  auto split = [&](ArrayAttr axes, int64_t dim, int64_t ranks) {
+    local[dim] /= ranks;
+    sharding = ShardingAttr::get(
+        &context, FlatSymbolRefAttr::get(&context, "world"), axes, shape, dim);
+  };
+  if (splitDim >= 0 && tpSize > 1)
+    split(tpAxes(), splitDim, tpSize);
+  else if (!parts.empty() && epSize > 1)
+    split(epAxes(), 0, epSize);
   RankedTensorType type =
       element ? RankedTensorType::get(local, element) : tensor(local);
   paramTypes[name] = type;
@@ -127,7 +132,7 @@ void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
                   frozen ? builder.getUnitAttr() : UnitAttr(),
                   /*state=*/nullptr, sharding,
                   aliases.empty() ? ArrayAttr() : builder.getStrArrayAttr(aliases),
-                  /*parts=*/nullptr);
+                  parts.empty() ? ArrayAttr() : builder.getStrArrayAttr(parts));
 }
 
 ArrayAttr ModelBuilder::tpAxes() { return builder.getStrArrayAttr({"tp"}); }
@@ -170,22 +175,9 @@ void ModelBuilder::setExpertParallel(int64_t ep) {
 
 void ModelBuilder::expertWeights(StringRef name, ArrayRef<int64_t> shape,
                                  ArrayRef<std::string> parts) {
-  SmallVector<int64_t> local(shape);
-  ShardingAttr sharding;
-  if (epSize > 1) {
-    local[0] /= epSize;
-    sharding = ShardingAttr::get(
-        &context, FlatSymbolRefAttr::get(&context, "world"), epAxes(), shape,
-        /*dim=*/0);
-  }
-  RankedTensorType type = tensor(local);
-  paramTypes[name] = type;
-  SmallVector<StringRef> partNames(parts.begin(), parts.end());
-  ParamOp::create(builder, loc, builder.getStringAttr(name),
-                  TypeAttr::get(type),
-                  InitAttr::get(&context, InitKind::normal, APFloat(initStd)),
-                  /*frozen=*/nullptr, /*state=*/nullptr, sharding,
-                  /*aliases=*/nullptr, builder.getStrArrayAttr(partNames));
+  SmallVector<StringRef> names(parts.begin(), parts.end());
+  declare(name, shape, InitKind::normal, initStd, {}, /*splitDim=*/-1, {},
+          /*frozen=*/false, names);
 }
 
 Value ModelBuilder::allToAllExperts(Value input) {

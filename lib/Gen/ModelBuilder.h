@@ -215,12 +215,15 @@ public:
 private:
   /// Declares `name`, whole of shape `shape`; with `splitDim` >= 0 this
   /// rank holds one tp block of it along that dimension.
-  /// `element` (default: the model's dtype) and `frozen` as ParamOp's.
+  /// `element` (default: the model's dtype), `frozen` and `parts` as
+  /// ParamOp's; a parameter held in parts (stacked experts) is split along
+  /// dim 0 over ep under expert parallelism.
   void declare(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                mlir::meg::InitKind kind, double scale,
                llvm::ArrayRef<llvm::StringRef> aliases = {},
                int64_t splitDim = -1, mlir::Type element = {},
-               bool frozen = false);
+               bool frozen = false,
+               llvm::ArrayRef<llvm::StringRef> parts = {});
   /// Declares @world with the axes dp_outer, dp_shard, (ep,) tp, every size
   /// 1 but tp's and ep's, and registers the group of `axes`.
   void declareMesh(mlir::ArrayAttr axes);

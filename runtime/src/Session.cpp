@@ -544,6 +544,23 @@ std::map<std::string, std::string> Session::loadState(const std::string &path) {
 }
 
 namespace {
+/// `tensor` as a `dtype` tensor of `shape`: a model weight of another
+/// floating-point dtype is converted into `storage` (a bf16 checkpoint into
+/// an f32 model); anything else must match exactly.
+const Tensor &asWeight(const Tensor &tensor, DType dtype, const Shape &shape,
+                       bool convert, const std::string &what,
+                       Tensor &storage) {
+  const Tensor *result = &tensor;
+  if (convert && tensor.dtype() != dtype && isFloatingPoint(tensor.dtype()) &&
+      isFloatingPoint(dtype)) {
+    checkTensorMatches(tensor, tensor.dtype(), shape, what);
+    storage = Tensor::fromFloats(dtype, tensor.shape(), tensor.toFloats());
+    result = &storage;
+  }
+  checkTensorMatches(*result, dtype, shape, what);
+  return *result;
+}
+
 /// The whole tensor of a parameter that model checkpoints hold in parts
 /// (its slices along dim 0, `spec.parts`), in the parameter's dtype: parts
 /// of another floating-point dtype are converted, as whole weights are.
@@ -563,18 +580,11 @@ Tensor stackParts(const std::map<std::string, Tensor> &tensors,
     std::string what = concat("'", path, "': tensor '", spec.parts[e],
                               "' (part ", e, " of parameter '", spec.name,
                               "')");
-    const Tensor *part = &it->second;
     Tensor converted;
-    if (part->dtype() != spec.dtype && isFloatingPoint(part->dtype()) &&
-        isFloatingPoint(spec.dtype)) {
-      checkTensorMatches(*part, part->dtype(), partShape, what);
-      converted = Tensor::fromFloats(spec.dtype, part->shape(),
-                                     part->toFloats());
-      part = &converted;
-    }
-    checkTensorMatches(*part, spec.dtype, partShape, what);
-    std::memcpy(stacked.data() + offset, part->data(), part->sizeBytes());
-    offset += part->sizeBytes();
+    const Tensor &part = asWeight(it->second, spec.dtype, partShape,
+                                  /*convert=*/true, what, converted);
+    std::memcpy(stacked.data() + offset, part.data(), part.sizeBytes());
+    offset += part.sizeBytes();
   }
   return stacked;
 }
@@ -646,15 +656,8 @@ void Session::load(const std::string &path, bool allowExtra, bool withState,
       continue;
     const ParameterSpec &spec = specs[i];
     std::string what = concat("'", path, "': parameter '", spec.name, "'");
-    const Tensor &tensor = *found[i];
-    if (!spec.state && tensor.dtype() != spec.dtype &&
-        isFloatingPoint(tensor.dtype()) && isFloatingPoint(spec.dtype)) {
-      checkTensorMatches(tensor, tensor.dtype(), Impl::fileShape(spec), what);
-      converted[i] = Tensor::fromFloats(spec.dtype, tensor.shape(),
-                                        tensor.toFloats());
-      found[i] = &converted[i];
-    }
-    checkTensorMatches(*found[i], spec.dtype, Impl::fileShape(spec), what);
+    found[i] = &asWeight(*found[i], spec.dtype, Impl::fileShape(spec),
+                         /*convert=*/!spec.state, what, converted[i]);
     if (impl_->options.checkFinite)
       checkFinite(*found[i], what);
     if (spec.nonNegative)
