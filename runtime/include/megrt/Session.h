@@ -119,8 +119,10 @@ public:
   /// shards model.safetensors.index.json lists). Training state is not
   /// looked for: it keeps its values, except master weights, which are
   /// re-derived from the loaded weights. A weight may be stored under one of
-  /// its aliases (a tied lm_head.weight), and in another floating-point
-  /// dtype, which is converted (round to nearest even). A missing weight, a
+  /// its aliases (a tied lm_head.weight) or, for a parameter with parts
+  /// (stacked MoE experts), as one tensor per part, and in another
+  /// floating-point dtype, which is converted (round to nearest even);
+  /// saving writes the parts again. A missing weight, a
   /// shape mismatch, or (unless allowExtra) a tensor that is neither a
   /// parameter nor an alias is an error; nothing is changed on error. The
   /// file holds full tensors (a sharded parameter's full shape); every rank
