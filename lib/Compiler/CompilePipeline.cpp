@@ -89,9 +89,9 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     remat.memoryBudget = options.memoryBudget;
     pm.addPass(mlir::meg::createMegRemat(remat));
   }
-  // Expert parallelism's exchanges overlap the work that does not need them
-  // (the shared experts).
-  pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegAsyncAllToAll());
+  // Collectives overlap the work that does not need them (a tensor-parallel
+  // layer's weight gradient, an MoE layer's shared experts).
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegAsyncCollectives());
   if (options.cudaGraphs != CudaGraphScope::None) {
     mlir::meg::MegOutlineCudaGraphsOptions graphs;
     graphs.scope =

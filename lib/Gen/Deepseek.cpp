@@ -216,7 +216,7 @@ static MoeLayer moeLayer(ModelBuilder &b, const DeepseekConfig &c, Value x,
   Value sent = ep > 1 ? b.allToAllExperts(work) : Value();
   // The shared experts need no exchange: built here, between the dispatch
   // and its first reader, they run while the slots move
-  // (meg-async-all-to-all).
+  // (meg-async-collectives).
   Value shared = c.sharedExperts > 0 ? swiglu(b, x, mlp + ".shared_experts")
                                      : Value();
   if (ep > 1) {

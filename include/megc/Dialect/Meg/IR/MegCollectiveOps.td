@@ -218,7 +218,9 @@ def Meg_ReduceScatterStartOp : Meg_CollectiveOp<"reduce_scatter_start"> {
 def Meg_AllReduceStartOp : Meg_CollectiveOp<"all_reduce_start"> {
   let summary = "Starts an all_reduce; meg.wait yields its result";
   let description = [{
-    The asynchronous form of `meg.all_reduce`.
+    The asynchronous form of `meg.all_reduce`: meg-fsdp's gradient buckets
+    under HSDP, and meg-async-collectives for an all-reduce with work to
+    overlap (a tensor-parallel input gradient and the weight gradient).
 
     ```mlir
     %f = meg.all_reduce_start %g over @world[dp_outer] avg
@@ -237,7 +239,7 @@ def Meg_AllReduceStartOp : Meg_CollectiveOp<"all_reduce_start"> {
 def Meg_AllToAllStartOp : Meg_CollectiveOp<"all_to_all_start"> {
   let summary = "Starts an all_to_all; meg.wait yields its result";
   let description = [{
-    The asynchronous form of `meg.all_to_all` (meg-async-all-to-all makes
+    The asynchronous form of `meg.all_to_all` (meg-async-collectives makes
     it), so that work independent of the exchange runs while it moves.
 
     ```mlir

@@ -288,42 +288,51 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
-def MegAsyncAllToAll : Pass<"meg-async-all-to-all", "::mlir::func::FuncOp"> {
-  let summary = "Overlaps each all-to-all with the work that does not need it";
+def MegAsyncCollectives : Pass<"meg-async-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Overlaps each collective with the work that does not need it";
   let description = [{
-    Replaces every `meg.all_to_all` by `meg.all_to_all_start`, issued as
-    soon as its input is computed (but after every op before it that writes:
-    other collectives and waits keep their order), and `meg.wait`, right
-    before the first op
-    of its block that reads the result (before the terminator when none
-    does): the ops in between, which do not read the exchanged tensor, run
-    while it moves. Values are unchanged; each rank issues its exchanges in
-    the same order, as before. An MoE layer under expert parallelism
-    computes its shared experts between the dispatch's start and its wait,
-    and in the backward the shared experts' gradient between the
-    exchange of the slots' gradient and its wait.
+    Replaces a blocking `meg.all_reduce`, `meg.all_gather`,
+    `meg.reduce_scatter` or `meg.all_to_all` by its `_start` form, issued
+    as soon as its input is computed (but after every op before it that
+    writes: other collectives and waits keep their order on every rank),
+    and `meg.wait`, right before the first op of its block that reads the
+    result (before the terminator when none does). The ops in between,
+    which do not read the collective's result, run while it moves. A
+    collective with nothing to overlap stays blocking, and so does an
+    all-gather whose result is stored into a parameter (the program lowering
+    gathers it straight into the parameter's storage). Values are
+    unchanged.
+
+    What overlaps, as in Megatron and DeepSeek-V3:
+    - tensor parallelism: in the backward, the all-reduce over `tp` of a
+      column-parallel layer's input gradient (or its reduce-scatter, with
+      sequence parallelism) runs while the layer's weight gradient is
+      computed;
+    - expert parallelism: an MoE layer computes its shared experts between
+      the dispatch's start and its wait, and in the backward the shared
+      experts' gradient between the exchange of the slots' gradient and its
+      wait.
 
     ```mlir
     // before
-    %slots = meg.gather_rows %x, %t inverse %p ...
-    %shared = meg.matmul %x, %w transpose_rhs ...
-    %mine = meg.all_to_all %slots over @world[ep] : tensor<8x16x64xf32>
-    %h = meg.reshape %mine ...
+    %dx = meg.matmul %dy, %w ...
+    %sum = meg.all_reduce %dx over @world[tp] sum : tensor<64x32xf32>
+    %dw = meg.matmul %dy, %x transpose_lhs ...
+    %next = meg.add %sum, %r ...
     // after
-    %slots = meg.gather_rows %x, %t inverse %p ...
-    %f = meg.all_to_all_start %slots over @world[ep]
-        : tensor<8x16x64xf32> -> !meg.future<tensor<8x16x64xf32>>
-    %shared = meg.matmul %x, %w transpose_rhs ...
-    %mine = meg.wait %f : !meg.future<tensor<8x16x64xf32>>
-    %h = meg.reshape %mine ...
+    %dx = meg.matmul %dy, %w ...
+    %f = meg.all_reduce_start %dx over @world[tp] sum
+        : tensor<64x32xf32> -> !meg.future<tensor<64x32xf32>>
+    %dw = meg.matmul %dy, %x transpose_lhs ...
+    %sum = meg.wait %f : !meg.future<tensor<64x32xf32>>
+    %next = meg.add %sum, %r ...
     ```
 
-    The statistic `overlapped` counts the exchanges with at least one op
-    between their start and their wait.
+    The statistic `overlapped` counts the collectives it splits.
   }];
   let statistics = [
     Statistic<"overlapped", "overlapped",
-              "All-to-alls with work between their start and wait">
+              "Collectives with work between their start and wait">
   ];
 }
 

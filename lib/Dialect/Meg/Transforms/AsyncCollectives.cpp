@@ -1,0 +1,127 @@
+//===- AsyncCollectives.cpp - the meg-async-collectives pass -----------===//
+//
+// Splits each blocking collective that has work to overlap into a start
+// right after its input and a wait right before its first reader.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGASYNCCOLLECTIVES
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+/// Whether `value` is stored into a parameter, directly or through views:
+/// the program lowering gathers such a weight straight into the
+/// parameter's storage, which only the blocking form does.
+bool reachesParamStore(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (isa<ParamStoreOp>(user))
+      return true;
+    if (auto reshape = dyn_cast<ReshapeOp>(user))
+      if (reachesParamStore(reshape.getResult()))
+        return true;
+  }
+  return false;
+}
+
+struct MegAsyncCollectivesPass
+    : public mlir::meg::impl::MegAsyncCollectivesBase<
+          MegAsyncCollectivesPass> {
+  using MegAsyncCollectivesBase::MegAsyncCollectivesBase;
+
+  void runOnOperation() override {
+    SmallVector<Operation *> collectives;
+    getOperation().walk([&](Operation *op) {
+      if (isa<AllGatherOp>(op) && reachesParamStore(op->getResult(0)))
+        return;
+      if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp>(op))
+        collectives.push_back(op);
+    });
+    for (Operation *op : collectives)
+      split(op);
+  }
+
+  /// The started form of a blocking collective, at the builder's point.
+  Value start(OpBuilder &builder, Operation *op) {
+    Location loc = op->getLoc();
+    auto future = FutureType::get(
+        op->getContext(), cast<RankedTensorType>(op->getResult(0).getType()));
+    return TypeSwitch<Operation *, Value>(op)
+        .Case([&](AllGatherOp gather) {
+          return AllGatherStartOp::create(builder, loc, future,
+                                          gather.getInput(),
+                                          gather.getMeshAttr(),
+                                          gather.getAxesAttr(),
+                                          gather.getDimAttr());
+        })
+        .Case([&](ReduceScatterOp scatter) {
+          return ReduceScatterStartOp::create(
+              builder, loc, future, scatter.getInput(), scatter.getMeshAttr(),
+              scatter.getAxesAttr(), scatter.getDimAttr(),
+              scatter.getReduceAttr());
+        })
+        .Case([&](AllReduceOp reduce) {
+          return AllReduceStartOp::create(
+              builder, loc, future, reduce.getInput(), reduce.getMeshAttr(),
+              reduce.getAxesAttr(), reduce.getReduceAttr());
+        })
+        .Case([&](AllToAllOp exchange) {
+          return AllToAllStartOp::create(builder, loc, future,
+                                         exchange.getInput(),
+                                         exchange.getMeshAttr(),
+                                         exchange.getAxesAttr());
+        });
+  }
+
+  void split(Operation *op) {
+    Block *block = op->getBlock();
+    // The first op of the block that reads the result.
+    Operation *reader = nullptr;
+    for (Operation *user : op->getResult(0).getUsers()) {
+      Operation *top = block->findAncestorOpInBlock(*user);
+      if (top && (!reader || top->isBeforeInBlock(reader)))
+        reader = top;
+    }
+    if (!reader)
+      reader = block->getTerminator();
+    // As early as the input exists, but after every op that writes (other
+    // collectives, waits, parameter stores), so that the collectives keep
+    // their order on every rank.
+    Operation *after = op->getPrevNode();
+    Operation *def = op->getOperand(0).getDefiningOp();
+    while (after && after != def && isMemoryEffectFree(after))
+      after = after->getPrevNode();
+    // Nothing would run between the start and the wait: stay blocking.
+    Operation *first = after ? after->getNextNode() : &block->front();
+    bool overlaps = false;
+    for (Operation *it = first; it != reader; it = it->getNextNode())
+      if (it != op)
+        overlaps = true;
+    if (!overlaps)
+      return;
+    OpBuilder builder(op);
+    if (after)
+      builder.setInsertionPointAfter(after);
+    else
+      builder.setInsertionPointToStart(block);
+    Value future = start(builder, op);
+    builder.setInsertionPoint(reader);
+    Value result = WaitOp::create(builder, op->getLoc(), future);
+    ++overlapped;
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+  }
+};
+
+} // namespace
