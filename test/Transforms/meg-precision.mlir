@@ -107,3 +107,55 @@ module attributes {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// bf16 weights, f32 main grads and grad_reduce on tp = 2: the gradient of a
+// norm weight every tp rank applies to its own part (the copy to the group
+// in the loss) is summed over tp in grad_reduce, f32, not in bf16.
+// CHECK-LABEL: func.func @grad
+// CHECK: %{{.*}}, %[[PART:.*]] = meg.rms_norm_grad
+// CHECK-NOT: meg.all_reduce {{.*}} : tensor<4xbf16>
+// CHECK: %[[WIDE:.*]] = meg.cast %[[PART]] : tensor<4xbf16> to tensor<4xf32>
+// CHECK-NEXT: %[[SUM:.*]] = meg.all_reduce %[[WIDE]] over @world[tp] sum : tensor<4xf32>
+// CHECK-NOT: meg.cast
+// CHECK: return %{{.*}}, %[[SUM]]
+module attributes {
+  meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>,
+  meg.precision = #meg.precision<param = bf16, main_params = f32, main_grads = f32, grad_reduce = f32, exp_avg = f32, exp_avg_sq = f32>} {
+  meg.mesh @world [tp = 2]
+  meg.submesh @world[tp]
+  meg.param @w : tensor<4xbf16> init #meg.init<ones>
+  func.func @loss(%x: tensor<2x4xbf16>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4xbf16>
+    %c = meg.copy_to_group %w over @world[tp] : tensor<4xbf16>
+    %y = meg.rms_norm %x, %c eps 1.0e-05 : tensor<2x4xbf16>, tensor<4xbf16>
+    %y32 = meg.cast %y : tensor<2x4xbf16> to tensor<2x4xf32>
+    %l = meg.reduce sum %y32 dims [0, 1] : tensor<2x4xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// grad_reduce = bf16: the sum over tp stays in the gradient's dtype and
+// main_grads casts after it.
+// CHECK-LABEL: func.func @grad
+// CHECK: %[[SUM:.*]] = meg.all_reduce %{{.*}} over @world[tp] sum : tensor<4xbf16>
+// CHECK-NEXT: %[[G:.*]] = meg.cast %[[SUM]] : tensor<4xbf16> to tensor<4xf32>
+// CHECK: return %{{.*}}, %[[G]]
+module attributes {
+  meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>,
+  meg.precision = #meg.precision<param = bf16, main_params = f32, main_grads = f32, grad_reduce = bf16, exp_avg = f32, exp_avg_sq = f32>} {
+  meg.mesh @world [tp = 2]
+  meg.submesh @world[tp]
+  meg.param @w : tensor<4xbf16> init #meg.init<ones>
+  func.func @loss(%x: tensor<2x4xbf16>) -> tensor<f32> {
+    %w = meg.param_ref @w : tensor<4xbf16>
+    %c = meg.copy_to_group %w over @world[tp] : tensor<4xbf16>
+    %y = meg.rms_norm %x, %c eps 1.0e-05 : tensor<2x4xbf16>, tensor<4xbf16>
+    %y32 = meg.cast %y : tensor<2x4xbf16> to tensor<2x4xf32>
+    %l = meg.reduce sum %y32 dims [0, 1] : tensor<2x4xf32>
+    return %l : tensor<f32>
+  }
+}

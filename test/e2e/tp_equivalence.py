@@ -11,7 +11,11 @@ whole) of the single-rank artifact compiled from the same model, within
 f32 tolerance. The forward entry's logits (the same on every rank) equal
 one rank's too; a checkpoint saved from a tp run loads into one rank
 unchanged, and one rank's loads into a tp run and into FSDP pieces of tp
-blocks, which then compute the same logits."""
+blocks, which then compute the same logits. bf16 weights with f32 master
+weights follow one rank within bf16 tolerance for three steps, the norm
+weights' gradients summed over tp in the policy's grad_reduce dtype (f32):
+each tp rank rounds its partial products to bf16 before they are summed,
+where one rank rounds the whole product once."""
 import argparse
 import os
 import sys
@@ -63,6 +67,21 @@ CONFIGS = [
      ["--sequence-parallel"]),
 ]
 SP = "--sequence-parallel"
+# Three steps, as fsdp_equivalence's bf16 runs: rounding differences grow
+# with every update. Each tp rank rounds its partial sums to bf16 before
+# they are summed (as Megatron's bf16 collectives do), so the moments of
+# the squared gradients differ from one rank's by up to 3e-2 here. That is
+# rounding: against an f32 run of the same model the tp run's logits are
+# as close as one rank's (5.2e-3 both), and its first moments within 1.4x
+# of one rank's distance.
+BF16 = ["--dtype", "bf16", "--precision", "main_params=f32"]
+BF16_STEPS = 3
+BF16_TOLERANCE = 5e-2
+BF16_CONFIGS = [
+    ("bf16 tp=2 sp", "tp=2", [*BF16, SP]),
+    ("bf16 dp_shard=2 x tp=2 optim_grads_params sp", "dp_shard=2,tp=2",
+     [*BF16, "--fsdp", "optim_grads_params", SP]),
+]
 # Flags of the parallel layout, which the single-rank reference leaves out.
 LAYOUT_FLAGS = {SP: 0, "--fsdp": 1, "--outer-fsdp": 1}
 
@@ -120,24 +139,26 @@ def main():
 
     references = {}
 
-    def reference(flags):
+    def reference(flags, steps=STEPS):
         key = tuple(flags)
         if key not in references:
             tag = f"single{len(references)}"
             single = compile_model(tag, ["megc", "gen", "llama", *MODEL,
                                          *flags])
             losses, state = fsdp_equivalence.train(
-                single, inputs, os.path.join(tmp, tag + ".safetensors"), 1)
+                single, inputs, os.path.join(tmp, tag + ".safetensors"), 1,
+                steps)
             if not losses[-1] < losses[0]:
                 sys.exit(f"single-rank loss does not fall: {losses}")
             references[key] = (single, losses, state)
         return references[key]
 
     def compare(name, ranks, single, want_losses, want_state, artifact,
-                flags=()):
+                flags=(), steps=STEPS, tolerance=TOLERANCE):
         tag = name.replace(" ", "_").replace("=", "").replace("+", "")
         losses, state = fsdp_equivalence.train(
-            artifact, inputs, os.path.join(tmp, tag + ".safetensors"), ranks)
+            artifact, inputs, os.path.join(tmp, tag + ".safetensors"), ranks,
+            steps)
         loss_error = float(np.max(np.abs(losses - want_losses) /
                                   np.abs(want_losses)))
         worst, worst_name = e2e_util.worst_state_error(state, want_state, name)
@@ -152,23 +173,29 @@ def main():
                 os.path.join(tmp, tag + "_fwN"), ranks)
             logits = e2e_util.relative_error(got["logits"], want["logits"])
             shown = f", logits rel err {logits:.2e}"
-        ok = max(loss_error, worst, logits) < TOLERANCE
+        ok = max(loss_error, worst, logits) < tolerance
         print(f"{name:28s} {ranks} ranks: loss rel err {loss_error:.2e}, "
               f"state rel err {worst:.2e} ({worst_name}){shown}"
               + ("" if ok else "  FAILED"))
         return ok
 
     failed = False
-    for name, mesh, flags in CONFIGS:
-        if options.only and options.only not in name:
-            continue
-        ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
-        single, want_losses, want_state = reference(reference_flags(flags))
-        tag = name.replace(" ", "_").replace("=", "").replace("+", "")
-        artifact = compile_model(tag, ["megc", "gen", "llama", *MODEL, *flags,
-                                       "--mesh", mesh])
-        failed |= not compare(name, ranks, single, want_losses, want_state,
-                              artifact, flags)
+    for configs, steps, tolerance in ((CONFIGS, STEPS, TOLERANCE),
+                                      (BF16_CONFIGS, BF16_STEPS,
+                                       BF16_TOLERANCE)):
+        for name, mesh, flags in configs:
+            if options.only and options.only not in name:
+                continue
+            ranks = int(np.prod([int(a.split("=")[1])
+                                 for a in mesh.split(",")]))
+            single, want_losses, want_state = reference(
+                reference_flags(flags), steps)
+            tag = name.replace(" ", "_").replace("=", "").replace("+", "")
+            artifact = compile_model(tag, ["megc", "gen", "llama", *MODEL,
+                                           *flags, "--mesh", mesh])
+            failed |= not compare(name, ranks, single, want_losses,
+                                  want_state, artifact, flags, steps,
+                                  tolerance)
 
     # Imported models: llama-bias (column biases split with their weights,
     # row biases added once after the reduction) and qwen3 (per-head q/k
@@ -234,9 +261,9 @@ def main():
 
     if failed:
         sys.exit("some configurations differ from one rank by more than "
-                 f"{TOLERANCE}")
+                 f"{TOLERANCE} (f32) or {BF16_TOLERANCE} (bf16)")
     print(f"all tensor-parallel configurations equal one rank within "
-          f"{TOLERANCE} (f32)")
+          f"{TOLERANCE} (f32; {BF16_TOLERANCE} bf16 weights, f32 masters)")
 
 
 if __name__ == "__main__":

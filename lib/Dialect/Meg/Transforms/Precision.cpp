@@ -1,7 +1,9 @@
 //===- Precision.cpp - the meg-precision pass --------------------------===//
 //
 // Casts the gradients of the gradient function to the precision policy's
-// main_grads dtype, exactly where the dtype changes.
+// main_grads dtype, exactly where the dtype changes; a gradient summed over
+// a mesh group (a parameter every tensor-parallel rank applies to its part)
+// is summed in the policy's grad_reduce dtype.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,29 @@ using namespace mlir;
 using namespace mlir::meg;
 
 namespace {
+
+/// `gradient` itself, or, where it is the sum over a mesh group of partial
+/// gradients in another dtype than the policy's grad_reduce (the gradient
+/// of a parameter each tensor-parallel rank applies to its own part), the
+/// same sum taken over the partials cast to grad_reduce.
+Value sumInReduceDtype(Value gradient, PrecisionAttr policy) {
+  auto sum = gradient.getDefiningOp<AllReduceOp>();
+  Type reduceType = policy.getGradReduce();
+  if (!sum || sum.getReduce() != CollectiveReduce::sum ||
+      !sum->hasOneUse() ||
+      getElementTypeOrSelf(gradient.getType()) == reduceType)
+    return gradient;
+  OpBuilder builder(sum);
+  auto type = cast<RankedTensorType>(gradient.getType()).clone(reduceType);
+  Value partial =
+      CastOp::create(builder, sum.getLoc(), type, sum.getInput());
+  auto wide = AllReduceOp::create(builder, sum.getLoc(), type, partial,
+                                  sum.getMeshAttr(), sum.getAxesAttr(),
+                                  sum.getReduceAttr());
+  sum->dropAllUses();
+  sum.erase();
+  return wide;
+}
 
 struct MegPrecisionPass
     : public mlir::meg::impl::MegPrecisionBase<MegPrecisionPass> {
@@ -59,12 +84,12 @@ struct MegPrecisionPass
             << ") exactly; use the parameter's dtype or f32";
         return signalPassFailure();
       }
-      auto type = cast<RankedTensorType>(operand.get().getType());
-      if (type.getElementType() == policy.getMainGrads())
-        continue;
-      operand.set(CastOp::create(builder, ret.getLoc(),
-                                 type.clone(policy.getMainGrads()),
-                                 operand.get()));
+      Value gradient = sumInReduceDtype(operand.get(), policy);
+      auto type = cast<RankedTensorType>(gradient.getType());
+      if (type.getElementType() != policy.getMainGrads())
+        gradient = CastOp::create(builder, ret.getLoc(),
+                                  type.clone(policy.getMainGrads()), gradient);
+      operand.set(gradient);
     }
     grad.setFunctionType(builder.getFunctionType(grad.getArgumentTypes(),
                                                  ret.getOperandTypes()));

@@ -223,7 +223,12 @@ def MegPrecision : Pass<"meg-precision", "::mlir::ModuleOp"> {
     built by meg-autodiff (`gradient`, default `grad`): every
     `grad.<parameter>` result, produced in the compute dtype, is cast to
     `main_grads` where (and only where) the two differ, so that the
-    optimizer consumes gradients in the dtype the policy names. Without a
+    optimizer consumes gradients in the dtype the policy names. A gradient
+    that is a sum over a mesh group (the gradient of a parameter every
+    tensor-parallel rank applies to its own part: norm weights under
+    sequence parallelism, per-head norms) is summed in `grad_reduce`: its
+    partials are cast before the `meg.all_reduce`, as Megatron reduces such
+    gradients in its main-gradient buffers. Without a
     policy the pass changes nothing. A policy that cannot hold (master
     weights `main_params` that cannot represent a parameter exactly: other
     than its dtype and not f32) is an error naming the parameter; the
