@@ -117,6 +117,10 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
   options.fuse = !flags.noFuse;
   options.fuseRope = !flags.noFuseRope;
   options.shareIoBuffers = flags.shareIoBuffers;
+  if (flags.captureCollectives && options.cudaGraphs == CudaGraphScope::None)
+    return optionError("--capture-collectives captures collectives into CUDA "
+                       "graph regions; it needs --cuda-graphs=step or layer");
+  options.captureCollectives = flags.captureCollectives;
   return options;
 }
 

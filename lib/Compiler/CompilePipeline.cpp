@@ -89,16 +89,19 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     remat.memoryBudget = options.memoryBudget;
     pm.addPass(mlir::meg::createMegRemat(remat));
   }
-  // Collectives overlap the work that does not need them (a tensor-parallel
-  // layer's weight gradient, an MoE layer's shared experts).
-  pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegAsyncCollectives());
   if (options.cudaGraphs != CudaGraphScope::None) {
     mlir::meg::MegOutlineCudaGraphsOptions graphs;
     graphs.scope =
         options.cudaGraphs == CudaGraphScope::Step ? "step" : "layer";
     graphs.shareIoBuffers = options.shareIoBuffers;
+    graphs.captureCollectives = options.captureCollectives;
     pm.addPass(mlir::meg::createMegOutlineCudaGraphs(graphs));
   }
+  // Collectives overlap the work that does not need them (a tensor-parallel
+  // layer's weight gradient, an MoE layer's shared experts). After the
+  // outlining, so that a collective captured in a graph region starts and
+  // is waited for inside it.
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegAsyncCollectives());
 }
 
 mlir::LogicalResult runPipeline(mlir::ModuleOp module,

@@ -71,6 +71,7 @@ def compile(
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
     share_io_buffers: bool = ...,
+    capture_collectives: bool = ...,
     cpu: Literal["x86-64", "native"] = ...,
     recompute: Literal["none", "selective", "full"] = ...,
     memory_budget: str | int | None = ...,
@@ -87,6 +88,7 @@ def compile(
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
     share_io_buffers: bool = ...,
+    capture_collectives: bool = ...,
     cpu: Literal["x86-64", "native"] = ...,
     recompute: Literal["none", "selective", "full"] = ...,
     memory_budget: str | int | None = ...,
@@ -102,6 +104,7 @@ def compile(
     no_fuse_rope: bool = False,
     cuda_graphs: str = "none",
     share_io_buffers: bool = False,
+    capture_collectives: bool = False,
     cpu: str = "x86-64",
     recompute: str = "none",
     memory_budget: str | int | None = None,
@@ -113,9 +116,9 @@ def compile(
     The options are the driver's flags: `target` ("cpu", "cuda", "cpu,cuda"
     or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
     bytes; "mlir", "megrt", "kernels", "llvm" and "ptx" return text),
-    `no_fuse`,
-    `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
-    `share_io_buffers`, `cpu` ("x86-64", or "native" for this host's
+    `no_fuse`, `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
+    `share_io_buffers`, `capture_collectives` (collectives inside the graph
+    regions), `cpu` ("x86-64", or "native" for this host's
     instruction-set extensions), `recompute` ("none", "selective", "full")
     `memory_budget` (bytes per rank as an int, or a size such as "40GiB")
     and `loss_chunks`. Raises megc.Error with the diagnostics; what a
@@ -138,6 +141,7 @@ def compile(
         no_fuse_rope,
         cuda_graphs,
         share_io_buffers,
+        capture_collectives,
         cpu,
         recompute,
         "" if memory_budget is None else str(memory_budget),

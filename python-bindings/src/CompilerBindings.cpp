@@ -250,7 +250,7 @@ void bindCompiler(nb::module_ &m) {
          const std::vector<std::string> &targets, const std::string &cudaArch,
          const std::string &emit, bool noFuse, bool noFuseRope,
          const std::string &cudaGraphs, bool shareIoBuffers,
-         const std::string &cpu, const std::string &recompute,
+         bool captureCollectives, const std::string &cpu, const std::string &recompute,
          const std::string &memoryBudget, int64_t lossChunks) {
         CompileFlags flags;
         flags.targets = targets;
@@ -261,6 +261,7 @@ void bindCompiler(nb::module_ &m) {
         flags.noFuseRope = noFuseRope;
         flags.cudaGraphs = cudaGraphs;
         flags.shareIoBuffers = shareIoBuffers;
+        flags.captureCollectives = captureCollectives;
         flags.recompute = recompute;
         flags.memoryBudget = memoryBudget;
         flags.lossChunks = lossChunks;
@@ -269,13 +270,15 @@ void bindCompiler(nb::module_ &m) {
       nb::arg("source"), nb::arg("source_name"), nb::arg("targets"),
       nb::arg("cuda_arch"), nb::arg("emit"), nb::arg("no_fuse"),
       nb::arg("no_fuse_rope"), nb::arg("cuda_graphs"),
-      nb::arg("share_io_buffers"), nb::arg("cpu"), nb::arg("recompute"),
+      nb::arg("share_io_buffers"), nb::arg("capture_collectives"),
+      nb::arg("cpu"), nb::arg("recompute"),
       nb::arg("memory_budget"), nb::arg("loss_chunks"),
       nb::sig("def compile(source: str, source_name: str, targets: "
               "collections.abc.Sequence[str], cuda_arch: str, emit: str, "
               "no_fuse: bool, no_fuse_rope: bool, cuda_graphs: str, "
-              "share_io_buffers: bool, cpu: str, recompute: str, "
-              "memory_budget: str, loss_chunks: int) -> bytes | str"),
+              "share_io_buffers: bool, capture_collectives: bool, cpu: str, "
+              "recompute: str, memory_budget: str, loss_chunks: int) -> "
+              "bytes | str"),
       "Compiles meg IR text as `megc` does; see megc.compile.");
   m.def("generate", &generate, nb::arg("preset"), nb::arg("settings"),
         nb::sig("def generate(preset: str, settings: dict[str, object]) -> "

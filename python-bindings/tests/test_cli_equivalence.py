@@ -78,6 +78,8 @@ def test_compile_matches_cli(tools, tmp_path, llama_ir, emit):
      ["--recompute=selective", "--memory-budget=1000000000"]),
     (dict(memory_budget="1GiB"), ["--memory-budget=1GiB"]),
     (dict(loss_chunks=4), ["--loss-chunks=4"]),
+    (dict(cuda_graphs="layer", capture_collectives=True),
+     ["--cuda-graphs=layer", "--capture-collectives"]),
 ])
 def test_recompute_matches_cli(tools, tmp_path, llama_ir, options, cli):
     model = tmp_path / "model.mlir"

@@ -623,8 +623,10 @@ private:
 
   /// Devices run each region's commands as one graph among the others, so
   /// regions must be non-empty command ranges of the entry, in command
-  /// order and disjoint; communication stays outside them (a graph replays
-  /// without the host, which drives the collectives of a Host group).
+  /// order and disjoint. A collective may be inside one (CUDA captures
+  /// NCCL's); an async one is waited for in its own region, where the
+  /// graph's stream orders the two, and a Wait inside a region completes a
+  /// collective of that region.
   void verifyGraphRegions() {
     uint64_t numCommands = sizeOf(entry_.commands());
     uint64_t previousEnd = 0;
@@ -648,23 +650,28 @@ private:
              ") start before the end of the previous region '", previous,
              "' at command ", previousEnd,
              "; regions must be in command order and must not overlap");
-      for (uint64_t c = first; c < end; ++c)
-        if (communicates(*entry_.commands()->Get(c)))
-          fail(where, ": command ", c, " (",
-               fb::EnumNameCommandOp(entry_.commands()->Get(c)->op_type()),
-               ") is inside the region; collectives that communicate and "
-               "waits must stay outside graph regions");
+      auto inside = [&](uint64_t c) { return c >= first && c < end; };
+      for (uint64_t c = first; c < end; ++c) {
+        const fb::Command &command = *entry_.commands()->Get(c);
+        if (const fb::Wait *wait = command.op_as_Wait()) {
+          if (!inside(wait->collective()))
+            fail(where, ": command ", c, " (wait) completes command ",
+                 wait->collective(), ", which is outside the region; an "
+                 "async collective and its wait must be in one region");
+        } else if (const fb::Collective *collective =
+                       command.op_as_Collective()) {
+          auto waited = waitedBy_.find(static_cast<uint32_t>(c));
+          if (collective->async() && waited != waitedBy_.end() &&
+              !inside(static_cast<uint64_t>(waited->second)))
+            fail(where, ": command ", c, " (async collective) is waited for "
+                 "by command ", waited->second, ", which is outside the "
+                 "region; an async collective and its wait must be in one "
+                 "region");
+        }
+      }
       previousEnd = end;
       previous = name;
     }
-  }
-
-  /// A Wait, or a Collective other than a slice (a local copy that graphs
-  /// can hold).
-  static bool communicates(const fb::Command &command) {
-    if (const fb::Collective *collective = command.op_as_Collective())
-      return collective->kind() != fb::CollectiveKind::slice;
-    return command.op_type() == fb::CommandOp::Wait;
   }
 
   static BufferExtent extentOf(const fb::Buffer &buffer) {

@@ -324,24 +324,29 @@ TEST(MeshVerifier, EachAsyncCollectiveIsWaitedForOnce) {
             "never waited for; the entry must end with no collective pending");
 }
 
-TEST(MeshVerifier, CommunicationStaysOutsideGraphRegions) {
-  // The copies and the slice may be captured.
-  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
-              d.entries[0].graphs = {{"local", 4, 2}};
-            }),
-            "(loaded)");
-  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
-              d.entries[0].graphs = {{"layer", 5, 3}};
-            }),
-            "entry 'step', graph region 'layer': command 6 (Collective) is "
-            "inside the region; collectives that communicate and waits must "
-            "stay outside graph regions");
+TEST(MeshVerifier, AsyncCollectivesAreWaitedForInTheirGraphRegion) {
+  // Copies, slices and blocking collectives may be captured, and so may an
+  // async collective with its wait.
+  for (auto [name, first, count] :
+       {std::tuple{"local", 4u, 2u}, {"layer", 5u, 3u}, {"step", 0u, 9u}})
+    EXPECT_EQ(errorAfter([&](ProgramDesc &d) {
+                d.entries[0].graphs = {{name, first, count}};
+              }),
+              "(loaded)")
+        << name;
   EXPECT_EQ(errorAfter([](ProgramDesc &d) {
               d.entries[0].graphs = {{"tail", 7, 2}};
             }),
-            "entry 'step', graph region 'tail': command 8 (Wait) is inside "
-            "the region; collectives that communicate and waits must stay "
-            "outside graph regions");
+            "entry 'step', graph region 'tail': command 8 (wait) completes "
+            "command 0, which is outside the region; an async collective "
+            "and its wait must be in one region");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              d.entries[0].graphs = {{"head", 0, 2}};
+            }),
+            "entry 'step', graph region 'head': command 0 (async "
+            "collective) is waited for by command 8, which is outside the "
+            "region; an async collective and its wait must be in one "
+            "region");
 }
 
 } // namespace

@@ -2,6 +2,9 @@
 // RUN: megc-opt %s -split-input-file \
 // RUN:   --meg-outline-cuda-graphs='scope=layer share-io-buffers' \
 // RUN:   | FileCheck %s --check-prefix=LAYER
+// RUN: megc-opt %s -split-input-file \
+// RUN:   --meg-outline-cuda-graphs='scope=layer capture-collectives' \
+// RUN:   | FileCheck %s --check-prefix=CAPTURE
 
 meg.param @embed : tensor<16x8xf32> init #meg.init<normal(0.02)>
 meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
@@ -59,6 +62,15 @@ meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
 // LAYER: meg.graph_region "layers.0.forward"
 // LAYER: meg.all_reduce
 // LAYER: meg.graph_region "layers.0.backward"
+// With capture-collectives the layer's graph holds it.
+// CAPTURE-LABEL: func.func @with_collective
+// CAPTURE: meg.graph_region "layers.0.forward"
+// CAPTURE: meg.linear
+// CAPTURE: meg.all_reduce
+// CAPTURE: meg.linear
+// CAPTURE: meg.yield
+// CAPTURE-NEXT: }
+// CAPTURE-NEXT: return
 func.func @with_collective(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %w = meg.param_ref @model.layers.0.w : tensor<8x8xf32>
   %a = meg.linear %x, %w : tensor<4x8xf32>, tensor<8x8xf32>

@@ -11,7 +11,8 @@ whole) of the single-rank artifact compiled from the same model, within
 f32 tolerance. The forward entry's logits (the same on every rank) equal
 one rank's too; a checkpoint saved from a tp run loads into one rank
 unchanged, and one rank's loads into a tp run and into FSDP pieces of tp
-blocks, which then compute the same logits. bf16 weights with f32 master
+blocks, which then compute the same logits. Layer graph regions holding
+the collectives (--capture-collectives) give the same results too. bf16 weights with f32 master
 weights follow one rank within bf16 tolerance for three steps, the norm
 weights' gradients summed over tp in the policy's grad_reduce dtype (f32):
 each tp rank rounds its partial products to bf16 before they are summed,
@@ -67,6 +68,15 @@ CONFIGS = [
      ["--sequence-parallel"]),
 ]
 SP = "--sequence-parallel"
+# Layer graph regions that hold the collectives (the CPU runtime records a
+# region's commands on the first run and replays them, as CUDA captures
+# NCCL's collectives with the region's kernels).
+CAPTURE = ["--cuda-graphs=layer", "--capture-collectives"]
+GRAPH_CONFIGS = [
+    ("tp=2 graphs capture-collectives", "tp=2", []),
+    ("dp_shard=2 x tp=2 sp optim_grads_params graphs capture-collectives",
+     "dp_shard=2,tp=2", [SP, "--fsdp", "optim_grads_params"]),
+]
 # Three steps, as fsdp_equivalence's bf16 runs: rounding differences grow
 # with every update. Each tp rank rounds its partial sums to bf16 before
 # they are summed (as Megatron's bf16 collectives do), so the moments of
@@ -130,11 +140,11 @@ def main():
         np.save(path, rng.integers(0, 64, (4, 8)).astype(np.int32))
         inputs += ["--input", f"{name}={path}"]
 
-    def compile_model(tag, command):
+    def compile_model(tag, command, compile_flags=()):
         model = os.path.join(tmp, tag + ".mlir")
         artifact = os.path.join(tmp, tag + ".megc")
         e2e_util.run([*command, "-o", model])
-        e2e_util.run(["megc", model, "-o", artifact])
+        e2e_util.run(["megc", model, *compile_flags, "-o", artifact])
         return artifact
 
     references = {}
@@ -180,9 +190,10 @@ def main():
         return ok
 
     failed = False
-    for configs, steps, tolerance in ((CONFIGS, STEPS, TOLERANCE),
-                                      (BF16_CONFIGS, BF16_STEPS,
-                                       BF16_TOLERANCE)):
+    for configs, steps, tolerance, compile_flags in (
+            (CONFIGS, STEPS, TOLERANCE, []),
+            (BF16_CONFIGS, BF16_STEPS, BF16_TOLERANCE, []),
+            (GRAPH_CONFIGS, STEPS, TOLERANCE, CAPTURE)):
         for name, mesh, flags in configs:
             if options.only and options.only not in name:
                 continue
@@ -192,7 +203,8 @@ def main():
                 reference_flags(flags), steps)
             tag = name.replace(" ", "_").replace("=", "").replace("+", "")
             artifact = compile_model(tag, ["megc", "gen", "llama", *MODEL,
-                                           *flags, "--mesh", mesh])
+                                           *flags, "--mesh", mesh],
+                                     compile_flags)
             failed |= not compare(name, ranks, single, want_losses,
                                   want_state, artifact, flags, steps,
                                   tolerance)

@@ -72,6 +72,11 @@ cl::opt<bool> shareIoBuffers(
     cl::desc("Chain single-input/single-output layer graphs (with "
              "--cuda-graphs=layer)"),
     cl::init(false), cl::cat(compileCategory));
+cl::opt<bool> captureCollectives(
+    "capture-collectives",
+    cl::desc("Capture collectives (NCCL) inside the CUDA graph regions "
+             "instead of splitting the regions at them (with --cuda-graphs)"),
+    cl::init(false), cl::cat(compileCategory));
 
 cl::opt<std::string> recompute(
     "recompute",
@@ -129,6 +134,7 @@ int runCompile() {
   flags.noFuseRope = noFuseRope;
   flags.cudaGraphs = cudaGraphs;
   flags.shareIoBuffers = shareIoBuffers;
+  flags.captureCollectives = captureCollectives;
   flags.recompute = recompute;
   flags.lossChunks = lossChunks;
   flags.memoryBudget = memoryBudget;

@@ -45,6 +45,9 @@ struct CompileOptions {
   bool fuseRope = true;
   CudaGraphScope cudaGraphs = CudaGraphScope::None;
   bool shareIoBuffers = false;
+  /// `--capture-collectives`: collectives run inside graph regions (NCCL
+  /// captured into the CUDA graph) instead of splitting them.
+  bool captureCollectives = false;
   Recompute recompute = Recompute::None;
   /// `--loss-chunks`: chunks of tokens the final norm, LM head and
   /// cross-entropy of the loss run over (1: one).
@@ -69,6 +72,7 @@ struct CompileFlags {
   bool noFuseRope = false;
   std::string cudaGraphs = "none";
   bool shareIoBuffers = false;
+  bool captureCollectives = false;
   std::string recompute = "none";
   int64_t lossChunks = 1;
   /// A size such as 40GiB, 512MB or 1000000 (bytes); empty: none.

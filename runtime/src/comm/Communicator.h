@@ -5,6 +5,7 @@
 #define MEGRT_SRC_COMM_COMMUNICATOR_H
 
 #include "megrt/DType.h"
+#include "megrt/Error.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,20 @@ public:
   /// after a timeout the group (an MPI world: every group) is unusable, and
   /// an MPI process aborts the job at exit instead of finalising MPI.
   virtual void wait(uint64_t handle) = 0;
+
+  /// Enqueues the collective on `stream` (a CUstream) while the stream is
+  /// being captured into a CUDA graph: the stream orders it with the
+  /// graph's other work and each launch of the graph runs it, so there is
+  /// nothing to wait for. Only Cuda groups (NCCL) can; the others throw
+  /// megrt::Error.
+  virtual void enqueueCaptured(CollectiveKind kind, const void * /*src*/,
+                               void * /*dst*/, size_t /*count*/,
+                               DType /*dtype*/, ReduceOp /*op*/,
+                               void * /*stream*/) {
+    throw Error(std::string("a ") + collectiveName(kind) +
+                " over a group of host buffers cannot be captured into a "
+                "CUDA graph (only NCCL collectives can)");
+  }
 
   /// start() then wait().
   void run(CollectiveKind kind, const void *src, void *dst, size_t count,

@@ -205,8 +205,8 @@ void CudaEntry::collectTrace(Trace &trace, const CudaEvent &origin) const {
 void CudaEntry::runCommand(uint32_t index, CUstream stream) {
   if (trace_)
     trace_->beginCommand(index, stream);
-  // Collectives keep state between their start and their Wait, which is
-  // why they are not enqueued with the commands a graph may capture.
+  // Outside graphs, collectives keep state between their start and their
+  // Wait (the host polls the Wait against the timeout).
   if (const auto *collective = std::get_if<CollectiveCall>(&commands_[index]))
     collectives_.run(*collective, stream);
   else if (const auto *wait = std::get_if<Wait>(&commands_[index]))
@@ -223,8 +223,19 @@ void CudaEntry::runRegion(size_t index, CUstream stream) {
   bool capture = graph.empty();
   if (capture)
     graph = CudaGraph::capture(stream, regionWhere_[index], [&] {
-      for (uint32_t i = region.first; i < region.first + region.count; ++i)
-        enqueue(commands_[i], stream);
+      for (uint32_t i = region.first; i < region.first + region.count; ++i) {
+        // In a graph the stream alone orders a collective (the verifier
+        // keeps an async one and its Wait in one region): each launch runs
+        // it, and its Wait has nothing left to do.
+        if (const auto *call = std::get_if<CollectiveCall>(&commands_[i])) {
+          if (call->group)
+            call->group->enqueueCaptured(call->kind, call->src, call->dst,
+                                         call->count, call->dtype, call->op,
+                                         stream);
+        } else if (!std::holds_alternative<Wait>(commands_[i])) {
+          enqueue(commands_[i], stream);
+        }
+      }
     });
   if (trace_)
     trace_->beginGraph(index, stream);

@@ -36,6 +36,13 @@ StringRef notCapturable(Operation *op, bool captureCollectives) {
   if (isa<CollectiveOpInterface, WaitOp>(op) &&
       !captureCollectives)
     return "collectives are captured only with capture-collectives";
+  // meg-async-collectives, which runs after the outlining, starts and
+  // waits inside one region; a pair already split (meg-fsdp's prefetch of
+  // the next layer's weights) spans regions.
+  auto collective = dyn_cast<CollectiveOpInterface>(op);
+  if ((collective && collective.isStarted()) || isa<WaitOp>(op))
+    return "a started collective and its wait are not captured (they may "
+           "fall in different graphs)";
   if (isa<func::CallOp>(op))
     return "calls must be inlined first";
   if (isa<GraphRegionOp>(op))

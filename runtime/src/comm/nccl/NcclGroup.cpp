@@ -89,20 +89,20 @@ void NcclGroup::checkUsable(const std::string &what) const {
                "failure");
 }
 
-uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
-                          size_t count, DType dtype, ReduceOp op,
-                          void *stream) {
+std::string NcclGroup::describeCall(CollectiveKind kind, DType dtype,
+                                    ReduceOp op, size_t count) const {
   checkCollective(kind, dtype, op, count, size_);
   std::string what = concat("rank ", worldRank_, ": ",
                             describeCollective(kind, dtype, op, count, size_),
                             " (color ", color_, ", NCCL)");
   checkUsable(what);
-  const CudaDriver &driver = cudaDriver();
+  return what;
+}
+
+void NcclGroup::issue(CollectiveKind kind, const void *src, void *dst,
+                      size_t count, DType dtype, ReduceOp op,
+                      CUstream cuStream, const std::string &what) {
   const NcclLibrary &library = nccl();
-  auto cuStream = static_cast<CUstream>(stream);
-  Pending pending{Event(what), Event(what), what};
-  checkCuda(driver.cuEventRecord(pending.begin.get(), cuStream),
-            "cuEventRecord", what);
   ncclDataType_t type = ncclType(dtype);
   ncclRedOp_t reduce = op == ReduceOp::Avg   ? ncclAvg
                        : op == ReduceOp::Max ? ncclMax
@@ -150,8 +150,8 @@ uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
     break;
   }
   }
-  // A nonblocking communicator may still be enqueuing: the second event
-  // must follow the collective's work on the stream.
+  // A nonblocking communicator may still be enqueuing: what follows on the
+  // stream must come after the collective's work.
   try {
     completeNccl(result, call, comm_, deadlineAfter(timeoutSeconds_),
                  timeoutSeconds_, what);
@@ -159,9 +159,28 @@ uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
     comm_ = nullptr;
     throw;
   }
+}
+
+uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
+                          size_t count, DType dtype, ReduceOp op,
+                          void *stream) {
+  std::string what = describeCall(kind, dtype, op, count);
+  const CudaDriver &driver = cudaDriver();
+  auto cuStream = static_cast<CUstream>(stream);
+  Pending pending{Event(what), Event(what), what};
+  checkCuda(driver.cuEventRecord(pending.begin.get(), cuStream),
+            "cuEventRecord", what);
+  issue(kind, src, dst, count, dtype, op, cuStream, what);
   checkCuda(driver.cuEventRecord(pending.end.get(), cuStream), "cuEventRecord",
             what);
   return pending_.add(std::move(pending));
+}
+
+void NcclGroup::enqueueCaptured(CollectiveKind kind, const void *src,
+                                void *dst, size_t count, DType dtype,
+                                ReduceOp op, void *stream) {
+  issue(kind, src, dst, count, dtype, op, static_cast<CUstream>(stream),
+        describeCall(kind, dtype, op, count));
 }
 
 void NcclGroup::wait(uint64_t handle) {

@@ -35,6 +35,11 @@ public:
   /// the timeout, aborts the communicator and throws. Not for use while the
   /// stream is being captured into a CUDA graph.
   void wait(uint64_t handle) override;
+  /// Enqueues the collective on `stream`, which is being captured into a
+  /// CUDA graph: no events, no wait.
+  void enqueueCaptured(CollectiveKind kind, const void *src, void *dst,
+                       size_t count, DType dtype, ReduceOp op,
+                       void *stream) override;
 
 private:
   /// An event with timing, so that cuEventElapsedTime on the pair tells
@@ -59,6 +64,13 @@ private:
   };
 
   std::string describeGroup() const;
+  /// Checks the collective and names it for messages.
+  std::string describeCall(CollectiveKind kind, DType dtype, ReduceOp op,
+                           size_t count) const;
+  /// Enqueues the NCCL calls of the collective on `stream`.
+  void issue(CollectiveKind kind, const void *src, void *dst, size_t count,
+             DType dtype, ReduceOp op, CUstream stream,
+             const std::string &what);
   /// Throws when an earlier failure aborted the communicator.
   void checkUsable(const std::string &what) const;
 

@@ -147,9 +147,13 @@ def MegOutlineCudaGraphs : Pass<"meg-outline-cuda-graphs", "::mlir::ModuleOp"> {
     one buffer, so no copy happens between the graphs. A multi-output layer
     (MMDiT) is graphed without chaining. A layer with no trainable parameter
     and no backward of its own (nothing trainable before it needs gradients
-    through it) gets `forward_only` in a function that runs a backward. Collectives
-    are captured only with `capture-collectives`; an op that is not captured
-    gets a remark (with `remarks`) naming it and the reason.
+    through it) gets `forward_only` in a function that runs a backward.
+    Blocking collectives are captured only with `capture-collectives` (the
+    CUDA runtime enqueues NCCL's collectives into the graph); a started
+    collective and its wait never are, since they may fall in different
+    regions (meg-async-collectives runs after this pass and keeps the pairs
+    it makes inside one region). An op that is not captured gets a remark
+    (with `remarks`) naming it and the reason.
 
     ```mlir
     // scope=layer share-io-buffers
