@@ -435,13 +435,8 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
   // On a GPU the table gradient is a GEMM (see placeEmbeddingGrad); on the
   // CPU alone, the kernel's scatter-add over the tokens.
   if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op);
-      embeddingGrad && options.generatesCuda()) {
-    if (embeddingGrad.getFirstRow())
-      return op->emitError()
-             << "the gradient of a vocab-parallel embedding (a table block, "
-                "rows from an offset) is not supported on CUDA yet";
+      embeddingGrad && options.generatesCuda())
     return placeEmbeddingGrad(embeddingGrad);
-  }
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return placeMatmul(matmul);
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -1036,8 +1031,9 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
 }
 
 /// The table gradient as one-hot rows times the output gradient: a kernel
-/// writes onehot[t, v] = (ids[t] == v), and a GEMM computes
-/// onehot^T x grad. A scatter-add in loops would compare every token with
+/// writes onehot[t, v] = (ids[t] == first + v), where a block of a
+/// vocab-parallel table starts at row `first` of the whole (0 otherwise),
+/// and a GEMM computes onehot^T x grad. A scatter-add in loops would compare every token with
 /// every row (vocab x tokens x dim); the GEMM does that work on the matrix
 /// units and sums each row in f32 with one rounding, like the others.
 LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
@@ -1050,28 +1046,42 @@ LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   auto oneHotType = RankedTensorType::get(oneHotShape, table.getElementType());
 
   Location loc = op.getLoc();
+  Value firstRow = op.getFirstRow();
+  SmallVector<Type> inputTypes = {ids};
+  if (firstRow)
+    inputTypes.push_back(firstRow.getType());
   builder.setInsertionPointToEnd(program.kernelModule->getBody());
   auto kernel = func::FuncOp::create(
-      builder, loc, "kernel", builder.getFunctionType({ids}, {oneHotType}));
+      builder, loc, "kernel",
+      builder.getFunctionType(inputTypes, {oneHotType}));
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToStart(body);
   int64_t rank = oneHotType.getRank();
   MLIRContext *context = builder.getContext();
-  AffineMap idsMap =
-      AffineMap::getMultiDimIdentityMap(rank, context).getMajorSubMap(rank - 1);
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, context).getMajorSubMap(rank -
+                                                                      1)};
+  if (firstRow)
+    maps.push_back(AffineMap::get(rank, 0, {}, context));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, context));
   Value empty = tensor::EmptyOp::create(builder, loc, oneHotShape,
                                         table.getElementType());
   auto generic = linalg::GenericOp::create(
-      builder, loc, TypeRange{oneHotType}, ValueRange{body->getArgument(0)},
-      ValueRange{empty},
-      {idsMap, AffineMap::getMultiDimIdentityMap(rank, context)},
+      builder, loc, TypeRange{oneHotType}, body->getArguments(),
+      ValueRange{empty}, maps,
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
       [&](OpBuilder &b, Location l, ValueRange args) {
         Value row = linalg::IndexOp::create(b, l, rank - 1);
         Value id = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+        // The row of this block the token's id names (out of the block's
+        // range, and so matching none, for the other blocks' ids).
+        if (firstRow)
+          id = arith::SubIOp::create(
+              b, l, id,
+              arith::IndexCastOp::create(b, l, b.getIndexType(), args[1]));
         Value match =
             arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, id);
-        Type element = args[1].getType();
+        Type element = args.back().getType();
         Value one = arith::ConstantOp::create(b, l, b.getFloatAttr(element, 1));
         Value zero =
             arith::ConstantOp::create(b, l, b.getFloatAttr(element, 0));
@@ -1086,8 +1096,15 @@ LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
     return failure();
   LaunchCommand launch;
   launch.kernel = kernelIndex(kernel, "meg.embedding_grad.one_hot");
+  launch.args = {*idsBuffer};
+  if (firstRow) {
+    FailureOr<uint32_t> firstBuffer = bufferFor(firstRow);
+    if (failed(firstBuffer))
+      return failure();
+    launch.args.push_back(*firstBuffer);
+  }
   uint32_t oneHot = addBuffer(BufferKind::Arena, 0, oneHotType);
-  launch.args = {*idsBuffer, oneHot};
+  launch.args.push_back(oneHot);
   entry->commands.push_back(launch);
 
   GemmCommand gemm;

@@ -52,7 +52,6 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
   if (c.tp > 1) {
     for (auto [what, extent] :
          {std::pair<const char *, int64_t>{"attention heads", c.heads},
-          {"key/value heads", c.kvHeads},
           {"MLP features (ffn)", c.ffn},
           {"vocabulary (the embedding and LM head are vocab-parallel)",
            c.vocab}})
@@ -61,6 +60,14 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
                            llvm::Twine(c.tp) + " ranks splits the " + what +
                            ", but " + llvm::Twine(extent) +
                            " is not a multiple of " + llvm::Twine(c.tp));
+    // Each rank takes whole query groups, or a share of one.
+    if (c.kvHeads % c.tp != 0 && c.tp % c.kvHeads != 0)
+      return configError(
+          "tensor parallelism over tp = " + llvm::Twine(c.tp) +
+          " ranks splits the query groups (key/value heads), but " +
+          llvm::Twine(c.kvHeads) + " is not a multiple of " +
+          llvm::Twine(c.tp) + ", nor " + llvm::Twine(c.tp) +
+          " a multiple of it (each rank then taking its group's)");
   }
   if (!(c.normEps > 0.0))
     return configError("--norm-eps must be > 0");
@@ -132,8 +139,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
   int64_t qDim = c.heads * headDim;
   int64_t kvDim = c.kvHeads * headDim;
   // This rank's heads and features: q/k/v and gate/up are column-parallel,
-  // o and down row-parallel; each rank takes whole query groups.
-  int64_t heads = c.heads / c.tp, kvHeads = c.kvHeads / c.tp;
+  // o and down row-parallel; each rank takes whole query groups, or, with
+  // fewer groups than ranks, the key/value head of its group (whose
+  // weights every rank holds).
+  bool sharedGroups = c.kvHeads < c.tp;
+  int64_t heads = c.heads / c.tp,
+          kvHeads = sharedGroups ? 1 : c.kvHeads / c.tp;
   const char *embedName = "model.embed_tokens.weight";
   // With tensor parallelism the embedding and the LM head are
   // vocab-parallel: each rank holds a block of vocab / tp rows.
@@ -147,8 +158,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     std::string attn = layer + ".self_attn";
     b.ones(layer + ".input_layernorm.weight", {c.hidden});
     b.columnParams(attn + ".q_proj", c.hidden, qDim, c.qkvBias);
-    b.columnParams(attn + ".k_proj", c.hidden, kvDim, c.qkvBias);
-    b.columnParams(attn + ".v_proj", c.hidden, kvDim, c.qkvBias);
+    for (const char *proj : {".k_proj", ".v_proj"}) {
+      if (sharedGroups)
+        b.linearParams(attn + proj, c.hidden, kvDim, c.qkvBias);
+      else
+        b.columnParams(attn + proj, c.hidden, kvDim, c.qkvBias);
+    }
     b.rowParams(attn + ".o_proj", qDim, c.hidden, c.outputBias);
     if (c.qkNorm) {
       b.ones(attn + ".q_norm.weight", {headDim});
@@ -197,10 +212,16 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     Value x = enterBlock(norm(hidden, layer + ".input_layernorm.weight"));
     Value q = b.reshape(b.linear(x, attn + ".q_proj", c.qkvBias),
                         {c.batch, c.seq, heads, headDim});
-    Value k = b.reshape(b.linear(x, attn + ".k_proj", c.qkvBias),
-                        {c.batch, c.seq, kvHeads, headDim});
-    Value v = b.reshape(b.linear(x, attn + ".v_proj", c.qkvBias),
-                        {c.batch, c.seq, kvHeads, headDim});
+    auto keyValue = [&](const char *proj) {
+      std::string prefix = attn + proj;
+      Value projected =
+          sharedGroups
+              ? b.groupColumnLinear(x, prefix, c.qkvBias, c.kvHeads)
+              : b.linear(x, prefix, c.qkvBias);
+      return b.reshape(projected, {c.batch, c.seq, kvHeads, headDim});
+    };
+    Value k = keyValue(".k_proj");
+    Value v = keyValue(".v_proj");
     if (c.qkNorm) {
       q = b.rmsNormOfPart(q, attn + ".q_norm.weight", c.normEps);
       k = b.rmsNormOfPart(k, attn + ".k_norm.weight", c.normEps);

@@ -86,6 +86,13 @@ public:
   /// `input`, entering column-parallel layers: identity, with the gradient
   /// summed over tp. Without tensor parallelism, `input` itself.
   mlir::Value enterColumns(mlir::Value input);
+  /// A column-parallel layer whose output features form `groups` blocks,
+  /// fewer than tp ranks (key/value heads when there are fewer query groups
+  /// than ranks): every rank holds the whole weight (and bias) and applies
+  /// the block of its group, which tp / groups ranks share. The weight's
+  /// gradient gathers the ranks' parts over tp and sums those of a group.
+  mlir::Value groupColumnLinear(mlir::Value input, llvm::StringRef prefix,
+                                bool bias, int64_t groups);
   /// A row-parallel layer: this rank's partial product, summed over tp
   /// (with `scatterSequence`, reduce-scattered into sequence shards), then
   /// the bias.

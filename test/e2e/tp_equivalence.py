@@ -1,7 +1,7 @@
 """End to end: tensor parallelism trains like one rank. Ten llama
 train_steps on tp=2 and tp=4 meshes under mpirun (q/k/v and gate/up
 column-parallel, o and down row-parallel, grouped KV heads split with their
-query heads), with global-norm clipping, with micro-batches, with the tp
+query heads, or fewer KV heads than ranks, each rank taking its group's), with global-norm clipping, with micro-batches, with the tp
 groups replicated over dp_shard and dp_outer (2-D and 3-D meshes of up to 8
 ranks) or sharded over them by every FSDP strategy (HSDP included), with
 and without sequence parallelism, and for imported models
@@ -12,7 +12,9 @@ f32 tolerance. The forward entry's logits (the same on every rank) equal
 one rank's too; a checkpoint saved from a tp run loads into one rank
 unchanged, and one rank's loads into a tp run and into FSDP pieces of tp
 blocks, which then compute the same logits. Layer graph regions holding
-the collectives (--capture-collectives) give the same results too. bf16 weights with f32 master
+the collectives (--capture-collectives), and the program compiled for both targets (the
+GPU's one-hot embedding gradient, run here on the CPU), give the same
+results too. bf16 weights with f32 master
 weights follow one rank within bf16 tolerance for three steps, the norm
 weights' gradients summed over tp in the policy's grad_reduce dtype (f32):
 each tp rank rounds its partial products to bf16 before they are summed,
@@ -66,12 +68,27 @@ CONFIGS = [
      ["--sequence-parallel", "--clip-grad", "0.5"]),
     ("dp_outer=2 x dp_shard=2 x tp=2 sp", "dp_outer=2,dp_shard=2,tp=2",
      ["--sequence-parallel"]),
+    # Fewer query groups than ranks: every rank holds the whole k/v weights
+    # and applies its group's head, which tp / kv-heads ranks share.
+    ("tp=4 kv-heads 2", "tp=4", ["--kv-heads", "2"]),
+    ("tp=4 kv-heads 2 sp clip", "tp=4",
+     ["--kv-heads", "2", "--sequence-parallel", "--clip-grad", "0.5"]),
+    ("dp_shard=2 x tp=2 kv-heads 1 optim_grads_params", "dp_shard=2,tp=2",
+     ["--kv-heads", "1", "--fsdp", "optim_grads_params"]),
 ]
 SP = "--sequence-parallel"
 # Layer graph regions that hold the collectives (the CPU runtime records a
 # region's commands on the first run and replays them, as CUDA captures
 # NCCL's collectives with the region's kernels).
 CAPTURE = ["--cuda-graphs=layer", "--capture-collectives"]
+# The program for both targets, run on the CPU: its table gradient is the
+# GPU's one-hot GEMM (onehot[t, v] = ids[t] == first + v on the rank's block
+# of the vocab-parallel table).
+BOTH_TARGETS = ["--target=cpu,cuda"]
+BOTH_TARGET_CONFIGS = [
+    ("tp=2 cpu,cuda program", "tp=2", []),
+    ("tp=2 sp cpu,cuda program", "tp=2", [SP]),
+]
 GRAPH_CONFIGS = [
     ("tp=2 graphs capture-collectives", "tp=2", []),
     ("dp_shard=2 x tp=2 sp optim_grads_params graphs capture-collectives",
@@ -94,6 +111,22 @@ BF16_CONFIGS = [
 ]
 # Flags of the parallel layout, which the single-rank reference leaves out.
 LAYOUT_FLAGS = {SP: 0, "--fsdp": 1, "--outer-fsdp": 1}
+
+
+def model_flags(flags):
+    """MODEL with the settings that `flags` give replaced by theirs."""
+    given = {flag for flag in flags if flag.startswith("--")}
+    kept, skip = [], False
+    for index, flag in enumerate(MODEL):
+        if skip:
+            skip = False
+        elif flag in given:
+            # A setting with a value drops the value too.
+            skip = index + 1 < len(MODEL) and not MODEL[index + 1].startswith(
+                "--")
+        else:
+            kept.append(flag)
+    return kept + list(flags)
 
 
 def reference_flags(flags):
@@ -153,8 +186,8 @@ def main():
         key = tuple(flags)
         if key not in references:
             tag = f"single{len(references)}"
-            single = compile_model(tag, ["megc", "gen", "llama", *MODEL,
-                                         *flags])
+            single = compile_model(tag, ["megc", "gen", "llama",
+                                         *model_flags(flags)])
             losses, state = fsdp_equivalence.train(
                 single, inputs, os.path.join(tmp, tag + ".safetensors"), 1,
                 steps)
@@ -193,7 +226,8 @@ def main():
     for configs, steps, tolerance, compile_flags in (
             (CONFIGS, STEPS, TOLERANCE, []),
             (BF16_CONFIGS, BF16_STEPS, BF16_TOLERANCE, []),
-            (GRAPH_CONFIGS, STEPS, TOLERANCE, CAPTURE)):
+            (GRAPH_CONFIGS, STEPS, TOLERANCE, CAPTURE),
+            (BOTH_TARGET_CONFIGS, STEPS, TOLERANCE, BOTH_TARGETS)):
         for name, mesh, flags in configs:
             if options.only and options.only not in name:
                 continue
@@ -202,8 +236,9 @@ def main():
             single, want_losses, want_state = reference(
                 reference_flags(flags), steps)
             tag = name.replace(" ", "_").replace("=", "").replace("+", "")
-            artifact = compile_model(tag, ["megc", "gen", "llama", *MODEL,
-                                           *flags, "--mesh", mesh],
+            artifact = compile_model(tag, ["megc", "gen", "llama",
+                                           *model_flags(flags), "--mesh",
+                                           mesh],
                                      compile_flags)
             failed |= not compare(name, ranks, single, want_losses,
                                   want_state, artifact, flags, steps,
