@@ -57,6 +57,11 @@ CASES = [
     # GPU (groups of one rank) and copies on the CPU.
     ("llama_fsdp1_train", ["llama", "--train", "--mesh", "dp_shard=1",
                            "--fsdp", "optim_grads_params"], "train_step", 3),
+    # The same with the collectives captured into the layers' CUDA graphs
+    # (NCCL calls enqueued into the graph, replayed each step).
+    ("llama_fsdp1_graphs_train", ["llama", "--train", "--mesh", "dp_shard=1",
+                                  "--fsdp", "optim_grads_params"],
+     "train_step", 3, ["--cuda-graphs=layer", "--capture-collectives"]),
     # DeepSeek-V3: MLA, routing with a capacity that drops tokens, the
     # gathers, and (training) the router's and the balance loss's gradients
     # and the routing-bias update.
@@ -216,12 +221,14 @@ def main():
                     os.path.join(out, "deps", "bin"))
 
     rng = np.random.default_rng(0)
-    for name, gen, entry, steps in CASES:
+    # A case's fifth field, where it has one: more compile flags.
+    for name, gen, entry, steps, *compile_flags in CASES:
         case = os.path.join(out, "cases", name)
         os.makedirs(os.path.join(case, "inputs"))
         print(f"preparing {name}", flush=True)
         run([megc, "gen", *gen, "-o", f"{case}/model.mlir"])
         run([megc, f"{case}/model.mlir", "--target=cpu,cuda",
+             *(compile_flags[0] if compile_flags else []),
              "-o", f"{case}/model.megc"])
         os.remove(f"{case}/model.mlir")
         inputs = []
