@@ -190,6 +190,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     options = parser.parse_args()
+    # Cases run megc-run from their own folders: the build as an absolute
+    # path, whatever the caller's working directory.
+    options.build = os.path.abspath(options.build)
     megc = os.path.join(options.build, "bin", "megc")
     megc_run = os.path.join(options.build, "bin", "megc-run")
     out = os.path.join(ROOT, ".gpucheck")
