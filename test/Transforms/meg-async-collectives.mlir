@@ -68,3 +68,27 @@ func.func @tp(%dy: tensor<4x4xf32>, %w: tensor<4x2xf32>, %x: tensor<4x2xf32>, %p
   %out = meg.add %now, %neg : tensor<4x2xf32>, tensor<4x2xf32>
   return %out, %rs, %ag : tensor<4x2xf32>, tensor<2x2xf32>, tensor<4x2xf32>
 }
+
+// The sum of an input gradient's contributions, left by the update
+// scheduling after the weight gradient and its update, moves up to right
+// after its last contribution: its all-reduce then starts before the
+// weight gradient, which overlaps it.
+// CHECK-LABEL: func.func @late_sum
+// CHECK: %[[DX1:.*]] = meg.matmul %arg0, %arg1
+// CHECK-NEXT: %[[DX2:.*]] = meg.matmul %arg0, %arg2
+// CHECK-NEXT: %[[SUM:.*]] = meg.add %[[DX1]], %[[DX2]]
+// CHECK-NEXT: %[[F:.*]] = meg.all_reduce_start %[[SUM]] over @grid[tp] sum
+// CHECK-NEXT: %[[DW:.*]] = meg.matmul %arg0, %arg3 transpose_lhs
+// CHECK-NEXT: %[[UPDATED:.*]] = meg.sub %arg2, %[[DW]]
+// CHECK-NEXT: %[[DONE:.*]] = meg.wait %[[F]]
+// CHECK-NEXT: meg.neg %[[DONE]]
+func.func @late_sum(%dy: tensor<4x4xf32>, %w1: tensor<4x4xf32>, %w2: tensor<4x4xf32>, %x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %dx1 = meg.matmul %dy, %w1 : tensor<4x4xf32>, tensor<4x4xf32>
+  %dx2 = meg.matmul %dy, %w2 : tensor<4x4xf32>, tensor<4x4xf32>
+  %dw = meg.matmul %dy, %x transpose_lhs : tensor<4x4xf32>, tensor<4x4xf32>
+  %updated = meg.sub %w2, %dw : tensor<4x4xf32>, tensor<4x4xf32>
+  %sum = meg.add %dx1, %dx2 : tensor<4x4xf32>, tensor<4x4xf32>
+  %reduced = meg.all_reduce %sum over @grid[tp] sum : tensor<4x4xf32>
+  %out = meg.neg %reduced : tensor<4x4xf32>
+  return %out, %updated : tensor<4x4xf32>, tensor<4x4xf32>
+}

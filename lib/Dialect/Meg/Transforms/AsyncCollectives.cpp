@@ -35,6 +35,34 @@ bool reachesParamStore(Value value) {
   return false;
 }
 
+/// Moves `op`, when it computes without side effects, up to right after the
+/// latest of the ops defining its operands, first doing the same for those
+/// (up to `depth` levels) when `op` is their only reader; never above an
+/// op with effects (an earlier collective's start keeps the work it
+/// overlaps). The sum of a layer's input-gradient contributions, which the
+/// update scheduling leaves after the layer's weight update, then comes
+/// before it, and so does the collective that reads it.
+void hoistPure(Operation *op, int depth) {
+  if (!isMemoryEffectFree(op) || op->getNumRegions() != 0)
+    return;
+  Block *block = op->getBlock();
+  Operation *latest = op->getPrevNode();
+  while (latest && isMemoryEffectFree(latest))
+    latest = latest->getPrevNode();
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    if (!def || def->getBlock() != block)
+      continue;
+    if (depth > 0 && def->hasOneUse())
+      hoistPure(def, depth - 1);
+    if (!latest || latest->isBeforeInBlock(def))
+      latest = def;
+  }
+  // With neither (only arguments), it stays where it is.
+  if (latest && latest->getNextNode() != op)
+    op->moveAfter(latest);
+}
+
 struct MegAsyncCollectivesPass
     : public mlir::meg::impl::MegAsyncCollectivesBase<
           MegAsyncCollectivesPass> {
@@ -97,7 +125,11 @@ struct MegAsyncCollectivesPass
       reader = block->getTerminator();
     // As early as the input exists, but after every op that writes (other
     // collectives, waits, parameter stores), so that the collectives keep
-    // their order on every rank.
+    // their order on every rank. The input itself, when only the
+    // collective reads it, comes as early as its own inputs allow.
+    if (Operation *input = op->getOperand(0).getDefiningOp();
+        input && input->getBlock() == block && input->hasOneUse())
+      hoistPure(input, /*depth=*/3);
     Operation *after = op->getPrevNode();
     Operation *def = op->getOperand(0).getDefiningOp();
     while (after && after != def && isMemoryEffectFree(after))

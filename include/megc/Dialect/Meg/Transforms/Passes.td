@@ -306,8 +306,11 @@ def MegAsyncCollectives : Pass<"meg-async-collectives", "::mlir::func::FuncOp"> 
     writes: other collectives and waits keep their order on every rank),
     and `meg.wait`, right before the first op of its block that reads the
     result (before the terminator when none does). The ops in between,
-    which do not read the collective's result, run while it moves. A
-    collective with nothing to overlap stays blocking, and so does an
+    which do not read the collective's result, run while it moves. An
+    input that only the collective reads and that computes without side
+    effects (a sum of gradient contributions) first moves up to right after
+    its own inputs (up to three levels of such ops), never above an op with
+    effects. A collective with nothing to overlap stays blocking, and so does an
     all-gather whose result is stored into a parameter (the program lowering
     gathers it straight into the parameter's storage). Values are
     unchanged.
