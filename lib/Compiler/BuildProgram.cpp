@@ -1033,9 +1033,10 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
 /// The table gradient as one-hot rows times the output gradient: a kernel
 /// writes onehot[t, v] = (ids[t] == first + v), where a block of a
 /// vocab-parallel table starts at row `first` of the whole (0 otherwise),
-/// and a GEMM computes onehot^T x grad. A scatter-add in loops would compare every token with
-/// every row (vocab x tokens x dim); the GEMM does that work on the matrix
-/// units and sums each row in f32 with one rounding, like the others.
+/// and a GEMM computes onehot^T x grad. A scatter-add in loops would compare
+/// every token with every row (vocab x tokens x dim); the GEMM does that work
+/// on the matrix units and sums each row in f32 with one rounding, like the
+/// others.
 LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   auto table = cast<RankedTensorType>(op.getType());
   auto ids = cast<RankedTensorType>(op.getIds().getType());
@@ -1051,16 +1052,16 @@ LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   if (firstRow)
     inputTypes.push_back(firstRow.getType());
   builder.setInsertionPointToEnd(program.kernelModule->getBody());
-  auto kernel = func::FuncOp::create(
-      builder, loc, "kernel",
-      builder.getFunctionType(inputTypes, {oneHotType}));
+  auto kernel =
+      func::FuncOp::create(builder, loc, "kernel",
+                           builder.getFunctionType(inputTypes, {oneHotType}));
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToStart(body);
   int64_t rank = oneHotType.getRank();
   MLIRContext *context = builder.getContext();
   SmallVector<AffineMap> maps = {
-      AffineMap::getMultiDimIdentityMap(rank, context).getMajorSubMap(rank -
-                                                                      1)};
+      AffineMap::getMultiDimIdentityMap(rank, context)
+          .getMajorSubMap(rank - 1)};
   if (firstRow)
     maps.push_back(AffineMap::get(rank, 0, {}, context));
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, context));

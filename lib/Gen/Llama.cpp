@@ -143,8 +143,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
   // fewer groups than ranks, the key/value head of its group (whose
   // weights every rank holds).
   bool sharedGroups = c.kvHeads < c.tp;
-  int64_t heads = c.heads / c.tp,
-          kvHeads = sharedGroups ? 1 : c.kvHeads / c.tp;
+  int64_t heads = c.heads / c.tp, kvHeads = sharedGroups ? 1 : c.kvHeads / c.tp;
   const char *embedName = "model.embed_tokens.weight";
   // With tensor parallelism the embedding and the LM head are
   // vocab-parallel: each rank holds a block of vocab / tp rows.
@@ -215,9 +214,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     auto keyValue = [&](const char *proj) {
       std::string prefix = attn + proj;
       Value projected =
-          sharedGroups
-              ? b.groupColumnLinear(x, prefix, c.qkvBias, c.kvHeads)
-              : b.linear(x, prefix, c.qkvBias);
+          sharedGroups ? b.groupColumnLinear(x, prefix, c.qkvBias, c.kvHeads)
+                       : b.linear(x, prefix, c.qkvBias);
       return b.reshape(projected, {c.batch, c.seq, kvHeads, headDim});
     };
     Value k = keyValue(".k_proj");

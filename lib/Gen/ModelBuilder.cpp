@@ -211,38 +211,31 @@ Value ModelBuilder::enterColumns(Value input) {
                                tpAxes());
 }
 
-/// Rows [g * n / groups, (g + 1) * n / groups) of `whole` [n, ...], where g
-/// is the group of this tp rank (tp / groups consecutive ranks a group).
-static Value groupBlock(ModelBuilder &b, OpBuilder &builder, Location loc,
-                        Value whole, int64_t groups, int64_t ranks,
-                        ArrayAttr axes) {
-  SmallVector<int64_t> shape(b.shapeOf(whole));
+Value ModelBuilder::groupBlock(Value whole, int64_t groups) {
+  SmallVector<int64_t> shape(shapeOf(whole));
   int64_t rows = shape[0] / groups;
   int64_t elements = rows;
   for (int64_t d = 1; d < static_cast<int64_t>(shape.size()); ++d)
     elements *= shape[d];
   // One copy of a group's block per rank of the group, then this rank's.
-  Value copies = b.broadcastTo(b.reshape(whole, {groups, 1, elements}),
-                               {groups, ranks / groups, elements});
-  Value perRank = b.reshape(copies, {ranks, elements});
-  auto element = cast<RankedTensorType>(whole.getType()).getElementType();
+  Value copies = broadcastTo(reshape(whole, {groups, 1, elements}),
+                             {groups, tpSize / groups, elements});
+  Value perRank = reshape(copies, {tpSize, elements});
+  auto element = llvm::cast<RankedTensorType>(whole.getType()).getElementType();
   Value mine = ShardSliceOp::create(
       builder, loc, RankedTensorType::get({1, elements}, element), perRank,
-      FlatSymbolRefAttr::get(builder.getContext(), "world"), axes,
+      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
       builder.getI64IntegerAttr(0));
   shape[0] = rows;
-  return b.reshape(mine, shape);
+  return reshape(mine, shape);
 }
 
-Value ModelBuilder::groupColumnLinear(Value input, StringRef prefix,
-                                      bool bias, int64_t groups) {
-  auto block = [&](StringRef name) {
-    return groupBlock(*this, builder, loc, param(name), groups, tpSize,
-                      tpAxes());
-  };
+Value ModelBuilder::groupColumnLinear(Value input, StringRef prefix, bool bias,
+                                      int64_t groups) {
   return LinearOp::create(
-      builder, loc, input, block((prefix + ".weight").str()),
-      bias ? block((prefix + ".bias").str()) : Value());
+      builder, loc, input,
+      groupBlock(param((prefix + ".weight").str()), groups),
+      bias ? groupBlock(param((prefix + ".bias").str()), groups) : Value());
 }
 
 Value ModelBuilder::rowLinear(Value input, StringRef prefix, bool bias,

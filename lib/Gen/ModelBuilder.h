@@ -220,6 +220,9 @@ public:
   static mlir::ArrayRef<int64_t> shapeOf(mlir::Value value);
 
 private:
+  /// Rows [g * n / groups, (g + 1) * n / groups) of `whole` [n, ...], where
+  /// g is this tp rank's group (tp / groups consecutive ranks a group).
+  mlir::Value groupBlock(mlir::Value whole, int64_t groups);
   /// Declares `name`, whole of shape `shape`; with `splitDim` >= 0 this
   /// rank holds one tp block of it along that dimension.
   /// `element` (default: the model's dtype), `frozen` and `parts` as

@@ -250,8 +250,9 @@ void bindCompiler(nb::module_ &m) {
          const std::vector<std::string> &targets, const std::string &cudaArch,
          const std::string &emit, bool noFuse, bool noFuseRope,
          const std::string &cudaGraphs, bool shareIoBuffers,
-         bool captureCollectives, const std::string &cpu, const std::string &recompute,
-         const std::string &memoryBudget, int64_t lossChunks) {
+         bool captureCollectives, const std::string &cpu,
+         const std::string &recompute, const std::string &memoryBudget,
+         int64_t lossChunks) {
         CompileFlags flags;
         flags.targets = targets;
         flags.cudaArch = cudaArch;
@@ -271,8 +272,8 @@ void bindCompiler(nb::module_ &m) {
       nb::arg("cuda_arch"), nb::arg("emit"), nb::arg("no_fuse"),
       nb::arg("no_fuse_rope"), nb::arg("cuda_graphs"),
       nb::arg("share_io_buffers"), nb::arg("capture_collectives"),
-      nb::arg("cpu"), nb::arg("recompute"),
-      nb::arg("memory_budget"), nb::arg("loss_chunks"),
+      nb::arg("cpu"), nb::arg("recompute"), nb::arg("memory_budget"),
+      nb::arg("loss_chunks"),
       nb::sig("def compile(source: str, source_name: str, targets: "
               "collections.abc.Sequence[str], cuda_arch: str, emit: str, "
               "no_fuse: bool, no_fuse_rope: bool, cuda_graphs: str, "

@@ -656,15 +656,19 @@ private:
         if (const fb::Wait *wait = command.op_as_Wait()) {
           if (!inside(wait->collective()))
             fail(where, ": command ", c, " (wait) completes command ",
-                 wait->collective(), ", which is outside the region; an "
+                 wait->collective(),
+                 ", which is outside the region; an "
                  "async collective and its wait must be in one region");
         } else if (const fb::Collective *collective =
                        command.op_as_Collective()) {
           auto waited = waitedBy_.find(static_cast<uint32_t>(c));
           if (collective->async() && waited != waitedBy_.end() &&
               !inside(static_cast<uint64_t>(waited->second)))
-            fail(where, ": command ", c, " (async collective) is waited for "
-                 "by command ", waited->second, ", which is outside the "
+            fail(where, ": command ", c,
+                 " (async collective) is waited for "
+                 "by command ",
+                 waited->second,
+                 ", which is outside the "
                  "region; an async collective and its wait must be in one "
                  "region");
         }

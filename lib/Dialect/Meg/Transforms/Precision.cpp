@@ -29,14 +29,12 @@ namespace {
 Value sumInReduceDtype(Value gradient, PrecisionAttr policy) {
   auto sum = gradient.getDefiningOp<AllReduceOp>();
   Type reduceType = policy.getGradReduce();
-  if (!sum || sum.getReduce() != CollectiveReduce::sum ||
-      !sum->hasOneUse() ||
+  if (!sum || sum.getReduce() != CollectiveReduce::sum || !sum->hasOneUse() ||
       getElementTypeOrSelf(gradient.getType()) == reduceType)
     return gradient;
   OpBuilder builder(sum);
   auto type = cast<RankedTensorType>(gradient.getType()).clone(reduceType);
-  Value partial =
-      CastOp::create(builder, sum.getLoc(), type, sum.getInput());
+  Value partial = CastOp::create(builder, sum.getLoc(), type, sum.getInput());
   auto wide = AllReduceOp::create(builder, sum.getLoc(), type, partial,
                                   sum.getMeshAttr(), sum.getAxesAttr(),
                                   sum.getReduceAttr());

@@ -100,8 +100,8 @@ std::string NcclGroup::describeCall(CollectiveKind kind, DType dtype,
 }
 
 void NcclGroup::issue(CollectiveKind kind, const void *src, void *dst,
-                      size_t count, DType dtype, ReduceOp op,
-                      CUstream cuStream, const std::string &what) {
+                      size_t count, DType dtype, ReduceOp op, CUstream cuStream,
+                      const std::string &what) {
   const NcclLibrary &library = nccl();
   ncclDataType_t type = ncclType(dtype);
   ncclRedOp_t reduce = op == ReduceOp::Avg   ? ncclAvg
@@ -176,9 +176,9 @@ uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
   return pending_.add(std::move(pending));
 }
 
-void NcclGroup::enqueueCaptured(CollectiveKind kind, const void *src,
-                                void *dst, size_t count, DType dtype,
-                                ReduceOp op, void *stream) {
+void NcclGroup::enqueueCaptured(CollectiveKind kind, const void *src, void *dst,
+                                size_t count, DType dtype, ReduceOp op,
+                                void *stream) {
   issue(kind, src, dst, count, dtype, op, static_cast<CUstream>(stream),
         describeCall(kind, dtype, op, count));
 }
