@@ -10,6 +10,8 @@
 
 #include "DispatchPlan.h"
 
+#include "megc/Kernels/CudaArch.h"
+
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -209,6 +211,37 @@ FailureOr<Combiner> matchCombiner(linalg::LinalgOp nest) {
 }
 
 GridLimits cpuGridLimits() { return GridLimits(); }
+
+llvm::Expected<TargetGrid> targetGrid(StringRef target, unsigned vectorBits,
+                                      StringRef cudaArch) {
+  // Every kernel computes in f32 (16-bit values are widened).
+  constexpr unsigned kComputeBits = 32;
+  auto error = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  TargetGrid grid;
+  if (target == "cpu") {
+    if (vectorBits < kComputeBits || !llvm::isPowerOf2_32(vectorBits))
+      return error("vector-bits " + Twine(vectorBits) +
+                   " is not a power of two of at least " + Twine(kComputeBits));
+    grid.limits = cpuGridLimits();
+    grid.vectorWidth = vectorBits / kComputeBits;
+    return grid;
+  }
+  if (target != "cuda")
+    return error("unknown target '" + target + "'; expected cpu or cuda");
+  llvm::Expected<CudaArch> arch = CudaArch::parse(cudaArch, "cuda-arch");
+  if (!arch)
+    return arch.takeError();
+  // A block's threads each take at least one vector of its tile; grids of
+  // about as many blocks as the GPU keeps resident, which bounds the
+  // partials of a column reduction to that many rows.
+  grid.vectorWidth = arch->vectorBytes() * 8 / kComputeBits;
+  grid.limits.minWork = arch->threadsPerBlock() * grid.vectorWidth;
+  grid.limits.maxGrid = static_cast<int64_t>(arch->multiprocessors()) *
+                        arch->blocksPerMultiprocessor();
+  return grid;
+}
 
 int64_t DispatchPlan::gridSize() const {
   int64_t grid = 1;

@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/Support/Error.h"
 
 namespace megc {
 
@@ -41,8 +42,22 @@ struct GridLimits {
   int64_t maxGrid = 256;
 };
 
-/// The dispatch grid of the CPU (and of dispatches after a kernel's first).
+/// The dispatch grid of the CPU.
 GridLimits cpuGridLimits();
+
+/// The grid of a target: for the CPU, workgroups of at least 16K
+/// iterations and at most 256 of them; for CUDA, blocks of at least their
+/// threads' vectors and about as many as the GPU keeps resident. Also the
+/// vector width (in 32-bit elements, what every kernel computes in).
+struct TargetGrid {
+  GridLimits limits;
+  int64_t vectorWidth = 1;
+};
+/// `target` is "cpu" (vectors of `vectorBits`) or "cuda" (`cudaArch`); the
+/// error names what is wrong with the options.
+llvm::Expected<TargetGrid> targetGrid(llvm::StringRef target,
+                                      unsigned vectorBits,
+                                      llvm::StringRef cudaArch);
 
 /// One dispatch: its domain (the leading loop extents of its nests), the
 /// workgroup tile of the domain, and its nests in order.

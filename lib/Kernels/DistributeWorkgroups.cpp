@@ -34,8 +34,8 @@ constexpr int64_t kAllocAlignment = 64;
 
 class KernelDistributor {
 public:
-  explicit KernelDistributor(func::FuncOp kernel)
-      : kernel(kernel), builder(kernel.getContext()) {}
+  KernelDistributor(func::FuncOp kernel, const GridLimits &limits)
+      : kernel(kernel), limits(limits), builder(kernel.getContext()) {}
 
   LogicalResult run() {
     auto strategy = kernel->getAttrOfType<meg::KernelStrategyAttr>(
@@ -50,16 +50,15 @@ public:
     DispatchPlan first =
         planDispatch(steps, strategy.getDomain(), strategy.getTile());
     if (first.members.empty())
-      first = chooseDispatch(steps, cpuGridLimits());
+      first = chooseDispatch(steps, limits);
     FailureOr<SmallVector<Operation *>> rest = buildPlan(first);
     if (failed(rest) || failed(buildAll(*rest)))
       return failure();
     // Users before the values they read: a step that runs as written (a
     // load of a scalar operand) may feed a later one.
     SmallVector<Operation *> dead(replaced.begin(), replaced.end());
-    llvm::sort(dead, [](Operation *a, Operation *b) {
-      return b->isBeforeInBlock(a);
-    });
+    llvm::sort(
+        dead, [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
     for (Operation *op : dead)
       op->erase();
     return success();
@@ -209,7 +208,7 @@ private:
   LogicalResult buildAll(SmallVector<Operation *> steps) {
     while (!steps.empty()) {
       FailureOr<SmallVector<Operation *>> rest =
-          buildPlan(chooseDispatch(steps, cpuGridLimits()));
+          buildPlan(chooseDispatch(steps, limits));
       if (failed(rest))
         return failure();
       steps = std::move(*rest);
@@ -300,6 +299,8 @@ private:
   }
 
   func::FuncOp kernel;
+  /// The grid of the dispatches after the one the strategy describes.
+  GridLimits limits;
   OpBuilder builder;
   /// Results of steps cloned as written into a dispatch.
   IRMapping cloned;
@@ -309,11 +310,26 @@ private:
 
 struct MegDistributeWorkgroupsPass
     : public impl::MegDistributeWorkgroupsBase<MegDistributeWorkgroupsPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    llvm::Expected<TargetGrid> grid =
+        targetGrid(target, /*vectorBits=*/128, cudaArch);
+    if (!grid)
+      return emitError(UnknownLoc::get(context))
+             << "meg-distribute-workgroups: "
+             << llvm::toString(grid.takeError());
+    limits = grid->limits;
+    return success();
+  }
+
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>())
-      if (failed(KernelDistributor(kernel).run()))
+      if (failed(KernelDistributor(kernel, limits).run()))
         return signalPassFailure();
   }
+
+  GridLimits limits;
 };
 
 } // namespace

@@ -1,21 +1,44 @@
-//===- MapKernelsToGpu.cpp - kernel functions as GPU launches ----------===//
+//===- MapKernelsToGpu.cpp - dispatches as GPU launches ----------------===//
 //
-// meg-map-kernels-to-gpu. Kernel functions reach the GPU mapping as linalg
-// ops on buffers. Every loop nest must become one scf.parallel at the top
-// level of its function: only those turn into launches, and whatever else
-// stays at the top level would run on the host against device memory.
+// meg-map-kernels-to-gpu. After meg-distribute-workgroups a kernel function
+// is its temporaries and one scf.forall per dispatch, whose induction
+// variable is the workgroup id. Each dispatch becomes a gpu.launch with one
+// block per workgroup, and each loop nest of the workgroup's tile is spread
+// over the block's threads by its form:
+//
+// - no reduction (pointwise, a fill, a copy): thread t takes iterations
+//   t, t + T, t + 2T, ... of the tile (T threads), so that neighbouring
+//   threads touch neighbouring elements;
+// - a reduction over the innermost, contiguous dimensions with one
+//   associative combiner (a row reduction: norms, softmax, cross-entropy):
+//   a warp per row when the tile has at least as many rows as the block has
+//   warps, a block per row otherwise; the lanes stride over the row, each
+//   keeping its partial in a register, and the partials meet in a subgroup
+//   reduction (butterfly shuffles) or a block reduction (shuffles, shared
+//   memory and a barrier);
+// - any other reduction (a column reduction's partials, a combine over the
+//   workgroups' partials): a thread per output element, its reduction
+//   serial, in loop order.
+//
+// Steps that are not loop nests run on the block's first thread. A barrier
+// separates every step from the next one that touches memory, so each
+// reads what the whole block wrote before it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "megc/Kernels/Passes.h"
 
-#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "DispatchPlan.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/SCF/Transforms/Passes.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -29,117 +52,475 @@ using namespace mlir;
 namespace megc {
 namespace {
 
-/// Reorders the loops of every linalg op so that parallel dimensions come
-/// before reductions: the parallel ones then map onto threads and each
-/// thread runs its reduction serially, instead of a host loop of launches.
-void hoistParallelDimensions(ModuleOp kernels) {
-  IRRewriter rewriter(kernels.getContext());
-  SmallVector<linalg::LinalgOp> ops;
-  kernels.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
-  for (linalg::LinalgOp op : ops) {
-    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-    SmallVector<unsigned> order;
-    for (unsigned i = 0; i < iterators.size(); ++i)
-      if (iterators[i] == utils::IteratorType::parallel)
-        order.push_back(i);
-    for (unsigned i = 0; i < iterators.size(); ++i)
-      if (iterators[i] != utils::IteratorType::parallel)
-        order.push_back(i);
-    if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+/// Threads of a warp on every NVIDIA GPU.
+constexpr int64_t kWarpSize = 32;
+/// Rows shorter than this reduce on one thread each: a warp would leave
+/// most of its lanes idle.
+constexpr int64_t kMinCooperativeRow = kWarpSize;
+
+/// A block's threads as the loops of its workgroup see them.
+struct BlockThreads {
+  Value thread, lane, warp;
+  int64_t threads, warps;
+};
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// The indices of `linear` in the row-major iteration space `extents`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<int64_t> extents) {
+  SmallVector<Value> indices(extents.size());
+  int64_t stride = 1;
+  for (int i = static_cast<int>(extents.size()) - 1; i >= 0; --i) {
+    if (extents[i] == 1) {
+      indices[i] = indexConstant(b, loc, 0);
       continue;
-    rewriter.setInsertionPoint(op);
-    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-    if (!generic) {
-      FailureOr<linalg::GenericOp> generalized =
-          linalg::generalizeNamedOp(rewriter, op);
-      if (failed(generalized))
-        continue; // no region builder: keeps its loop order
-      generic = *generalized;
     }
-    (void)linalg::interchangeGenericOp(rewriter, generic, order);
+    Value index = linear;
+    if (stride > 1)
+      index =
+          arith::DivUIOp::create(b, loc, index, indexConstant(b, loc, stride));
+    if (i > 0)
+      index = arith::RemUIOp::create(b, loc, index,
+                                     indexConstant(b, loc, extents[i]));
+    indices[i] = index;
+    stride *= extents[i];
   }
+  return indices;
 }
 
-/// Ops that stay at the top level of a kernel function: loop nests (they
-/// become launches), allocations and views (the launch table resolves
-/// them), constants (sunk into the kernels) and the return.
-bool staysAtTopLevel(Operation &op) {
-  return isa<scf::ParallelOp, memref::AllocOp, memref::DeallocOp,
-             memref::GetGlobalOp, ViewLikeOpInterface, func::ReturnOp>(op) ||
-         op.hasTrait<OpTrait::ConstantLike>();
-}
-
-/// Moves `ops` (consecutive, in one block) into a new one-iteration
-/// scf.parallel.
-LogicalResult wrapInParallel(ArrayRef<Operation *> ops, func::FuncOp func) {
-  llvm::SmallPtrSet<Operation *, 8> group(ops.begin(), ops.end());
-  for (Operation *op : ops) {
-    for (Value result : op->getResults())
-      for (Operation *user : result.getUsers())
-        if (!group.contains(
-                func.getBody().front().findAncestorOpInBlock(*user)))
-          return op->emitError()
-                 << "cannot run on a GPU: kernel '" << func.getName()
-                 << "' computes a value on the host that later host code "
-                    "reads";
-    bool nested = false;
-    op->walk([&](scf::ParallelOp) { nested = true; });
-    if (nested)
-      return op->emitError()
-             << "cannot run on a GPU: kernel '" << func.getName()
-             << "' has a parallel loop inside serial code";
+/// `map` applied to the loop indices `ivs`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ArrayRef<Value> ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      indices.push_back(ivs[dim.getPosition()]);
+    } else if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+      indices.push_back(indexConstant(b, loc, constant.getValue()));
+    } else {
+      AffineMap single =
+          AffineMap::get(map.getNumDims(), map.getNumSymbols(), expr);
+      indices.push_back(affine::AffineApplyOp::create(b, loc, single, ivs));
+    }
   }
-  OpBuilder builder(ops.front());
-  Location loc = ops.front()->getLoc();
-  Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
-  Value one = arith::ConstantIndexOp::create(builder, loc, 1);
-  auto loop = scf::ParallelOp::create(builder, loc, ValueRange{zero},
-                                      ValueRange{one}, ValueRange{one});
-  Operation *terminator = loop.getBody()->getTerminator();
-  for (Operation *op : ops)
-    op->moveBefore(terminator);
-  return success();
+  return indices;
 }
 
-/// After linalg became loops: wraps each run of code left at the top level
-/// of a kernel function (scalar code, serial reductions) into a
-/// one-iteration scf.parallel, so that it runs on the device too, and
-/// collapses every loop nest into one dimension. Fails, naming the op, on
-/// code that cannot be moved (a value it defines is used by code that stays
-/// on the host).
-LogicalResult prepareParallelLoops(ModuleOp kernels) {
-  for (auto func : kernels.getOps<func::FuncOp>()) {
-    SmallVector<SmallVector<Operation *>> groups(1);
-    for (Operation &op : func.getBody().front()) {
-      if (staysAtTopLevel(op)) {
-        if (!groups.back().empty())
-          groups.emplace_back();
+/// The block reduction that realises `combiner`, for the element types the
+/// shuffles carry (32 bits).
+std::optional<gpu::AllReduceOperation> reductionOf(Operation *combiner) {
+  Type type = combiner->getResult(0).getType();
+  if (!type.isF32() && !type.isInteger(32))
+    return std::nullopt;
+  using Kind = gpu::AllReduceOperation;
+  if (isa<arith::AddFOp, arith::AddIOp>(combiner))
+    return Kind::ADD;
+  if (isa<arith::MulFOp, arith::MulIOp>(combiner))
+    return Kind::MUL;
+  if (isa<arith::MaximumFOp>(combiner))
+    return Kind::MAXIMUMF;
+  if (isa<arith::MinimumFOp>(combiner))
+    return Kind::MINIMUMF;
+  if (isa<arith::MaxNumFOp>(combiner))
+    return Kind::MAXNUMF;
+  if (isa<arith::MinNumFOp>(combiner))
+    return Kind::MINNUMF;
+  if (isa<arith::MaxSIOp>(combiner))
+    return Kind::MAXSI;
+  if (isa<arith::MinSIOp>(combiner))
+    return Kind::MINSI;
+  return std::nullopt;
+}
+
+/// One loop nest of a workgroup, emitted as loops over the block's threads.
+class NestEmitter {
+public:
+  NestEmitter(linalg::LinalgOp nest, const BlockThreads &block)
+      : nest(nest), block(block), loc(nest.getLoc()),
+        extents(nest.getStaticLoopRanges()) {
+    SmallVector<utils::IteratorType> iterators = nest.getIteratorTypesArray();
+    for (unsigned dim = 0; dim < iterators.size(); ++dim) {
+      bool parallel = iterators[dim] == utils::IteratorType::parallel;
+      (parallel ? parallelDims : reductionDims).push_back(dim);
+      (parallel ? parallelExtents : reductionExtents).push_back(extents[dim]);
+    }
+  }
+
+  void emit(OpBuilder &b) {
+    if (reductionDims.empty())
+      return emitPointwise(b);
+    FailureOr<Combiner> combiner = matchCombiner(nest);
+    std::optional<gpu::AllReduceOperation> kind;
+    if (succeeded(combiner))
+      kind = reductionOf(combiner->op);
+    if (!kind || !innermostReductionIsContiguous() ||
+        product(reductionExtents) < kMinCooperativeRow)
+      return emitThreadPerRow(b);
+    emitCooperative(b, *combiner, *kind,
+                    /*warpPerRow=*/product(parallelExtents) >= block.warps);
+  }
+
+private:
+  static int64_t product(ArrayRef<int64_t> values) {
+    int64_t total = 1;
+    for (int64_t value : values)
+      total *= value;
+    return total;
+  }
+
+  /// The innermost loop reduces, and every input it moves through is read
+  /// along its last (contiguous) dimension: lanes on neighbouring
+  /// iterations read neighbouring elements.
+  bool innermostReductionIsContiguous() {
+    unsigned last = extents.size() - 1;
+    if (reductionDims.empty() || reductionDims.back() != last)
+      return false;
+    AffineExpr lastDim = getAffineDimExpr(last, nest.getContext());
+    for (OpOperand *input : nest.getDpsInputOperands()) {
+      AffineMap map = nest.getMatchingIndexingMap(input);
+      if (!map.isFunctionOfDim(last))
+        continue;
+      if (map.getNumResults() == 0 || map.getResults().back() != lastDim)
+        return false;
+    }
+    return true;
+  }
+
+  /// Loop indices from the parallel and the reduction ones.
+  SmallVector<Value> merge(ArrayRef<Value> parallel,
+                           ArrayRef<Value> reduction) {
+    SmallVector<Value> ivs(extents.size());
+    for (auto [dim, iv] : llvm::zip(parallelDims, parallel))
+      ivs[dim] = iv;
+    for (auto [dim, iv] : llvm::zip(reductionDims, reduction))
+      ivs[dim] = iv;
+    return ivs;
+  }
+
+  /// Zero for every reduction index: outputs do not depend on them.
+  SmallVector<Value> zeros(OpBuilder &b, size_t count) {
+    return SmallVector<Value>(count, indexConstant(b, loc, 0));
+  }
+
+  /// The nest's body at iteration `ivs`: its operands loaded (the outputs'
+  /// current values replaced by `accumulators` where given), its ops
+  /// cloned; returns the values it yields.
+  SmallVector<Value> point(OpBuilder &b, ArrayRef<Value> ivs,
+                           ValueRange accumulators = {}) {
+    Block &body = nest->getRegion(0).front();
+    IRMapping mapping;
+    for (OpOperand &operand : nest->getOpOperands()) {
+      BlockArgument arg = nest.getMatchingBlockArgument(&operand);
+      if (nest.isDpsInit(&operand) && !accumulators.empty()) {
+        unsigned init = operand.getOperandNumber() - nest.getNumDpsInputs();
+        mapping.map(arg, accumulators[init]);
         continue;
       }
-      groups.back().push_back(&op);
+      if (arg.use_empty())
+        continue;
+      Value source = operand.get();
+      if (!isa<MemRefType>(source.getType())) {
+        mapping.map(arg, source);
+        continue;
+      }
+      SmallVector<Value> indices =
+          applyMap(b, loc, nest.getMatchingIndexingMap(&operand), ivs);
+      mapping.map(arg, memref::LoadOp::create(b, loc, source, indices));
     }
-    for (ArrayRef<Operation *> group : groups)
-      if (!group.empty() && failed(wrapInParallel(group, func)))
-        return failure();
+    for (Operation &op : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+        mapping.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      b.clone(op, mapping);
+    }
+    SmallVector<Value> yielded;
+    for (Value value : body.getTerminator()->getOperands())
+      yielded.push_back(mapping.lookupOrDefault(value));
+    return yielded;
   }
 
-  // One dimension per nest, so that tiling maps the whole iteration space
-  // onto blocks of threads.
-  SmallVector<scf::ParallelOp> loops;
-  kernels.walk([&](scf::ParallelOp loop) {
-    if (!loop->getParentOfType<scf::ParallelOp>() && loop.getNumLoops() > 1)
-      loops.push_back(loop);
-  });
-  IRRewriter rewriter(kernels.getContext());
-  for (scf::ParallelOp loop : loops) {
-    std::vector<unsigned> all(loop.getNumLoops());
-    for (unsigned i = 0; i < all.size(); ++i)
-      all[i] = i;
-    rewriter.setInsertionPoint(loop);
-    mlir::collapseParallelLoops(rewriter, loop, {all});
+  void store(OpBuilder &b, ArrayRef<Value> ivs, ValueRange values) {
+    for (auto [init, value] : llvm::zip(nest.getDpsInitsMutable(), values)) {
+      SmallVector<Value> indices =
+          applyMap(b, loc, nest.getMatchingIndexingMap(&init), ivs);
+      memref::StoreOp::create(b, loc, value, init.get(), indices);
+    }
   }
-  return success();
+
+  SmallVector<Value> loadOutputs(OpBuilder &b, ArrayRef<Value> ivs) {
+    SmallVector<Value> values;
+    for (OpOperand &init : nest.getDpsInitsMutable())
+      values.push_back(memref::LoadOp::create(
+          b, loc, init.get(),
+          applyMap(b, loc, nest.getMatchingIndexingMap(&init), ivs)));
+    return values;
+  }
+
+  /// for (i = first; i < count; i += step) body(i).
+  void stride(OpBuilder &b, Value first, int64_t count, int64_t step,
+              function_ref<void(OpBuilder &, Value)> body) {
+    scf::ForOp::create(b, loc, first, indexConstant(b, loc, count),
+                       indexConstant(b, loc, step), ValueRange(),
+                       [&](OpBuilder &inner, Location, Value iv, ValueRange) {
+                         body(inner, iv);
+                         scf::YieldOp::create(inner, loc);
+                       });
+  }
+
+  void emitPointwise(OpBuilder &b) {
+    stride(b, block.thread, product(parallelExtents), block.threads,
+           [&](OpBuilder &inner, Value i) {
+             SmallVector<Value> ivs =
+                 delinearize(inner, loc, i, parallelExtents);
+             store(inner, ivs, point(inner, ivs));
+           });
+  }
+
+  /// The reduction of one output element on one thread, in loop order;
+  /// the outputs stay in registers when no output is indexed by a
+  /// reduction dimension.
+  void emitThreadPerRow(OpBuilder &b) {
+    bool registers =
+        llvm::none_of(nest.getDpsInitsMutable(), [&](OpOperand &init) {
+          AffineMap map = nest.getMatchingIndexingMap(&init);
+          return llvm::any_of(reductionDims, [&](unsigned dim) {
+            return map.isFunctionOfDim(dim);
+          });
+        });
+    int64_t rows = product(parallelExtents);
+    int64_t length = product(reductionExtents);
+    stride(b, block.thread, rows, block.threads, [&](OpBuilder &b, Value p) {
+      SmallVector<Value> row = delinearize(b, loc, p, parallelExtents);
+      if (!registers) {
+        stride(b, indexConstant(b, loc, 0), length, 1,
+               [&](OpBuilder &b, Value r) {
+                 SmallVector<Value> ivs =
+                     merge(row, delinearize(b, loc, r, reductionExtents));
+                 store(b, ivs, point(b, ivs));
+               });
+        return;
+      }
+      SmallVector<Value> outIvs = merge(row, zeros(b, reductionDims.size()));
+      auto loop = scf::ForOp::create(
+          b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, length),
+          indexConstant(b, loc, 1), loadOutputs(b, outIvs),
+          [&](OpBuilder &b, Location, Value r, ValueRange accumulators) {
+            SmallVector<Value> ivs =
+                merge(row, delinearize(b, loc, r, reductionExtents));
+            scf::YieldOp::create(b, loc, point(b, ivs, accumulators));
+          });
+      store(b, outIvs, loop.getResults());
+    });
+  }
+
+  /// Rows reduced by a warp or a block each: the lanes stride over the row
+  /// from the reduction's neutral element, their partials are combined by
+  /// a subgroup or block reduction, and the first lane folds the total
+  /// into the output's value.
+  void emitCooperative(OpBuilder &b, const Combiner &combiner,
+                       gpu::AllReduceOperation kind, bool warpPerRow) {
+    Value rowStart = warpPerRow ? block.warp : indexConstant(b, loc, 0);
+    int64_t rowStep = warpPerRow ? block.warps : 1;
+    Value laneStart = warpPerRow ? block.lane : block.thread;
+    int64_t laneStep = warpPerRow ? kWarpSize : block.threads;
+    int64_t length = product(reductionExtents);
+    BlockArgument output =
+        nest.getMatchingBlockArgument(nest.getDpsInitOperand(0));
+
+    stride(b, rowStart, product(parallelExtents), rowStep,
+           [&](OpBuilder &b, Value p) {
+             SmallVector<Value> row = delinearize(b, loc, p, parallelExtents);
+             Value neutral =
+                 arith::ConstantOp::create(b, loc, combiner.neutral);
+             auto lanes = scf::ForOp::create(
+                 b, loc, laneStart, indexConstant(b, loc, length),
+                 indexConstant(b, loc, laneStep), ValueRange{neutral},
+                 [&](OpBuilder &b, Location, Value r, ValueRange partial) {
+                   SmallVector<Value> ivs =
+                       merge(row, delinearize(b, loc, r, reductionExtents));
+                   scf::YieldOp::create(b, loc, point(b, ivs, partial));
+                 });
+             Value partial = lanes.getResult(0);
+             Value total;
+             if (warpPerRow) {
+               total = gpu::SubgroupReduceOp::create(b, loc, partial, kind,
+                                                     /*uniform=*/true);
+             } else {
+               total = gpu::AllReduceOp::create(
+                   b, loc, partial,
+                   gpu::AllReduceOperationAttr::get(b.getContext(), kind),
+                   b.getUnitAttr());
+               // Every thread has read the total from the reduction's
+               // shared buffer before the next row writes it.
+               gpu::BarrierOp::create(b, loc);
+             }
+             Value first =
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       laneStart, indexConstant(b, loc, 0));
+             auto onFirst = scf::IfOp::create(b, loc, first,
+                                              /*withElseRegion=*/false);
+             OpBuilder then = onFirst.getThenBodyBuilder();
+             SmallVector<Value> outIvs =
+                 merge(row, zeros(then, reductionDims.size()));
+             Value current = loadOutputs(then, outIvs).front();
+             IRMapping fold;
+             for (Value operand : combiner.op->getOperands())
+               fold.map(operand, operand == output ? current : total);
+             Value folded = then.clone(*combiner.op, fold)->getResult(0);
+             store(then, outIvs, folded);
+           });
+  }
+
+  linalg::LinalgOp nest;
+  const BlockThreads &block;
+  Location loc;
+  SmallVector<int64_t> extents;
+  SmallVector<unsigned> parallelDims, reductionDims;
+  SmallVector<int64_t> parallelExtents, reductionExtents;
+};
+
+/// What an op does to memory: nothing, reads only, or more (writes,
+/// allocations, or effects it does not declare).
+enum class MemoryUse { None, Read, Write };
+
+MemoryUse memoryUse(Operation *op) {
+  if (isMemoryEffectFree(op))
+    return MemoryUse::None;
+  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects =
+      getEffectsRecursively(op);
+  if (!effects)
+    return MemoryUse::Write;
+  for (const MemoryEffects::EffectInstance &effect : *effects)
+    if (!isa<MemoryEffects::Read>(effect.getEffect()))
+      return MemoryUse::Write;
+  return effects->empty() ? MemoryUse::None : MemoryUse::Read;
 }
+
+/// Loop nests that the block's threads share: static, on buffers.
+linalg::LinalgOp sharedNest(Operation *op) {
+  auto nest = dyn_cast<linalg::LinalgOp>(op);
+  if (!nest || !nest.hasPureBufferSemantics() ||
+      llvm::is_contained(nest.getStaticLoopRanges(), ShapedType::kDynamic))
+    return nullptr;
+  return nest;
+}
+
+class DispatchMapper {
+public:
+  DispatchMapper(func::FuncOp kernel, int64_t threads)
+      : kernel(kernel), threads(threads) {}
+
+  LogicalResult run() {
+    for (Operation &op : kernel.getBody().front()) {
+      if (isa<linalg::LinalgOp>(op))
+        return op.emitError()
+               << "kernel '" << kernel.getName()
+               << "' has a loop nest outside its dispatches; run "
+                  "meg-distribute-workgroups first";
+    }
+    SmallVector<scf::ForallOp> dispatches(
+        kernel.getBody().front().getOps<scf::ForallOp>());
+    for (scf::ForallOp forall : dispatches)
+      if (failed(map(forall)))
+        return failure();
+    return success();
+  }
+
+private:
+  InFlightDiagnostic error(Operation *op) {
+    return op->emitError() << "cannot run on a GPU: kernel '"
+                           << kernel.getName() << "' ";
+  }
+
+  LogicalResult map(scf::ForallOp forall) {
+    std::optional<SmallVector<int64_t>> bounds =
+        getConstantIntValues(forall.getMixedUpperBound());
+    if (forall.getRank() != 1 || !bounds || (*bounds)[0] < 1 ||
+        !forall.isNormalized())
+      return error(forall) << "has a dispatch that is not a normalized "
+                              "one-dimensional forall of constant size";
+    Location loc = forall.getLoc();
+    OpBuilder b(forall);
+    Value one = indexConstant(b, loc, 1);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, indexConstant(b, loc, (*bounds)[0]), one,
+                              one, indexConstant(b, loc, threads), one, one);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    Operation *terminator = gpu::TerminatorOp::create(b, loc);
+    for (Operation &op :
+         llvm::make_early_inc_range(forall.getBody()->without_terminator()))
+      op.moveBefore(terminator);
+    forall.getInductionVar(0).replaceAllUsesWith(launch.getBlockIds().x);
+    forall.erase();
+
+    b.setInsertionPointToStart(&body);
+    BlockThreads block;
+    block.thread = launch.getThreadIds().x;
+    block.threads = threads;
+    block.warps = threads / kWarpSize;
+    Value warpSize = indexConstant(b, loc, kWarpSize);
+    block.lane = arith::RemUIOp::create(b, loc, block.thread, warpSize);
+    block.warp = arith::DivUIOp::create(b, loc, block.thread, warpSize);
+
+    SmallVector<Operation *> steps;
+    for (Operation &op : body.without_terminator())
+      steps.push_back(&op);
+    bool written = false;
+    for (Operation *op : steps) {
+      MemoryUse use = memoryUse(op);
+      if (use == MemoryUse::None)
+        continue;
+      b.setInsertionPoint(op);
+      if (written)
+        gpu::BarrierOp::create(b, op->getLoc());
+      written = use == MemoryUse::Write;
+      if (isa<memref::AllocOp, memref::AllocaOp>(op))
+        return error(op) << "allocates inside a dispatch";
+      if (linalg::LinalgOp nest = sharedNest(op)) {
+        NestEmitter(nest, block).emit(b);
+        op->erase();
+        continue;
+      }
+      if (use == MemoryUse::Write && failed(onFirstThread(op, block)))
+        return failure();
+    }
+    return success();
+  }
+
+  /// Runs `op` (a step that is not a loop nest the threads can share) on
+  /// the block's first thread, its loop nests as serial loops.
+  LogicalResult onFirstThread(Operation *op, const BlockThreads &block) {
+    for (Value result : op->getResults())
+      if (!result.use_empty())
+        return error(op) << "has a step whose results later steps read";
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        block.thread, indexConstant(b, loc, 0));
+    auto onFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    op->moveBefore(onFirst.thenBlock()->getTerminator());
+    SmallVector<linalg::LinalgOp> nests;
+    op->walk([&](linalg::LinalgOp nest) { nests.push_back(nest); });
+    if (auto nest = dyn_cast<linalg::LinalgOp>(op))
+      nests.push_back(nest);
+    IRRewriter rewriter(op->getContext());
+    for (linalg::LinalgOp nest : nests) {
+      rewriter.setInsertionPoint(nest);
+      if (failed(linalg::linalgOpToLoops(rewriter, nest)))
+        return error(nest) << "has a loop nest that cannot become loops";
+      rewriter.eraseOp(nest);
+    }
+    return success();
+  }
+
+  func::FuncOp kernel;
+  int64_t threads;
+};
 
 /// Clones the constants (memref.get_global) that a gpu.launch reads into
 /// its body, so that outlining copies the globals into the device module.
@@ -171,29 +552,26 @@ struct MegMapKernelsToGpuPass
     : public impl::MegMapKernelsToGpuBase<MegMapKernelsToGpuPass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    if (threadsPerBlock < kWarpSize || threadsPerBlock % kWarpSize != 0 ||
+        threadsPerBlock > 1024)
+      return emitError(UnknownLoc::get(context))
+             << "meg-map-kernels-to-gpu: threads-per-block "
+             << static_cast<unsigned>(threadsPerBlock)
+             << " is not a multiple of " << kWarpSize << " up to 1024";
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp kernels = getOperation();
-    hoistParallelDimensions(kernels);
-    OpPassManager toLoops(ModuleOp::getOperationName());
-    toLoops.addNestedPass<func::FuncOp>(
-        createConvertLinalgToParallelLoopsPass());
-    toLoops.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-    if (failed(runPipeline(toLoops, kernels)) ||
-        failed(prepareParallelLoops(kernels)))
-      return signalPassFailure();
-    // Each (collapsed) loop nest tiled by the block's threads and the tiles
-    // mapped to blocks: one gpu.launch per nest. No canonicalization before
-    // the mapping: it would fold the one-iteration loops that carry serial
-    // code.
-    OpPassManager toLaunches(ModuleOp::getOperationName());
-    OpPassManager &perKernel = toLaunches.nest<func::FuncOp>();
-    perKernel.addPass(createParallelLoopTilingPass(
-        {static_cast<int64_t>(threadsPerBlock)}, /*noMinMaxBounds=*/true));
-    perKernel.addPass(createGpuMapParallelLoopsPass());
-    perKernel.addPass(createConvertParallelLoopToGpuPass());
+    for (auto kernel : kernels.getOps<func::FuncOp>())
+      if (failed(DispatchMapper(kernel, threadsPerBlock).run()))
+        return signalPassFailure();
+    OpPassManager cleanup(ModuleOp::getOperationName());
+    OpPassManager &perKernel = cleanup.nest<func::FuncOp>();
     perKernel.addPass(createCanonicalizerPass());
     perKernel.addPass(createGpuLaunchSinkIndexComputationsPass());
-    if (failed(runPipeline(toLaunches, kernels)))
+    if (failed(runPipeline(cleanup, kernels)))
       return signalPassFailure();
     sinkGlobalsIntoLaunches(kernels);
   }

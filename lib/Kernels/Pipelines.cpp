@@ -99,6 +99,10 @@ void buildGpuMappingPipeline(OpPassManager &pm, const CudaArch &arch) {
   strategy.target = "cuda";
   strategy.cudaArch = arch.name();
   pm.addPass(createMegSelectKernelStrategy(strategy));
+  MegDistributeWorkgroupsOptions distribution;
+  distribution.target = "cuda";
+  distribution.cudaArch = arch.name();
+  pm.addPass(createMegDistributeWorkgroups(distribution));
   MegMapKernelsToGpuOptions mapping;
   mapping.threadsPerBlock = arch.threadsPerBlock();
   pm.addPass(createMegMapKernelsToGpu(mapping));
@@ -117,6 +121,9 @@ void buildNvvmPipeline(OpPassManager &pm, const CudaArch &arch,
   device.addPass(memref::createExpandStridedMetadataPass());
   device.addPass(createLowerAffinePass());
   device.addPass(createSCFToControlFlowPass());
+  MegLowerGpuReductionsOptions reductions;
+  reductions.subgroupSize = arch.warpSize();
+  device.addPass(createMegLowerGpuReductions(reductions));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   device.addPass(arith::createArithExpandOpsPass(expand));
@@ -183,7 +190,7 @@ void registerKernelPipelines() {
         buildCpuLoweringPipeline(pm, options.fma);
       });
   PassPipelineRegistration<CudaPipelineOptions>(
-      "meg-map-cuda-kernels", "Strategy and GPU launches for a CUDA target",
+      "meg-map-cuda-kernels", "Strategy, dispatch grid and GPU launches for a CUDA target",
       [](OpPassManager &pm, const CudaPipelineOptions &options) {
         buildGpuMappingPipeline(pm, archOf(options));
       });

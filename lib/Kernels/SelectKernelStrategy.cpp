@@ -10,7 +10,6 @@
 
 #include "DispatchPlan.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
-#include "megc/Kernels/CudaArch.h"
 
 namespace megc {
 #define GEN_PASS_DEF_MEGSELECTKERNELSTRATEGY
@@ -22,38 +21,18 @@ using namespace mlir;
 namespace megc {
 namespace {
 
-/// Every kernel computes in f32 (16-bit values are widened).
-constexpr unsigned kComputeBits = 32;
-
 struct MegSelectKernelStrategyPass
     : public impl::MegSelectKernelStrategyBase<MegSelectKernelStrategyPass> {
   using Base::Base;
 
   LogicalResult initialize(MLIRContext *context) override {
-    if (target == "cpu") {
-      if (vectorBits < kComputeBits || !llvm::isPowerOf2_32(vectorBits))
-        return emitError(UnknownLoc::get(context))
-               << "meg-select-kernel-strategy: vector-bits "
-               << static_cast<unsigned>(vectorBits)
-               << " is not a power of two of at least " << kComputeBits;
-      limits = cpuGridLimits();
-      vectorWidth = vectorBits / kComputeBits;
-      return success();
-    }
-    if (target != "cuda")
-      return emitError(UnknownLoc::get(context))
-             << "meg-select-kernel-strategy: unknown target '" << target
-             << "'; expected cpu or cuda";
-    llvm::Expected<CudaArch> arch = CudaArch::parse(cudaArch, "cuda-arch");
-    if (!arch)
+    llvm::Expected<TargetGrid> grid = targetGrid(target, vectorBits, cudaArch);
+    if (!grid)
       return emitError(UnknownLoc::get(context))
              << "meg-select-kernel-strategy: "
-             << llvm::toString(arch.takeError());
-    // A block's threads each take a few vectors of its tile; grids of up to
-    // 2^16 blocks.
-    vectorWidth = arch->vectorBytes() * 8 / kComputeBits;
-    limits.minWork = arch->threadsPerBlock() * vectorWidth;
-    limits.maxGrid = 65536;
+             << llvm::toString(grid.takeError());
+    limits = grid->limits;
+    vectorWidth = grid->vectorWidth;
     return success();
   }
 

@@ -1,27 +1,199 @@
-// RUN: megc-opt %s --meg-map-kernels-to-gpu | FileCheck %s
-// RUN: megc-opt %s --meg-map-kernels-to-gpu=threads-per-block=128 | FileCheck %s --check-prefix=SMALL
+// RUN: megc-opt %s -split-input-file --meg-map-kernels-to-gpu | FileCheck %s
+// RUN: megc-opt %s -split-input-file --meg-map-kernels-to-gpu=threads-per-block=128 | FileCheck %s --check-prefix=SMALL
 
-// Every loop nest becomes a launch of blocks of threads-per-block threads,
-// the row reduction one thread per row with its reduction loop serial (the
-// parallel dimension first); nothing stays on the host.
-// CHECK-LABEL: func.func @k
-// CHECK: %[[T:.*]] = arith.constant 256 : index
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %[[T]],
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %[[T]],
-// CHECK: scf.for {{.*}} to %{{.*}}1024
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows16 = affine_map<(d0) -> (d0 * 16)>
+
+// Pointwise: one block per workgroup; thread t takes elements t, t + 256,
+// ... of its workgroup's 16 x 128 tile.
+// CHECK-LABEL: func.func @pointwise
+// CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
+// CHECK-DAG: %[[G:.*]] = arith.constant 4 : index
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[G]], {{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]],
+// CHECK: affine.apply #{{.*}}[%[[B]]]
+// CHECK: scf.for %[[I:.*]] = %[[TID]] to %{{.*}} step %c256{{(_[0-9]+)?}}{{(_[0-9]+)?}} {
+// CHECK: arith.remui %[[I]]
+// CHECK: memref.load
+// CHECK: arith.negf
+// CHECK: memref.store
+// CHECK-NOT: gpu.barrier
 // CHECK-NOT: linalg
-// SMALL: arith.constant 128 : index
+// CHECK: gpu.terminator
+// SMALL-LABEL: func.func @pointwise
+// SMALL: threads({{.*}}) in (%{{.*}} = %c128{{(_[0-9]+)?}}
+func.func @pointwise(%x: memref<64x128xf32>, %y: memref<64x128xf32>) {
+  scf.forall (%wg) in (4) {
+    %row = affine.apply #rows16(%wg)
+    %a = memref.subview %x[%row, 0] [16, 128] [1, 1] : memref<64x128xf32> to memref<16x128xf32, strided<[128, 1], offset: ?>>
+    %b = memref.subview %y[%row, 0] [16, 128] [1, 1] : memref<64x128xf32> to memref<16x128xf32, strided<[128, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<16x128xf32, strided<[128, 1], offset: ?>>)
+        outs(%b : memref<16x128xf32, strided<[128, 1], offset: ?>>) {
+    ^bb0(%in: f32, %out: f32):
+      %n = arith.negf %in : f32
+      linalg.yield %n : f32
+    }
+  }
+  return
+}
+
+// -----
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
-func.func @k(%x: memref<64x1024xf32>, %s: memref<64xf32>) {
+
+// Row reduction, one long row per workgroup: a block per row. Each thread
+// sums every 256th element of the row from zero, gpu.all_reduce combines
+// the threads' partials, a barrier keeps the next row from overwriting
+// the reduction's buffer, and the first thread adds the total to the
+// output. The fill before it is separated by a barrier.
+// CHECK-LABEL: func.func @block_per_row
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c2{{(_[0-9]+)?}},
+// CHECK: scf.for %{{.*}} = %[[TID:[a-z_0-9]+]] to %c1{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// CHECK: memref.store %cst{{(_[0-9]+)?}}
+// CHECK: gpu.barrier
+// CHECK: %[[P:.*]] = scf.for %[[R:.*]] = %[[TID]] to %c4096{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} iter_args(%[[A:.*]] = %cst{{(_[0-9]+)?}}) -> (f32) {
+// CHECK: %[[V:.*]] = memref.load %{{.*}}[%{{.*}}, %[[R]]]
+// CHECK: %[[S:.*]] = arith.addf %[[A]], %[[V]] : f32
+// CHECK: scf.yield %[[S]] : f32
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add %[[P]] uniform {
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}}
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: %[[OLD:.*]] = memref.load
+// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %[[TOTAL]] : f32
+// CHECK: memref.store %[[NEW]]
+// CHECK-NOT: gpu.subgroup_reduce
+func.func @block_per_row(%x: memref<2x4096xf32>, %s: memref<2xf32>) {
   %zero = arith.constant 0.0 : f32
-  linalg.fill ins(%zero : f32) outs(%s : memref<64xf32>)
-  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
-      ins(%x : memref<64x1024xf32>) outs(%s : memref<64xf32>) {
-  ^bb0(%a: f32, %acc: f32):
-    %t = arith.addf %acc, %a : f32
-    linalg.yield %t : f32
+  scf.forall (%wg) in (2) {
+    %a = memref.subview %x[%wg, 0] [1, 4096] [1, 1] : memref<2x4096xf32> to memref<1x4096xf32, strided<[4096, 1], offset: ?>>
+    %b = memref.subview %s[%wg] [1] [1] : memref<2xf32> to memref<1xf32, strided<[1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%b : memref<1xf32, strided<[1], offset: ?>>)
+    linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<1x4096xf32, strided<[4096, 1], offset: ?>>)
+        outs(%b : memref<1xf32, strided<[1], offset: ?>>) {
+    ^bb0(%in: f32, %acc: f32):
+      %t = arith.addf %acc, %in : f32
+      linalg.yield %t : f32
+    }
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+
+// Row reduction, as many rows per workgroup as the block has warps or
+// more: a warp per row. Warp w takes rows w, w + 8, ...; its lanes stride
+// over the row by 32 and meet in a gpu.subgroup_reduce (no barrier), and
+// lane 0 folds the maximum into the output.
+// CHECK-LABEL: func.func @warp_per_row
+// CHECK-DAG: %[[LANE:.*]] = arith.remui %[[TID:.*]], %c32{{(_[0-9]+)?}} : index
+// CHECK-DAG: %[[WARP:.*]] = arith.divui %[[TID]], %c32{{(_[0-9]+)?}} : index
+// CHECK: scf.for %{{.*}} = %[[WARP]] to %c16{{(_[0-9]+)?}} step %c8{{(_[0-9]+)?}} {
+// CHECK: %[[P:.*]] = scf.for %{{.*}} = %[[LANE]] to %c128{{(_[0-9]+)?}} step %c32{{(_[0-9]+)?}} iter_args(%{{.*}} = %cst{{(_[0-9]+)?}}) -> (f32) {
+// CHECK: arith.maximumf
+// CHECK: %[[M:.*]] = gpu.subgroup_reduce maximumf %[[P]] uniform : (f32) -> f32
+// CHECK-NEXT: arith.cmpi eq, %[[LANE]], %c0{{(_[0-9]+)?}}
+// CHECK: arith.maximumf %{{.*}}, %[[M]] : f32
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: gpu.all_reduce
+// SMALL-LABEL: func.func @warp_per_row
+// SMALL: scf.for %{{.*}} = %{{.*}} to %c16{{(_[0-9]+)?}} step %c4{{(_[0-9]+)?}} {
+func.func @warp_per_row(%x: memref<64x128xf32>, %m: memref<64xf32>) {
+  scf.forall (%wg) in (4) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 16)>(%wg)
+    %a = memref.subview %x[%row, 0] [16, 128] [1, 1] : memref<64x128xf32> to memref<16x128xf32, strided<[128, 1], offset: ?>>
+    %b = memref.subview %m[%row] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<16x128xf32, strided<[128, 1], offset: ?>>)
+        outs(%b : memref<16xf32, strided<[1], offset: ?>>) {
+    ^bb0(%in: f32, %acc: f32):
+      %t = arith.maximumf %acc, %in : f32
+      linalg.yield %t : f32
+    }
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+#partial = affine_map<(d0, d1) -> (d0, d1)>
+#swap = affine_map<(d0, d1) -> (d1, d0)>
+#out = affine_map<(d0, d1) -> (d0)>
+
+// Column reduction: each workgroup sums its 16 rows into its row of the
+// partials, a thread per column with the sum in a register; the combine
+// over the 4 workgroups' partials is serial per column, in workgroup
+// order (the partials are read down a column, not along a row). No
+// shuffles: neighbouring threads read neighbouring columns.
+// CHECK-LABEL: func.func @column_reduction
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4{{(_[0-9]+)?}},
+// CHECK: scf.for %[[C:.*]] = %[[TID:[a-z_0-9]+]] to %c512{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// CHECK: %[[INIT:.*]] = memref.load %{{.*}}[%[[C]]]
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c16{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} iter_args(%{{.*}} = %[[INIT]]) -> (f32) {
+// CHECK: memref.store %[[SUM]], %{{.*}}[%[[C]]]
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{(_[0-9]+)?}},
+// CHECK: scf.for %[[C2:.*]] = %{{.*}} to %c512{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[W:.*]] = %c0{{(_[0-9]+)?}} to %c4{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} iter_args
+// CHECK: memref.load %{{.*}}[%[[W]], %[[C2]]] : memref<4x512xf32>
+// CHECK-NOT: gpu.all_reduce
+// CHECK-NOT: gpu.subgroup_reduce
+func.func @column_reduction(%x: memref<64x512xf32>, %partials: memref<4x512xf32>, %dw: memref<512xf32>) {
+  scf.forall (%wg) in (4) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 16)>(%wg)
+    %a = memref.subview %x[%row, 0] [16, 512] [1, 1] : memref<64x512xf32> to memref<16x512xf32, strided<[512, 1], offset: ?>>
+    %p = memref.subview %partials[%wg, 0] [1, 512] [1, 1] : memref<4x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #cols], iterator_types = ["reduction", "parallel"]}
+        ins(%a : memref<16x512xf32, strided<[512, 1], offset: ?>>)
+        outs(%p : memref<512xf32, strided<[1], offset: ?>>) {
+    ^bb0(%in: f32, %acc: f32):
+      %t = arith.addf %acc, %in : f32
+      linalg.yield %t : f32
+    }
+  }
+  scf.forall (%wg) in (1) {
+    linalg.generic {indexing_maps = [#swap, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%partials : memref<4x512xf32>) outs(%dw : memref<512xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %t = arith.addf %acc, %in : f32
+      linalg.yield %t : f32
+    }
+  }
+  return
+}
+
+// -----
+
+// A step that is not a loop nest (a serial scatter) runs on the block's
+// first thread, after a barrier behind the fill before it.
+// CHECK-LABEL: func.func @serial_step
+// CHECK: scf.for %{{.*}} = %[[TID:[a-z_0-9]+]] to %c8{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// CHECK: gpu.barrier
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}}
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c4{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} {
+// CHECK: memref.store
+func.func @serial_step(%ids: memref<4xindex>, %y: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.forall (%wg) in (1) {
+    linalg.fill ins(%zero : f32) outs(%y : memref<8xf32>)
+    scf.for %i = %c0 to %c4 step %c1 {
+      %id = memref.load %ids[%i] : memref<4xindex>
+      %v = memref.load %y[%id] : memref<8xf32>
+      %w = arith.addf %v, %one : f32
+      memref.store %w, %y[%id] : memref<8xf32>
+    }
   }
   return
 }

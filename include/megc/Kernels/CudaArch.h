@@ -36,6 +36,14 @@ struct CudaArch {
   unsigned threadsPerBlock() const { return 256; }
   /// Bytes per vector memory access (128-bit loads and stores).
   unsigned vectorBytes() const { return 16; }
+  /// Threads of a warp (the unit of shuffles and subgroup reductions).
+  unsigned warpSize() const { return 32; }
+  /// Streaming multiprocessors of the architecture's data-centre part
+  /// (H100 and H200: 132; B200: 148), which grids are sized against.
+  unsigned multiprocessors() const { return major >= 10 ? 148 : 132; }
+  /// Resident blocks per multiprocessor the grids aim at (2048 threads per
+  /// SM over blocks of threadsPerBlock()).
+  unsigned blocksPerMultiprocessor() const { return 8; }
 
   /// Parses "sm_90", "sm_90a", "sm_100a", ...; the error names `what` (the
   /// flag or option the text came from) and the value, and lists what is

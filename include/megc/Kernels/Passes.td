@@ -135,8 +135,9 @@ def MegSelectKernelStrategy
     CPU: at most 256 workgroups of at least 16K elements each (fewer for
     small kernels, one below that), outer dimensions split first, tiles
     whose inputs fit in 256 KB where possible; the vector width is
-    `vector-bits` over the element size. CUDA: tiles of up to the
-    architecture's threads per block and its 128-bit vector width.
+    `vector-bits` over the element size. CUDA: tiles of at least one
+    128-bit vector per thread of a block, and at most 8 blocks per
+    streaming multiprocessor of the architecture (1056 on sm_90).
 
     ```mlir
     // before
@@ -200,6 +201,13 @@ def MegDistributeWorkgroups
     }
     ```
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "The target whose grid limits size the dispatches after the one "
+           "the strategy describes: cpu or cuda">,
+    Option<"cudaArch", "cuda-arch", "std::string", /*default=*/"\"sm_90\"",
+           "CUDA architecture for target=cuda">
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -324,33 +332,96 @@ def MegExpandBf16 : Pass<"meg-expand-bf16", "::mlir::func::FuncOp"> {
 }
 
 def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Turns every kernel function into GPU launches";
+  let summary = "Turns every dispatch into a GPU launch of one block per "
+                "workgroup";
   let description = [{
-    On bufferized kernel functions: puts the parallel dimensions of every
-    linalg op before its reductions, lowers the ops to parallel loops, wraps
-    the serial code left at the top level into one-iteration loops (so that
-    it runs on the device too), collapses every loop nest to one dimension,
-    tiles it by `threads-per-block` and maps it to a `gpu.launch` of blocks
-    of that many threads, and sinks the constants the launches read into
-    them. A kernel whose host code would need a value computed on the
-    device is an error naming it.
+    After `meg-distribute-workgroups`: each top-level `scf.forall` of a
+    kernel function (a dispatch, its induction variable the workgroup id)
+    becomes a `gpu.launch` of one block of `threads-per-block` threads per
+    workgroup, and each loop nest of the workgroup's tile becomes loops over
+    the block's threads, by its form:
+
+    - no reduction (pointwise, fills, copies): thread `t` takes iterations
+      `t, t + T, ...` of the tile, so that neighbouring threads touch
+      neighbouring elements;
+    - a row reduction (the innermost loop reduces, reading every input
+      along its contiguous dimension, with one associative combiner on a
+      32-bit type, and rows of at least 32 elements): a warp per row when
+      the tile has at least as many rows as the block has warps, a block
+      per row otherwise. The lanes stride over the row, each keeping its
+      partial in a register from the combiner's neutral element; the
+      partials meet in a `gpu.subgroup_reduce` (warp) or `gpu.all_reduce`
+      (block), and the first lane folds the total into the output;
+    - any other reduction (the per-workgroup partials of a column reduction,
+      the combine over them): a thread per output element, its reduction
+      serial in loop order, the output in a register.
+
+    Steps that are not loop nests run on the block's first thread. A
+    `gpu.barrier` separates each step from the next one that touches
+    memory. The constants the launches read are sunk into them. A dispatch
+    that allocates, or a loop nest outside the dispatches, is an error
+    naming the kernel.
 
     ```mlir
-    // before
-    linalg.generic {iterator_types = ["parallel", "parallel"]}
-        ins(%a : memref<64x1024xf32>) outs(%b : memref<64x1024xf32>) {...}
+    // before (a row sum, the tile one row of 4096)
+    scf.forall (%wg) in (64) {
+      %row = memref.subview %x[%wg, 0] [1, 4096] [1, 1] : ...
+      linalg.generic {iterator_types = ["parallel", "reduction"]}
+          ins(%row : ...) outs(%sum : ...) {...}
+    }
     // after
-    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c256, ...)
-               threads(%tx, %ty, %tz) in (%sx = %c256, ...) {...}
+    gpu.launch blocks(%b, %by, %bz) in (%gx = %c64, ...)
+               threads(%t, %ty, %tz) in (%tx = %c256, ...) {
+      %p = scf.for %r = %t to %c4096 step %c256 iter_args(%a = %zero) -> f32 {...}
+      %total = gpu.all_reduce add %p uniform {} : (f32) -> f32
+      gpu.barrier
+      scf.if %first { /* %sum[%b] += %total */ }
+      gpu.terminator
+    }
     ```
   }];
   let options = [
     Option<"threadsPerBlock", "threads-per-block", "unsigned",
-           /*default=*/"256", "Threads of each block">
+           /*default=*/"256", "Threads of each block (a multiple of 32, up "
+           "to 1024)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def MegLowerGpuReductions
+    : Pass<"meg-lower-gpu-reductions", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lowers block and warp reductions to shuffles";
+  let description = [{
+    On outlined GPU kernels after `convert-scf-to-cf`: rewrites each
+    `gpu.all_reduce` (a block reduction) into xor shuffles within each
+    warp, a shared-memory buffer of one value per warp, a barrier and a
+    second shuffle round, and each `gpu.subgroup_reduce` (a warp reduction)
+    into a butterfly of `subgroup-size` xor shuffles, with MLIR's own
+    lowerings, which `convert-gpu-to-nvvm` does not apply. A reduction they
+    do not cover (non-uniform, wider than 32 bits) is an error.
+
+    ```mlir
+    // before
+    %s = gpu.subgroup_reduce add %p uniform : (f32) -> f32
+    // after
+    %s1, %v1 = gpu.shuffle xor %p, %c1, %c32 : f32
+    %a1 = arith.addf %p, %s1 : f32
+    ...  // offsets 2, 4, 8, 16
+    ```
+  }];
+  let options = [
+    Option<"subgroupSize", "subgroup-size", "unsigned", /*default=*/"32",
+           "Lanes of a warp">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // MEGC_KERNELS_PASSES_TD
