@@ -11,7 +11,10 @@ every ratio is against a baseline measured in the same run:
 - llama forward+backward (the grad entry): megc with CUDA graph replay,
   megc with per-kernel launches (--no-cuda-graphs, same artifact),
   PyTorch eager and torch.compile of transformers' LlamaForCausalLM with
-  the same shapes and dtype.
+  the same shapes and dtype; and per kernel of megc's step, the bytes its
+  launches move (kernel_traffic.py, from the program's launches and buffer
+  sizes) over its device time against the copy bandwidth, and the fused
+  attention's TFLOP/s forward and backward.
 
 Usage: python3 bench/gpu_bench.py --megc-run BUILD/megc-run --out DIR
 """
@@ -157,7 +160,46 @@ def gemm_bench(megc_run, out, rows):
                  f"torch/megc time {torch_gemm / gemm_ms:.2f}x"))
 
 
-def llama_bench(megc_run, out, rows):
+def kernel_report(folder, out, runs_label, copy_bw, rows):
+    """Per kernel of the grad entry: bytes moved per step over device time
+    per step, against the copy bandwidth; attention TFLOP/s."""
+    from kernel_traffic import per_command
+    moved, flops = per_command(os.path.join(folder, "model.megrt"), "grad")
+    events = json.load(open(os.path.join(out, f"{runs_label}.trace.json")))
+    seconds, runs = {}, 0
+    for event in events["traceEvents"]:
+        if event.get("cat") == "entry":
+            runs += 1
+        elif event.get("cat") in ("kernel", "attention"):
+            name = event["name"]
+            seconds[name] = seconds.get(name, 0.0) + event["dur"] / 1e6
+    runs = max(runs, 1)
+    print(f"{'kernel':44} {'MB/step':>9} {'us/step':>9} {'TB/s':>6} "
+          f"{'of copy':>8}")
+    memory_s = memory_fast_s = 0.0
+    for name, total in sorted(seconds.items(), key=lambda kv: -kv[1]):
+        per_step = total / runs
+        if name in flops:
+            print(f"{name:44} {'':>9} {per_step * 1e6:9.1f} "
+                  f"{flops[name] / per_step / 1e12:6.1f} TFLOP/s")
+            rows.append((f"llama {name}",
+                         f"{flops[name] / per_step / 1e12:.1f} TFLOP/s", ""))
+            continue
+        if name not in moved:
+            continue
+        bw = moved[name] / per_step
+        memory_s += per_step
+        if bw >= 0.8 * copy_bw:
+            memory_fast_s += per_step
+        print(f"{name:44} {moved[name] / 1e6:9.2f} {per_step * 1e6:9.1f} "
+              f"{bw / 1e12:6.2f} {bw / copy_bw:8.0%}")
+    if memory_s:
+        rows.append(("llama kernels at >= 80% of copy",
+                     f"{memory_fast_s / memory_s:.0%} of their device time",
+                     f"{memory_s * 1e3:.2f} ms per step in megc's kernels"))
+
+
+def llama_bench(megc_run, out, rows, copy_bw):
     import torch
     folder = os.path.join(BENCH, "llama_grad")
     spec = json.load(open(os.path.join(folder, "spec.json")))
@@ -190,6 +232,7 @@ def llama_bench(megc_run, out, rows):
     top = sorted(per_kind.items(), key=lambda item: -item[1])[:10]
     print("llama fwd+bwd device time by kind (ms per step): " + ", ".join(
         f"{kind} {ms / max(runs, 1):.2f}" for kind, ms in top), flush=True)
+    kernel_report(folder, out, "llama_launches", copy_bw, rows)
     from transformers import LlamaForCausalLM
     from torch_llama import llama_config, token_loss
     config = llama_config(cfg)
@@ -225,10 +268,10 @@ def main():
     rows = [("device copy", f"{copy_bw / 1e12:.2f} TB/s (read + write)", "")]
     for bench in (rope_bench, gemm_bench, llama_bench):
         try:
-            if bench is rope_bench:
-                bench(megc_run, options.out, rows, copy_bw)
-            else:
+            if bench is gemm_bench:
                 bench(megc_run, options.out, rows)
+            else:
+                bench(megc_run, options.out, rows, copy_bw)
         except Exception as error:  # one table for all benchmarks
             rows.append((bench.__name__, "FAILED",
                          f"{type(error).__name__}: {error}"[:200]))

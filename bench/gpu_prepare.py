@@ -182,6 +182,11 @@ def prepare_benchmarks(megc, out):
     run([megc, f"{folder}/model.mlir", "--target=cpu,cuda",
          "--cuda-graphs=layer", "--share-io-buffers",
          "-o", f"{folder}/model.megc"])
+    # The program as text: gpu_bench.py reads each launch's buffers from it
+    # (kernel_traffic.py) for the per-kernel bandwidth report.
+    run([megc, f"{folder}/model.mlir", "--target=cpu,cuda",
+         "--cuda-graphs=layer", "--share-io-buffers", "--emit=megrt",
+         "-o", f"{folder}/model.megrt"])
     with open(f"{folder}/spec.json", "w") as f:
         json.dump({"config": c}, f)
 

@@ -1,4 +1,5 @@
-"""Kernel launches and bytes they move per entry, from `megc --emit=megrt`.
+"""Kernel launches and bytes they move per entry, from `megc --emit=megrt`
+(and, for bench/gpu_bench.py, per kernel and per attention command).
 
 Bytes moved by a launch is the size of every buffer it reads or writes
 (each counted once): the traffic a kernel must at least cause. GEMMs and
@@ -22,12 +23,9 @@ def read(path):
                 "launches": 0, "bytes": 0, "gemms": 0, "copies": 0})
             buffers = {}
             continue
-        m = re.match(r"  (%b\d+) = .* : tensor<((?:\d+x)*)(\w+)>", line)
-        if m:
-            count = 1
-            for d in m.group(2).split("x")[:-1]:
-                count *= int(d)
-            buffers[m.group(1)] = count * SIZES[m.group(3)]
+        sized = buffer_bytes(line)
+        if sized:
+            buffers[sized[0]] = sized[1]
             continue
         m = re.match(r"  launch \S+\((.*)\)", line)
         if m:
@@ -39,6 +37,53 @@ def read(path):
         elif line.startswith("  copy"):
             entry["copies"] += 1
     return entries
+
+
+def buffer_bytes(line):
+    """(name, bytes) of a buffer line of an entry, or None."""
+    m = re.match(r"  (%b\d+) = .* : tensor<((?:\d+x)*)(\w+)>", line)
+    if not m:
+        return None
+    count = 1
+    for d in m.group(2).split("x")[:-1]:
+        count *= int(d)
+    return m.group(1), count * SIZES[m.group(3)]
+
+
+def per_command(path, entry_name):
+    """Per kernel (by name), the bytes its launches in one run of the entry
+    move, and per attention command ("attention", "attention_grad") the
+    FLOPs of its matrix products (causal: half of them)."""
+    kernels, flops, buffers, inside = {}, {}, {}, False
+    for line in open(path):
+        m = re.match(r"entry (\S+)", line)
+        if m:
+            inside = m.group(1) == entry_name
+            buffers = {}
+            continue
+        if not inside:
+            continue
+        sized = buffer_bytes(line)
+        if sized:
+            buffers[sized[0]] = sized[1]
+            continue
+        m = re.match(r"  launch (\S+)\((.*)\)", line)
+        if m:
+            moved = sum(buffers[b] for b in set(m.group(2).split(", ")))
+            kernels[m.group(1)] = kernels.get(m.group(1), 0) + moved
+            continue
+        m = re.match(r"  (attention(?:_grad)?) .* b (\d+) sq (\d+) skv (\d+) "
+                     r"h (\d+) hkv \d+ d (\d+) dv (\d+)( causal)?", line)
+        if m:
+            b, sq, skv, h, d, dv = (int(g) for g in m.groups()[1:7])
+            # Forward: Q K^T and P V; backward: those two again (P is
+            # recomputed), dV, dP, dQ and dK.
+            products = 2 if m.group(1) == "attention" else 5
+            work = 2 * b * h * sq * skv * (d + dv) / 2 * products
+            if m.group(8):
+                work /= 2
+            flops[m.group(1)] = flops.get(m.group(1), 0) + work
+    return kernels, flops
 
 
 def main():
