@@ -16,9 +16,11 @@
 //   keeping its partial in a register, and the partials meet in a subgroup
 //   reduction (butterfly shuffles) or a block reduction (shuffles, shared
 //   memory and a barrier);
-// - any other reduction (a column reduction's partials, a combine over the
-//   workgroups' partials): a thread per output element, its reduction
-//   serial, in loop order.
+// - a reduction across rows (a column reduction's partials, the combine
+//   over the workgroups' partials): a thread per output element, its
+//   reduction serial in loop order, when the tile has an output for every
+//   thread; otherwise a warp or block per output as for rows, the lanes
+//   striding over the reduction in a fixed order.
 //
 // Steps that are not loop nests run on the block's first thread. A barrier
 // separates every step from the next one that touches memory, so each
@@ -156,11 +158,17 @@ public:
     std::optional<gpu::AllReduceOperation> kind;
     if (succeeded(combiner))
       kind = reductionOf(combiner->op);
-    if (!kind || !innermostReductionIsContiguous() ||
-        product(reductionExtents) < kMinCooperativeRow)
+    // A thread per output element when the rows are short, or when the
+    // reduction reads across rows and there are outputs enough for every
+    // thread (a column reduction's partials): neighbouring threads then
+    // read neighbouring elements. With fewer outputs than threads (the
+    // combine of a few columns' partials), the threads share each output.
+    int64_t outputs = product(parallelExtents);
+    if (!kind || product(reductionExtents) < kMinCooperativeRow ||
+        (!innermostReductionIsContiguous() && outputs >= block.threads))
       return emitThreadPerRow(b);
     emitCooperative(b, *combiner, *kind,
-                    /*warpPerRow=*/product(parallelExtents) >= block.warps);
+                    /*warpPerRow=*/outputs >= block.warps);
   }
 
 private:

@@ -171,6 +171,31 @@ func.func @column_reduction(%x: memref<64x512xf32>, %partials: memref<4x512xf32>
 
 // -----
 
+#swap = affine_map<(d0, d1) -> (d1, d0)>
+#out = affine_map<(d0, d1) -> (d0)>
+
+// The combine of 4 columns' partials over 64 workgroups: fewer outputs
+// than threads, so the block shares each column (threads stride over the
+// workgroups' partials) instead of one thread summing all 64.
+// CHECK-LABEL: func.func @few_columns
+// CHECK: scf.for %[[C:.*]] = %c0{{(_[0-9]+)?}} to %c4{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[W:.*]] = %[[TID:[a-z_0-9]+]] to %c64{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} iter_args
+// CHECK: memref.load %{{.*}}[%[[W]], %[[C]]] : memref<64x4xf32>
+// CHECK: gpu.all_reduce add
+func.func @few_columns(%partials: memref<64x4xf32>, %dw: memref<4xf32>) {
+  scf.forall (%wg) in (1) {
+    linalg.generic {indexing_maps = [#swap, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%partials : memref<64x4xf32>) outs(%dw : memref<4xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %t = arith.addf %acc, %in : f32
+      linalg.yield %t : f32
+    }
+  }
+  return
+}
+
+// -----
+
 // A step that is not a loop nest (a serial scatter) runs on the block's
 // first thread, after a barrier behind the fill before it.
 // CHECK-LABEL: func.func @serial_step

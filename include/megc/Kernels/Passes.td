@@ -352,9 +352,13 @@ def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
       partial in a register from the combiner's neutral element; the
       partials meet in a `gpu.subgroup_reduce` (warp) or `gpu.all_reduce`
       (block), and the first lane folds the total into the output;
-    - any other reduction (the per-workgroup partials of a column reduction,
-      the combine over them): a thread per output element, its reduction
-      serial in loop order, the output in a register.
+    - a reduction across rows (the per-workgroup partials of a column
+      reduction, the combine over them): a thread per output element, its
+      reduction serial in loop order, the output in a register, when the
+      tile has an output for every thread; with fewer outputs, a warp or
+      block per output as for rows (lanes striding over the reduction), so
+      that the combine of one column's partials does not run on one
+      thread. Rows shorter than 32 elements also get a thread each.
 
     Steps that are not loop nests run on the block's first thread. A
     `gpu.barrier` separates each step from the next one that touches
