@@ -3,6 +3,7 @@
 
 #include "Fail.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 
 namespace megrt {
@@ -24,6 +25,17 @@ OpenedLibrary openFirstLibrary(const std::vector<std::string> &candidates,
                reason ? reason : candidate + ": cannot be loaded");
   }
   return opened;
+}
+
+std::vector<std::string> toolkitLibraryCandidates(const std::string &fileName) {
+  std::vector<std::string> paths = {fileName};
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home) {
+    paths.push_back(concat(home, "/lib64/", fileName));
+    paths.push_back(concat(home, "/lib/", fileName));
+  }
+  paths.push_back("/usr/local/cuda/lib64/" + fileName);
+  paths.push_back("/usr/local/cuda/lib/" + fileName);
+  return paths;
 }
 
 } // namespace megrt

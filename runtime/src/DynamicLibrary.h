@@ -32,6 +32,14 @@ struct OpenedLibrary {
 OpenedLibrary openFirstLibrary(const std::vector<std::string> &candidates,
                                int flags);
 
+/// The places a CUDA toolkit library named `fileName` (with its major
+/// version, "libcublasLt.so.13") is looked for, in order: the loader's
+/// search path, then $CUDA_HOME/lib64 and $CUDA_HOME/lib,
+/// /usr/local/cuda/lib64 and
+/// /usr/local/cuda/lib (the toolkit's lib64 is often not on the loader's
+/// path).
+std::vector<std::string> toolkitLibraryCandidates(const std::string &fileName);
+
 } // namespace megrt
 
 #endif // MEGRT_SRC_DYNAMICLIBRARY_H

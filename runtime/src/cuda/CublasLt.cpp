@@ -5,29 +5,16 @@
 #include "DynamicLibrary.h"
 #include "Fail.h"
 
-#include <cstdlib>
 #include <dlfcn.h>
 #include <type_traits>
-#include <vector>
 
 namespace megrt {
 namespace {
 
-/// The library's file name and the paths tried, in order: the toolkit's
-/// lib64 is often not on the loader's path.
-std::vector<std::string> candidatePaths() {
-  std::string name = concat("libcublasLt.so.", CUBLAS_VER_MAJOR);
-  std::vector<std::string> paths = {name};
-  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-    paths.push_back(concat(home, "/lib64/", name));
-  paths.push_back("/usr/local/cuda/lib64/" + name);
-  paths.push_back("/usr/local/cuda/lib/" + name);
-  return paths;
-}
-
 CublasLtLibrary loadCublasLt() {
-  OpenedLibrary library =
-      openFirstLibrary(candidatePaths(), RTLD_NOW | RTLD_LOCAL);
+  OpenedLibrary library = openFirstLibrary(
+      toolkitLibraryCandidates(concat("libcublasLt.so.", CUBLAS_VER_MAJOR)),
+      RTLD_NOW | RTLD_LOCAL);
   if (!library.handle)
     fail("Gemm commands on CUDA need cuBLASLt ", CUBLAS_VER_MAJOR,
          ", which could not be loaded (", library.reasons,

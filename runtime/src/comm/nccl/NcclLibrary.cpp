@@ -5,7 +5,6 @@
 #include "Fail.h"
 #include "comm/Collective.h"
 
-#include <cstdlib>
 #include <dlfcn.h>
 #include <thread>
 #include <type_traits>
@@ -17,26 +16,15 @@ namespace {
 /// ncclCommSplit and nonblocking communicators (ncclConfig_t.blocking).
 constexpr int kMinVersion = 21800;
 
-std::vector<std::string> candidatePaths() {
-  std::string name = concat("libnccl.so.", NCCL_MAJOR);
-  std::vector<std::string> paths = {name};
-  if (const char *home = std::getenv("CUDA_HOME"); home && *home) {
-    paths.push_back(concat(home, "/lib64/", name));
-    paths.push_back(concat(home, "/lib/", name));
-  }
-  paths.push_back("/usr/local/cuda/lib64/" + name);
-  paths.push_back("/usr/local/cuda/lib/" + name);
-  return paths;
-}
-
 std::string versionText(int version) {
   return concat(version / 10000, ".", version % 10000 / 100, ".",
                 version % 100);
 }
 
 NcclLibrary loadNccl() {
-  OpenedLibrary library =
-      openFirstLibrary(candidatePaths(), RTLD_NOW | RTLD_LOCAL);
+  OpenedLibrary library = openFirstLibrary(
+      toolkitLibraryCandidates(concat("libnccl.so.", NCCL_MAJOR)),
+      RTLD_NOW | RTLD_LOCAL);
   if (!library.handle)
     fail("CUDA groups need NCCL ", NCCL_MAJOR, ", which could not be loaded (",
          library.reasons,
