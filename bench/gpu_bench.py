@@ -9,7 +9,8 @@ every ratio is against a baseline measured in the same run:
   unfused formula and torch.compile of it (f32 and bf16);
 - GEMM: cuBLASLt through a megc GEMM command against torch.matmul (bf16);
 - llama forward+backward (the grad entry): megc with CUDA graph replay,
-  megc with per-kernel launches (--no-cuda-graphs, same artifact),
+  megc with per-kernel launches (--no-cuda-graphs, same artifact), megc
+  with cuDNN's attention turned off (MEGRT_CUDNN=0),
   PyTorch eager and torch.compile of transformers' LlamaForCausalLM with
   the same shapes and dtype; and per kernel of megc's step, the bytes its
   launches move (kernel_traffic.py, from the program's launches and buffer
@@ -42,15 +43,17 @@ def save_input(path, array, dtype):
 
 
 def run_megc(megc_run, artifact, entry, inputs, out, label, extra=(),
-             steps=10, warmup=3):
-    """Median device time (ms) per event category/name from the trace."""
+             steps=10, warmup=3, env=None):
+    """Median device time (ms) per event category/name from the trace;
+    `env`: variables to set for megc-run."""
     trace = os.path.join(out, f"{label}.trace.json")
     args = [megc_run, artifact, "--entry", entry, "--device", "cuda",
             "--warmup", str(warmup), "--steps", str(steps), "--trace", trace,
             *extra]
     for name, path in inputs.items():
         args += ["--input", f"{name}={path}"]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **(env or {})})
     with open(os.path.join(out, f"{label}.log"), "w") as f:
         f.write(" ".join(args) + "\n" + result.stdout + result.stderr)
     if result.returncode != 0:
@@ -166,13 +169,16 @@ def kernel_report(folder, out, runs_label, copy_bw, rows):
     from kernel_traffic import per_command
     moved, flops = per_command(os.path.join(folder, "model.megrt"), "grad")
     events = json.load(open(os.path.join(out, f"{runs_label}.trace.json")))
-    seconds, runs = {}, 0
+    seconds, runs, kernels = {}, 0, {}
     for event in events["traceEvents"]:
         if event.get("cat") == "entry":
             runs += 1
         elif event.get("cat") in ("kernel", "attention"):
             name = event["name"]
             seconds[name] = seconds.get(name, 0.0) + event["dur"] / 1e6
+            # Which kernels ran an attention: cuDNN's or megrt's (and why).
+            if "kernel" in event.get("args", {}):
+                kernels[name] = event["args"]["kernel"]
     runs = max(runs, 1)
     print(f"{'kernel':44} {'MB/step':>9} {'us/step':>9} {'TB/s':>6} "
           f"{'of copy':>8}")
@@ -183,7 +189,8 @@ def kernel_report(folder, out, runs_label, copy_bw, rows):
             print(f"{name:44} {'':>9} {per_step * 1e6:9.1f} "
                   f"{flops[name] / per_step / 1e12:6.1f} TFLOP/s")
             rows.append((f"llama {name}",
-                         f"{flops[name] / per_step / 1e12:.1f} TFLOP/s", ""))
+                         f"{flops[name] / per_step / 1e12:.1f} TFLOP/s",
+                         kernels.get(name, "")[:80]))
             continue
         if name not in moved:
             continue
@@ -212,9 +219,13 @@ def llama_bench(megc_run, out, rows, copy_bw):
     np.save(inputs["input_ids"], ids.astype(np.int32))
     np.save(inputs["labels"], labels.astype(np.int32))
     results = {}
-    for label, extra in (("graphs", []), ("launches", ["--no-cuda-graphs"])):
+    # The step with CUDA graph replay, with per-command launches (traced
+    # per command), and with cuDNN's attention turned off.
+    for label, extra, env in (
+            ("graphs", [], None), ("launches", ["--no-cuda-graphs"], None),
+            ("own_attention", [], {"MEGRT_CUDNN": "0"})):
         times = run_megc(megc_run, f"{folder}/model.megc", "grad", inputs,
-                         out, f"llama_{label}", extra)
+                         out, f"llama_{label}", extra, env=env)
         results[label] = [ms for (cat, _), ms in times.items()
                           if cat == "entry"][0]
     # Where a step's device time goes, from the per-command trace.
@@ -252,7 +263,8 @@ def llama_bench(megc_run, out, rows, copy_bw):
     rows.append((f"llama fwd+bwd {shape}",
                  f"megc graphs {results['graphs']:.2f} ms, launches "
                  f"{results['launches']:.2f} ms "
-                 f"(replay {results['launches'] / results['graphs']:.2f}x)",
+                 f"(replay {results['launches'] / results['graphs']:.2f}x),"
+                 f" megrt attention {results['own_attention']:.2f} ms",
                  f"torch eager {eager:.2f} ms ({eager / results['graphs']:.2f}x"
                  f" megc), torch.compile {compiled:.2f} ms "
                  f"({compiled / results['graphs']:.2f}x megc)"))

@@ -34,7 +34,9 @@ if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
          -DMEGRT_FLATBUFFERS_INCLUDE_DIR="$check/deps/include" \
          -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON \
          -DMEGRT_NLOHMANN_JSON_INCLUDE_DIR="$check/deps/include" \
-         $( [[ -f $check/deps/nccl/nccl.h ]] && echo "-DMEGRT_NCCL_INCLUDE_DIR=$check/deps/nccl" ) &&
+         $( [[ -f $check/deps/nccl/nccl.h ]] && echo "-DMEGRT_NCCL_INCLUDE_DIR=$check/deps/nccl" ) \
+         -DMEGRT_CUDNN=ON -DMEGRT_CUDNN_FRONTEND_INCLUDE_DIR="$check/deps/cudnn_frontend" \
+         -DMEGRT_CUDNN_INCLUDE_DIR="$check/deps/cudnn" &&
        cmake --build "$build" -j "$(nproc)" &&
        c++ -O2 -std=c++17 tools/megc-run/megc-run.cpp -Iruntime/include \
          -o "$build/megc-run" "$build/libmegrt.a" -ldl -lpthread; } \
@@ -45,16 +47,22 @@ if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 fi
 echo "built in $(( $(date +%s) - start )) s"
 
-# NCCL: the toolkit's, or the one PyTorch's wheels bring.
-nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null) &&
-  export LD_LIBRARY_PATH=$nccl_dir:$LD_LIBRARY_PATH
+# NCCL and cuDNN: the toolkit's, or those PyTorch's wheels bring.
+for package in nccl cudnn; do
+  lib_dir=$(python3 -c "import nvidia.$package, os; print(os.path.join(list(nvidia.$package.__path__)[0], 'lib'))" 2>/dev/null) &&
+    export LD_LIBRARY_PATH=$lib_dir:$LD_LIBRARY_PATH
+done
 
 echo "== runtime CUDA tests (GoogleTest, built by gpu_prepare.py)"
-timeout 120 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*:DataParallel*' \
+timeout 180 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*:Cudnn*:DataParallel*' \
   >"$out/gtest.log" 2>&1
 echo "megrt-tests exit status $? ($(grep -c '^\[       OK' "$out/gtest.log") ok," \
   "$(grep -c '^\[  FAILED' "$out/gtest.log") failed lines)"
 grep -E '^\[  FAILED|Failure|error' "$out/gtest.log" | head -20
+# The fused attention's throughput, megrt's kernels and cuDNN's.
+grep -E '^\[ timing' "$out/gtest.log"
+grep -c 'runs on megrt.s kernels' "$out/gtest.log" | sed 's/^/attention cases cuDNN refused: /'
+
 echo "== NCCL groups (single rank)"
 timeout 120 "$check/deps/bin/megrt-comm-tests" --gtest_filter='Nccl*' \
   >"$out/nccl.log" 2>&1

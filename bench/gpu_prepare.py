@@ -10,6 +10,7 @@ Then, on the GPU machine: bash bench/gpu_check.sh
 import argparse
 import json
 import os
+import glob
 import re
 import shutil
 import subprocess
@@ -216,12 +217,32 @@ def main():
         os.makedirs(os.path.join(out, "deps", "nccl"))
         shutil.copy(nccl, os.path.join(out, "deps", "nccl"))
 
+    # The cuDNN frontend's headers (from the build's venv, where
+    # scripts/setup.sh installs its PyPI package) and cuDNN's own, for the
+    # runtime's cuDNN attention; libcudnn comes with PyTorch there.
+    frontend = glob.glob(os.path.join(
+        options.build, "venv", "lib", "python3*", "site-packages", "include"))
+    if not frontend or not os.path.exists(
+            os.path.join(frontend[0], "cudnn_frontend.h")):
+        sys.exit("no cuDNN frontend headers in the build's venv: run "
+                 "scripts/setup.sh")
+    shutil.copytree(frontend[0], os.path.join(out, "deps", "cudnn_frontend"))
+    os.makedirs(os.path.join(out, "deps", "cudnn"))
+    for header in glob.glob(os.path.join(
+            os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include",
+            "cudnn*.h")):
+        shutil.copy(header, os.path.join(out, "deps", "cudnn"))
+
     # The runtime's CUDA tests, built here (GoogleTest is not on the GPU
     # machine) without BLAS so that they need no library beyond libc and
     # libstdc++; the runtime itself is built there.
     tests_build = os.path.join(options.build, "gpucheck-tests")
     run(["cmake", "-S", os.path.join(ROOT, "runtime"), "-B", tests_build,
-         "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DMEGRT_CPU_BLAS=OFF"])
+         "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DMEGRT_CPU_BLAS=OFF",
+         "-DMEGRT_CUDNN=ON",
+         "-DMEGRT_CUDNN_FRONTEND_INCLUDE_DIR="
+         + os.path.join(out, "deps", "cudnn_frontend"),
+         "-DMEGRT_CUDNN_INCLUDE_DIR=" + os.path.join(out, "deps", "cudnn")])
     run(["cmake", "--build", tests_build, "--target", "megrt-tests",
          "megrt-comm-tests"])
     for tests in ("megrt-tests", "megrt-comm-tests"):

@@ -45,5 +45,8 @@ PY
 venv=$build/venv
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
 "$venv/bin/pip" install -q "$nanobind"
+# The header-only cuDNN frontend for the CUDA backend's cuDNN attention (its
+# Python module is not used, so none of its dependencies are installed).
+"$venv/bin/pip" install -q --no-deps nvidia-cudnn-frontend==1.32.0
 
 echo "setup: done"

@@ -13,6 +13,7 @@
 #include "cuda/CudaContext.h"
 #include "cuda/CudaDriver.h"
 #include "cuda/CudaEvent.h"
+#include "cuda/CudnnAttention.h"
 #include "cuda/DeviceMemory.h"
 #endif
 
@@ -518,6 +519,119 @@ TEST_P(AttentionOnCuda, MatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionOnCuda,
                          ::testing::ValuesIn(allCases()), caseName);
 
+// cuDNN's attention through CudnnAttention, against the CPU as the
+// runtime's own kernels are.
+
+/// cuDNN's handle in the tests' context, made on first use and never
+/// destroyed (as CudaState).
+CudnnAttention &cudnnState() {
+  static CudnnAttention *state = new CudnnAttention(cudaState().context);
+  return *state;
+}
+
+/// Why the cuDNN tests cannot run here, or empty.
+std::string cudnnUnavailable() {
+  std::string reason = cudaUnavailable();
+  if (!reason.empty())
+    return reason;
+  const CudnnLibraryStatus &library = cudnnLibrary();
+  return library.loaded ? "" : library.description;
+}
+
+/// The tensors of DeviceCall, run through cuDNN with its own scratch.
+struct CudnnCall {
+  DeviceCall call;
+  DeviceTensor forwardScratch, backwardScratch;
+
+  CudnnCall(const Inputs &in, size_t offset)
+      : call(in, offset),
+        forwardScratch(cudnnState().scratchBytes(in.shape, false), 0),
+        backwardScratch(cudnnState().scratchBytes(in.shape, true), 0) {}
+
+  void forward(const AttentionShape &shape) {
+    cudnnState().forward(shape, call.q.address, call.k.address, call.v.address,
+                         call.out.address, forwardScratch.address,
+                         forwardScratch.bytes, cudaState().context.stream());
+  }
+
+  void backward(const AttentionShape &shape) {
+    cudnnState().backward(shape, call.dout.address, call.q.address,
+                          call.k.address, call.v.address, call.out.address,
+                          call.dq.address, call.dk.address, call.dv.address,
+                          backwardScratch.address, backwardScratch.bytes,
+                          cudaState().context.stream());
+  }
+};
+
+/// Prepares `shape` on cuDNN in both directions: empty, or cuDNN's reason
+/// for refusing it (or the runtime's, for shapes it never gives cuDNN).
+std::string prepareOnCudnn(const AttentionShape &shape) {
+  std::string why =
+      cudnnAttentionRefusal(shape, cudaState().context.computeMajor());
+  if (why.empty())
+    why = cudnnState().prepare(shape, false);
+  if (why.empty())
+    why = cudnnState().prepare(shape, true);
+  return why;
+}
+
+/// The shapes every cuDNN 9 on Hopper takes: self-attention with head
+/// dimensions of 64 or 128 (plain, causal, grouped).
+bool cudnnMustTake(const AttentionShape &s) {
+  return s.seqQ == s.seqKv && s.headDim == s.valueDim &&
+         (s.headDim == 64 || s.headDim == 128);
+}
+
+class AttentionOnCudnn : public ::testing::TestWithParam<CaseParam> {
+protected:
+  void SetUp() override {
+    std::string reason = cudnnUnavailable();
+    if (!reason.empty())
+      GTEST_SKIP() << "cuDNN unavailable: " << reason;
+  }
+};
+
+TEST_P(AttentionOnCudnn, MatchesCpu) {
+  const auto &[c, dtype] = GetParam();
+  AttentionShape shape = shapeOf(c, dtype);
+  if (std::string why = prepareOnCudnn(shape); !why.empty()) {
+    if (cudnnMustTake(shape) &&
+        cudnnAttentionRefusal(shape, cudaState().context.computeMajor())
+            .empty())
+      FAIL() << describeAttention(shape) << " was refused: " << why;
+    GTEST_SKIP() << describeAttention(shape)
+                 << " runs on megrt's kernels: " << why;
+  }
+  Inputs in = randomInputs(shape, 2);
+  Results cpu = cpuAttention(in);
+  CudnnCall run(in, 0);
+  run.forward(shape);
+  Bytes out = download(run.call.out);
+  run.call.out = upload(cpu.out, 0);
+  run.backward(shape);
+  double tolerance = toleranceOf(dtype);
+  std::string what = describeAttention(shape) + " through cuDNN";
+  expectClose(widen(dtype, out), widen(dtype, cpu.out), tolerance,
+              what + " out");
+  expectClose(widen(dtype, download(run.call.dq)), widen(dtype, cpu.dq),
+              tolerance, what + " dq");
+  expectClose(widen(dtype, download(run.call.dk)), widen(dtype, cpu.dk),
+              tolerance, what + " dk");
+  expectClose(widen(dtype, download(run.call.dv)), widen(dtype, cpu.dv),
+              tolerance, what + " dv");
+}
+
+std::vector<CaseParam> halfCases() {
+  std::vector<CaseParam> params;
+  for (const CaseParam &param : allCases())
+    if (param.dtype != DType::F32)
+      params.push_back(param);
+  return params;
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, AttentionOnCudnn,
+                         ::testing::ValuesIn(halfCases()), caseName);
+
 class AttentionCuda : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -565,14 +679,23 @@ template <typename Run> double timeMs(Run run, int repeats) {
   return CudaEvent::elapsedMs(start, end, "attention timing") / repeats;
 }
 
-TEST_F(AttentionCuda, LargeCausalBf16ReportsThroughput) {
+/// The shape of the throughput figures: B=2 S=4096 H=16 (8 KV heads)
+/// D=128, causal, bf16.
+AttentionShape largeCausalBf16() {
   const float scale = static_cast<float>(1.0 / std::sqrt(128.0));
-  AttentionShape shape{2,   4096, 4096, 16,    8,
-                       128, 128,  true, scale, DType::BF16};
-  Inputs in = randomInputs(shape, 3);
-  DeviceCall call(in, 0);
-  double forwardMs = timeMs([&] { call.forward(shape); }, 5);
-  double backwardMs = timeMs([&] { call.backward(shape); }, 3);
+  return {2, 4096, 4096, 16, 8, 128, 128, true, scale, DType::BF16};
+}
+
+/// Times `forward` and `backward` (which run the attention of `in` on
+/// `call`'s tensors through `kernels`), prints their TFLOP/s, and checks
+/// sampled rows of the results against the reference.
+template <typename Forward, typename Backward>
+void reportThroughput(const char *kernels, const Inputs &in,
+                      const DeviceCall &call, Forward forward,
+                      Backward backward) {
+  const AttentionShape &shape = in.shape;
+  double forwardMs = timeMs(forward, 5);
+  double backwardMs = timeMs(backward, 3);
 
   // Query-key pairs the causal mask keeps; a forward does 2 (D + Dv) flops
   // per pair, a backward 2 (3 D + 2 Dv) (the usual 2.5 times the forward,
@@ -583,9 +706,9 @@ TEST_F(AttentionCuda, LargeCausalBf16ReportsThroughput) {
   pairs *= double(shape.batch * shape.heads);
   double forwardFlops = 2.0 * (shape.headDim + shape.valueDim) * pairs;
   double backwardFlops = 2.0 * (3 * shape.headDim + 2 * shape.valueDim) * pairs;
-  std::printf("[ timing   ] %s: forward %.3f ms (%.1f TFLOP/s), backward "
-              "%.3f ms (%.1f TFLOP/s)\n",
-              describeAttention(shape).c_str(), forwardMs,
+  std::printf("[ timing   ] %s, %s: forward %.3f ms (%.1f TFLOP/s), "
+              "backward %.3f ms (%.1f TFLOP/s)\n",
+              describeAttention(shape).c_str(), kernels, forwardMs,
               forwardFlops / forwardMs * 1e-9, backwardMs,
               backwardFlops / backwardMs * 1e-9);
 
@@ -634,6 +757,28 @@ TEST_F(AttentionCuda, LargeCausalBf16ReportsThroughput) {
                                    dv.begin() + (index + 1) * shape.valueDim),
                 dvRef, tolerance, what + " dv");
   }
+}
+
+TEST_F(AttentionCuda, LargeCausalBf16ReportsThroughput) {
+  AttentionShape shape = largeCausalBf16();
+  Inputs in = randomInputs(shape, 3);
+  DeviceCall call(in, 0);
+  reportThroughput(
+      "megrt's kernels", in, call, [&] { call.forward(shape); },
+      [&] { call.backward(shape); });
+}
+
+TEST(AttentionCudnn, LargeCausalBf16ReportsThroughput) {
+  if (std::string reason = cudnnUnavailable(); !reason.empty())
+    GTEST_SKIP() << "cuDNN unavailable: " << reason;
+  AttentionShape shape = largeCausalBf16();
+  if (std::string why = prepareOnCudnn(shape); !why.empty())
+    FAIL() << describeAttention(shape) << " was refused: " << why;
+  Inputs in = randomInputs(shape, 3);
+  CudnnCall run(in, 0);
+  reportThroughput(
+      "cuDNN", in, run.call, [&] { run.forward(shape); },
+      [&] { run.backward(shape); });
 }
 
 #endif // MEGRT_WITH_CUDA

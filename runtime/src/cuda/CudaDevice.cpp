@@ -2,12 +2,14 @@
 // device memory.
 #include "cuda/CudaDevice.h"
 
+#include "AttentionCommand.h"
 #include "Fail.h"
 #include "FbTypes.h"
 #include "MeshLayout.h"
 #include "cuda/CudaDriver.h"
 
 #include <algorithm>
+#include <iostream>
 
 namespace megrt {
 namespace {
@@ -20,6 +22,20 @@ bool hasCommand(const fb::Program &program,
     for (uint32_t j = 0; j < sizeOf(entry.commands()); ++j)
       for (fb::CommandOp type : types)
         if (entry.commands()->Get(j)->op_type() == type)
+          return true;
+  }
+  return false;
+}
+
+/// Whether an attention command could run through cuDNN: one of the
+/// dtypes it serves, on a device it serves.
+bool hasCudnnAttention(const fb::Program &program, int computeMajor) {
+  for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
+    const fb::Entry &entry = *program.entries()->Get(i);
+    for (uint32_t j = 0; j < sizeOf(entry.commands()); ++j)
+      if (std::optional<AttentionOperands> a =
+              attentionOperands(*entry.commands()->Get(j)))
+        if (cudnnAttentionRefusal(a->shape, computeMajor).empty())
           return true;
   }
   return false;
@@ -55,6 +71,7 @@ CudaDevice::CudaDevice(const Program &program, int ordinal,
   if (hasCommand(flatbufferOf(program),
                  {fb::CommandOp::Attention, fb::CommandOp::AttentionGrad}))
     attention_ = std::make_unique<CudaAttention>(context_);
+  openCudnn();
   if (options_.trace)
     traceOrigin_ = std::make_unique<CudaEvent>(
         concat("the trace's origin on ", context_.description()));
@@ -71,6 +88,34 @@ CudaDevice::~CudaDevice() {
   // need the context current and the stream idle.
   context_.makeCurrentQuietly();
   context_.synchronizeQuietly();
+}
+
+void CudaDevice::openCudnn() {
+  if (!hasCudnnAttention(flatbufferOf(program_), context_.computeMajor())) {
+    cudnnUnavailable_ = "no command of this program could use cuDNN";
+    return;
+  }
+  const CudnnLibraryStatus &library = cudnnLibrary();
+  if (library.loaded) {
+    try {
+      cudnn_ = std::make_unique<CudnnAttention>(context_);
+      report(concat("attention through ", library.description));
+      return;
+    } catch (const Error &error) {
+      cudnnUnavailable_ = error.what();
+    }
+  } else {
+    cudnnUnavailable_ = library.description;
+  }
+  // The one line saying why, however many commands it concerns.
+  report(concat("cuDNN is not available (", cudnnUnavailable_,
+                "); attention runs on megrt's own kernels"));
+  cudnnUnavailable_ = "cuDNN is not available";
+}
+
+void CudaDevice::report(const std::string &line) {
+  if (reported_.insert(line).second)
+    std::cerr << "megrt: " << context_.description() << ": " << line << "\n";
 }
 
 std::string CudaDevice::parameterName(size_t index) const {
@@ -118,9 +163,11 @@ CudaEntry &CudaDevice::prepare(size_t index) {
     entry = std::make_unique<CudaEntry>(
         *program.entries()->Get(static_cast<uint32_t>(index)),
         concat("entry '", program_.entries()[index].name, "'"),
-        CudaEntryResources{program, module_, parameterAddresses_,
-                           scratch_.get(), cublas_.get(), attention_.get(),
-                           groups_},
+        CudaEntryResources{
+            program, module_, parameterAddresses_, scratch_.get(),
+            cublas_.get(), attention_.get(), cudnn_.get(), cudnnUnavailable_,
+            context_.computeMajor(),
+            [this](const std::string &line) { report(line); }, groups_},
         options_);
   }
   return *entry;

@@ -11,9 +11,12 @@
 #include "cuda/CudaEntry.h"
 #include "cuda/CudaEvent.h"
 #include "cuda/CudaModule.h"
+#include "cuda/CudnnAttention.h"
 #include "cuda/DeviceMemory.h"
 
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace megrt {
@@ -39,6 +42,9 @@ private:
 
   CudaEntry &prepare(size_t index);
   void uploadParameters();
+  /// Prints `line` on stderr, once per device.
+  void report(const std::string &line);
+  void openCudnn();
   std::string parameterName(size_t index) const;
 
   Program program_;
@@ -53,6 +59,12 @@ private:
   DeviceMemory scratch_;
   std::unique_ptr<CublasLtContext> cublas_;
   std::unique_ptr<CudaAttention> attention_;
+  /// Null without a bf16 or f16 attention that cuDNN could run, or when
+  /// cuDNN is not available, for the reason in cudnnUnavailable_.
+  std::unique_ptr<CudnnAttention> cudnn_;
+  std::string cudnnUnavailable_;
+  /// The attention choices reported so far (each line is printed once).
+  std::set<std::string> reported_;
   DeviceOptions options_;
   /// With tracing: recorded once, before the first traced run, as the zero
   /// of the trace's times.

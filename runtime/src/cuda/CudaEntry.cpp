@@ -61,6 +61,7 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
 
   size_t copyTempBytes = 0;
   size_t attentionScratchBytes = 0;
+  std::vector<std::pair<uint32_t, std::string>> attentionNotes;
   for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i) {
     const fb::Command *command = entry.commands()->Get(i);
     std::string at = concat(where, ", command ", i);
@@ -87,17 +88,26 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
           Copy{src, dst, bytes, overlapping, at + " (copy)"});
     } else if (std::optional<AttentionOperands> a =
                    attentionOperands(*command)) {
-      // The device loads the attention kernels for any program with one.
-      if (a->backward)
-        attentionScratchBytes =
-            std::max(attentionScratchBytes,
-                     CudaAttention::backwardScratchBytes(a->shape));
+      // The device loads the attention kernels for any program with one;
+      // cuDNN runs what it takes.
+      AttentionChoice choice = chooseAttentionKernels(
+          a->shape, a->backward, resources.cudnn, resources.cudnnUnavailable,
+          resources.computeMajor);
+      // f32 attention always runs on the runtime's kernels: only the
+      // choices of the dtypes cuDNN serves are worth a line.
+      if (a->shape.dtype == DType::BF16 || a->shape.dtype == DType::F16)
+        resources.report(concat(describeAttention(a->shape),
+                                a->backward ? " backward" : " forward", ": ",
+                                choice.note));
+      attentionScratchBytes = std::max(attentionScratchBytes, choice.scratch);
+      attentionNotes.push_back({i, choice.note});
       commands_.emplace_back(Attention{
           a->shape, a->backward, buffers[a->q], buffers[a->k], buffers[a->v],
           buffers[a->out], a->backward ? buffers[a->gradOut] : 0,
           a->backward ? buffers[a->gradQ] : 0,
           a->backward ? buffers[a->gradK] : 0,
-          a->backward ? buffers[a->gradV] : 0, resources.attention});
+          a->backward ? buffers[a->gradV] : 0, resources.attention,
+          choice.cudnn});
     } else if (const fb::Collective *c = command->op_as_Collective()) {
       CUdeviceptr src = buffers[c->src()];
       CUdeviceptr dst = buffers[c->dst()];
@@ -125,9 +135,12 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
     regionWhere_.push_back(concat(where, ", graph region '", region.name,
                                   "' (commands ", region.first, " to ",
                                   region.first + region.count - 1, ")"));
-  if (options.trace)
+  if (options.trace) {
     trace_ = std::make_unique<CudaEntryTrace>(resources.program, entry,
                                               regions_, where);
+    for (const auto &[index, note] : attentionNotes)
+      trace_->annotateCommand(index, "kernel", note);
+  }
 }
 
 CUdeviceptr CudaEntry::resolve(const fb::Buffer &buffer,
@@ -251,7 +264,15 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
   } else if (const auto *gemm = std::get_if<CudaGemm>(&command)) {
     gemm->run(stream);
   } else if (const auto *a = std::get_if<Attention>(&command)) {
-    if (a->backward)
+    if (a->cudnn && a->backward)
+      a->cudnn->backward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
+                         a->gradQ, a->gradK, a->gradV, attentionScratch_.get(),
+                         attentionScratch_.size(), stream);
+    else if (a->cudnn)
+      a->cudnn->forward(a->shape, a->q, a->k, a->v, a->out,
+                        attentionScratch_.get(), attentionScratch_.size(),
+                        stream);
+    else if (a->backward)
       a->kernels->backward(
           a->shape, a->gradOut, a->q, a->k, a->v, a->out, a->gradQ, a->gradK,
           a->gradV, attentionScratch_.get(), attentionScratch_.size(), stream);

@@ -12,11 +12,13 @@
 #include "cuda/CudaGemm.h"
 #include "cuda/CudaGraph.h"
 #include "cuda/CudaModule.h"
+#include "cuda/CudnnAttention.h"
 #include "cuda/DeviceMemory.h"
 #include "megrt/megc_generated.h"
 
 #include <array>
 #include <cuda.h>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -36,6 +38,15 @@ struct CudaEntryResources {
   const CublasLtContext *cublas;
   /// Null when the program has no Attention or AttentionGrad command.
   const CudaAttention *attention;
+  /// cuDNN's attention, which an entry prepares its shapes on; null where
+  /// it is not available, for the reason in cudnnUnavailable.
+  CudnnAttention *cudnn;
+  std::string cudnnUnavailable;
+  /// The device's compute capability (major).
+  int computeMajor;
+  /// Receives one line per attention kernel choice worth telling the user
+  /// (the device prints each distinct line once).
+  std::function<void(const std::string &)> report;
   /// This rank's Cuda groups (empty for a program without a mesh).
   const SubmeshGroups &groups;
 };
@@ -91,12 +102,14 @@ private:
     std::string where;
   };
   /// The operands of AttentionOperands resolved to device addresses; the
-  /// backward's scratch is the entry's attentionScratch_.
+  /// scratch is the entry's attentionScratch_. Runs through cuDNN when
+  /// `cudnn` is set, else on the runtime's own kernels.
   struct Attention {
     AttentionShape shape;
     bool backward;
     CUdeviceptr q, k, v, out, gradOut, gradQ, gradK, gradV;
     const CudaAttention *kernels;
+    const CudnnAttention *cudnn;
   };
   /// Completes the async collective at command `collective`.
   struct Wait {
@@ -125,7 +138,7 @@ private:
   /// semantics). Allocated with the entry, so that graphs capture its
   /// address.
   DeviceMemory copyTemp_;
-  /// The scratch of the attention backward (the largest any command needs),
+  /// The scratch of the attention commands (the largest any one needs),
   /// allocated with the entry for the same reason.
   DeviceMemory attentionScratch_;
   std::vector<Command> commands_;

@@ -30,6 +30,17 @@ CudaEntryTrace::CudaEntryTrace(const fb::Program &program,
   }
 }
 
+void CudaEntryTrace::annotateCommand(uint32_t index, std::string_view key,
+                                     std::string_view value) {
+  std::string &args = commandLabels_.at(index).args;
+  std::string member = TraceArgs().text(key, value).str();
+  // Both are JSON objects: splice the new member in before the closing
+  // brace.
+  args = args == "{}"
+             ? member
+             : concat(args.substr(0, args.size() - 1), ",", member.substr(1));
+}
+
 void CudaEntryTrace::beginRun(CUstream stream) {
   run_.clear();
   entry_.start.record(stream, entry_.where);

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace megrt {
@@ -25,6 +26,11 @@ public:
   CudaEntryTrace(const fb::Program &program, const fb::Entry &entry,
                  const std::vector<GraphRegion> &regions,
                  const std::string &where);
+
+  /// Adds `key`: `value` to command `index`'s args (which kernels ran it,
+  /// say).
+  void annotateCommand(uint32_t index, std::string_view key,
+                       std::string_view value);
 
   /// Forgets what the previous run recorded and marks the run's start.
   void beginRun(CUstream stream);
