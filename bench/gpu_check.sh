@@ -35,7 +35,7 @@ if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
          -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON \
          -DMEGRT_NLOHMANN_JSON_INCLUDE_DIR="$check/deps/include" \
          $( [[ -f $check/deps/nccl/nccl.h ]] && echo "-DMEGRT_NCCL_INCLUDE_DIR=$check/deps/nccl" ) \
-         -DMEGRT_CUDNN=ON -DMEGRT_CUDNN_FRONTEND_INCLUDE_DIR="$check/deps/cudnn_frontend" \
+         -DMEGRT_CUDNN=ON -DMEGRT_CUDNN_FRONTEND_INCLUDE_DIR="$check/deps/cudnn_frontend/include" \
          -DMEGRT_CUDNN_INCLUDE_DIR="$check/deps/cudnn" &&
        cmake --build "$build" -j "$(nproc)" &&
        c++ -O2 -std=c++17 tools/megc-run/megc-run.cpp -Iruntime/include \

@@ -226,7 +226,10 @@ def main():
             os.path.join(frontend[0], "cudnn_frontend.h")):
         sys.exit("no cuDNN frontend headers in the build's venv: run "
                  "scripts/setup.sh")
-    shutil.copytree(frontend[0], os.path.join(out, "deps", "cudnn_frontend"))
+    # Its headers include each other as "../include/...": the folder keeps
+    # its name.
+    shutil.copytree(frontend[0],
+                    os.path.join(out, "deps", "cudnn_frontend", "include"))
     os.makedirs(os.path.join(out, "deps", "cudnn"))
     for header in glob.glob(os.path.join(
             os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include",
@@ -241,7 +244,7 @@ def main():
          "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DMEGRT_CPU_BLAS=OFF",
          "-DMEGRT_CUDNN=ON",
          "-DMEGRT_CUDNN_FRONTEND_INCLUDE_DIR="
-         + os.path.join(out, "deps", "cudnn_frontend"),
+         + os.path.join(out, "deps", "cudnn_frontend", "include"),
          "-DMEGRT_CUDNN_INCLUDE_DIR=" + os.path.join(out, "deps", "cudnn")])
     run(["cmake", "--build", tests_build, "--target", "megrt-tests",
          "megrt-comm-tests"])

@@ -14,24 +14,44 @@ import sys
 SIZES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4, "i64": 8}
 
 
-def read(path):
-    entries, buffers, entry = {}, {}, None
+def entry_lines(path):
+    """(entry name, line, its buffers' bytes so far) for each line of an
+    entry in the program text, buffer lines taken into the dict (by %bN)
+    rather than yielded; each entry's header comes as line None."""
+    entry, buffers = None, {}
     for line in open(path):
         m = re.match(r"entry (\S+)", line)
         if m:
-            entry = entries.setdefault(m.group(1), {
-                "launches": 0, "bytes": 0, "gemms": 0, "copies": 0})
-            buffers = {}
+            entry, buffers = m.group(1), {}
+            yield entry, None, buffers
             continue
         sized = buffer_bytes(line)
         if sized:
             buffers[sized[0]] = sized[1]
+        elif entry is not None:
+            yield entry, line, buffers
+
+
+def launch_bytes(line, buffers):
+    """(kernel, bytes its buffers hold, each counted once) of a launch
+    line, or None."""
+    m = re.match(r"  launch (\S+)\((.*)\)", line)
+    if not m:
+        return None
+    return m.group(1), sum(buffers[b] for b in set(m.group(2).split(", ")))
+
+
+def read(path):
+    entries = {}
+    for name, line, buffers in entry_lines(path):
+        entry = entries.setdefault(name, {
+            "launches": 0, "bytes": 0, "gemms": 0, "copies": 0})
+        if line is None:
             continue
-        m = re.match(r"  launch \S+\((.*)\)", line)
-        if m:
+        launch = launch_bytes(line, buffers)
+        if launch:
             entry["launches"] += 1
-            entry["bytes"] += sum(buffers[b] for b in
-                                  set(m.group(1).split(", ")))
+            entry["bytes"] += launch[1]
         elif line.startswith("  gemm"):
             entry["gemms"] += 1
         elif line.startswith("  copy"):
@@ -54,23 +74,13 @@ def per_command(path, entry_name):
     """Per kernel (by name), the bytes its launches in one run of the entry
     move, and per attention command ("attention", "attention_grad") the
     FLOPs of its matrix products (causal: half of them)."""
-    kernels, flops, buffers, inside = {}, {}, {}, False
-    for line in open(path):
-        m = re.match(r"entry (\S+)", line)
-        if m:
-            inside = m.group(1) == entry_name
-            buffers = {}
+    kernels, flops = {}, {}
+    for name, line, buffers in entry_lines(path):
+        if name != entry_name or line is None:
             continue
-        if not inside:
-            continue
-        sized = buffer_bytes(line)
-        if sized:
-            buffers[sized[0]] = sized[1]
-            continue
-        m = re.match(r"  launch (\S+)\((.*)\)", line)
-        if m:
-            moved = sum(buffers[b] for b in set(m.group(2).split(", ")))
-            kernels[m.group(1)] = kernels.get(m.group(1), 0) + moved
+        launch = launch_bytes(line, buffers)
+        if launch:
+            kernels[launch[0]] = kernels.get(launch[0], 0) + launch[1]
             continue
         m = re.match(r"  (attention(?:_grad)?) .* b (\d+) sq (\d+) skv (\d+) "
                      r"h (\d+) hkv \d+ d (\d+) dv (\d+)( causal)?", line)

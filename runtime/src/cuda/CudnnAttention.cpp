@@ -223,26 +223,32 @@ void setStats(const TensorPtr &tensor, const AttentionShape &s) {
       .set_stride({s.heads * s.seqQ, s.seqQ, 1, 1});
 }
 
-std::shared_ptr<fe::graph::Graph> newGraph(const AttentionShape &s) {
+/// A graph in the shape's dtype (f32 inside) with q, k and v declared.
+struct AttentionGraph {
+  std::shared_ptr<fe::graph::Graph> graph;
+  TensorPtr q, k, v;
+};
+
+AttentionGraph newGraph(const AttentionShape &s) {
   auto graph = std::make_shared<fe::graph::Graph>();
   graph
       ->set_io_data_type(s.dtype == DType::BF16 ? fe::DataType_t::BFLOAT16
                                                 : fe::DataType_t::HALF)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  return graph;
-}
-
-/// The forward, with the statistics as a second output when `stats`.
-std::shared_ptr<fe::graph::Graph> forwardGraph(const AttentionShape &s,
-                                               bool stats) {
-  auto graph = newGraph(s);
   TensorPtr q =
       graph->tensor(bshd("q", kQ, s.batch, s.seqQ, s.heads, s.headDim));
   TensorPtr k =
       graph->tensor(bshd("k", kK, s.batch, s.seqKv, s.kvHeads, s.headDim));
   TensorPtr v =
       graph->tensor(bshd("v", kV, s.batch, s.seqKv, s.kvHeads, s.valueDim));
+  return {graph, q, k, v};
+}
+
+/// The forward, with the statistics as a second output when `stats`.
+std::shared_ptr<fe::graph::Graph> forwardGraph(const AttentionShape &s,
+                                               bool stats) {
+  auto [graph, q, k, v] = newGraph(s);
   auto options = fe::graph::SDPA_attributes()
                      .set_name("megrt_attention")
                      .set_generate_stats(stats)
@@ -259,13 +265,7 @@ std::shared_ptr<fe::graph::Graph> forwardGraph(const AttentionShape &s,
 }
 
 std::shared_ptr<fe::graph::Graph> backwardGraph(const AttentionShape &s) {
-  auto graph = newGraph(s);
-  TensorPtr q =
-      graph->tensor(bshd("q", kQ, s.batch, s.seqQ, s.heads, s.headDim));
-  TensorPtr k =
-      graph->tensor(bshd("k", kK, s.batch, s.seqKv, s.kvHeads, s.headDim));
-  TensorPtr v =
-      graph->tensor(bshd("v", kV, s.batch, s.seqKv, s.kvHeads, s.valueDim));
+  auto [graph, q, k, v] = newGraph(s);
   TensorPtr out =
       graph->tensor(bshd("out", kOut, s.batch, s.seqQ, s.heads, s.valueDim));
   TensorPtr gradOut = graph->tensor(
