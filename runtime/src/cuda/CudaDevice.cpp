@@ -27,18 +27,26 @@ bool hasCommand(const fb::Program &program,
   return false;
 }
 
-/// Whether an attention command could run through cuDNN: one of the
-/// dtypes it serves, on a device it serves.
-bool hasCudnnAttention(const fb::Program &program, int computeMajor) {
+/// Calls `visit` with every attention command of every entry.
+template <typename Visit>
+void forEachAttention(const fb::Program &program, Visit visit) {
   for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
     const fb::Entry &entry = *program.entries()->Get(i);
     for (uint32_t j = 0; j < sizeOf(entry.commands()); ++j)
       if (std::optional<AttentionOperands> a =
               attentionOperands(*entry.commands()->Get(j)))
-        if (cudnnAttentionRefusal(a->shape, computeMajor).empty())
-          return true;
+        visit(*a);
   }
-  return false;
+}
+
+/// Whether an attention command could run through cuDNN: one of the
+/// dtypes it serves, on a device it serves.
+bool hasCudnnAttention(const fb::Program &program, int computeMajor) {
+  bool any = false;
+  forEachAttention(program, [&](const AttentionOperands &a) {
+    any = any || cudnnAttentionRefusal(a.shape, computeMajor).empty();
+  });
+  return any;
 }
 
 uint64_t scratchBytes(const fb::Program &program) {
@@ -100,6 +108,12 @@ void CudaDevice::openCudnn() {
     try {
       cudnn_ = std::make_unique<CudnnAttention>(context_);
       report(concat("attention through ", library.description));
+      // Every shape's plans are built as the session loads, not in the
+      // first run of each entry.
+      forEachAttention(flatbufferOf(program_), [&](const AttentionOperands &a) {
+        if (cudnnAttentionRefusal(a.shape, context_.computeMajor()).empty())
+          cudnn_->prepare(a.shape, a.backward);
+      });
       return;
     } catch (const Error &error) {
       cudnnUnavailable_ = error.what();

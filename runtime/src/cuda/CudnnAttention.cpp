@@ -163,6 +163,10 @@ CudnnAttention::~CudnnAttention() = default;
 std::string CudnnAttention::prepare(const AttentionShape &, bool) {
   return "this runtime was built without the cuDNN frontend";
 }
+std::string CudnnAttention::build(const AttentionShape &, bool,
+                                  const std::string &) {
+  return "this runtime was built without the cuDNN frontend";
+}
 size_t CudnnAttention::scratchBytes(const AttentionShape &, bool) const {
   return 0;
 }
@@ -292,8 +296,8 @@ std::shared_ptr<fe::graph::Graph> backwardGraph(const AttentionShape &s) {
 
 /// Builds `graph`'s plans on `handle`; the empty string or the step that
 /// failed and cuDNN's message. Writes the chosen plan's workspace size.
-std::string build(fe::graph::Graph &graph, cudnnHandle_t handle,
-                  int64_t &workspace) {
+std::string buildPlans(fe::graph::Graph &graph, cudnnHandle_t handle,
+                       int64_t &workspace) {
   auto check = [](fe::error_t error, const char *step) -> std::string {
     if (error.is_good())
       return "";
@@ -356,6 +360,16 @@ std::string CudnnAttention::prepare(const AttentionShape &shape,
   std::string key = planKey(shape, backward);
   if (plans_.count(key))
     return "";
+  if (auto refused = refused_.find(key); refused != refused_.end())
+    return refused->second;
+  std::string why = build(shape, backward, key);
+  if (!why.empty())
+    refused_.emplace(key, why);
+  return why;
+}
+
+std::string CudnnAttention::build(const AttentionShape &shape, bool backward,
+                                  const std::string &key) {
   context_.makeCurrent();
   auto handle = static_cast<cudnnHandle_t>(handle_);
   auto plans = std::make_unique<Plans>();
@@ -363,12 +377,13 @@ std::string CudnnAttention::prepare(const AttentionShape &shape,
   int64_t backwardWorkspace = 0;
   try {
     plans->forward = forwardGraph(shape, backward);
-    if (std::string why = build(*plans->forward, handle, forwardWorkspace);
+    if (std::string why = buildPlans(*plans->forward, handle, forwardWorkspace);
         !why.empty())
       return why;
     if (backward) {
       plans->backward = backwardGraph(shape);
-      if (std::string why = build(*plans->backward, handle, backwardWorkspace);
+      if (std::string why =
+              buildPlans(*plans->backward, handle, backwardWorkspace);
           !why.empty())
         return why;
     }

@@ -63,7 +63,8 @@ public:
   /// Builds the plans of `shape`'s forward, or with `backward` of the
   /// forward that recomputes the softmax statistics and of the backward.
   /// Returns the empty string, or cuDNN's reason for refusing the shape
-  /// (then nothing is cached and the caller uses its own kernels).
+  /// (then the caller uses its own kernels). Both outcomes are cached: a
+  /// shape is built or refused once.
   std::string prepare(const AttentionShape &shape, bool backward);
 
   /// Scratch a prepared command needs: cuDNN's workspace, and for the
@@ -87,6 +88,9 @@ public:
   struct Plans;
 
 private:
+  /// prepare() for a shape not seen before, `key` naming it.
+  std::string build(const AttentionShape &shape, bool backward,
+                    const std::string &key);
   const Plans &plans(const AttentionShape &shape, bool backward) const;
 
   const CudaContext &context_;
@@ -94,6 +98,8 @@ private:
   /// headers.
   void *handle_ = nullptr;
   std::map<std::string, std::unique_ptr<Plans>> plans_;
+  /// cuDNN's reason, per shape and direction it refused.
+  std::map<std::string, std::string> refused_;
 };
 
 /// Which kernels run an attention command: cuDNN's where `cudnn` is given
