@@ -14,29 +14,34 @@
 namespace megrt {
 namespace {
 
-/// Whether any entry has a command of one of `types`.
-bool hasCommand(const fb::Program &program,
-                std::initializer_list<fb::CommandOp> types) {
+/// Calls `visit` with every command of every entry.
+template <typename Visit>
+void forEachCommand(const fb::Program &program, Visit visit) {
   for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
     const fb::Entry &entry = *program.entries()->Get(i);
     for (uint32_t j = 0; j < sizeOf(entry.commands()); ++j)
-      for (fb::CommandOp type : types)
-        if (entry.commands()->Get(j)->op_type() == type)
-          return true;
+      visit(*entry.commands()->Get(j));
   }
-  return false;
+}
+
+/// Whether any entry has a command of one of `types`.
+bool hasCommand(const fb::Program &program,
+                std::initializer_list<fb::CommandOp> types) {
+  bool any = false;
+  forEachCommand(program, [&](const fb::Command &command) {
+    for (fb::CommandOp type : types)
+      any = any || command.op_type() == type;
+  });
+  return any;
 }
 
 /// Calls `visit` with every attention command of every entry.
 template <typename Visit>
 void forEachAttention(const fb::Program &program, Visit visit) {
-  for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
-    const fb::Entry &entry = *program.entries()->Get(i);
-    for (uint32_t j = 0; j < sizeOf(entry.commands()); ++j)
-      if (std::optional<AttentionOperands> a =
-              attentionOperands(*entry.commands()->Get(j)))
-        visit(*a);
-  }
+  forEachCommand(program, [&](const fb::Command &command) {
+    if (std::optional<AttentionOperands> a = attentionOperands(command))
+      visit(*a);
+  });
 }
 
 /// Whether an attention command could run through cuDNN: one of the
