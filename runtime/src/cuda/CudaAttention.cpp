@@ -4,17 +4,16 @@
 #include "cuda/CudaAttention.h"
 
 #include "Fail.h"
-#include "cuda/CubinCheck.h"
 #include "cuda/CudaDriver.h"
 #include "cuda/attention/FlashAttentionParams.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <iterator>
+#include <memory>
 #include <string>
 
-#if MEGRT_ATTENTION_FATBIN
+#if MEGRT_CUDA_FATBINS
 namespace megrt {
 /// FlashAttention.cu compiled by nvcc (sm_90 SASS and compute_90 PTX),
 /// written into the build by EmbedFatbin.cmake.
@@ -34,13 +33,7 @@ constexpr size_t kScratchAlignment = 256;
 /// Grid dimensions y and z hold heads and batches.
 constexpr int64_t kMaxGridYZ = 65535;
 
-#if MEGRT_ATTENTION_FATBIN
-/// Dynamic shared memory a launch may use without opting in.
-constexpr unsigned kDefaultSharedBytes = 48 * 1024;
-
-/// Room for the JIT's messages; longer logs are cut.
-constexpr size_t kJitLogBytes = 16 * 1024;
-
+#if MEGRT_CUDA_FATBINS
 constexpr DType kDTypes[] = {DType::F32, DType::BF16, DType::F16};
 #endif
 
@@ -115,74 +108,34 @@ unsigned blocks(int64_t count, int64_t perBlock) {
 } // namespace
 
 CudaAttention::CudaAttention(const CudaContext &context) : context_(context) {
-#if !MEGRT_ATTENTION_FATBIN
+#if !MEGRT_CUDA_FATBINS
   fail("this runtime was built without nvcc; fused attention on CUDA is "
        "unavailable");
 #else
-  context.makeCurrent();
   std::string what =
       concat("the flash-attention module (sm_90) on ", context.description());
   if (context.computeMajor() < 9)
     fail(what, ": fused attention needs compute capability 9.0 or newer");
-  checkCubinImage(kFlashAttentionFatbin, kFlashAttentionFatbinSize, what);
-
-  const CudaDriver &driver = cudaDriver();
-  std::string errorLog(kJitLogBytes, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  // Sizes travel as integers cast to pointers, as the driver API specifies.
-  void *values[] = {errorLog.data(), reinterpret_cast<void *>(
-                                         static_cast<uintptr_t>(kJitLogBytes))};
-  CUresult result = driver.cuModuleLoadDataEx(
-      &module_, kFlashAttentionFatbin, std::size(options), options, values);
-  if (result != CUDA_SUCCESS) {
-    errorLog.resize(strnlen(errorLog.data(), errorLog.size()));
-    fail(what, ": cuModuleLoadDataEx failed: ", cudaErrorText(result),
-         errorLog.empty() ? std::string() : concat("\n", errorLog));
-  }
-
-  try {
-    auto resolve = [&](const std::string &name, unsigned sharedBytes) {
-      CUfunction function = nullptr;
-      checkCuda(driver.cuModuleGetFunction(&function, module_, name.c_str()),
-                "cuModuleGetFunction", concat(what, ", kernel '", name, "'"));
-      // Above the default limit a function must opt in to its dynamic
-      // shared memory before it is launched with it.
-      if (sharedBytes > kDefaultSharedBytes)
-        checkCuda(driver.cuFuncSetAttribute(
-                      function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                      static_cast<int>(sharedBytes)),
-                  "cuFuncSetAttribute",
-                  concat(what, ", kernel '", name, "' with ", sharedBytes,
-                         " bytes of dynamic shared memory"));
-      functions_[name] = function;
-    };
-    for (DType dtype : kDTypes) {
-      for (int tier : attention::kTiers) {
-        resolve(kernelName("fwd", dtype, tier),
-                attention::forwardSharedBytes(tier));
-        resolve(kernelName("bwd_stats", dtype, tier),
-                attention::forwardSharedBytes(tier));
-        resolve(kernelName("bwd_kv", dtype, tier),
-                attention::backwardSharedBytes(tier));
-      }
-      resolve(dqKernelName(dtype), 0);
+  module_ = std::make_unique<EmbeddedModule>(context, kFlashAttentionFatbin,
+                                             kFlashAttentionFatbinSize, what);
+  auto resolve = [&](const std::string &name, unsigned sharedBytes) {
+    functions_[name] = module_->function(name, sharedBytes);
+  };
+  for (DType dtype : kDTypes) {
+    for (int tier : attention::kTiers) {
+      resolve(kernelName("fwd", dtype, tier),
+              attention::forwardSharedBytes(tier));
+      resolve(kernelName("bwd_stats", dtype, tier),
+              attention::forwardSharedBytes(tier));
+      resolve(kernelName("bwd_kv", dtype, tier),
+              attention::backwardSharedBytes(tier));
     }
-  } catch (...) {
-    driver.cuModuleUnload(module_);
-    throw;
+    resolve(dqKernelName(dtype), 0);
   }
 #endif
 }
 
-CudaAttention::~CudaAttention() {
-  if (!module_)
-    return;
-  // Nothing can be reported from a destructor; a broken context was
-  // reported by the call that broke it.
-  context_.makeCurrentQuietly();
-  cudaDriver().cuModuleUnload(module_);
-}
+CudaAttention::~CudaAttention() = default;
 
 CUfunction CudaAttention::function(const std::string &name) const {
   return functions_.at(name);
@@ -242,8 +195,8 @@ void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
     fail(describeAttention(shape), ": the backward needs ", layout.total,
          " bytes of scratch, given ", scratchBytes);
   if (scratch % sizeof(float) != 0)
-    fail(describeAttention(shape), ": the backward's scratch at 0x",
-         std::hex, scratch, " is not 4-byte aligned");
+    fail(describeAttention(shape), ": the backward's scratch at 0x", std::hex,
+         scratch, " is not 4-byte aligned");
   AttentionParams params = paramsOf(shape);
   params.q = q;
   params.k = k;

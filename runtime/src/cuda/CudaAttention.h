@@ -6,11 +6,13 @@
 
 #include "AttentionShape.h"
 #include "cuda/CudaContext.h"
+#include "cuda/EmbeddedModule.h"
 
 #include <cuda.h>
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace megrt {
@@ -51,7 +53,7 @@ private:
   CUfunction function(const std::string &name) const;
 
   const CudaContext &context_;
-  CUmodule module_ = nullptr;
+  std::unique_ptr<EmbeddedModule> module_;
   std::map<std::string, CUfunction> functions_;
 };
 
