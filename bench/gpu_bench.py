@@ -173,7 +173,7 @@ def kernel_report(folder, out, runs_label, copy_bw, rows):
     for event in events["traceEvents"]:
         if event.get("cat") == "entry":
             runs += 1
-        elif event.get("cat") in ("kernel", "attention"):
+        elif event.get("cat") in ("kernel", "attention", "embedding_grad"):
             name = event["name"]
             seconds[name] = seconds.get(name, 0.0) + event["dur"] / 1e6
             # Which kernels ran an attention: cuDNN's or megrt's (and why).
@@ -235,7 +235,8 @@ def llama_bench(megc_run, out, rows, copy_bw):
     for event in events["traceEvents"]:
         if event.get("cat") == "entry":
             runs += 1
-        elif event.get("cat") in ("kernel", "gemm", "copy", "attention"):
+        elif event.get("cat") in ("kernel", "gemm", "copy", "attention",
+                                  "embedding_grad"):
             name = event["name"]
             kind = (name.split("_", 1)[1] if event["cat"] == "kernel"
                     else name)

@@ -54,12 +54,13 @@ for package in nccl cudnn; do
 done
 
 echo "== runtime CUDA tests (GoogleTest, built by gpu_prepare.py)"
-timeout 180 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*:Cudnn*:DataParallel*' \
+timeout 180 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*:Cudnn*:EmbeddingGrad*:DataParallel*' \
   >"$out/gtest.log" 2>&1
 echo "megrt-tests exit status $? ($(grep -c '^\[       OK' "$out/gtest.log") ok," \
   "$(grep -c '^\[  FAILED' "$out/gtest.log") failed lines)"
 grep -E '^\[  FAILED|Failure|error' "$out/gtest.log" | head -20
-# The fused attention's throughput, megrt's kernels and cuDNN's.
+# The fused attention's throughput (megrt's kernels and cuDNN's) and the
+# embedding gradient's bandwidth.
 grep -E '^\[ timing' "$out/gtest.log"
 grep -c 'runs on megrt.s kernels' "$out/gtest.log" | sed 's/^/attention cases cuDNN refused: /'
 

@@ -72,8 +72,10 @@ def buffer_bytes(line):
 
 def per_command(path, entry_name):
     """Per kernel (by name), the bytes its launches in one run of the entry
-    move, and per attention command ("attention", "attention_grad") the
-    FLOPs of its matrix products (causal: half of them)."""
+    move (with "embedding_grad": the gradient and ids read and the table
+    written once each), and per attention command ("attention",
+    "attention_grad") the FLOPs of its matrix products (causal: half of
+    them)."""
     kernels, flops = {}, {}
     for name, line, buffers in entry_lines(path):
         if name != entry_name or line is None:
@@ -81,6 +83,12 @@ def per_command(path, entry_name):
         launch = launch_bytes(line, buffers)
         if launch:
             kernels[launch[0]] = kernels.get(launch[0], 0) + launch[1]
+            continue
+        m = re.match(r"  embedding_grad (%b\d+) = scatter_add\((%b\d+) by "
+                     r"(%b\d+)", line)
+        if m:
+            kernels["embedding_grad"] = kernels.get("embedding_grad", 0) + sum(
+                buffers[b] for b in m.groups())
             continue
         m = re.match(r"  (attention(?:_grad)?) .* b (\d+) sq (\d+) skv (\d+) "
                      r"h (\d+) hkv \d+ d (\d+) dv (\d+)( causal)?", line)

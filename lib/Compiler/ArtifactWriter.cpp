@@ -99,8 +99,7 @@ public:
           dtypeOf(param.type.getElementType()), shape(param.type),
           param.trainable, initKindOf(param.initKind), param.initScale,
           sharding, param.state,
-          param.initSource.empty() ? 0
-                                   : builder.CreateString(param.initSource),
+          param.initSource.empty() ? 0 : builder.CreateString(param.initSource),
           param.aliases.empty() ? 0
                                 : builder.CreateVectorOfStrings(param.aliases),
           param.nonNegative,
@@ -202,8 +201,8 @@ private:
   flatbuffers::Offset<fb::TensorSpec> spec(const TensorSpec &tensor) {
     return fb::CreateTensorSpec(
         builder, builder.CreateString(tensor.name),
-        dtypeOf(tensor.type.getElementType()), shape(tensor.type),
-        tensor.split, tensor.indexBound,
+        dtypeOf(tensor.type.getElementType()), shape(tensor.type), tensor.split,
+        tensor.indexBound,
         tensor.indexUse.empty() ? 0 : builder.CreateString(tensor.indexUse),
         tensor.indexIgnore ? flatbuffers::Optional<int64_t>(*tensor.indexIgnore)
                            : flatbuffers::nullopt);
@@ -243,6 +242,14 @@ private:
                                     attention->v, attention->out, &dims, dtype);
       return fb::CreateCommand(builder, fb::CommandOp::Attention, op.Union());
     }
+    if (auto *embedding = std::get_if<EmbeddingGradCommand>(&command)) {
+      auto op = fb::CreateEmbeddingGrad(
+          builder, embedding->grad, embedding->ids, embedding->firstRow,
+          embedding->table, embedding->scratch, embedding->tokens,
+          embedding->vocab, embedding->dim, dtype);
+      return fb::CreateCommand(builder, fb::CommandOp::EmbeddingGrad,
+                               op.Union());
+    }
     if (auto *collective = std::get_if<CollectiveCommand>(&command)) {
       fb::CollectiveKind kind = fb::CollectiveKind::all_reduce;
       if (collective->kind == CollectiveCommand::Kind::AllGather)
@@ -254,7 +261,8 @@ private:
       else if (collective->kind == CollectiveCommand::Kind::AllToAll)
         kind = fb::CollectiveKind::all_to_all;
       fb::ReduceOp reduce =
-          collective->reduce == CollectiveCommand::Reduce::Avg ? fb::ReduceOp::avg
+          collective->reduce == CollectiveCommand::Reduce::Avg
+              ? fb::ReduceOp::avg
           : collective->reduce == CollectiveCommand::Reduce::Max
               ? fb::ReduceOp::max
               : fb::ReduceOp::sum;
@@ -290,6 +298,8 @@ private:
         dtype = dtypeOf(entry.buffers[gemm->c].type.getElementType());
       if (auto *attention = std::get_if<AttentionCommand>(&cmd))
         dtype = dtypeOf(entry.buffers[attention->q].type.getElementType());
+      if (auto *embedding = std::get_if<EmbeddingGradCommand>(&cmd))
+        dtype = dtypeOf(entry.buffers[embedding->table].type.getElementType());
       if (auto *collective = std::get_if<CollectiveCommand>(&cmd))
         dtype = dtypeOf(entry.buffers[collective->src].type.getElementType());
       commands.push_back(command(cmd));

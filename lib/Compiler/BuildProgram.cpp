@@ -19,6 +19,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -114,30 +115,30 @@ public:
 private:
   /// The schedule's state parameters, as meg-optimizer recorded them.
   LogicalResult describeLrSchedule() {
-    auto schedule = module->getAttrOfType<LrScheduleAttr>(
-        MegDialect::kLrScheduleAttrName);
+    auto schedule =
+        module->getAttrOfType<LrScheduleAttr>(MegDialect::kLrScheduleAttrName);
     if (!schedule || !schedule.getLrParam())
       return success();
-    auto adamw = module->getAttrOfType<AdamWAttr>(MegDialect::kOptimizerAttrName);
+    auto adamw =
+        module->getAttrOfType<AdamWAttr>(MegDialect::kOptimizerAttrName);
     auto lr = paramIndex.find(schedule.getLrParam().getValue());
-    auto step = paramIndex.find(schedule.getStepParam()
-                                    ? schedule.getStepParam().getValue()
-                                    : "");
+    auto step = paramIndex.find(
+        schedule.getStepParam() ? schedule.getStepParam().getValue() : "");
     if (!adamw || lr == paramIndex.end() || step == paramIndex.end())
       return module.emitError()
              << "'" << MegDialect::kLrScheduleAttrName
              << "' names lr and step parameters that are not declared";
-    program.lrSchedule = LrScheduleDesc{
-        static_cast<uint32_t>(schedule.getKind()),
-        adamw.getLr().convertToDouble(),
-        schedule.getMinLr().convertToDouble(),
-        schedule.getInitLr().convertToDouble(),
-        schedule.getWarmup(),
-        schedule.getDecay(),
-        schedule.getWsdDecay(),
-        static_cast<uint32_t>(schedule.getWsdStyle()),
-        static_cast<uint32_t>(lr->second),
-        static_cast<uint32_t>(step->second)};
+    program.lrSchedule =
+        LrScheduleDesc{static_cast<uint32_t>(schedule.getKind()),
+                       adamw.getLr().convertToDouble(),
+                       schedule.getMinLr().convertToDouble(),
+                       schedule.getInitLr().convertToDouble(),
+                       schedule.getWarmup(),
+                       schedule.getDecay(),
+                       schedule.getWsdDecay(),
+                       static_cast<uint32_t>(schedule.getWsdStyle()),
+                       static_cast<uint32_t>(lr->second),
+                       static_cast<uint32_t>(step->second)};
     return success();
   }
   LogicalResult describeMesh();
@@ -240,8 +241,8 @@ uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
 }
 
 /// The tightest table an integer input indexes, through views, slices and
-/// graph regions and fusions: the rows of an embedding it looks up, the classes of a
-/// cross-entropy it labels; and the label those cross-entropies ignore, if
+/// graph regions and fusions: the rows of an embedding it looks up, the classes
+/// of a cross-entropy it labels; and the label those cross-entropies ignore, if
 /// every use that indexes with it ignores the same one.
 /// The parameter an embedding table is read from, through the gathers and
 /// reshapes of FSDP and the regions that pass it in; null if none.
@@ -295,10 +296,12 @@ void ProgramBuilder::indexBoundOf(Value input, TensorSpec &spec) {
         visit(user->getResult(0));
       } else if (auto region = dyn_cast<GraphRegionOp>(user)) {
         visit(region.getBody().front().getArgument(
-            use.getOperandNumber() - region.getInputs().getBeginOperandIndex()));
+            use.getOperandNumber() -
+            region.getInputs().getBeginOperandIndex()));
       } else if (auto fusion = dyn_cast<FusionOp>(user)) {
         visit(fusion.getBody().front().getArgument(
-            use.getOperandNumber() - fusion.getInputs().getBeginOperandIndex()));
+            use.getOperandNumber() -
+            fusion.getInputs().getBeginOperandIndex()));
       } else if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
         if (use.get() == embedding.getIds()) {
           // A block of a vocab-parallel table: the whole table's rows.
@@ -432,10 +435,7 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
     return placeLinear(linear);
   if (isa<AttentionOp, AttentionGradOp>(op))
     return placeAttention(op);
-  // On a GPU the table gradient is a GEMM (see placeEmbeddingGrad); on the
-  // CPU alone, the kernel's scatter-add over the tokens.
-  if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op);
-      embeddingGrad && options.generatesCuda())
+  if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op))
     return placeEmbeddingGrad(embeddingGrad);
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return placeMatmul(matmul);
@@ -525,9 +525,8 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
         command.kind = CollectiveCommand::Kind::AllReduce;
         command.reduce = reduceOf(reduce.getReduce());
       })
-      .Case<AllToAllOp, AllToAllStartOp>([&](auto) {
-        command.kind = CollectiveCommand::Kind::AllToAll;
-      });
+      .Case<AllToAllOp, AllToAllStartOp>(
+          [&](auto) { command.kind = CollectiveCommand::Kind::AllToAll; });
   if (dim)
     for (int64_t before = 0; before < *dim; ++before)
       if (inputType.getDimSize(before) != 1)
@@ -882,8 +881,8 @@ std::optional<uint32_t> ProgramBuilder::storedParameter(Operation *op,
     OpOperand &use = *stored.getUses().begin();
     if (auto reshape = dyn_cast<ReshapeOp>(use.getOwner()))
       stored = reshape.getResult();
-    else if (auto region = dyn_cast<GraphRegionOp>(
-                 use.getOwner()->getParentOp());
+    else if (auto region =
+                 dyn_cast<GraphRegionOp>(use.getOwner()->getParentOp());
              region && isa<YieldOp>(use.getOwner()))
       stored = region.getResult(use.getOperandNumber());
     else
@@ -898,8 +897,7 @@ std::optional<uint32_t> ProgramBuilder::storedParameter(Operation *op,
       return std::nullopt;
     store = candidate;
   }
-  if (!store ||
-      store->getParentOp() != op->getParentOfType<func::FuncOp>() ||
+  if (!store || store->getParentOp() != op->getParentOfType<func::FuncOp>() ||
       !paramIndex.count(store.getName()) || readAfter(store.getName(), op))
     return std::nullopt;
   uint32_t param = paramIndex.lookup(store.getName());
@@ -1030,94 +1028,43 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
   return success();
 }
 
-/// The table gradient as one-hot rows times the output gradient: a kernel
-/// writes onehot[t, v] = (ids[t] == first + v), where a block of a
-/// vocab-parallel table starts at row `first` of the whole (0 otherwise),
-/// and a GEMM computes onehot^T x grad. A scatter-add in loops would compare
-/// every token with every row (vocab x tokens x dim); the GEMM does that work
-/// on the matrix units and sums each row in f32 with one rounding, like the
-/// others.
+/// The table gradient as the runtime's scatter-add (EmbeddingGrad): each
+/// row sums the gradient rows of its tokens in token order, after a stable
+/// counting sort of the tokens by row in the command's scratch. Its work and
+/// traffic are those of reading the gradient and writing the table once,
+/// where a one-hot product would compare every token with every row.
 LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   auto table = cast<RankedTensorType>(op.getType());
   auto ids = cast<RankedTensorType>(op.getIds().getType());
-  int64_t vocab = table.getDimSize(0), dim = table.getDimSize(1);
-  int64_t tokens = product(ids.getShape());
-  SmallVector<int64_t> oneHotShape(ids.getShape());
-  oneHotShape.push_back(vocab);
-  auto oneHotType = RankedTensorType::get(oneHotShape, table.getElementType());
-
-  Location loc = op.getLoc();
-  Value firstRow = op.getFirstRow();
-  SmallVector<Type> inputTypes = {ids};
-  if (firstRow)
-    inputTypes.push_back(firstRow.getType());
-  builder.setInsertionPointToEnd(program.kernelModule->getBody());
-  auto kernel =
-      func::FuncOp::create(builder, loc, "kernel",
-                           builder.getFunctionType(inputTypes, {oneHotType}));
-  Block *body = kernel.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-  int64_t rank = oneHotType.getRank();
-  MLIRContext *context = builder.getContext();
-  SmallVector<AffineMap> maps = {
-      AffineMap::getMultiDimIdentityMap(rank, context)
-          .getMajorSubMap(rank - 1)};
-  if (firstRow)
-    maps.push_back(AffineMap::get(rank, 0, {}, context));
-  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, context));
-  Value empty = tensor::EmptyOp::create(builder, loc, oneHotShape,
-                                        table.getElementType());
-  auto generic = linalg::GenericOp::create(
-      builder, loc, TypeRange{oneHotType}, body->getArguments(),
-      ValueRange{empty}, maps,
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [&](OpBuilder &b, Location l, ValueRange args) {
-        Value row = linalg::IndexOp::create(b, l, rank - 1);
-        Value id = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-        // The row of this block the token's id names (out of the block's
-        // range, and so matching none, for the other blocks' ids).
-        if (firstRow)
-          id = arith::SubIOp::create(
-              b, l, id,
-              arith::IndexCastOp::create(b, l, b.getIndexType(), args[1]));
-        Value match =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, id);
-        Type element = args.back().getType();
-        Value one = arith::ConstantOp::create(b, l, b.getFloatAttr(element, 1));
-        Value zero =
-            arith::ConstantOp::create(b, l, b.getFloatAttr(element, 0));
-        linalg::YieldOp::create(
-            b, l, Value(arith::SelectOp::create(b, l, match, one, zero)));
-      });
-  func::ReturnOp::create(builder, loc, generic.getResult(0));
-
+  EmbeddingGradCommand command;
+  command.vocab = table.getDimSize(0);
+  command.dim = table.getDimSize(1);
+  command.tokens = product(ids.getShape());
+  // The runtime sorts with i32 offsets and token numbers.
+  int64_t scratchElements = command.vocab + 1 + 2 * command.tokens;
+  if (scratchElements > std::numeric_limits<int32_t>::max())
+    return op.emitOpError()
+           << "has " << command.tokens << " tokens and " << command.vocab
+           << " rows: the runtime sorts them with i32 offsets, which needs "
+              "vocab + 1 + 2 * tokens below 2^31";
+  FailureOr<uint32_t> grad = bufferFor(op.getGrad());
   FailureOr<uint32_t> idsBuffer = bufferFor(op.getIds());
-  FailureOr<uint32_t> gradBuffer = bufferFor(op.getGrad());
-  if (failed(idsBuffer) || failed(gradBuffer))
+  if (failed(grad) || failed(idsBuffer))
     return failure();
-  LaunchCommand launch;
-  launch.kernel = kernelIndex(kernel, "meg.embedding_grad.one_hot");
-  launch.args = {*idsBuffer};
-  if (firstRow) {
-    FailureOr<uint32_t> firstBuffer = bufferFor(firstRow);
-    if (failed(firstBuffer))
+  command.grad = *grad;
+  command.ids = *idsBuffer;
+  if (Value firstRow = op.getFirstRow()) {
+    FailureOr<uint32_t> first = bufferFor(firstRow);
+    if (failed(first))
       return failure();
-    launch.args.push_back(*firstBuffer);
+    command.firstRow = static_cast<int32_t>(*first);
   }
-  uint32_t oneHot = addBuffer(BufferKind::Arena, 0, oneHotType);
-  launch.args.push_back(oneHot);
-  entry->commands.push_back(launch);
-
-  GemmCommand gemm;
-  gemm.a = oneHot;
-  gemm.b = *gradBuffer;
-  gemm.transA = true;
-  gemm.m = vocab;
-  gemm.n = dim;
-  gemm.k = tokens;
-  gemm.c = addBuffer(BufferKind::Arena, 0, table);
-  buffers[op.getResult()] = gemm.c;
-  entry->commands.push_back(gemm);
+  command.scratch =
+      addBuffer(BufferKind::Arena, 0,
+                RankedTensorType::get({scratchElements}, builder.getI32Type()));
+  command.table = resultBuffer(op.getResult());
+  buffers[op.getResult()] = command.table;
+  entry->commands.push_back(command);
   return success();
 }
 
@@ -1134,9 +1081,10 @@ uint64_t EntryDesc::flops(bool onlyRecomputed) const {
     if (onlyRecomputed && !(index < recomputed.size() && recomputed[index]))
       continue;
     if (const auto *gemm = std::get_if<GemmCommand>(&command)) {
-      total += 2.0 * static_cast<double>(gemm->m) * gemm->n * gemm->k *
-               gemm->batch;
-    } else if (const auto *attention = std::get_if<AttentionCommand>(&command)) {
+      total +=
+          2.0 * static_cast<double>(gemm->m) * gemm->n * gemm->k * gemm->batch;
+    } else if (const auto *attention =
+                   std::get_if<AttentionCommand>(&command)) {
       double forward = 2.0 * static_cast<double>(attention->batch) *
                        attention->heads * attention->seqQ * attention->seqKv *
                        (attention->headDim + attention->valueDim);

@@ -51,6 +51,13 @@ std::vector<uint32_t> buffersOf(const Command &command) {
                                attention->gradK, attention->gradV});
     return used;
   }
+  if (auto *embedding = std::get_if<EmbeddingGradCommand>(&command)) {
+    std::vector<uint32_t> used = {embedding->grad, embedding->ids,
+                                  embedding->table, embedding->scratch};
+    if (embedding->firstRow >= 0)
+      used.push_back(static_cast<uint32_t>(embedding->firstRow));
+    return used;
+  }
   if (auto *collective = std::get_if<CollectiveCommand>(&command))
     return {collective->src, collective->dst};
   if (auto *wait = std::get_if<WaitCommand>(&command))

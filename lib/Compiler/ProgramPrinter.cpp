@@ -150,8 +150,7 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
         os << ")";
       } else if (auto *gemm = std::get_if<GemmCommand>(&command)) {
         os << "gemm %b" << gemm->c << (gemm->accumulate ? " += %b" : " = %b")
-           << gemm->a
-           << (gemm->transA ? "^T" : "") << " x %b" << gemm->b
+           << gemm->a << (gemm->transA ? "^T" : "") << " x %b" << gemm->b
            << (gemm->transB ? "^T" : "");
         if (gemm->bias >= 0)
           os << " + %b" << gemm->bias;
@@ -170,6 +169,13 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
            << " h " << a->heads << " hkv " << a->kvHeads << " d " << a->headDim
            << " dv " << a->valueDim << (a->causal ? " causal" : "") << " scale "
            << a->scale;
+      } else if (auto *e = std::get_if<EmbeddingGradCommand>(&command)) {
+        os << "embedding_grad %b" << e->table << " = scatter_add(%b" << e->grad
+           << " by %b" << e->ids;
+        if (e->firstRow >= 0)
+          os << " rows from %b" << e->firstRow;
+        os << ") tokens " << e->tokens << " vocab " << e->vocab << " dim "
+           << e->dim << " scratch %b" << e->scratch;
       } else if (auto *c = std::get_if<CollectiveCommand>(&command)) {
         static const char *const kNames[] = {"all_gather", "reduce_scatter",
                                              "all_reduce", "shard_slice",

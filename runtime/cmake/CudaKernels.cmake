@@ -60,6 +60,8 @@ if(MEGRT_CUDA_FATBINS)
   megrt_embed_fatbin(kFlashAttentionFatbin attention/FlashAttention.cu
                      attention/FlashAttentionKernels.cuh
                      attention/FlashAttentionParams.h)
+  megrt_embed_fatbin(kEmbeddingGradFatbin embedding/EmbeddingGrad.cu
+                     embedding/EmbeddingGradParams.h)
 endif()
 target_compile_definitions(megrt PRIVATE
   MEGRT_CUDA_FATBINS=$<BOOL:${MEGRT_CUDA_FATBINS}>)

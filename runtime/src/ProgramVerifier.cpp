@@ -2,15 +2,17 @@
 #include "ProgramVerifier.h"
 
 #include "AttentionCommand.h"
+#include "EmbeddingGradCommand.h"
 
 #include "Fail.h"
 #include "FbTypes.h"
 #include "MeshVerifier.h"
 
-#include <cstdio>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -84,8 +86,7 @@ void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
     if (fromSharding->dim() != sharding->dim() ||
         static_cast<int64_t>(fromSharding->submesh()) !=
             sharding->block_submesh() ||
-        toShape(fromSharding->full_shape()) !=
-            toShape(sharding->full_shape()))
+        toShape(fromSharding->full_shape()) != toShape(sharding->full_shape()))
       fail(where, ": copies '", source,
            "', which is not the tensor-parallel block its pieces split");
     return;
@@ -110,15 +111,14 @@ void verifyCopyLayout(const fb::Parameter &param, const fb::Parameter &from,
              toShape(fromSharding->full_shape()) !=
                  toShape(sharding->full_shape())) {
     auto layout = [](const fb::Sharding &shards) {
-      return concat("sharded over submesh ", shards.submesh(),
-                    " with full shape ",
-                    formatShape(toShape(shards.full_shape())),
-                    shards.dim() >= 0
-                        ? concat(" in blocks along dim ", shards.dim())
-                        : std::string());
+      return concat(
+          "sharded over submesh ", shards.submesh(), " with full shape ",
+          formatShape(toShape(shards.full_shape())),
+          shards.dim() >= 0 ? concat(" in blocks along dim ", shards.dim())
+                            : std::string());
     };
-    fail(where, ": copies '", source, "', ", layout(*fromSharding),
-         ", but is ", layout(*sharding));
+    fail(where, ": copies '", source, "', ", layout(*fromSharding), ", but is ",
+         layout(*sharding));
   }
   if (toShape(from.shape()) != toShape(param.shape()))
     fail(where, ": copies '", source, "' of shape ",
@@ -365,6 +365,8 @@ private:
                               where + " (collective)");
     case fb::CommandOp::Wait:
       return verifyWait(*command->op_as_Wait(), index, where + " (wait)");
+    case fb::CommandOp::EmbeddingGrad:
+      return verifyEmbeddingGrad(*command, where + " (embedding_grad)");
     }
     fail(where, ": unknown operation type ",
          static_cast<int>(command->op_type()),
@@ -418,6 +420,56 @@ private:
       operand(ops.gradK, "grad_k", {s.batch, s.seqKv, s.kvHeads, s.headDim});
       operand(ops.gradV, "grad_v", {s.batch, s.seqKv, s.kvHeads, s.valueDim});
     }
+  }
+
+  /// Dimensions positive and small enough for the i32 sort, a
+  /// floating-point dtype, and every operand a buffer of its dtype and
+  /// exactly its size.
+  void verifyEmbeddingGrad(const fb::Command &command,
+                           const std::string &where) {
+    const fb::EmbeddingGrad &e = *command.op_as_EmbeddingGrad();
+    if (!isValid(e.dtype()) || !isFloatingPoint(toDType(e.dtype())))
+      fail(where, ": expected a floating-point dtype, found value ",
+           static_cast<int>(e.dtype()));
+    if (e.tokens() < 1 || e.vocab() < 1 || e.dim() < 1)
+      fail(where, ": tokens ", e.tokens(), ", vocab ", e.vocab(), " and dim ",
+           e.dim(), " must be positive");
+    // The sort's offsets and token numbers are i32.
+    constexpr int64_t kMaxScratch = std::numeric_limits<int32_t>::max();
+    if (e.vocab() > kMaxScratch || e.tokens() > kMaxScratch ||
+        e.vocab() + 1 + 2 * e.tokens() > kMaxScratch)
+      fail(where, ": vocab ", e.vocab(), " + 1 + 2 * tokens ", e.tokens(),
+           " must stay below 2^31");
+    EmbeddingGradOperands ops = *embeddingGradOperands(command, entry_);
+    const EmbeddingGradShape &s = ops.shape;
+    auto operand = [&](uint32_t index, const char *role,
+                       std::initializer_list<fb::DType> dtypes, int64_t rows,
+                       int64_t columns) {
+      const fb::Buffer &buffer = bufferAt(index, where, role);
+      int64_t want;
+      if (__builtin_mul_overflow(rows, columns, &want))
+        fail(where, ": ", role, " size overflows");
+      bool dtypeOk = false;
+      for (fb::DType dtype : dtypes)
+        dtypeOk = dtypeOk || buffer.dtype() == dtype;
+      if (!dtypeOk || numElements(toShape(buffer.shape()), where) != want)
+        fail(where, ": ", role, " (buffer ", index, ", ",
+             formatType(toDType(buffer.dtype()), toShape(buffer.shape())),
+             ") is not ", want, " elements of ",
+             dtypes.size() == 1 ? dtypeName(toDType(*dtypes.begin()))
+                                : "i32 or i64",
+             " for ", describeEmbeddingGrad(s));
+    };
+    operand(ops.grad, "grad", {e.dtype()}, s.tokens, s.dim);
+    operand(ops.table, "table", {e.dtype()}, s.vocab, s.dim);
+    operand(ops.ids, "ids", {fb::DType::i32, fb::DType::i64}, s.tokens, 1);
+    operand(ops.scratch, "scratch", {fb::DType::i32},
+            embeddingGradScratch(s).elements, 1);
+    if (ops.firstRow < -1)
+      fail(where, ": first_row ", ops.firstRow, " is neither -1 nor a buffer");
+    if (ops.firstRow >= 0)
+      operand(static_cast<uint32_t>(ops.firstRow), "first_row",
+              {fb::DType::i32}, 1, 1);
   }
 
   void verifyLaunch(const fb::KernelLaunch &launch, const std::string &where) {
@@ -798,13 +850,13 @@ void verifyProgramSemantics(const fb::Program &program) {
   for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i) {
     const fb::Parameter *param = program.parameters()->Get(i);
     for (uint32_t j = 0; j < sizeOf(param->aliases()); ++j)
-      checkUniqueName(names, toString(param->aliases()->Get(j)),
-                      concat("alias ", j, " of parameter '",
-                             param->name()->str(), "'"));
+      checkUniqueName(
+          names, toString(param->aliases()->Get(j)),
+          concat("alias ", j, " of parameter '", param->name()->str(), "'"));
     for (uint32_t j = 0; j < sizeOf(param->parts()); ++j)
-      checkUniqueName(names, toString(param->parts()->Get(j)),
-                      concat("part ", j, " of parameter '",
-                             param->name()->str(), "'"));
+      checkUniqueName(
+          names, toString(param->parts()->Get(j)),
+          concat("part ", j, " of parameter '", param->name()->str(), "'"));
   }
   for (uint32_t i = 0; i < sizeOf(program.parameters()); ++i)
     verifyCopySource(program, *program.parameters()->Get(i));

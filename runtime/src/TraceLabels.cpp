@@ -84,6 +84,13 @@ TraceLabel commandLabel(const fb::Program &program, const fb::Command &command,
     const char *name = attention->backward ? "attention_grad" : "attention";
     return {name, "attention", args.str()};
   }
+  if (const fb::EmbeddingGrad *embedding = command.op_as_EmbeddingGrad()) {
+    args.number("tokens", embedding->tokens())
+        .number("vocab", embedding->vocab())
+        .number("dim", embedding->dim())
+        .text("dtype", dtypeName(toDType(embedding->dtype())));
+    return {"embedding_grad", "embedding_grad", args.str()};
+  }
   if (const fb::Collective *collective = command.op_as_Collective())
     return collectiveLabel(program, *collective, args);
   if (const fb::Wait *wait = command.op_as_Wait()) {

@@ -29,10 +29,9 @@ Offset<fb::Parameter> buildParameter(FlatBufferBuilder &builder,
                                      const ParamDesc &desc) {
   Offset<fb::Sharding> sharding = 0;
   if (desc.sharding)
-    sharding = fb::CreateShardingDirect(builder, desc.sharding->submesh,
-                                        &desc.sharding->fullShape,
-                                        desc.sharding->dim,
-                                        desc.sharding->blockSubmesh);
+    sharding = fb::CreateShardingDirect(
+        builder, desc.sharding->submesh, &desc.sharding->fullShape,
+        desc.sharding->dim, desc.sharding->blockSubmesh);
   std::vector<Offset<flatbuffers::String>> parts;
   for (const std::string &part : desc.parts)
     parts.push_back(builder.CreateString(part));
@@ -78,6 +77,12 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
         fb::CreateCollective(builder, c->kind, c->submesh, c->reduce, c->dtype,
                              c->count, c->src, c->dst, c->async);
     return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());
+  }
+  if (const auto *e = std::get_if<EmbeddingGradDesc>(&desc)) {
+    auto op = fb::CreateEmbeddingGrad(builder, e->grad, e->ids, e->firstRow,
+                                      e->table, e->scratch, e->tokens, e->vocab,
+                                      e->dim, e->dtype);
+    return fb::CreateCommand(builder, fb::CommandOp::EmbeddingGrad, op.Union());
   }
   if (const auto *wait = std::get_if<WaitDesc>(&desc)) {
     auto op = fb::CreateWait(builder, wait->collective);

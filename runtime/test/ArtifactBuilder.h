@@ -93,9 +93,16 @@ struct WaitDesc {
   uint32_t collective = 0;
 };
 
+struct EmbeddingGradDesc {
+  uint32_t grad = 0, ids = 0, table = 0, scratch = 0;
+  int32_t firstRow = -1;
+  int64_t tokens = 1, vocab = 1, dim = 1;
+  fb::DType dtype = fb::DType::f32;
+};
+
 /// std::monostate writes a command without an operation.
 using CommandDesc = std::variant<LaunchDesc, GemmDesc, CopyDesc, CollectiveDesc,
-                                 WaitDesc, std::monostate>;
+                                 WaitDesc, EmbeddingGradDesc, std::monostate>;
 
 struct GraphDesc {
   std::string name;

@@ -48,6 +48,84 @@ TEST(ProgramVerifier, InputAndOutputIndexOutOfRange) {
             "(output count 1)");
 }
 
+/// The sample with an embedding gradient of 3 tokens into a 4 x 2 table
+/// appended to its forward entry (buffers after the sample's, in a grown
+/// arena); `breakIt` then changes it.
+std::string embeddingGradErrorAfter(
+    const std::function<void(EntryDesc &, EmbeddingGradDesc &)> &breakIt) {
+  return errorAfter([&](ProgramDesc &d) {
+    EntryDesc &entry = forward(d);
+    uint64_t at = (entry.arenaBytes + 63) / 64 * 64;
+    auto add = [&](fb::DType dtype, Shape shape, uint64_t bytes) {
+      entry.buffers.push_back(
+          {fb::BufferKind::arena, 0, at, dtype, std::move(shape), {}});
+      at += (bytes + 63) / 64 * 64;
+      return static_cast<uint32_t>(entry.buffers.size() - 1);
+    };
+    EmbeddingGradDesc e;
+    e.tokens = 3;
+    e.vocab = 4;
+    e.dim = 2;
+    e.grad = add(fb::DType::f32, {3, 2}, 24);
+    e.ids = add(fb::DType::i32, {3}, 12);
+    e.table = add(fb::DType::f32, {4, 2}, 32);
+    e.scratch = add(fb::DType::i32, {4 + 1 + 2 * 3}, 44);
+    entry.arenaBytes = at;
+    breakIt(entry, e);
+    entry.commands.push_back(e);
+  });
+}
+
+TEST(ProgramVerifier, AcceptsAnEmbeddingGradient) {
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, EmbeddingGradDesc &) {}),
+            "(loaded)");
+}
+
+TEST(ProgramVerifier, EmbeddingGradientOperandsMustFitItsShape) {
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, EmbeddingGradDesc &e) { e.vocab = 5; }),
+            "entry 'forward', command 2 (embedding_grad): table (buffer 7, "
+            "f32[4,2]) is not 10 elements of f32 for embedding_grad f32 T=3 "
+            "V=5 D=2");
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &entry, EmbeddingGradDesc &e) {
+              entry.buffers[e.scratch].shape = {10};
+            }),
+            "entry 'forward', command 2 (embedding_grad): scratch (buffer 8, "
+            "i32[10]) is not 11 elements of i32 for embedding_grad f32 T=3 "
+            "V=4 D=2");
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &entry, EmbeddingGradDesc &e) {
+              entry.buffers[e.ids].dtype = fb::DType::f32;
+            }),
+            "entry 'forward', command 2 (embedding_grad): ids (buffer 6, "
+            "f32[3]) is not 3 elements of i32 or i64 for embedding_grad f32 "
+            "T=3 V=4 D=2");
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, EmbeddingGradDesc &e) { e.firstRow = 6; }),
+            "entry 'forward', command 2 (embedding_grad): first_row (buffer "
+            "6, i32[3]) is not 1 elements of i32 for embedding_grad f32 T=3 "
+            "V=4 D=2");
+  EXPECT_THAT(embeddingGradErrorAfter(
+                  [](EntryDesc &, EmbeddingGradDesc &e) { e.grad = 99; }),
+              HasSubstr("grad buffer index 99 is out of range"));
+}
+
+TEST(ProgramVerifier, EmbeddingGradientNeedsPositiveSizesAndAFloatDType) {
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, EmbeddingGradDesc &e) { e.tokens = 0; }),
+            "entry 'forward', command 2 (embedding_grad): tokens 0, vocab 4 "
+            "and dim 2 must be positive");
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, EmbeddingGradDesc &e) {
+              e.dtype = fb::DType::i32;
+            }),
+            "entry 'forward', command 2 (embedding_grad): expected a "
+            "floating-point dtype, found value 3");
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, EmbeddingGradDesc &e) {
+              e.tokens = int64_t{1} << 30;
+            }),
+            "entry 'forward', command 2 (embedding_grad): vocab 4 + 1 + 2 * "
+            "tokens 1073741824 must stay below 2^31");
+}
+
 TEST(ProgramVerifier, GemmBufferIndexOutOfRange) {
   EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).a = 9; }),
             "entry 'forward', command 0 (gemm): A buffer index 9 is out of "
@@ -193,11 +271,10 @@ TEST(ProgramVerifier, NamesAreUniqueAndPresent) {
   EXPECT_EQ(errorAfter([](ProgramDesc &d) { d.params[0].name = "w\x80"; }),
             "parameter 0 has a name with byte 0x80 at 1, which is not "
             "printable ASCII");
-  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
-              forward(d).outputs[0].name = "lo ss";
-            }),
-            "entry 'forward': output 0 has a name with byte 0x20 at 2, which "
-            "is not printable ASCII");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) { forward(d).outputs[0].name = "lo ss"; }),
+      "entry 'forward': output 0 has a name with byte 0x20 at 2, which "
+      "is not printable ASCII");
 }
 
 TEST(ProgramVerifier, EnumValuesInRange) {

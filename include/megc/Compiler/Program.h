@@ -73,6 +73,17 @@ struct AttentionCommand {
   float scale;
 };
 
+/// The table gradient of an embedding (runtime/schema/megc.fbs,
+/// EmbeddingGrad): a scatter-add of grad's rows into table's rows by id,
+/// each row summed in token order; scratch holds vocab + 1 + 2 * tokens i32
+/// for the runtime's counting sort.
+struct EmbeddingGradCommand {
+  uint32_t grad, ids, table, scratch;
+  /// The buffer of the i32 first row of a vocab-parallel block, or -1.
+  int32_t firstRow = -1;
+  int64_t tokens, vocab, dim;
+};
+
 /// A collective over the registered submesh ProgramDesc::submeshes[submesh]
 /// (runtime/schema/megc.fbs, Collective): `count` elements per rank piece.
 struct CollectiveCommand {
@@ -92,8 +103,9 @@ struct WaitCommand {
   uint32_t collective;
   uint32_t src, dst;
 };
-using Command = std::variant<LaunchCommand, GemmCommand, CopyCommand,
-                             AttentionCommand, CollectiveCommand, WaitCommand>;
+using Command =
+    std::variant<LaunchCommand, GemmCommand, CopyCommand, AttentionCommand,
+                 EmbeddingGradCommand, CollectiveCommand, WaitCommand>;
 
 struct TensorSpec {
   std::string name;

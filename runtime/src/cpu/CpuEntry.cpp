@@ -7,6 +7,7 @@
 #include "FbTypes.h"
 #include "TraceLabels.h"
 #include "cpu/CpuAttention.h"
+#include "cpu/CpuEmbeddingGrad.h"
 
 #include <chrono>
 #include <cstring>
@@ -77,6 +78,16 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
           a->backward ? buffers[a->gradQ] : nullptr,
           a->backward ? buffers[a->gradK] : nullptr,
           a->backward ? buffers[a->gradV] : nullptr});
+    } else if (std::optional<EmbeddingGradOperands> e =
+                   embeddingGradOperands(*command, entry)) {
+      // Verification keeps every buffer's offset a multiple of its element
+      // size, so the i32 buffers are aligned.
+      commands_.emplace_back(EmbeddingGrad{
+          e->shape, buffers[e->grad], buffers[e->ids],
+          e->firstRow >= 0 ? reinterpret_cast<const int32_t *>(
+                                 buffers[static_cast<uint32_t>(e->firstRow)])
+                           : nullptr,
+          buffers[e->table], reinterpret_cast<int32_t *>(buffers[e->scratch])});
     } else if (const fb::Collective *c = command->op_as_Collective()) {
       if (c->kind() == fb::CollectiveKind::slice) {
         SliceCopy slice = toSliceCopy(*c, groups);
@@ -186,6 +197,9 @@ void CpuEntry::run(Command &command) {
                         a->gradQ, a->gradK, a->gradV);
     else
       attentionForward(pool_, a->shape, a->q, a->k, a->v, a->out);
+  } else if (auto *e = std::get_if<EmbeddingGrad>(&command)) {
+    embeddingGrad(pool_, e->shape, e->grad, e->ids, e->firstRow, e->table,
+                  e->scratch);
   } else if (auto *copy = std::get_if<Copy>(&command)) {
     // Verification allows overlapping source and destination.
     std::memmove(copy->dst, copy->src, copy->bytes);

@@ -6,6 +6,7 @@
 #include "AttentionShape.h"
 #include "CollectiveCommand.h"
 #include "Device.h"
+#include "EmbeddingGradCommand.h"
 #include "GraphRegions.h"
 #include "Trace.h"
 #include "cpu/CpuGemm.h"
@@ -73,12 +74,21 @@ private:
     const uint8_t *gradOut;
     uint8_t *gradQ, *gradK, *gradV;
   };
+  /// The operands of EmbeddingGradOperands resolved to addresses.
+  struct EmbeddingGrad {
+    EmbeddingGradShape shape;
+    const uint8_t *grad, *ids;
+    /// Null for a whole table.
+    const int32_t *firstRow;
+    uint8_t *table;
+    int32_t *scratch;
+  };
   /// Completes the async collective at command `collective`.
   struct Wait {
     uint32_t collective;
   };
-  using Command =
-      std::variant<Launch, CpuGemm, Copy, Attention, CollectiveCall, Wait>;
+  using Command = std::variant<Launch, CpuGemm, Copy, Attention, EmbeddingGrad,
+                               CollectiveCall, Wait>;
 
   uint8_t *resolve(const fb::Buffer &buffer, std::vector<Tensor> &parameters);
   void runCommand(uint32_t index);

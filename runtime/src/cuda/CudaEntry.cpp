@@ -4,6 +4,7 @@
 #include "cuda/CudaEntry.h"
 
 #include "AttentionCommand.h"
+#include "EmbeddingGradCommand.h"
 
 #include "Fail.h"
 #include "FbTypes.h"
@@ -108,6 +109,14 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
           a->backward ? buffers[a->gradK] : 0,
           a->backward ? buffers[a->gradV] : 0, resources.attention,
           choice.cudnn});
+    } else if (std::optional<EmbeddingGradOperands> e =
+                   embeddingGradOperands(*command, entry)) {
+      // The device loads the embedding-gradient kernels for any program
+      // with one.
+      commands_.emplace_back(EmbeddingGrad{
+          e->shape, buffers[e->grad], buffers[e->ids],
+          e->firstRow >= 0 ? buffers[static_cast<uint32_t>(e->firstRow)] : 0,
+          buffers[e->table], buffers[e->scratch], resources.embeddingGrad});
     } else if (const fb::Collective *c = command->op_as_Collective()) {
       CUdeviceptr src = buffers[c->src()];
       CUdeviceptr dst = buffers[c->dst()];
@@ -278,6 +287,9 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
           a->gradV, attentionScratch_.get(), attentionScratch_.size(), stream);
     else
       a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, stream);
+  } else if (const auto *e = std::get_if<EmbeddingGrad>(&command)) {
+    e->kernels->run(e->shape, e->grad, e->ids, e->firstRow, e->table,
+                    e->scratch, stream);
   } else if (const auto *copy = std::get_if<Copy>(&command)) {
     runCopy(*copy, stream);
   } else {

@@ -8,6 +8,7 @@
 #include "Device.h"
 #include "GraphRegions.h"
 #include "cuda/CudaAttention.h"
+#include "cuda/CudaEmbeddingGrad.h"
 #include "cuda/CudaEntryTrace.h"
 #include "cuda/CudaGemm.h"
 #include "cuda/CudaGraph.h"
@@ -38,6 +39,8 @@ struct CudaEntryResources {
   const CublasLtContext *cublas;
   /// Null when the program has no Attention or AttentionGrad command.
   const CudaAttention *attention;
+  /// Null when the program has no EmbeddingGrad command.
+  const CudaEmbeddingGrad *embeddingGrad;
   /// cuDNN's attention, which an entry prepares its shapes on; null where
   /// it is not available, for the reason in cudnnUnavailable.
   CudnnAttention *cudnn;
@@ -111,13 +114,20 @@ private:
     const CudaAttention *kernels;
     const CudnnAttention *cudnn;
   };
+  /// The operands of EmbeddingGradOperands resolved to device addresses
+  /// (firstRow 0: none).
+  struct EmbeddingGrad {
+    EmbeddingGradShape shape;
+    CUdeviceptr grad, ids, firstRow, table, scratch;
+    const CudaEmbeddingGrad *kernels;
+  };
   /// Completes the async collective at command `collective`.
   struct Wait {
     uint32_t collective;
   };
   /// One per command of the artifact, in order (a slice is a Copy).
-  using Command =
-      std::variant<Kernel, CudaGemm, Copy, Attention, CollectiveCall, Wait>;
+  using Command = std::variant<Kernel, CudaGemm, Copy, Attention, EmbeddingGrad,
+                               CollectiveCall, Wait>;
 
   CUdeviceptr resolve(const fb::Buffer &buffer,
                       const CudaEntryResources &resources);
