@@ -8,7 +8,12 @@
 //
 // - no reduction (pointwise, a fill, a copy): thread t takes iterations
 //   t, t + T, t + 2T, ... of the tile (T threads), so that neighbouring
-//   threads touch neighbouring elements;
+//   threads touch neighbouring elements. Where every operand that the
+//   innermost loop moves through is contiguous along it and the row splits
+//   into whole 16-byte vectors of the widest element, each iteration is
+//   a vector of such elements: 128-bit loads and stores, taken when the
+//   operands' addresses are aligned for them (checked once, uniformly, at
+//   run time) and the element loop otherwise;
 // - a reduction over the innermost, contiguous dimensions with one
 //   associative combiner (a row reduction: norms, softmax, cross-entropy):
 //   a warp per row when the tile has at least as many rows as the block has
@@ -38,6 +43,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -59,6 +65,10 @@ constexpr int64_t kWarpSize = 32;
 /// Rows shorter than this reduce on one thread each: a warp would leave
 /// most of its lanes idle.
 constexpr int64_t kMinCooperativeRow = kWarpSize;
+
+/// The bytes of a vector load or store: 128 bits, the widest a thread
+/// issues.
+constexpr int64_t kVectorBytes = 16;
 
 /// A block's threads as the loops of its workgroup see them.
 struct BlockThreads {
@@ -280,12 +290,204 @@ private:
   }
 
   void emitPointwise(OpBuilder &b) {
+    std::optional<int64_t> width = vectorWidth();
+    if (!width)
+      return emitElementwise(b);
+    auto aligned = scf::IfOp::create(b, loc, vectorsAligned(b, *width),
+                                     /*withElseRegion=*/true);
+    OpBuilder vectors = aligned.getThenBodyBuilder();
+    emitVectorized(vectors, *width);
+    OpBuilder elements = aligned.getElseBodyBuilder();
+    emitElementwise(elements);
+  }
+
+  void emitElementwise(OpBuilder &b) {
     stride(b, block.thread, product(parallelExtents), block.threads,
            [&](OpBuilder &inner, Value i) {
              SmallVector<Value> ivs =
                  delinearize(inner, loc, i, parallelExtents);
              store(inner, ivs, point(inner, ivs));
            });
+  }
+
+  /// How the innermost loop moves through `operand`: not at all (a value
+  /// broadcast along it, or a scalar), or along the memref's contiguous
+  /// last dimension; nullopt otherwise.
+  enum class Along { None, Contiguous };
+  std::optional<Along> along(OpOperand &operand) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      return Along::None;
+    unsigned last = extents.size() - 1;
+    AffineMap map = nest.getMatchingIndexingMap(&operand);
+    if (!map.isFunctionOfDim(last))
+      return Along::None;
+    AffineExpr lastDim = getAffineDimExpr(last, nest.getContext());
+    for (AffineExpr result : map.getResults().drop_back())
+      if (result.isFunctionOfDim(last))
+        return std::nullopt;
+    if (map.getResults().back() != lastDim)
+      return std::nullopt;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1 || !type.getElementType().isIntOrFloat() ||
+        type.getElementTypeBitWidth() % 8 != 0)
+      return std::nullopt;
+    return Along::Contiguous;
+  }
+
+  /// Elements per vector when the nest can run on 128-bit vectors: every
+  /// operand the innermost loop moves through is contiguous along it (the
+  /// outputs all are), and its rows (the innermost extent, and every outer
+  /// stride) split into whole vectors of the widest such element.
+  std::optional<int64_t> vectorWidth() {
+    if (extents.empty())
+      return std::nullopt;
+    int64_t widest = 0;
+    for (OpOperand &operand : nest->getOpOperands()) {
+      std::optional<Along> how = along(operand);
+      if (!how || (*how == Along::None && nest.isDpsInit(&operand)))
+        return std::nullopt;
+      if (*how == Along::Contiguous)
+        widest = std::max<int64_t>(
+            widest,
+            cast<MemRefType>(operand.get().getType()).getElementTypeBitWidth() /
+                8);
+    }
+    if (widest == 0 || widest > kVectorBytes / 2)
+      return std::nullopt;
+    int64_t width = kVectorBytes / widest;
+    if (extents.back() % width != 0)
+      return std::nullopt;
+    for (OpOperand &operand : nest->getOpOperands()) {
+      if (along(operand) != Along::Contiguous)
+        continue;
+      auto type = cast<MemRefType>(operand.get().getType());
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      (void)type.getStridesAndOffset(strides, offset);
+      for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+        if (ShapedType::isDynamic(stride) || stride % width != 0)
+          return std::nullopt;
+    }
+    return width;
+  }
+
+  /// Bytes a vector of `width` elements of `operand` spans: its alignment.
+  static int64_t vectorAlignment(OpOperand &operand, int64_t width) {
+    return width *
+           cast<MemRefType>(operand.get().getType()).getElementTypeBitWidth() /
+           8;
+  }
+
+  /// Whether the first element of every contiguous operand (its aligned
+  /// pointer plus its offset) is aligned to its vectors: with the strides
+  /// whole vectors, so is every vector the threads touch.
+  Value vectorsAligned(OpBuilder &b, int64_t width) {
+    Value all = arith::ConstantIntOp::create(b, loc, 1, 1);
+    Value zero = indexConstant(b, loc, 0);
+    for (OpOperand &operand : nest->getOpOperands()) {
+      if (along(operand) != Along::Contiguous)
+        continue;
+      Value memref = operand.get();
+      auto type = cast<MemRefType>(memref.getType());
+      Value pointer =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+      Value offsetBytes = arith::MulIOp::create(
+          b, loc, metadata.getOffset(),
+          indexConstant(b, loc, type.getElementTypeBitWidth() / 8));
+      Value address = arith::AddIOp::create(b, loc, pointer, offsetBytes);
+      Value misalignment = arith::RemUIOp::create(
+          b, loc, address,
+          indexConstant(b, loc, vectorAlignment(operand, width)));
+      all = arith::AndIOp::create(
+          b, loc, all,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment,
+                                zero));
+    }
+    return all;
+  }
+
+  /// Thread t takes vectors t, t + T, ... of `width` elements along the
+  /// innermost loop: contiguous operands are read and written as vectors,
+  /// the others (broadcast along it) once per vector, and the body runs
+  /// once per lane.
+  void emitVectorized(OpBuilder &b, int64_t width) {
+    unsigned last = extents.size() - 1;
+    Block &body = nest->getRegion(0).front();
+    stride(
+        b, block.thread, product(parallelExtents) / width, block.threads,
+        [&](OpBuilder &inner, Value v) {
+          Value first = arith::MulIOp::create(inner, loc, v,
+                                              indexConstant(inner, loc, width));
+          SmallVector<Value> ivs =
+              delinearize(inner, loc, first, parallelExtents);
+          // Each operand the body reads, as a vector or a scalar.
+          SmallVector<Value> loaded(nest->getNumOperands());
+          for (OpOperand &operand : nest->getOpOperands()) {
+            BlockArgument arg = nest.getMatchingBlockArgument(&operand);
+            Value source = operand.get();
+            if (arg.use_empty())
+              continue;
+            if (!isa<MemRefType>(source.getType())) {
+              loaded[operand.getOperandNumber()] = source;
+              continue;
+            }
+            SmallVector<Value> indices = applyMap(
+                inner, loc, nest.getMatchingIndexingMap(&operand), ivs);
+            if (along(operand) == Along::None) {
+              loaded[operand.getOperandNumber()] =
+                  memref::LoadOp::create(inner, loc, source, indices);
+              continue;
+            }
+            auto vectorType = VectorType::get(
+                {width}, cast<MemRefType>(source.getType()).getElementType());
+            loaded[operand.getOperandNumber()] = vector::LoadOp::create(
+                inner, loc, vectorType, source, indices, /*nontemporal=*/false,
+                llvm::MaybeAlign(vectorAlignment(operand, width)));
+          }
+          SmallVector<SmallVector<Value>> lanes(nest.getNumDpsInits());
+          for (int64_t lane = 0; lane < width; ++lane) {
+            SmallVector<Value> laneIvs(ivs);
+            laneIvs[last] = arith::AddIOp::create(
+                inner, loc, ivs[last], indexConstant(inner, loc, lane));
+            IRMapping mapping;
+            for (OpOperand &operand : nest->getOpOperands()) {
+              Value value = loaded[operand.getOperandNumber()];
+              if (!value)
+                continue;
+              if (isa<VectorType>(value.getType()))
+                value = vector::ExtractOp::create(inner, loc, value,
+                                                  ArrayRef<int64_t>{lane});
+              mapping.map(nest.getMatchingBlockArgument(&operand), value);
+            }
+            for (Operation &op : body.without_terminator()) {
+              if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+                mapping.map(index.getResult(), laneIvs[index.getDim()]);
+                continue;
+              }
+              inner.clone(op, mapping);
+            }
+            for (auto [init, value] :
+                 llvm::enumerate(body.getTerminator()->getOperands()))
+              lanes[init].push_back(mapping.lookupOrDefault(value));
+          }
+          for (auto [init, values] :
+               llvm::zip(nest.getDpsInitsMutable(), lanes)) {
+            auto vectorType = VectorType::get(
+                {width},
+                cast<MemRefType>(init.get().getType()).getElementType());
+            Value vector =
+                vector::FromElementsOp::create(inner, loc, vectorType, values);
+            vector::StoreOp::create(
+                inner, loc, vector, init.get(),
+                applyMap(inner, loc, nest.getMatchingIndexingMap(&init), ivs),
+                /*nontemporal=*/false,
+                llvm::MaybeAlign(vectorAlignment(init, width)));
+          }
+        });
   }
 
   /// The reduction of one output element on one thread, in loop order;

@@ -4,14 +4,32 @@
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows16 = affine_map<(d0) -> (d0 * 16)>
 
-// Pointwise: one block per workgroup; thread t takes elements t, t + 256,
-// ... of its workgroup's 16 x 128 tile.
+// Pointwise: one block per workgroup. Rows of 128 f32 split into 4-element
+// (16-byte) vectors, so where both views are 16-byte aligned (checked once,
+// from each view's pointer and offset) thread t takes vectors t, t + 256,
+// ... of its workgroup's 16 x 128 tile, loaded and stored as vector<4xf32>
+// with the body once per lane; otherwise elements t, t + 256, ...
 // CHECK-LABEL: func.func @pointwise
 // CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
 // CHECK-DAG: %[[G:.*]] = arith.constant 4 : index
 // CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[G]], {{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[T]],
 // CHECK: affine.apply #{{.*}}[%[[B]]]
-// CHECK: scf.for %[[I:.*]] = %[[TID]] to %{{.*}} step %c256{{(_[0-9]+)?}}{{(_[0-9]+)?}} {
+// CHECK: %[[XP:.*]] = memref.extract_aligned_pointer_as_index %[[X:[a-z_0-9]+]]
+// CHECK: %{{.*}}, %[[XO:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[X]]
+// CHECK: %[[XB:.*]] = arith.muli %[[XO]], %c4
+// CHECK: %[[XA:.*]] = arith.addi %[[XP]], %[[XB]]
+// CHECK: arith.remui %[[XA]], %c16
+// CHECK: memref.extract_aligned_pointer_as_index %[[Y:[a-z_0-9]+]]
+// CHECK: %[[OK:.*]] = arith.andi
+// CHECK: scf.if %[[OK]] {
+// CHECK: scf.for %[[V:.*]] = %[[TID]] to %c512{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// CHECK: %[[FIRST:.*]] = arith.muli %[[V]], %c4
+// CHECK: %[[VEC:.*]] = vector.load %[[X]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : {{.*}}, vector<4xf32>
+// CHECK-COUNT-4: arith.negf
+// CHECK: %[[OUT:.*]] = vector.from_elements {{.*}} : vector<4xf32>
+// CHECK: vector.store %[[OUT]], %[[Y]][%{{.*}}, %{{.*}}] {alignment = 16 : i64}
+// CHECK: } else {
+// CHECK: scf.for %[[I:.*]] = %[[TID]] to %c2048{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
 // CHECK: arith.remui %[[I]]
 // CHECK: memref.load
 // CHECK: arith.negf
@@ -32,6 +50,87 @@ func.func @pointwise(%x: memref<64x128xf32>, %y: memref<64x128xf32>) {
     ^bb0(%in: f32, %out: f32):
       %n = arith.negf %in : f32
       linalg.yield %n : f32
+    }
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+
+// Vectors of the widest element: an f32 input and a bf16 output make
+// 4-element vectors (16 bytes of f32, 8 of bf16, each aligned to its own
+// size); the weight, contiguous along the row, is a vector too, and the
+// row scale, the same for every lane, one scalar load per vector. The
+// index of the innermost loop is the vector's first plus the lane.
+// CHECK-LABEL: func.func @mixed_widths
+// CHECK: arith.remui %{{.*}}, %c16
+// CHECK: arith.remui %{{.*}}, %c16
+// CHECK: arith.remui %{{.*}}, %c8
+// CHECK: scf.if
+// CHECK: %[[X:.*]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<4x64xf32>, vector<4xf32>
+// CHECK: %[[W:.*]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<64xf32>, vector<4xf32>
+// CHECK: %[[S:.*]] = memref.load %{{.*}} : memref<4xf32>
+// CHECK: vector.extract %[[X]][0]
+// CHECK: vector.extract %[[W]][0]
+// CHECK: arith.mulf
+// CHECK: arith.mulf %{{.*}}, %[[S]]
+// CHECK: arith.truncf
+// CHECK: %[[LANE3:.*]] = arith.addi %{{.*}}, %c3
+// CHECK: arith.index_cast %[[LANE3]]
+// CHECK: vector.from_elements {{.*}} : vector<4xbf16>
+// CHECK: vector.store {{.*}} {alignment = 8 : i64} : memref<4x64xbf16>, vector<4xbf16>
+// CHECK: } else {
+func.func @mixed_widths(%x: memref<4x64xf32>, %w: memref<64xf32>, %s: memref<4xf32>, %y: memref<4x64xbf16>) {
+  scf.forall (%wg) in (1) {
+    linalg.generic {indexing_maps = [#id, #cols, #rows, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x, %w, %s : memref<4x64xf32>, memref<64xf32>, memref<4xf32>)
+        outs(%y : memref<4x64xbf16>) {
+    ^bb0(%a: f32, %b: f32, %c: f32, %out: bf16):
+      %j = linalg.index 1 : index
+      %ji = arith.index_cast %j : index to i32
+      %jf = arith.sitofp %ji : i32 to f32
+      %p = arith.mulf %a, %b : f32
+      %q = arith.mulf %p, %c : f32
+      %r = arith.addf %q, %jf : f32
+      %t = arith.truncf %r : f32 to bf16
+      linalg.yield %t : bf16
+    }
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+
+// No vectors where a row does not split into whole vectors (6 f32) or an
+// operand is read across the innermost loop (a transpose): the element
+// loop alone.
+// CHECK-LABEL: func.func @not_vectorized
+// CHECK-NOT: vector.
+// CHECK-NOT: scf.if
+// CHECK: gpu.terminator
+// CHECK-NOT: vector.
+// CHECK: gpu.terminator
+func.func @not_vectorized(%x: memref<8x6xf32>, %y: memref<8x6xf32>, %a: memref<64x64xf32>, %b: memref<64x64xf32>) {
+  scf.forall (%wg) in (1) {
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<8x6xf32>) outs(%y : memref<8x6xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %n = arith.negf %in : f32
+      linalg.yield %n : f32
+    }
+  }
+  scf.forall (%wg) in (1) {
+    linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<64x64xf32>) outs(%b : memref<64x64xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
     }
   }
   return

@@ -4,7 +4,11 @@ output) is row_reduction, at least one of its launches' PTX entries holds a
 `shfl.sync.bfly`. Fails naming the kernels that do not, or when the program
 has no row reduction at all.
 
-Usage: check_shuffles.py PROGRAM.megrt FILE.ptx"""
+With --vectors, counts instead the pointwise kernels whose launches use
+128-bit global loads or stores (`ld.global.v4` / `st.global.v4` of 32-bit
+elements, or of 16-bit ones beside wider), failing when none does.
+
+Usage: check_shuffles.py PROGRAM.megrt FILE.ptx [--vectors]"""
 import re
 import sys
 
@@ -22,6 +26,19 @@ for line in program.splitlines():
         kernels[-1] = (kernels[-1][0], m.group(1), kernels[-1][2])
     elif m := re.match(r"\s+cuda (\w+) grid ", line):
         kernels[-1][2].append(m.group(1))
+
+if "--vectors" in sys.argv[3:]:
+    pointwise = [(name, launches) for name, kind, launches in kernels
+                 if kind == "pointwise"]
+    vectorized = [name for name, launches in pointwise
+                  if any(re.search(r"(ld|st)\.global\.v4\.", entries.get(e, ""))
+                         for e in launches)]
+    if not vectorized:
+        sys.exit(f"none of {len(pointwise)} pointwise kernels uses 128-bit "
+                 "loads or stores")
+    print(f"{len(vectorized)} of {len(pointwise)} pointwise kernels with "
+          "128-bit loads and stores")
+    sys.exit(0)
 
 rows = [(name, launches) for name, kind, launches in kernels
         if kind == "row_reduction"]

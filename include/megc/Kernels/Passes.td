@@ -343,7 +343,15 @@ def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
 
     - no reduction (pointwise, fills, copies): thread `t` takes iterations
       `t, t + T, ...` of the tile, so that neighbouring threads touch
-      neighbouring elements;
+      neighbouring elements. Where every operand that the innermost loop
+      moves through is contiguous along it, and its rows (innermost extent
+      and outer strides) split into whole 16-byte vectors of the widest
+      such element, an iteration is a vector: `vector.load` / `vector.store`
+      with the vector's alignment (128-bit accesses for the widest
+      element), operands broadcast along the row loaded once per vector,
+      the body once per lane. The vector loop runs when every such view's
+      first element is aligned (one uniform check of its pointer and
+      offset), the element loop otherwise;
     - a row reduction (the innermost loop reduces, reading every input
       along its contiguous dimension, with one associative combiner on a
       32-bit type, and rows of at least 32 elements): a warp per row when
@@ -393,7 +401,8 @@ def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::affine::AffineDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def MegLowerGpuReductions
