@@ -35,6 +35,9 @@ namespace megc {
 
 void buildKernelBufferizationPipeline(OpPassManager &pm) {
   pm.addPass(meg::createConvertMegToLinalg());
+  // Work that ops fused into one kernel share is computed once: the row
+  // statistics of a cross-entropy and its gradient.
+  pm.addPass(createCSEPass());
   pm.addPass(createMegPrepareKernels());
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -190,7 +193,8 @@ void registerKernelPipelines() {
         buildCpuLoweringPipeline(pm, options.fma);
       });
   PassPipelineRegistration<CudaPipelineOptions>(
-      "meg-map-cuda-kernels", "Strategy, dispatch grid and GPU launches for a CUDA target",
+      "meg-map-cuda-kernels",
+      "Strategy, dispatch grid and GPU launches for a CUDA target",
       [](OpPassManager &pm, const CudaPipelineOptions &options) {
         buildGpuMappingPipeline(pm, archOf(options));
       });

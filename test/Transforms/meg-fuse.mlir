@@ -85,3 +85,46 @@ func.func @horizontal(%x: tensor<16x8xf32>) -> tensor<16x16xf32> {
   %m = meg.matmul %c, %s transpose_rhs : tensor<16x8xf32>, tensor<16x8xf32>
   return %m : tensor<16x16xf32>
 }
+
+// -----
+
+// A cross-entropy and its gradient on the same logits and labels become
+// one region where the gradient stands (one kernel computing the row
+// statistics once for both); the count of non-finite losses between them,
+// which the gradient does not read, moves after the region.
+// CHECK-LABEL: func.func @loss_with_gradient
+// CHECK-SAME: (%[[L:.*]]: tensor<4x32xf32>, %[[Y:.*]]: tensor<4xi32>, %[[N:.*]]: tensor<f32>)
+// CHECK: %[[F:.*]]:2 = meg.fusion(%[[L]], %[[Y]], %[[N]], %[[D:.*]]) : {{.*}} -> (tensor<f32>, tensor<4x32xf32>)
+// CHECK: meg.cross_entropy
+// CHECK: meg.div
+// CHECK: meg.cross_entropy_grad
+// CHECK: meg.yield
+// CHECK: meg.count_nonfinite %[[F]]#0
+// CHECK: return %[[F]]#0, %{{.*}}, %[[F]]#1
+func.func @loss_with_gradient(%logits: tensor<4x32xf32>, %labels: tensor<4xi32>, %n: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<4x32xf32>) {
+  %sum = meg.cross_entropy %logits, %labels sum ignore -100 : tensor<4x32xf32>, tensor<4xi32>
+  %loss = meg.div %sum, %n : tensor<f32>, tensor<f32>
+  %bad = meg.count_nonfinite %loss : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %dloss = meg.div %one, %n : tensor<f32>, tensor<f32>
+  %g = meg.cross_entropy_grad %dloss, %logits, %labels sum ignore -100 : tensor<4x32xf32>, tensor<4xi32>
+  return %loss, %bad, %g : tensor<f32>, tensor<f32>, tensor<4x32xf32>
+}
+
+// -----
+
+// Kept apart: a loss over a chunk of tokens (its gradient recomputes the
+// chunk's logits later), and a gradient on other logits.
+// CHECK-LABEL: func.func @loss_kept_apart
+// CHECK: meg.cross_entropy %{{.*}} {meg.loss_chunk = 0 : i64}
+// CHECK-NEXT: meg.cross_entropy_grad
+// CHECK-NEXT: meg.cross_entropy %
+// CHECK-NEXT: meg.cross_entropy_grad
+// CHECK-NOT: meg.fusion
+func.func @loss_kept_apart(%logits: tensor<4x32xf32>, %other: tensor<4x32xf32>, %labels: tensor<4xi32>, %d: tensor<f32>) -> (tensor<f32>, tensor<4x32xf32>, tensor<f32>, tensor<4x32xf32>) {
+  %a = meg.cross_entropy %logits, %labels sum ignore -100 {meg.loss_chunk = 0 : i64} : tensor<4x32xf32>, tensor<4xi32>
+  %ga = meg.cross_entropy_grad %d, %logits, %labels sum ignore -100 : tensor<4x32xf32>, tensor<4xi32>
+  %b = meg.cross_entropy %logits, %labels sum ignore -100 : tensor<4x32xf32>, tensor<4xi32>
+  %gb = meg.cross_entropy_grad %d, %other, %labels sum ignore -100 : tensor<4x32xf32>, tensor<4xi32>
+  return %a, %ga, %b, %gb : tensor<f32>, tensor<4x32xf32>, tensor<f32>, tensor<4x32xf32>
+}

@@ -13,6 +13,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGFUSE
@@ -27,9 +29,8 @@ namespace {
 /// Work that reads each element where it writes it (with broadcasting).
 bool isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, NegOp, ExpOp, LogOp, CosOp,
-             SinOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, CastOp, GeluOp,
-             SiluOp, SwigluOp, ModulateOp, GeluGradOp, SiluGradOp,
-             SwigluGradOp>(op);
+             SinOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, CastOp, GeluOp, SiluOp,
+             SwigluOp, ModulateOp, GeluGradOp, SiluGradOp, SwigluGradOp>(op);
 }
 
 /// Reductions along the last axis whose kernels are loops over rows.
@@ -74,9 +75,9 @@ SmallVector<Operation *> growGroup(Operation *root,
           !isFusible(producer) || producer->getBlock() != root->getBlock() ||
           (hasRowReduction && isRowReduction(producer)))
         continue;
-      bool allUsesInside = llvm::all_of(producer->getUsers(), [&](Operation *u) {
-        return group.contains(u);
-      });
+      bool allUsesInside =
+          llvm::all_of(producer->getUsers(),
+                       [&](Operation *u) { return group.contains(u); });
       if (!allUsesInside)
         continue;
       group.insert(producer);
@@ -85,9 +86,8 @@ SmallVector<Operation *> growGroup(Operation *root,
     }
   }
   SmallVector<Operation *> ordered(group.begin(), group.end());
-  llvm::sort(ordered, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return ordered;
 }
 
@@ -112,8 +112,8 @@ void outline(ArrayRef<Operation *> ops) {
     }
 
   OpBuilder builder(root);
-  auto fusion = FusionOp::create(builder, root->getLoc(),
-                                 root->getResultTypes(), inputs);
+  auto fusion =
+      FusionOp::create(builder, root->getLoc(), root->getResultTypes(), inputs);
   if (Attribute layer = root->getAttr(MegDialect::kLayerAttrName))
     fusion->setAttr(MegDialect::kLayerAttrName, layer);
   IRMapping mapping;
@@ -144,9 +144,9 @@ bool isHorizontalCandidate(Operation *op) {
 }
 
 /// Whether `later` can absorb `earlier` (before it in the block): the same
-/// result shape, and no use of `earlier`'s results up to `later` (so
-/// `later` does not depend on it, directly or through ops in between, and
-/// the merged region can stand where `later` stands).
+/// result shape, and no use of `earlier`'s
+/// results up to `later` (so `later` does not depend on it, directly or through
+/// ops in between, and the merged region can stand where `later` stands).
 bool canMerge(Operation *earlier, Operation *later) {
   auto shape = [](Operation *op) {
     return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
@@ -223,8 +223,106 @@ void mergeHorizontally(Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (!isHorizontalCandidate(&op))
       continue;
-    candidate = candidate && canMerge(candidate, &op) ? merge(candidate, &op)
-                                                      : &op;
+    candidate =
+        candidate && canMerge(candidate, &op) ? merge(candidate, &op) : &op;
+  }
+}
+
+/// The op of type T that `op` is, or that its fusion region holds (the
+/// first one), with the value outside the region that the T's operand
+/// `operand` reads (null when the region computes it).
+template <typename T> struct Inside {
+  T op;
+  Value operand(unsigned index) {
+    Value value = op->getOperand(index);
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!fusion)
+      return value;
+    if (!arg || arg.getOwner() != &fusion.getBody().front())
+      return nullptr;
+    return fusion.getInputs()[arg.getArgNumber()];
+  }
+  FusionOp fusion;
+};
+template <typename T> std::optional<Inside<T>> findInside(Operation *op) {
+  if (auto direct = dyn_cast<T>(op))
+    return Inside<T>{direct, nullptr};
+  auto fusion = dyn_cast<FusionOp>(op);
+  if (!fusion)
+    return std::nullopt;
+  for (Operation &inner : fusion.getBody().front())
+    if (auto found = dyn_cast<T>(&inner))
+      return Inside<T>{found, fusion};
+  return std::nullopt;
+}
+
+/// Moves the ops between `earlier` and `later` that read `earlier`'s
+/// results (directly or through each other) to just after `later`, when
+/// `later` reads none of them and all are free of memory effects; returns
+/// whether nothing between them reads `earlier` any more.
+bool sinkUsersPast(Operation *earlier, Operation *later) {
+  llvm::SetVector<Operation *> dependents;
+  auto readsDependent = [&](Operation *op) {
+    bool reads = false;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        reads = reads || def == earlier || dependents.contains(def);
+      }
+    });
+    return reads;
+  };
+  for (Operation *op = earlier->getNextNode(); op != later;
+       op = op->getNextNode())
+    if (readsDependent(op))
+      dependents.insert(op);
+  if (readsDependent(later))
+    return false;
+  if (!llvm::all_of(dependents,
+                    [](Operation *op) { return isMemoryEffectFree(op); }))
+    return false;
+  Operation *after = later;
+  for (Operation *op : dependents) {
+    op->moveAfter(after);
+    after = op;
+  }
+  return true;
+}
+
+/// A cross-entropy and its gradient on the same logits and labels (the
+/// gradient not reading the loss) become one region where the gradient
+/// stands: one kernel, whose row statistics (max and sum of exponentials)
+/// are computed once for both. Pure work between them that reads the loss
+/// moves after the region.
+void mergeLossWithGradient(Block &block) {
+  SmallVector<Operation *> losses;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (std::optional<Inside<CrossEntropyOp>> loss =
+            findInside<CrossEntropyOp>(&op)) {
+      // A loss over chunks of tokens keeps its gradient apart, where the
+      // chunk's logits are recomputed: one chunk's logits live at a time.
+      if (!loss->op->hasAttr(MegDialect::kLossChunkAttrName))
+        losses.push_back(&op);
+      continue;
+    }
+    std::optional<Inside<CrossEntropyGradOp>> grad =
+        findInside<CrossEntropyGradOp>(&op);
+    if (!grad)
+      continue;
+    for (Operation *&candidate : losses) {
+      if (!candidate)
+        continue;
+      Inside<CrossEntropyOp> loss = *findInside<CrossEntropyOp>(candidate);
+      Value logits = loss.operand(0), labels = loss.operand(1);
+      if (!logits || logits != grad->operand(1) || labels != grad->operand(2) ||
+          loss.op.getReduction() != grad->op.getReduction() ||
+          loss.op.getIgnoreIndex() != grad->op.getIgnoreIndex() ||
+          !sinkUsersPast(candidate, &op))
+        continue;
+      merge(candidate, &op);
+      candidate = nullptr;
+      break;
+    }
   }
 }
 
@@ -249,8 +347,10 @@ struct MegFusePass : public mlir::meg::impl::MegFuseBase<MegFusePass> {
     }
     for (ArrayRef<Operation *> group : groups)
       outline(group);
-    for (Block &block : getOperation().getBody())
+    for (Block &block : getOperation().getBody()) {
+      mergeLossWithGradient(block);
       mergeHorizontally(block);
+    }
   }
 };
 

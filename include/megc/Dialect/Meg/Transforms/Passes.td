@@ -106,7 +106,12 @@ def MegFuse : Pass<"meg-fuse", "::mlir::func::FuncOp"> {
     before it and the elementwise work after it. Then horizontal fusion
     joins independent elementwise work over one shape (lone ops or regions
     without a row reduction, none reading the other) into one region with
-    several results. Each region becomes one kernel, named after the ops it
+    several results. A cross-entropy and its gradient on the same logits
+    and labels (the gradient not reading the loss; not a loss over chunks
+    of tokens, whose gradient recomputes the chunk's logits) become one
+    region where the gradient stands, so that one kernel computes the row
+    statistics once for both; pure work between them that reads the loss
+    moves after it. Each region becomes one kernel, named after the ops it
     holds; matrix products, data movement and collectives stay outside.
     Constants are cloned into the region.
 
