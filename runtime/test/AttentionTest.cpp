@@ -469,18 +469,7 @@ struct DeviceCall {
 
 /// Why the CUDA tests cannot run here, or empty.
 std::string cudaUnavailable() {
-  std::string reason = deviceUnavailable("cuda");
-  if (!reason.empty())
-    return reason;
-  try {
-    cudaState();
-  } catch (const Error &error) {
-    if (std::string(error.what()).find("built without nvcc") ==
-        std::string::npos)
-      throw;
-    return error.what();
-  }
-  return "";
+  return cudaKernelsUnavailable([] { cudaState(); });
 }
 
 class AttentionOnCuda : public ::testing::TestWithParam<CaseParam> {

@@ -237,18 +237,7 @@ CudaState &cudaState() {
 }
 
 std::string cudaUnavailable() {
-  std::string reason = deviceUnavailable("cuda");
-  if (!reason.empty())
-    return reason;
-  try {
-    cudaState();
-  } catch (const Error &error) {
-    if (std::string(error.what()).find("built without nvcc") ==
-        std::string::npos)
-      throw;
-    return error.what();
-  }
-  return "";
+  return cudaKernelsUnavailable([] { cudaState(); });
 }
 
 DeviceMemory upload(const void *bytes, size_t size) {

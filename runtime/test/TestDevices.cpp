@@ -15,6 +15,21 @@ const char *const kEmptyPtx = ".version 8.0\n.target sm_90\n.address_size 64\n";
 
 std::vector<std::string> testDevices() { return supportedDevices(); }
 
+std::string cudaKernelsUnavailable(const std::function<void()> &load) {
+  std::string reason = deviceUnavailable("cuda");
+  if (!reason.empty())
+    return reason;
+  try {
+    load();
+  } catch (const Error &error) {
+    if (std::string(error.what()).find("built without nvcc") ==
+        std::string::npos)
+      throw;
+    return error.what();
+  }
+  return "";
+}
+
 std::string deviceUnavailable(const std::string &device) {
   if (device == "cpu")
     return "";

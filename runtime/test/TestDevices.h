@@ -3,6 +3,7 @@
 #define MEGRT_TEST_TESTDEVICES_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,12 @@ std::vector<std::string> testDevices();
 /// a GPU older than sm_90, the target of the test PTX), or empty when they
 /// can. Tests skip for these reasons only, never for a failing Session.
 std::string deviceUnavailable(const std::string &device);
+
+/// Why tests of the runtime's own CUDA kernels cannot run here: the
+/// device's reason, or the error of `load` (which makes the tests' shared
+/// state, loading the kernels) when it says that the runtime was built
+/// without nvcc; any other error of `load` propagates. Empty when they can.
+std::string cudaKernelsUnavailable(const std::function<void()> &load);
 
 /// PTX without kernels: the CUDA module of test programs whose commands are
 /// only Gemm and Copy.
