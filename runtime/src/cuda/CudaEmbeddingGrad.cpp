@@ -23,11 +23,17 @@ namespace {
 
 using embedding::EmbeddingGradParams;
 
-constexpr const char *kKernels[] = {
-    "megrt_embedding_grad_rank_i32",  "megrt_embedding_grad_rank_i64",
-    "megrt_embedding_grad_place_i32", "megrt_embedding_grad_place_i64",
-    "megrt_embedding_grad_scan",      "megrt_embedding_grad_sum_f32",
-    "megrt_embedding_grad_sum_bf16",  "megrt_embedding_grad_sum_f16"};
+constexpr const char *kKernels[] = {"megrt_embedding_grad_rank_i32",
+                                    "megrt_embedding_grad_rank_i64",
+                                    "megrt_embedding_grad_place_i32",
+                                    "megrt_embedding_grad_place_i64",
+                                    "megrt_embedding_grad_scan",
+                                    "megrt_embedding_grad_sum_f32",
+                                    "megrt_embedding_grad_sum_bf16",
+                                    "megrt_embedding_grad_sum_f16",
+                                    "megrt_embedding_grad_sum_vectors_f32",
+                                    "megrt_embedding_grad_sum_vectors_bf16",
+                                    "megrt_embedding_grad_sum_vectors_f16"};
 
 /// Grid dimension x's limit.
 constexpr int64_t kMaxGridX = 0x7fffffff;
@@ -99,7 +105,14 @@ void CudaEmbeddingGrad::run(const EmbeddingGradShape &shape, CUdeviceptr grad,
   launch("megrt_embedding_grad_scan", 1, embedding::kScanThreads);
   launch(concat("megrt_embedding_grad_place_", idsName), tokenBlocks,
          embedding::kThreads);
-  launch(concat("megrt_embedding_grad_sum_", dtypeName(shape.dtype)),
+  // Rows of whole 16-byte vectors at 16-byte aligned addresses take the
+  // vector kernel (the same sums in the same order).
+  size_t element = elementSize(shape.dtype);
+  bool vectors = (shape.dim * element) % embedding::kVectorBytes == 0 &&
+                 grad % embedding::kVectorBytes == 0 &&
+                 table % embedding::kVectorBytes == 0;
+  launch(concat("megrt_embedding_grad_sum_", vectors ? "vectors_" : "",
+                dtypeName(shape.dtype)),
          static_cast<unsigned>(shape.vocab), embedding::kThreads);
 }
 

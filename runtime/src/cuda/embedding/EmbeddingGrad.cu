@@ -8,7 +8,8 @@
 //   scan:  the counts summed into the rows' offsets (one block);
 //   place: each token into order[offsets[row] + rank];
 //   sum:   table[row] = the sum of grad[order[i]] over the row's tokens,
-//          in f32 and in token order, rounded once.
+//          in f32 and in token order, rounded once (on 16-byte vectors
+//          where the rows and addresses allow).
 // Every sum is taken in the same order whatever the grid, so the result is
 // the CPU backend's, bit for bit.
 #include "cuda/embedding/EmbeddingGradParams.h"
@@ -128,6 +129,40 @@ template <typename T> __device__ void sumRows(const EmbeddingGradParams &p) {
   }
 }
 
+/// sumRows on 16-byte vectors: the host launches it when the rows split
+/// into whole vectors and grad and table are 16-byte aligned. Each thread
+/// sums the elements of its vector in the same order as sumRows, so the
+/// bits are the same.
+template <typename T>
+__device__ void sumRowVectors(const EmbeddingGradParams &p) {
+  constexpr int kLanes = kVectorBytes / sizeof(T);
+  int64_t row = blockIdx.x;
+  const int32_t *offsets = reinterpret_cast<const int32_t *>(p.offsets);
+  const int32_t *order = reinterpret_cast<const int32_t *>(p.order);
+  const T *grad = reinterpret_cast<const T *>(p.grad);
+  uint4 *table = reinterpret_cast<uint4 *>(reinterpret_cast<T *>(p.table) +
+                                           row * p.dim);
+  int32_t begin = offsets[row], end = offsets[row + 1];
+  int64_t vectors = p.dim / kLanes;
+  for (int64_t v = threadIdx.x; v < vectors; v += kThreads) {
+    float sum[kLanes];
+    for (int lane = 0; lane < kLanes; ++lane)
+      sum[lane] = 0.0f;
+    for (int32_t i = begin; i < end; ++i) {
+      uint4 bits = reinterpret_cast<const uint4 *>(
+          grad + static_cast<int64_t>(order[i]) * p.dim)[v];
+      const T *values = reinterpret_cast<const T *>(&bits);
+      for (int lane = 0; lane < kLanes; ++lane)
+        sum[lane] = __fadd_rn(sum[lane], widen(values[lane]));
+    }
+    uint4 out;
+    T *values = reinterpret_cast<T *>(&out);
+    for (int lane = 0; lane < kLanes; ++lane)
+      values[lane] = narrow<T>(sum[lane]);
+    table[v] = out;
+  }
+}
+
 } // namespace
 } // namespace megrt::embedding
 
@@ -149,6 +184,10 @@ using megrt::embedding::kThreads;
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       megrt_embedding_grad_sum_##NAME(EmbeddingGradParams p) {                 \
     megrt::embedding::sumRows<T>(p);                                           \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      megrt_embedding_grad_sum_vectors_##NAME(EmbeddingGradParams p) {         \
+    megrt::embedding::sumRowVectors<T>(p);                                     \
   }
 
 MEGRT_EMBEDDING_IDS(int32_t, i32)

@@ -13,6 +13,8 @@ constexpr int kThreads = 256;
 /// consecutive rows each per pass.
 constexpr int kScanThreads = 1024;
 constexpr int kScanItems = 8;
+/// The row sums' vector accesses: 128 bits.
+constexpr int kVectorBytes = 16;
 
 /// Device addresses and sizes of one EmbeddingGrad command (the scratch's
 /// parts as EmbeddingGradScratch lays them out).
