@@ -9,6 +9,7 @@
 
 #include "megc/Compiler/Program.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megrt/EmbeddingGradScratch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -19,7 +20,6 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -1041,8 +1041,9 @@ LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   command.dim = table.getDimSize(1);
   command.tokens = product(ids.getShape());
   // The runtime sorts with i32 offsets and token numbers.
-  int64_t scratchElements = command.vocab + 1 + 2 * command.tokens;
-  if (scratchElements > std::numeric_limits<int32_t>::max())
+  int64_t scratchElements =
+      megrt::embeddingGradScratch(command.tokens, command.vocab).elements;
+  if (scratchElements > megrt::kMaxEmbeddingGradScratch)
     return op.emitOpError()
            << "has " << command.tokens << " tokens and " << command.vocab
            << " rows: the runtime sorts them with i32 offsets, which needs "

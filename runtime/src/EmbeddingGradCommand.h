@@ -6,6 +6,7 @@
 #include "Fail.h"
 #include "FbTypes.h"
 #include "megrt/DType.h"
+#include "megrt/EmbeddingGradScratch.h"
 #include "megrt/megc_generated.h"
 
 #include <cstdint>
@@ -28,16 +29,9 @@ inline std::string describeEmbeddingGrad(const EmbeddingGradShape &s) {
                 " V=", s.vocab, " D=", s.dim);
 }
 
-/// The scratch, in i32 elements from its start: row offsets (vocab + 1;
-/// row r's tokens are order[offsets[r], offsets[r + 1])), each token's rank
-/// among the earlier tokens of its row (tokens), and the tokens in row
-/// order, ascending within a row (tokens).
-struct EmbeddingGradScratch {
-  int64_t offsets, ranks, order, elements;
-};
-
+/// The command's scratch layout (megrt/EmbeddingGradScratch.h).
 inline EmbeddingGradScratch embeddingGradScratch(const EmbeddingGradShape &s) {
-  return {0, s.vocab + 1, s.vocab + 1 + s.tokens, s.vocab + 1 + 2 * s.tokens};
+  return embeddingGradScratch(s.tokens, s.vocab);
 }
 
 /// The buffers of an EmbeddingGrad command (firstRow -1: none).

@@ -434,10 +434,10 @@ private:
     if (e.tokens() < 1 || e.vocab() < 1 || e.dim() < 1)
       fail(where, ": tokens ", e.tokens(), ", vocab ", e.vocab(), " and dim ",
            e.dim(), " must be positive");
-    // The sort's offsets and token numbers are i32.
-    constexpr int64_t kMaxScratch = std::numeric_limits<int32_t>::max();
-    if (e.vocab() > kMaxScratch || e.tokens() > kMaxScratch ||
-        e.vocab() + 1 + 2 * e.tokens() > kMaxScratch)
+    if (e.vocab() > kMaxEmbeddingGradScratch ||
+        e.tokens() > kMaxEmbeddingGradScratch ||
+        embeddingGradScratch(e.tokens(), e.vocab()).elements >
+            kMaxEmbeddingGradScratch)
       fail(where, ": vocab ", e.vocab(), " + 1 + 2 * tokens ", e.tokens(),
            " must stay below 2^31");
     EmbeddingGradOperands ops = *embeddingGradOperands(command, entry_);
