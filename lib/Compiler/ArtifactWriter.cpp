@@ -234,12 +234,13 @@ private:
         auto op = fb::CreateAttentionGrad(
             builder, attention->gradOut, attention->q, attention->k,
             attention->v, attention->out, attention->gradQ, attention->gradK,
-            attention->gradV, &dims, dtype);
+            attention->gradV, &dims, dtype, attention->stats);
         return fb::CreateCommand(builder, fb::CommandOp::AttentionGrad,
                                  op.Union());
       }
-      auto op = fb::CreateAttention(builder, attention->q, attention->k,
-                                    attention->v, attention->out, &dims, dtype);
+      auto op =
+          fb::CreateAttention(builder, attention->q, attention->k, attention->v,
+                              attention->out, &dims, dtype, attention->stats);
       return fb::CreateCommand(builder, fb::CommandOp::Attention, op.Union());
     }
     if (auto *embedding = std::get_if<EmbeddingGradCommand>(&command)) {

@@ -582,6 +582,8 @@ LogicalResult ProgramBuilder::placeAttention(Operation *op) {
   SmallVector<Value> reads = {q, k, v};
   if (backward)
     reads.append({backward.getOutput(), backward.getGrad()});
+  if (backward && backward.getStats())
+    reads.push_back(backward.getStats());
   SmallVector<uint32_t> in;
   for (Value value : reads) {
     FailureOr<uint32_t> buffer = bufferFor(value);
@@ -619,8 +621,12 @@ LogicalResult ProgramBuilder::placeAttention(Operation *op) {
     command.gradQ = out[0];
     command.gradK = out[1];
     command.gradV = out[2];
+    if (backward.getStats())
+      command.stats = static_cast<int32_t>(in[5]);
   } else {
     command.out = out[0];
+    if (forward.getStats())
+      command.stats = static_cast<int32_t>(out[1]);
   }
   entry->commands.push_back(command);
   return success();

@@ -89,6 +89,10 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     remat.memoryBudget = options.memoryBudget;
     pm.addPass(mlir::meg::createMegRemat(remat));
   }
+  // Every attention gradient exists now (recomputed forwards included):
+  // each gets its forward's softmax statistics.
+  pm.addNestedPass<mlir::func::FuncOp>(
+      mlir::meg::createMegKeepAttentionStats());
   if (options.cudaGraphs != CudaGraphScope::None) {
     mlir::meg::MegOutlineCudaGraphsOptions graphs;
     graphs.scope =

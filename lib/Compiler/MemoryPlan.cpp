@@ -49,6 +49,8 @@ std::vector<uint32_t> buffersOf(const Command &command) {
     if (attention->backward)
       used.insert(used.end(), {attention->gradOut, attention->gradQ,
                                attention->gradK, attention->gradV});
+    if (attention->stats >= 0)
+      used.push_back(static_cast<uint32_t>(attention->stats));
     return used;
   }
   if (auto *embedding = std::get_if<EmbeddingGradCommand>(&command)) {

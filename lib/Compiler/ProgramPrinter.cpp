@@ -161,10 +161,13 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
         if (a->backward)
           os << "attention_grad %b" << a->gradQ << ", %b" << a->gradK << ", %b"
              << a->gradV << " = (%b" << a->gradOut << ", %b" << a->q << ", %b"
-             << a->k << ", %b" << a->v << ", %b" << a->out << ")";
+             << a->k << ", %b" << a->v << ", %b" << a->out
+             << (a->stats >= 0 ? ", stats %b" + std::to_string(a->stats) : "")
+             << ")";
         else
-          os << "attention %b" << a->out << " = (%b" << a->q << ", %b" << a->k
-             << ", %b" << a->v << ")";
+          os << "attention %b" << a->out
+             << (a->stats >= 0 ? ", stats %b" + std::to_string(a->stats) : "")
+             << " = (%b" << a->q << ", %b" << a->k << ", %b" << a->v << ")";
         os << " b " << a->batch << " sq " << a->seqQ << " skv " << a->seqKv
            << " h " << a->heads << " hkv " << a->kvHeads << " d " << a->headDim
            << " dv " << a->valueDim << (a->causal ? " causal" : "") << " scale "

@@ -486,7 +486,9 @@ Value ModelBuilder::attention(Value query, Value key, Value value, bool causal,
                               double scale) {
   return AttentionOp::create(builder, loc, query, key, value,
                              causal ? builder.getUnitAttr() : UnitAttr(),
-                             builder.getF64FloatAttr(scale));
+                             builder.getF64FloatAttr(scale),
+                             /*keep_stats=*/UnitAttr())
+      .getResult();
 }
 
 Value ModelBuilder::modulate(Value input, Value shift, Value scale) {

@@ -19,25 +19,50 @@ inline AttentionShape toAttentionShape(const fb::AttentionDims &dims,
 }
 
 /// The buffers of an Attention (backward false) or AttentionGrad command:
-/// q, k, v, out, and for the backward grad_out, grad_q, grad_k, grad_v.
+/// q, k, v, out, for the backward grad_out, grad_q, grad_k, grad_v, and the
+/// softmax statistics that the forward writes or the backward reads (-1:
+/// none).
 struct AttentionOperands {
-  uint32_t q, k, v, out;
+  uint32_t q = 0, k = 0, v = 0, out = 0;
   uint32_t gradOut = 0, gradQ = 0, gradK = 0, gradV = 0;
+  int32_t stats = -1;
   bool backward = false;
   AttentionShape shape;
 };
 
+/// The elements of the softmax statistics of `shape`: [batch, heads, seqQ]
+/// f32.
+inline int64_t attentionStatsElements(const AttentionShape &shape) {
+  return shape.batch * shape.heads * shape.seqQ;
+}
+
 /// Null when `command` is neither.
 inline std::optional<AttentionOperands>
 attentionOperands(const fb::Command &command) {
-  if (const fb::Attention *a = command.op_as_Attention())
-    return AttentionOperands{a->q(), a->k(), a->v(), a->out(), 0, 0, 0, 0,
-                             false, toAttentionShape(*a->dims(), a->dtype())};
-  if (const fb::AttentionGrad *g = command.op_as_AttentionGrad())
-    return AttentionOperands{g->q(),      g->k(),      g->v(),
-                             g->out(),    g->grad_out(), g->grad_q(),
-                             g->grad_k(), g->grad_v(), true,
-                             toAttentionShape(*g->dims(), g->dtype())};
+  AttentionOperands ops;
+  if (const fb::Attention *a = command.op_as_Attention()) {
+    ops.q = a->q();
+    ops.k = a->k();
+    ops.v = a->v();
+    ops.out = a->out();
+    ops.stats = a->stats();
+    ops.shape = toAttentionShape(*a->dims(), a->dtype());
+    return ops;
+  }
+  if (const fb::AttentionGrad *g = command.op_as_AttentionGrad()) {
+    ops.q = g->q();
+    ops.k = g->k();
+    ops.v = g->v();
+    ops.out = g->out();
+    ops.gradOut = g->grad_out();
+    ops.gradQ = g->grad_q();
+    ops.gradK = g->grad_k();
+    ops.gradV = g->grad_v();
+    ops.stats = g->stats();
+    ops.backward = true;
+    ops.shape = toAttentionShape(*g->dims(), g->dtype());
+    return ops;
+  }
   return std::nullopt;
 }
 

@@ -420,6 +420,20 @@ private:
       operand(ops.gradK, "grad_k", {s.batch, s.seqKv, s.kvHeads, s.headDim});
       operand(ops.gradV, "grad_v", {s.batch, s.seqKv, s.kvHeads, s.valueDim});
     }
+    if (ops.stats < -1)
+      fail(where, ": stats ", ops.stats, " is neither -1 nor a buffer");
+    if (ops.stats >= 0) {
+      auto index = static_cast<uint32_t>(ops.stats);
+      const fb::Buffer &buffer = bufferAt(index, where, "stats");
+      if (buffer.dtype() != fb::DType::f32 ||
+          numElements(toShape(buffer.shape()), where) !=
+              attentionStatsElements(s))
+        fail(where, ": stats (buffer ", index, ", ",
+             formatType(toDType(buffer.dtype()), toShape(buffer.shape())),
+             ") is not ", attentionStatsElements(s),
+             " elements of f32 (batch x heads x seq_q) for ",
+             describeAttention(s));
+    }
   }
 
   /// Dimensions positive and small enough for the i32 sort, a

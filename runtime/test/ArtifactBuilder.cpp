@@ -84,6 +84,20 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
                                       e->dim, e->dtype);
     return fb::CreateCommand(builder, fb::CommandOp::EmbeddingGrad, op.Union());
   }
+  if (const auto *a = std::get_if<AttentionDesc>(&desc)) {
+    fb::AttentionDims dims(a->batch, a->seqQ, a->seqKv, a->heads, a->kvHeads,
+                           a->headDim, a->valueDim, a->causal, a->scale);
+    if (a->backward) {
+      auto op = fb::CreateAttentionGrad(builder, a->gradOut, a->q, a->k, a->v,
+                                        a->out, a->gradQ, a->gradK, a->gradV,
+                                        &dims, a->dtype, a->stats);
+      return fb::CreateCommand(builder, fb::CommandOp::AttentionGrad,
+                               op.Union());
+    }
+    auto op = fb::CreateAttention(builder, a->q, a->k, a->v, a->out, &dims,
+                                  a->dtype, a->stats);
+    return fb::CreateCommand(builder, fb::CommandOp::Attention, op.Union());
+  }
   if (const auto *wait = std::get_if<WaitDesc>(&desc)) {
     auto op = fb::CreateWait(builder, wait->collective);
     return fb::CreateCommand(builder, fb::CommandOp::Wait, op.Union());

@@ -100,9 +100,24 @@ struct EmbeddingGradDesc {
   fb::DType dtype = fb::DType::f32;
 };
 
+/// An Attention command, or with `backward` an AttentionGrad; `stats` -1:
+/// none.
+struct AttentionDesc {
+  bool backward = false;
+  uint32_t q = 0, k = 0, v = 0, out = 0;
+  uint32_t gradOut = 0, gradQ = 0, gradK = 0, gradV = 0;
+  int32_t stats = -1;
+  int64_t batch = 1, seqQ = 1, seqKv = 1, heads = 1, kvHeads = 1, headDim = 1,
+          valueDim = 1;
+  bool causal = false;
+  float scale = 1.0f;
+  fb::DType dtype = fb::DType::f32;
+};
+
 /// std::monostate writes a command without an operation.
-using CommandDesc = std::variant<LaunchDesc, GemmDesc, CopyDesc, CollectiveDesc,
-                                 WaitDesc, EmbeddingGradDesc, std::monostate>;
+using CommandDesc =
+    std::variant<LaunchDesc, GemmDesc, CopyDesc, CollectiveDesc, WaitDesc,
+                 EmbeddingGradDesc, AttentionDesc, std::monostate>;
 
 struct GraphDesc {
   std::string name;

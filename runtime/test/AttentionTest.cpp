@@ -173,9 +173,11 @@ int64_t visibleKeys(const AttentionShape &s, int64_t i) {
 /// One query row of attention in double precision, from its definition:
 /// probabilities p over the visible keys (a prefix), out = p v, and for the
 /// backward dS = p * (dout . v_j - sum_j p_j dout . v_j) and dq = scale * dS
-/// k. A row that sees no key has out = 0 and no gradient.
+/// k, and the row's log-sum-exp of its scaled scores. A row that sees no
+/// key has out = 0, no gradient and log-sum-exp +inf.
 struct RowReference {
   std::vector<double> out, dq, probs, ds;
+  double lse = INFINITY;
 };
 
 RowReference referenceRow(const AttentionShape &s, const Values &in, int64_t b,
@@ -206,6 +208,7 @@ RowReference referenceRow(const AttentionShape &s, const Values &in, int64_t b,
   double sum = 0.0;
   for (int64_t j = 0; j < visible; ++j)
     sum += row.probs[j] = std::exp(row.probs[j] - max);
+  row.lse = max + std::log(sum);
   std::vector<double> dp(visible);
   double delta = 0.0;
   for (int64_t j = 0; j < visible; ++j) {
@@ -228,6 +231,8 @@ RowReference referenceRow(const AttentionShape &s, const Values &in, int64_t b,
 
 struct Reference {
   std::vector<double> out, dq, dk, dv;
+  /// [batch][heads][seqQ].
+  std::vector<double> lse;
 };
 
 Reference referenceAttention(const Inputs &inputs) {
@@ -236,11 +241,13 @@ Reference referenceAttention(const Inputs &inputs) {
   Reference ref{std::vector<double>(outputElements(s)),
                 std::vector<double>(queryElements(s)),
                 std::vector<double>(keyElements(s)),
-                std::vector<double>(valueElements(s))};
+                std::vector<double>(valueElements(s)),
+                std::vector<double>(s.batch * s.heads * s.seqQ)};
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.seqQ; ++i) {
         RowReference row = referenceRow(s, in, b, h, i);
+        ref.lse[(b * s.heads + h) * s.seqQ + i] = row.lse;
         int64_t g = h / (s.heads / s.kvHeads);
         int64_t rowIndex = (b * s.seqQ + i) * s.heads + h;
         std::copy(row.out.begin(), row.out.end(),
@@ -293,24 +300,55 @@ void expectClose(const std::vector<float> &actual,
       << ", expected " << expected[worst];
 }
 
-/// Outputs of the CPU implementation.
+/// Outputs of the CPU implementation; `stats` are the forward's softmax
+/// statistics where it was asked for them.
 struct Results {
   Bytes out, dq, dk, dv;
+  std::vector<float> stats;
 };
 
-Results cpuAttention(const Inputs &in, unsigned threads = 3) {
+int64_t statsElements(const AttentionShape &s) {
+  return s.batch * s.heads * s.seqQ;
+}
+
+/// Whether the forward hands its softmax statistics to the backward, or
+/// the backward recomputes them.
+enum class Stats { Recomputed, Kept };
+
+Results cpuAttention(const Inputs &in, unsigned threads = 3,
+                     Stats stats = Stats::Recomputed) {
   const AttentionShape &s = in.shape;
   ThreadPool pool(threads);
   size_t element = elementSize(s.dtype);
   Results r{Bytes(outputElements(s) * element),
             Bytes(queryElements(s) * element), Bytes(keyElements(s) * element),
             Bytes(valueElements(s) * element)};
-  attentionForward(pool, s, in.q.data(), in.k.data(), in.v.data(),
-                   r.out.data());
+  if (stats == Stats::Kept)
+    r.stats.assign(statsElements(s), NAN);
+  float *kept = stats == Stats::Kept ? r.stats.data() : nullptr;
+  attentionForward(pool, s, in.q.data(), in.k.data(), in.v.data(), r.out.data(),
+                   kept);
   attentionBackward(pool, s, in.dout.data(), in.q.data(), in.k.data(),
-                    in.v.data(), r.out.data(), r.dq.data(), r.dk.data(),
+                    in.v.data(), r.out.data(), kept, r.dq.data(), r.dk.data(),
                     r.dv.data());
   return r;
+}
+
+/// Softmax statistics within `tolerance` of `expected`, relative to their
+/// magnitude (at least 1); rows without keys +inf in both.
+void expectStatsClose(const std::vector<float> &actual,
+                      const std::vector<double> &expected, double tolerance,
+                      const std::string &what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isinf(expected[i])) {
+      EXPECT_EQ(actual[i], INFINITY) << what << " row " << i;
+      continue;
+    }
+    EXPECT_NEAR(actual[i], expected[i],
+                tolerance * std::max(1.0, std::abs(expected[i])))
+        << what << " row " << i;
+  }
 }
 
 /// One case in one dtype.
@@ -363,6 +401,30 @@ TEST_P(AttentionOnCpu, SameBitsForAnyNumberOfThreads) {
     EXPECT_EQ(one.dk, many.dk) << threads << " threads";
     EXPECT_EQ(one.dv, many.dv) << threads << " threads";
   }
+}
+
+// The statistics are the forward's f32 sums of the same scores: close to
+// the double-precision log-sum-exp whatever the dtype of the inputs.
+constexpr double kStatsTolerance = 1e-5;
+
+TEST_P(AttentionOnCpu, ForwardStatsAreTheLogSumExp) {
+  const auto &[c, dtype] = GetParam();
+  Inputs in = randomInputs(shapeOf(c, dtype), 1);
+  Reference ref = referenceAttention(in);
+  Results r = cpuAttention(in, 3, Stats::Kept);
+  expectStatsClose(r.stats, ref.lse, kStatsTolerance,
+                   describeAttention(in.shape) + " stats");
+}
+
+TEST_P(AttentionOnCpu, BackwardGivenStatsIsTheSameBits) {
+  const auto &[c, dtype] = GetParam();
+  Inputs in = randomInputs(shapeOf(c, dtype), 1);
+  Results recomputed = cpuAttention(in, 2, Stats::Recomputed);
+  Results kept = cpuAttention(in, 3, Stats::Kept);
+  EXPECT_EQ(recomputed.out, kept.out);
+  EXPECT_EQ(recomputed.dq, kept.dq);
+  EXPECT_EQ(recomputed.dk, kept.dk);
+  EXPECT_EQ(recomputed.dv, kept.dv);
 }
 
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionOnCpu,
@@ -440,32 +502,53 @@ Bytes download(const DeviceTensor &tensor) {
   return bytes;
 }
 
-/// The tensors of one forward and backward call on the device.
+/// The tensors of one forward and backward call on the device; with
+/// Stats::Kept the forward writes the softmax statistics to `stats` and the
+/// backward reads them there.
 struct DeviceCall {
-  DeviceTensor q, k, v, dout, out, dq, dk, dv, scratch;
+  DeviceTensor q, k, v, dout, out, dq, dk, dv, scratch, stats;
+  Stats mode;
 
-  DeviceCall(const Inputs &in, size_t offset)
+  DeviceCall(const Inputs &in, size_t offset, Stats mode = Stats::Recomputed)
       : q(upload(in.q, offset)), k(upload(in.k, offset)),
         v(upload(in.v, offset)), dout(upload(in.dout, offset)),
         out(outputElements(in.shape) * elementSize(in.shape.dtype), offset),
         dq(in.q.size(), offset), dk(in.k.size(), offset),
         dv(in.v.size(), offset),
-        scratch(CudaAttention::backwardScratchBytes(in.shape), 0) {}
+        scratch(CudaAttention::backwardScratchBytes(in.shape), 0),
+        stats(statsElements(in.shape) * sizeof(float), 0), mode(mode) {}
+
+  CUdeviceptr statsAddress() const {
+    return mode == Stats::Kept ? stats.address : 0;
+  }
 
   void forward(const AttentionShape &shape) {
     CudaState &cuda = cudaState();
     cuda.attention.forward(shape, q.address, k.address, v.address, out.address,
-                           cuda.context.stream());
+                           statsAddress(), cuda.context.stream());
   }
 
   void backward(const AttentionShape &shape) {
     CudaState &cuda = cudaState();
     cuda.attention.backward(shape, dout.address, q.address, k.address,
-                            v.address, out.address, dq.address, dk.address,
-                            dv.address, scratch.address, scratch.bytes,
-                            cuda.context.stream());
+                            v.address, out.address, statsAddress(), dq.address,
+                            dk.address, dv.address, scratch.address,
+                            scratch.bytes, cuda.context.stream());
   }
 };
+
+std::vector<float> downloadFloats(const DeviceTensor &tensor) {
+  Bytes bytes = download(tensor);
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+Bytes floatBytes(const std::vector<float> &values) {
+  Bytes bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
 
 /// Why the CUDA tests cannot run here, or empty.
 std::string cudaUnavailable() {
@@ -505,6 +588,36 @@ TEST_P(AttentionOnCuda, MatchesCpu) {
               what + " dv");
 }
 
+/// `values` as doubles, for expectStatsClose.
+std::vector<double> toDoubles(const std::vector<float> &values) {
+  return std::vector<double>(values.begin(), values.end());
+}
+
+TEST_P(AttentionOnCuda, KeptStatsMatchCpu) {
+  const auto &[c, dtype] = GetParam();
+  Inputs in = randomInputs(shapeOf(c, dtype), 2);
+  Results cpu = cpuAttention(in, 3, Stats::Kept);
+  size_t offset = c.offsetTensors ? elementSize(dtype) : 0;
+  DeviceCall call(in, offset, Stats::Kept);
+  call.forward(in.shape);
+  std::vector<float> stats = downloadFloats(call.stats);
+  // The backward gets the CPU's output and statistics, so that both
+  // backwards see the same inputs.
+  call.out = upload(cpu.out, offset);
+  call.stats = upload(floatBytes(cpu.stats), 0);
+  call.backward(in.shape);
+  double tolerance = toleranceOf(dtype);
+  std::string what = describeAttention(in.shape) + " on CUDA, stats kept";
+  expectStatsClose(stats, toDoubles(cpu.stats), kStatsTolerance,
+                   what + " stats");
+  expectClose(widen(dtype, download(call.dq)), widen(dtype, cpu.dq), tolerance,
+              what + " dq");
+  expectClose(widen(dtype, download(call.dk)), widen(dtype, cpu.dk), tolerance,
+              what + " dk");
+  expectClose(widen(dtype, download(call.dv)), widen(dtype, cpu.dv), tolerance,
+              what + " dv");
+}
+
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionOnCuda,
                          ::testing::ValuesIn(allCases()), caseName);
 
@@ -532,35 +645,40 @@ struct CudnnCall {
   DeviceCall call;
   DeviceTensor forwardScratch, backwardScratch;
 
-  CudnnCall(const Inputs &in, size_t offset)
-      : call(in, offset),
-        forwardScratch(cudnnState().scratchBytes(in.shape, false), 0),
-        backwardScratch(cudnnState().scratchBytes(in.shape, true), 0) {}
+  CudnnCall(const Inputs &in, size_t offset, Stats mode = Stats::Recomputed)
+      : call(in, offset, mode),
+        forwardScratch(
+            cudnnState().scratchBytes(in.shape, false, mode == Stats::Kept), 0),
+        backwardScratch(
+            cudnnState().scratchBytes(in.shape, true, mode == Stats::Kept), 0) {
+  }
 
   void forward(const AttentionShape &shape) {
     cudnnState().forward(shape, call.q.address, call.k.address, call.v.address,
-                         call.out.address, forwardScratch.address,
-                         forwardScratch.bytes, cudaState().context.stream());
+                         call.out.address, call.statsAddress(),
+                         forwardScratch.address, forwardScratch.bytes,
+                         cudaState().context.stream());
   }
 
   void backward(const AttentionShape &shape) {
     cudnnState().backward(shape, call.dout.address, call.q.address,
                           call.k.address, call.v.address, call.out.address,
-                          call.dq.address, call.dk.address, call.dv.address,
-                          backwardScratch.address, backwardScratch.bytes,
-                          cudaState().context.stream());
+                          call.statsAddress(), call.dq.address, call.dk.address,
+                          call.dv.address, backwardScratch.address,
+                          backwardScratch.bytes, cudaState().context.stream());
   }
 };
 
-/// Prepares `shape` on cuDNN in both directions: empty, or cuDNN's reason
-/// for refusing it (or the runtime's, for shapes it never gives cuDNN).
+/// Prepares `shape` on cuDNN in both directions, with and without the
+/// statistics kept: empty, or cuDNN's reason for refusing it (or the
+/// runtime's, for shapes it never gives cuDNN).
 std::string prepareOnCudnn(const AttentionShape &shape) {
   std::string why =
       cudnnAttentionRefusal(shape, cudaState().context.computeMajor());
-  if (why.empty())
-    why = cudnnState().prepare(shape, false);
-  if (why.empty())
-    why = cudnnState().prepare(shape, true);
+  for (bool backward : {false, true})
+    for (bool stats : {false, true})
+      if (why.empty())
+        why = cudnnState().prepare(shape, backward, stats);
   return why;
 }
 
@@ -610,6 +728,32 @@ TEST_P(AttentionOnCudnn, MatchesCpu) {
               tolerance, what + " dv");
 }
 
+TEST_P(AttentionOnCudnn, KeptStatsMatchCpu) {
+  const auto &[c, dtype] = GetParam();
+  AttentionShape shape = shapeOf(c, dtype);
+  if (std::string why = prepareOnCudnn(shape); !why.empty())
+    GTEST_SKIP() << describeAttention(shape)
+                 << " runs on megrt's kernels: " << why;
+  Inputs in = randomInputs(shape, 2);
+  Results cpu = cpuAttention(in, 3, Stats::Kept);
+  CudnnCall run(in, 0, Stats::Kept);
+  run.forward(shape);
+  std::vector<float> stats = downloadFloats(run.call.stats);
+  run.call.out = upload(cpu.out, 0);
+  run.call.stats = upload(floatBytes(cpu.stats), 0);
+  run.backward(shape);
+  double tolerance = toleranceOf(dtype);
+  std::string what = describeAttention(shape) + " through cuDNN, stats kept";
+  // cuDNN's statistics are those of its own (tensor-core) scores.
+  expectStatsClose(stats, toDoubles(cpu.stats), tolerance, what + " stats");
+  expectClose(widen(dtype, download(run.call.dq)), widen(dtype, cpu.dq),
+              tolerance, what + " dq");
+  expectClose(widen(dtype, download(run.call.dk)), widen(dtype, cpu.dk),
+              tolerance, what + " dk");
+  expectClose(widen(dtype, download(run.call.dv)), widen(dtype, cpu.dv),
+              tolerance, what + " dv");
+}
+
 std::vector<CaseParam> halfCases() {
   std::vector<CaseParam> params;
   for (const CaseParam &param : allCases())
@@ -634,7 +778,7 @@ TEST_F(AttentionCuda, ErrorsNameTheShape) {
   AttentionShape shape{1, 4, 4, 2, 2, 320, 64, false, 1.0f, DType::BF16};
   CudaState &cuda = cudaState();
   try {
-    cuda.attention.forward(shape, 0, 0, 0, 0, cuda.context.stream());
+    cuda.attention.forward(shape, 0, 0, 0, 0, 0, cuda.context.stream());
     FAIL() << "D=320 was accepted";
   } catch (const Error &error) {
     EXPECT_STREQ(error.what(),
@@ -644,7 +788,7 @@ TEST_F(AttentionCuda, ErrorsNameTheShape) {
   shape.headDim = 64;
   size_t needed = CudaAttention::backwardScratchBytes(shape);
   try {
-    cuda.attention.backward(shape, 0, 0, 0, 0, 0, 0, 0, 0, 0, needed - 1,
+    cuda.attention.backward(shape, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, needed - 1,
                             cuda.context.stream());
     FAIL() << "a short scratch was accepted";
   } catch (const Error &error) {
@@ -687,8 +831,8 @@ void reportThroughput(const char *kernels, const Inputs &in,
   double backwardMs = timeMs(backward, 3);
 
   // Query-key pairs the causal mask keeps; a forward does 2 (D + Dv) flops
-  // per pair, a backward 2 (3 D + 2 Dv) (the usual 2.5 times the forward,
-  // not counting the recomputation of the row statistics).
+  // per pair, a backward 2 (3 D + 2 Dv) (the usual 2.5 times the forward;
+  // it is given the forward's row statistics, as in training).
   double pairs = 0.0;
   for (int64_t i = 0; i < shape.seqQ; ++i)
     pairs += double(visibleKeys(shape, i));
@@ -751,7 +895,7 @@ void reportThroughput(const char *kernels, const Inputs &in,
 TEST_F(AttentionCuda, LargeCausalBf16ReportsThroughput) {
   AttentionShape shape = largeCausalBf16();
   Inputs in = randomInputs(shape, 3);
-  DeviceCall call(in, 0);
+  DeviceCall call(in, 0, Stats::Kept);
   reportThroughput(
       "megrt's kernels", in, call, [&] { call.forward(shape); },
       [&] { call.backward(shape); });
@@ -764,7 +908,7 @@ TEST(AttentionCudnn, LargeCausalBf16ReportsThroughput) {
   if (std::string why = prepareOnCudnn(shape); !why.empty())
     FAIL() << describeAttention(shape) << " was refused: " << why;
   Inputs in = randomInputs(shape, 3);
-  CudnnCall run(in, 0);
+  CudnnCall run(in, 0, Stats::Kept);
   reportThroughput(
       "cuDNN", in, run.call, [&] { run.forward(shape); },
       [&] { run.backward(shape); });

@@ -53,23 +53,25 @@ TEST(CudnnAttentionRefusal, SaysWhyNot) {
 
 TEST(AttentionKernelChoice, FallsBackToOwnKernelsWithoutCudnn) {
   AttentionShape shape = bf16Shape();
-  AttentionChoice forward = chooseAttentionKernels(shape, false, nullptr,
-                                                   "cuDNN is not available", 9);
-  EXPECT_EQ(forward.cudnn, nullptr);
-  EXPECT_EQ(forward.scratch, 0u);
-  EXPECT_EQ(forward.note, "megrt (cuDNN is not available)");
-  AttentionChoice backward =
-      chooseAttentionKernels(shape, true, nullptr, "cuDNN is not available", 9);
-  EXPECT_EQ(backward.cudnn, nullptr);
-  EXPECT_EQ(backward.scratch, CudaAttention::backwardScratchBytes(shape));
-  EXPECT_EQ(backward.note, "megrt (cuDNN is not available)");
+  for (bool stats : {false, true}) {
+    AttentionChoice forward = chooseAttentionKernels(
+        shape, false, stats, nullptr, "cuDNN is not available", 9);
+    EXPECT_EQ(forward.cudnn, nullptr);
+    EXPECT_EQ(forward.scratch, 0u);
+    EXPECT_EQ(forward.note, "megrt (cuDNN is not available)");
+    AttentionChoice backward = chooseAttentionKernels(
+        shape, true, stats, nullptr, "cuDNN is not available", 9);
+    EXPECT_EQ(backward.cudnn, nullptr);
+    EXPECT_EQ(backward.scratch, CudaAttention::backwardScratchBytes(shape));
+    EXPECT_EQ(backward.note, "megrt (cuDNN is not available)");
+  }
 }
 
 TEST(AttentionKernelChoice, RefusalComesBeforeAvailability) {
   AttentionShape shape = bf16Shape();
   shape.dtype = DType::F32;
   AttentionChoice choice =
-      chooseAttentionKernels(shape, true, nullptr, "not loaded", 9);
+      chooseAttentionKernels(shape, true, true, nullptr, "not loaded", 9);
   EXPECT_EQ(choice.cudnn, nullptr);
   EXPECT_EQ(choice.note,
             "megrt (cuDNN's attention is used for bf16 and f16, not f32)");

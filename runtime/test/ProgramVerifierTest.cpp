@@ -126,6 +126,68 @@ TEST(ProgramVerifier, EmbeddingGradientNeedsPositiveSizesAndAFloatDType) {
             "tokens 1073741824 must stay below 2^31");
 }
 
+/// The sample with an attention of 2 queries and keys, 2 query heads on 1
+/// KV head, dims 4, and its softmax statistics appended to its forward
+/// entry (buffers after the sample's, in a grown arena); `breakIt` then
+/// changes it.
+std::string attentionStatsErrorAfter(
+    const std::function<void(EntryDesc &, AttentionDesc &)> &breakIt) {
+  return errorAfter([&](ProgramDesc &d) {
+    EntryDesc &entry = forward(d);
+    uint64_t at = (entry.arenaBytes + 63) / 64 * 64;
+    auto add = [&](Shape shape, uint64_t bytes) {
+      entry.buffers.push_back(
+          {fb::BufferKind::arena, 0, at, fb::DType::f32, std::move(shape), {}});
+      at += (bytes + 63) / 64 * 64;
+      return static_cast<uint32_t>(entry.buffers.size() - 1);
+    };
+    AttentionDesc a;
+    a.seqQ = a.seqKv = 2;
+    a.heads = 2;
+    a.headDim = a.valueDim = 4;
+    a.causal = true;
+    a.q = add({1, 2, 2, 4}, 64);
+    a.k = add({1, 2, 1, 4}, 32);
+    a.v = add({1, 2, 1, 4}, 32);
+    a.out = add({1, 2, 2, 4}, 64);
+    a.stats = static_cast<int32_t>(add({1, 2, 2}, 16));
+    entry.arenaBytes = at;
+    breakIt(entry, a);
+    entry.commands.push_back(a);
+  });
+}
+
+TEST(ProgramVerifier, AcceptsAttentionWithItsStatistics) {
+  EXPECT_EQ(attentionStatsErrorAfter([](EntryDesc &, AttentionDesc &) {}),
+            "(loaded)");
+  EXPECT_EQ(attentionStatsErrorAfter(
+                [](EntryDesc &, AttentionDesc &a) { a.stats = -1; }),
+            "(loaded)");
+}
+
+TEST(ProgramVerifier, AttentionStatisticsMustFitTheShape) {
+  EXPECT_EQ(attentionStatsErrorAfter([](EntryDesc &entry, AttentionDesc &a) {
+              entry.buffers[static_cast<uint32_t>(a.stats)].shape = {1, 2};
+            }),
+            "entry 'forward', command 2 (attention): stats (buffer 9, "
+            "f32[1,2]) is not 4 elements of f32 (batch x heads x seq_q) for "
+            "attention f32 B=1 Sq=2 Skv=2 H=2 Hkv=1 D=4 Dv=4 causal");
+  EXPECT_EQ(attentionStatsErrorAfter([](EntryDesc &entry, AttentionDesc &a) {
+              entry.buffers[static_cast<uint32_t>(a.stats)].dtype =
+                  fb::DType::i32;
+            }),
+            "entry 'forward', command 2 (attention): stats (buffer 9, "
+            "i32[1,2,2]) is not 4 elements of f32 (batch x heads x seq_q) for "
+            "attention f32 B=1 Sq=2 Skv=2 H=2 Hkv=1 D=4 Dv=4 causal");
+  EXPECT_EQ(attentionStatsErrorAfter(
+                [](EntryDesc &, AttentionDesc &a) { a.stats = -2; }),
+            "entry 'forward', command 2 (attention): stats -2 is neither -1 "
+            "nor a buffer");
+  EXPECT_THAT(attentionStatsErrorAfter(
+                  [](EntryDesc &, AttentionDesc &a) { a.stats = 99; }),
+              HasSubstr("stats buffer index 99 is out of range"));
+}
+
 TEST(ProgramVerifier, GemmBufferIndexOutOfRange) {
   EXPECT_EQ(errorAfter([](ProgramDesc &d) { gemmOf(d).a = 9; }),
             "entry 'forward', command 0 (gemm): A buffer index 9 is out of "

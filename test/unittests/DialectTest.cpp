@@ -86,8 +86,18 @@ TEST_F(MegDialectTest, AttentionInfersGroupedQueryShape) {
   auto out = AttentionOp::create(builder, loc, value({2, 16, 8, 32}),
                                  value({2, 16, 2, 32}), value({2, 16, 2, 48}),
                                  builder.getUnitAttr(),
-                                 builder.getF64FloatAttr(0.125));
-  EXPECT_EQ(shape(out), (ArrayRef<int64_t>{2, 16, 8, 48}));
+                                 builder.getF64FloatAttr(0.125), UnitAttr());
+  EXPECT_EQ(shape(out.getResult()), (ArrayRef<int64_t>{2, 16, 8, 48}));
+  EXPECT_FALSE(out.getStats());
+  // With `stats`, the softmax statistics: [batch, heads, seq_q] f32.
+  auto kept = AttentionOp::create(
+      builder, loc, value({2, 16, 8, 32}), value({2, 16, 2, 32}),
+      value({2, 16, 2, 48}), builder.getUnitAttr(),
+      builder.getF64FloatAttr(0.125), builder.getUnitAttr());
+  EXPECT_EQ(shape(kept.getStats()), (ArrayRef<int64_t>{2, 8, 16}));
+  EXPECT_TRUE(cast<RankedTensorType>(kept.getStats().getType())
+                  .getElementType()
+                  .isF32());
 }
 
 /// Prints an attribute to a string.

@@ -68,6 +68,9 @@ struct AttentionCommand {
   bool backward = false;
   uint32_t q, k, v, out;
   uint32_t gradOut = 0, gradQ = 0, gradK = 0, gradV = 0;
+  /// The softmax statistics ([batch, heads, seqQ] f32 log-sum-exp) that the
+  /// forward writes or the backward reads, or -1.
+  int32_t stats = -1;
   int64_t batch, seqQ, seqKv, heads, kvHeads, headDim, valueDim;
   bool causal;
   float scale;

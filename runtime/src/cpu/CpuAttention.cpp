@@ -23,6 +23,14 @@ constexpr int64_t kKeyBlock = 256;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+/// A row's log-sum-exp from its online softmax's maximum and sum (of
+/// exp(score - max)); +inf for a row that saw no key, so that its
+/// probabilities exp(score - lse) are zero.
+float logSumExp(float rowMax, float rowSum) {
+  return rowSum > 0.0f ? rowMax + std::log(rowSum)
+                       : std::numeric_limits<float>::infinity();
+}
+
 /// Element offsets in the bshd layout, and the causal mask.
 class Layout {
 public:
@@ -39,6 +47,10 @@ public:
   }
   int64_t value(int64_t b, int64_t j, int64_t g) const {
     return ((b * s_.seqKv + j) * s_.kvHeads + g) * s_.valueDim;
+  }
+  /// The softmax statistic of query i of head h: [batch][heads][seqQ].
+  int64_t statistic(int64_t b, int64_t h, int64_t i) const {
+    return (b * s_.heads + h) * s_.seqQ + i;
   }
   /// Distance between consecutive rows of one head.
   int64_t queryStride() const { return s_.heads * s_.headDim; }
@@ -141,8 +153,8 @@ int64_t visibleInBlock(const Layout &layout, const QueryTile &tile, int64_t r,
 
 /// One query tile of the forward: online softmax over key blocks.
 void forwardTile(const AttentionShape &s, const Layout &layout, const void *q,
-                 const void *k, const void *v, void *out, int64_t b, int64_t h,
-                 const QueryTile &tile) {
+                 const void *k, const void *v, void *out, float *stats,
+                 int64_t b, int64_t h, const QueryTile &tile) {
   int64_t g = h / layout.group();
   std::vector<float> qBuffer, kBuffer, vBuffer;
   std::vector<float> scores(kQueryTile * kKeyBlock);
@@ -186,6 +198,42 @@ void forwardTile(const AttentionShape &s, const Layout &layout, const void *q,
              rowSum[r] > 0.0f ? 1.0f / rowSum[r] : 0.0f);
   writeRows(s.dtype, acc.data(), s.valueDim, tile.count, s.valueDim, out,
             layout.output(b, tile.first, h), layout.outputStride());
+  if (stats)
+    for (int64_t r = 0; r < tile.count; ++r)
+      stats[layout.statistic(b, h, tile.first + r)] =
+          logSumExp(rowMax[r], rowSum[r]);
+}
+
+/// The log-sum-exp of each row of a query tile of head h (KV head g),
+/// computed block by block as forwardTile computes it, so the same bits;
+/// `probs` and `kBuffer` are the caller's work space.
+void rowStatistics(const AttentionShape &s, const Layout &layout, const void *k,
+                   const Rows &queries, int64_t b, int64_t g,
+                   const QueryTile &tile, std::vector<float> &probs,
+                   std::vector<float> &kBuffer, std::vector<float> &lse) {
+  std::vector<float> rowMax(tile.count, kNegInf), rowSum(tile.count, 0.0f);
+  std::vector<float> unusedValues;
+  for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
+    int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
+    Rows keyRows = readKeyBlock(s, layout, k, nullptr, b, g, k0, keys, kBuffer,
+                                unusedValues)
+                       .keys;
+    matmulTile(false, true, tile.count, keys, s.headDim, s.scale, queries.data,
+               queries.stride, keyRows.data, keyRows.stride, 0.0f, probs.data(),
+               kKeyBlock);
+    for (int64_t r = 0; r < tile.count; ++r) {
+      int64_t visible = visibleInBlock(layout, tile, r, k0, keys);
+      if (visible == 0)
+        continue;
+      float *row = &probs[r * kKeyBlock];
+      float newMax = std::max(rowMax[r], maxOf(row, visible));
+      float blockSum = expShiftedSum(row, visible, newMax);
+      rowSum[r] = rowSum[r] * std::exp(rowMax[r] - newMax) + blockSum;
+      rowMax[r] = newMax;
+    }
+  }
+  for (int64_t r = 0; r < tile.count; ++r)
+    lse[r] = logSumExp(rowMax[r], rowSum[r]);
 }
 
 /// The backward of one (batch, query head): dq of its rows, and its
@@ -193,8 +241,8 @@ void forwardTile(const AttentionShape &s, const Layout &layout, const void *q,
 /// `dkHead`, `dvHead` (seqKv rows each).
 void backwardHead(const AttentionShape &s, const Layout &layout,
                   const void *dout, const void *q, const void *k, const void *v,
-                  const void *out, void *dq, int64_t b, int64_t h,
-                  float *dkHead, float *dvHead) {
+                  const void *out, const float *stats, void *dq, int64_t b,
+                  int64_t h, float *dkHead, float *dvHead) {
   int64_t g = h / layout.group();
   std::vector<float> qBuffer, dBuffer, oBuffer, kBuffer, vBuffer;
   std::vector<float> probs(kQueryTile * kKeyBlock), dp(kQueryTile * kKeyBlock);
@@ -217,31 +265,14 @@ void backwardHead(const AttentionShape &s, const Layout &layout,
       delta[r] = dotRow(grads.data + r * grads.stride,
                         outs.data + r * outs.stride, s.valueDim);
 
-    // The forward's log-sum-exp of each row, recomputed block by block.
-    std::vector<float> rowMax(tile.count, kNegInf), rowSum(tile.count, 0.0f);
-    for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
-      int64_t keys = std::min(kKeyBlock, tile.keyEnd - k0);
-      Rows keyRows =
-          readKeyBlock(s, layout, k, nullptr, b, g, k0, keys, kBuffer, vBuffer)
-              .keys;
-      matmulTile(false, true, tile.count, keys, s.headDim, s.scale,
-                 queries.data, queries.stride, keyRows.data, keyRows.stride,
-                 0.0f, probs.data(), kKeyBlock);
-      for (int64_t r = 0; r < tile.count; ++r) {
-        int64_t visible = visibleInBlock(layout, tile, r, k0, keys);
-        if (visible == 0)
-          continue;
-        float *row = &probs[r * kKeyBlock];
-        float newMax = std::max(rowMax[r], maxOf(row, visible));
-        float blockSum = expShiftedSum(row, visible, newMax);
-        rowSum[r] = rowSum[r] * std::exp(rowMax[r] - newMax) + blockSum;
-        rowMax[r] = newMax;
-      }
+    // The forward's log-sum-exp of each row: given, or recomputed block by
+    // block as the forward computed it.
+    if (stats) {
+      for (int64_t r = 0; r < tile.count; ++r)
+        lse[r] = stats[layout.statistic(b, h, tile.first + r)];
+    } else {
+      rowStatistics(s, layout, k, queries, b, g, tile, probs, kBuffer, lse);
     }
-    // +inf for a row that saw no key, so that its probabilities are zero.
-    for (int64_t r = 0; r < tile.count; ++r)
-      lse[r] = rowSum[r] > 0.0f ? rowMax[r] + std::log(rowSum[r])
-                                : std::numeric_limits<float>::infinity();
 
     std::fill(dqTile.begin(), dqTile.end(), 0.0f);
     for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
@@ -288,7 +319,7 @@ void backwardHead(const AttentionShape &s, const Layout &layout,
 } // namespace
 
 void attentionForward(ThreadPool &pool, const AttentionShape &s, const void *q,
-                      const void *k, const void *v, void *out) {
+                      const void *k, const void *v, void *out, float *stats) {
   checkAttentionShape(s);
   Layout layout(s);
   int64_t tiles = queryTiles(s);
@@ -296,15 +327,15 @@ void attentionForward(ThreadPool &pool, const AttentionShape &s, const void *q,
                    [&](uint32_t unit) {
                      int64_t t = unit % tiles;
                      int64_t bh = unit / tiles;
-                     forwardTile(s, layout, q, k, v, out, bh / s.heads,
+                     forwardTile(s, layout, q, k, v, out, stats, bh / s.heads,
                                  bh % s.heads, queryTile(layout, s, t));
                    });
 }
 
 void attentionBackward(ThreadPool &pool, const AttentionShape &s,
                        const void *dout, const void *q, const void *k,
-                       const void *v, const void *out, void *dq, void *dk,
-                       void *dv) {
+                       const void *v, const void *out, const float *stats,
+                       void *dq, void *dk, void *dv) {
   checkAttentionShape(s);
   Layout layout(s);
   // One unit per (batch, KV head): its query heads in order, each adding
@@ -315,8 +346,8 @@ void attentionBackward(ThreadPool &pool, const AttentionShape &s,
         std::vector<float> dkSum(s.seqKv * s.headDim, 0.0f),
             dvSum(s.seqKv * s.valueDim, 0.0f);
         for (int64_t h = g * layout.group(); h < (g + 1) * layout.group(); ++h)
-          backwardHead(s, layout, dout, q, k, v, out, dq, b, h, dkSum.data(),
-                       dvSum.data());
+          backwardHead(s, layout, dout, q, k, v, out, stats, dq, b, h,
+                       dkSum.data(), dvSum.data());
         writeRows(s.dtype, dkSum.data(), s.headDim, s.seqKv, s.headDim, dk,
                   layout.key(b, 0, g), layout.keyStride());
         writeRows(s.dtype, dvSum.data(), s.valueDim, s.seqKv, s.valueDim, dv,

@@ -14,20 +14,27 @@ class ThreadPool;
 /// blocks of 256 with an online softmax (running maximum and sum), so the
 /// memory used besides the tensors is a few tiles, never seqQ x seqKv. The
 /// products are f32 matrix products of tiles, each output element rounded
-/// once; the result does not depend on the number of threads.
+/// once; the result does not depend on the number of threads. Unless
+/// `stats` is null, it receives each query row's log-sum-exp (natural log)
+/// of its scaled, masked scores, +inf for a row that sees no key:
+/// [batch][heads][seqQ] f32.
 void attentionForward(ThreadPool &pool, const AttentionShape &shape,
-                      const void *q, const void *k, const void *v, void *out);
+                      const void *q, const void *k, const void *v, void *out,
+                      float *stats = nullptr);
 
 /// The gradients dq, dk, dv of attentionForward given the output gradient
 /// dout and the forward's output `out`, recomputing the probabilities block
 /// by block: one unit per (batch, KV head), which runs the query heads
 /// sharing the KV head in order, each adding its part of dk and dv to f32
 /// sums (seqKv x (headDim + valueDim) floats per unit) that are rounded
-/// once; the result does not depend on the number of threads.
+/// once; the result does not depend on the number of threads. Given the
+/// forward's `stats` (as attentionForward writes them) it uses them, and
+/// otherwise computes them first in a pass over the keys; the two are the
+/// same bits.
 void attentionBackward(ThreadPool &pool, const AttentionShape &shape,
                        const void *dout, const void *q, const void *k,
-                       const void *v, const void *out, void *dq, void *dk,
-                       void *dv);
+                       const void *v, const void *out, const float *stats,
+                       void *dq, void *dk, void *dv);
 
 } // namespace megrt
 

@@ -77,7 +77,12 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
           buffers[a->out], a->backward ? buffers[a->gradOut] : nullptr,
           a->backward ? buffers[a->gradQ] : nullptr,
           a->backward ? buffers[a->gradK] : nullptr,
-          a->backward ? buffers[a->gradV] : nullptr});
+          a->backward ? buffers[a->gradV] : nullptr,
+          // Verification keeps every buffer's offset a multiple of its
+          // element size, so the f32 statistics are aligned.
+          a->stats >= 0 ? reinterpret_cast<float *>(
+                              buffers[static_cast<uint32_t>(a->stats)])
+                        : nullptr});
     } else if (std::optional<EmbeddingGradOperands> e =
                    embeddingGradOperands(*command, entry)) {
       // Verification keeps every buffer's offset a multiple of its element
@@ -194,9 +199,9 @@ void CpuEntry::run(Command &command) {
   } else if (auto *a = std::get_if<Attention>(&command)) {
     if (a->backward)
       attentionBackward(pool_, a->shape, a->gradOut, a->q, a->k, a->v, a->out,
-                        a->gradQ, a->gradK, a->gradV);
+                        a->stats, a->gradQ, a->gradK, a->gradV);
     else
-      attentionForward(pool_, a->shape, a->q, a->k, a->v, a->out);
+      attentionForward(pool_, a->shape, a->q, a->k, a->v, a->out, a->stats);
   } else if (auto *e = std::get_if<EmbeddingGrad>(&command)) {
     embeddingGrad(pool_, e->shape, e->grad, e->ids, e->firstRow, e->table,
                   e->scratch);

@@ -73,6 +73,9 @@ private:
     uint8_t *out;
     const uint8_t *gradOut;
     uint8_t *gradQ, *gradK, *gradV;
+    /// The softmax statistics the forward writes or the backward reads, or
+    /// null.
+    float *stats;
   };
   /// The operands of EmbeddingGradOperands resolved to addresses.
   struct EmbeddingGrad {

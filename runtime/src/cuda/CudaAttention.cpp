@@ -167,7 +167,7 @@ void launch(CUfunction function, const std::string &name,
 
 void CudaAttention::forward(const AttentionShape &shape, CUdeviceptr q,
                             CUdeviceptr k, CUdeviceptr v, CUdeviceptr out,
-                            CUstream stream) const {
+                            CUdeviceptr stats, CUstream stream) const {
   checkShape(shape);
   int tier = tierOf(shape);
   AttentionParams params = paramsOf(shape);
@@ -175,6 +175,7 @@ void CudaAttention::forward(const AttentionShape &shape, CUdeviceptr q,
   params.k = k;
   params.v = v;
   params.out = out;
+  params.stats = stats;
   context_.makeCurrent();
   std::string name = kernelName("fwd", shape.dtype, tier);
   launch(function(name), name, shape, params,
@@ -185,9 +186,10 @@ void CudaAttention::forward(const AttentionShape &shape, CUdeviceptr q,
 
 void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
                              CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
-                             CUdeviceptr out, CUdeviceptr dq, CUdeviceptr dk,
-                             CUdeviceptr dv, CUdeviceptr scratch,
-                             size_t scratchBytes, CUstream stream) const {
+                             CUdeviceptr out, CUdeviceptr stats, CUdeviceptr dq,
+                             CUdeviceptr dk, CUdeviceptr dv,
+                             CUdeviceptr scratch, size_t scratchBytes,
+                             CUstream stream) const {
   checkShape(shape);
   int tier = tierOf(shape);
   ScratchLayout layout = scratchLayout(shape);
@@ -209,12 +211,14 @@ void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
   params.lse = scratch + layout.lse;
   params.delta = scratch + layout.delta;
   params.dqAccum = scratch + layout.dqAccum;
+  params.stats = stats;
   context_.makeCurrent();
 
-  // Row statistics and a zeroed dq accumulator, then dk, dv and the dq sums,
-  // then dq rounded: the stream orders the three.
-  std::string stats = kernelName("bwd_stats", shape.dtype, tier);
-  launch(function(stats), stats, shape, params,
+  // Row statistics (converted from the forward's, or recomputed) and a
+  // zeroed dq accumulator, then dk, dv and the dq sums, then dq rounded:
+  // the stream orders the three.
+  std::string rows = kernelName("bwd_stats", shape.dtype, tier);
+  launch(function(rows), rows, shape, params,
          blocks(shape.seqQ, attention::kForwardQueries),
          static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.batch),
          attention::forwardSharedBytes(tier), stream);

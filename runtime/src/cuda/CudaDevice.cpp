@@ -119,7 +119,7 @@ void CudaDevice::openCudnn() {
       // first run of each entry.
       forEachAttention(flatbufferOf(program_), [&](const AttentionOperands &a) {
         if (cudnnAttentionRefusal(a.shape, context_.computeMajor()).empty())
-          cudnn_->prepare(a.shape, a.backward);
+          cudnn_->prepare(a.shape, a.backward, a.stats >= 0);
       });
       return;
     } catch (const Error &error) {

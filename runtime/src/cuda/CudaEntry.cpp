@@ -92,8 +92,8 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
       // The device loads the attention kernels for any program with one;
       // cuDNN runs what it takes.
       AttentionChoice choice = chooseAttentionKernels(
-          a->shape, a->backward, resources.cudnn, resources.cudnnUnavailable,
-          resources.computeMajor);
+          a->shape, a->backward, a->stats >= 0, resources.cudnn,
+          resources.cudnnUnavailable, resources.computeMajor);
       // f32 attention always runs on the runtime's kernels: only the
       // choices of the dtypes cuDNN serves are worth a line.
       if (a->shape.dtype == DType::BF16 || a->shape.dtype == DType::F16)
@@ -107,8 +107,9 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
           buffers[a->out], a->backward ? buffers[a->gradOut] : 0,
           a->backward ? buffers[a->gradQ] : 0,
           a->backward ? buffers[a->gradK] : 0,
-          a->backward ? buffers[a->gradV] : 0, resources.attention,
-          choice.cudnn});
+          a->backward ? buffers[a->gradV] : 0,
+          a->stats >= 0 ? buffers[static_cast<uint32_t>(a->stats)] : 0,
+          resources.attention, choice.cudnn});
     } else if (std::optional<EmbeddingGradOperands> e =
                    embeddingGradOperands(*command, entry)) {
       // The device loads the embedding-gradient kernels for any program
@@ -275,18 +276,20 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
   } else if (const auto *a = std::get_if<Attention>(&command)) {
     if (a->cudnn && a->backward)
       a->cudnn->backward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
-                         a->gradQ, a->gradK, a->gradV, attentionScratch_.get(),
-                         attentionScratch_.size(), stream);
+                         a->stats, a->gradQ, a->gradK, a->gradV,
+                         attentionScratch_.get(), attentionScratch_.size(),
+                         stream);
     else if (a->cudnn)
-      a->cudnn->forward(a->shape, a->q, a->k, a->v, a->out,
+      a->cudnn->forward(a->shape, a->q, a->k, a->v, a->out, a->stats,
                         attentionScratch_.get(), attentionScratch_.size(),
                         stream);
     else if (a->backward)
-      a->kernels->backward(
-          a->shape, a->gradOut, a->q, a->k, a->v, a->out, a->gradQ, a->gradK,
-          a->gradV, attentionScratch_.get(), attentionScratch_.size(), stream);
+      a->kernels->backward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
+                           a->stats, a->gradQ, a->gradK, a->gradV,
+                           attentionScratch_.get(), attentionScratch_.size(),
+                           stream);
     else
-      a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, stream);
+      a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, a->stats, stream);
   } else if (const auto *e = std::get_if<EmbeddingGrad>(&command)) {
     e->kernels->run(e->shape, e->grad, e->ids, e->firstRow, e->table,
                     e->scratch, stream);

@@ -111,6 +111,9 @@ private:
     AttentionShape shape;
     bool backward;
     CUdeviceptr q, k, v, out, gradOut, gradQ, gradK, gradV;
+    /// The softmax statistics the forward writes or the backward reads, or
+    /// 0.
+    CUdeviceptr stats;
     const CudaAttention *kernels;
     const CudnnAttention *cudnn;
   };

@@ -115,18 +115,19 @@ std::string cudnnAttentionRefusal(const AttentionShape &s, int computeMajor) {
 }
 
 AttentionChoice chooseAttentionKernels(const AttentionShape &shape,
-                                       bool backward, CudnnAttention *cudnn,
+                                       bool backward, bool stats,
+                                       CudnnAttention *cudnn,
                                        const std::string &cudnnUnavailable,
                                        int computeMajor) {
   std::string why = cudnnAttentionRefusal(shape, computeMajor);
   if (why.empty() && !cudnn)
     why = cudnnUnavailable;
   if (why.empty())
-    why = cudnn->prepare(shape, backward);
+    why = cudnn->prepare(shape, backward, stats);
   AttentionChoice choice;
   if (why.empty()) {
     choice.cudnn = cudnn;
-    choice.scratch = cudnn->scratchBytes(shape, backward);
+    choice.scratch = cudnn->scratchBytes(shape, backward, stats);
     choice.note = "cuDNN";
   } else {
     choice.scratch = backward ? CudaAttention::backwardScratchBytes(shape) : 0;
@@ -145,9 +146,10 @@ size_t alignUp(size_t bytes) {
          kScratchAlignment;
 }
 
-std::string planKey(const AttentionShape &s, bool backward) {
+std::string planKey(const AttentionShape &s, bool backward, bool stats) {
   return concat(describeAttention(s), " scale=", s.scale,
-                backward ? " backward" : " forward");
+                backward ? " backward" : " forward",
+                stats ? " with statistics" : "");
 }
 
 } // namespace
@@ -160,23 +162,24 @@ CudnnAttention::CudnnAttention(const CudaContext &context) : context_(context) {
   fail("this runtime was built without the cuDNN frontend");
 }
 CudnnAttention::~CudnnAttention() = default;
-std::string CudnnAttention::prepare(const AttentionShape &, bool) {
+std::string CudnnAttention::prepare(const AttentionShape &, bool, bool) {
   return "this runtime was built without the cuDNN frontend";
 }
-std::string CudnnAttention::build(const AttentionShape &, bool,
+std::string CudnnAttention::build(const AttentionShape &, bool, bool,
                                   const std::string &) {
   return "this runtime was built without the cuDNN frontend";
 }
-size_t CudnnAttention::scratchBytes(const AttentionShape &, bool) const {
+size_t CudnnAttention::scratchBytes(const AttentionShape &, bool, bool) const {
   return 0;
 }
 void CudnnAttention::forward(const AttentionShape &, CUdeviceptr, CUdeviceptr,
-                             CUdeviceptr, CUdeviceptr, CUdeviceptr, size_t,
-                             CUstream) const {}
+                             CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                             size_t, CUstream) const {}
 void CudnnAttention::backward(const AttentionShape &, CUdeviceptr, CUdeviceptr,
                               CUdeviceptr, CUdeviceptr, CUdeviceptr,
                               CUdeviceptr, CUdeviceptr, CUdeviceptr,
-                              CUdeviceptr, size_t, CUstream) const {}
+                              CUdeviceptr, CUdeviceptr, size_t,
+                              CUstream) const {}
 
 #else
 
@@ -325,8 +328,9 @@ void *pointer(CUdeviceptr address) {
 } // namespace
 
 struct CudnnAttention::Plans {
-  /// The inference forward, or with a backward the forward that writes the
-  /// statistics (and the output, again, into scratch).
+  /// The forward (writing the statistics, with `stats`), or with a backward
+  /// not given them the forward that recomputes them (and the output,
+  /// again, into scratch); null for a backward given them.
   std::shared_ptr<fe::graph::Graph> forward;
   std::shared_ptr<fe::graph::Graph> backward;
   /// Offsets into the command's scratch.
@@ -355,31 +359,36 @@ CudnnAttention::~CudnnAttention() {
   }
 }
 
-std::string CudnnAttention::prepare(const AttentionShape &shape,
-                                    bool backward) {
-  std::string key = planKey(shape, backward);
+std::string CudnnAttention::prepare(const AttentionShape &shape, bool backward,
+                                    bool stats) {
+  std::string key = planKey(shape, backward, stats);
   if (plans_.count(key))
     return "";
   if (auto refused = refused_.find(key); refused != refused_.end())
     return refused->second;
-  std::string why = build(shape, backward, key);
+  std::string why = build(shape, backward, stats, key);
   if (!why.empty())
     refused_.emplace(key, why);
   return why;
 }
 
 std::string CudnnAttention::build(const AttentionShape &shape, bool backward,
-                                  const std::string &key) {
+                                  bool stats, const std::string &key) {
   context_.makeCurrent();
   auto handle = static_cast<cudnnHandle_t>(handle_);
   auto plans = std::make_unique<Plans>();
   int64_t forwardWorkspace = 0;
   int64_t backwardWorkspace = 0;
   try {
-    plans->forward = forwardGraph(shape, backward);
-    if (std::string why = buildPlans(*plans->forward, handle, forwardWorkspace);
-        !why.empty())
-      return why;
+    // A backward given the statistics needs no forward.
+    bool recompute = backward && !stats;
+    if (!backward || recompute) {
+      plans->forward = forwardGraph(shape, /*stats=*/stats || recompute);
+      if (std::string why =
+              buildPlans(*plans->forward, handle, forwardWorkspace);
+          !why.empty())
+        return why;
+    }
     if (backward) {
       plans->backward = backwardGraph(shape);
       if (std::string why =
@@ -391,7 +400,7 @@ std::string CudnnAttention::build(const AttentionShape &shape, bool backward,
     // The frontend throws where its dynamic loading finds no symbol.
     return concat("cuDNN: ", error.what());
   }
-  if (backward) {
+  if (backward && !stats) {
     size_t rows = static_cast<size_t>(shape.batch * shape.heads * shape.seqQ);
     size_t outBytes = static_cast<size_t>(shape.batch * shape.seqQ *
                                           shape.heads * shape.valueDim) *
@@ -407,17 +416,18 @@ std::string CudnnAttention::build(const AttentionShape &shape, bool backward,
 }
 
 const CudnnAttention::Plans &CudnnAttention::plans(const AttentionShape &shape,
-                                                   bool backward) const {
-  auto it = plans_.find(planKey(shape, backward));
+                                                   bool backward,
+                                                   bool stats) const {
+  auto it = plans_.find(planKey(shape, backward, stats));
   if (it == plans_.end())
     fail("internal error: ", describeAttention(shape),
          " was not prepared for cuDNN");
   return *it->second;
 }
 
-size_t CudnnAttention::scratchBytes(const AttentionShape &shape,
-                                    bool backward) const {
-  return plans(shape, backward).total;
+size_t CudnnAttention::scratchBytes(const AttentionShape &shape, bool backward,
+                                    bool stats) const {
+  return plans(shape, backward, stats).total;
 }
 
 namespace {
@@ -450,42 +460,48 @@ void checkScratch(const AttentionShape &shape, size_t needed,
 
 void CudnnAttention::forward(const AttentionShape &shape, CUdeviceptr q,
                              CUdeviceptr k, CUdeviceptr v, CUdeviceptr out,
-                             CUdeviceptr scratch, size_t scratchBytes,
-                             CUstream stream) const {
-  const Plans &p = plans(shape, false);
+                             CUdeviceptr stats, CUdeviceptr scratch,
+                             size_t scratchBytes, CUstream stream) const {
+  const Plans &p = plans(shape, false, stats != 0);
   checkScratch(shape, p.total, scratch, scratchBytes);
   context_.makeCurrent();
   std::unordered_map<int64_t, void *> pack = {{kQ, pointer(q)},
                                               {kK, pointer(k)},
                                               {kV, pointer(v)},
                                               {kOut, pointer(out)}};
+  if (stats)
+    pack[kStats] = pointer(stats);
   execute(*p.forward, static_cast<cudnnHandle_t>(handle_), pack,
           scratch + p.workspace, stream, shape, "forward");
 }
 
 void CudnnAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
                               CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
-                              CUdeviceptr out, CUdeviceptr dq, CUdeviceptr dk,
-                              CUdeviceptr dv, CUdeviceptr scratch,
-                              size_t scratchBytes, CUstream stream) const {
-  const Plans &p = plans(shape, true);
+                              CUdeviceptr out, CUdeviceptr stats,
+                              CUdeviceptr dq, CUdeviceptr dk, CUdeviceptr dv,
+                              CUdeviceptr scratch, size_t scratchBytes,
+                              CUstream stream) const {
+  const Plans &p = plans(shape, true, stats != 0);
   checkScratch(shape, p.total, scratch, scratchBytes);
   context_.makeCurrent();
   auto handle = static_cast<cudnnHandle_t>(handle_);
-  // The statistics are recomputed by a forward whose output goes to
-  // scratch; the command's own output stays as the forward left it.
-  std::unordered_map<int64_t, void *> forwardPack = {
-      {kQ, pointer(q)},
-      {kK, pointer(k)},
-      {kV, pointer(v)},
-      {kOut, pointer(scratch + p.out)},
-      {kStats, pointer(scratch + p.stats)}};
-  execute(*p.forward, handle, forwardPack, scratch + p.workspace, stream, shape,
-          "forward (softmax statistics)");
+  if (!stats) {
+    // The statistics are recomputed by a forward whose output goes to
+    // scratch; the command's own output stays as the forward left it.
+    stats = scratch + p.stats;
+    std::unordered_map<int64_t, void *> forwardPack = {
+        {kQ, pointer(q)},
+        {kK, pointer(k)},
+        {kV, pointer(v)},
+        {kOut, pointer(scratch + p.out)},
+        {kStats, pointer(stats)}};
+    execute(*p.forward, handle, forwardPack, scratch + p.workspace, stream,
+            shape, "forward (softmax statistics)");
+  }
   std::unordered_map<int64_t, void *> backwardPack = {
       {kQ, pointer(q)},          {kK, pointer(k)},
       {kV, pointer(v)},          {kOut, pointer(out)},
-      {kGradOut, pointer(dout)}, {kStats, pointer(scratch + p.stats)},
+      {kGradOut, pointer(dout)}, {kStats, pointer(stats)},
       {kGradQ, pointer(dq)},     {kGradK, pointer(dk)},
       {kGradV, pointer(dv)}};
   execute(*p.backward, handle, backwardPack, scratch + p.workspace, stream,

@@ -60,38 +60,44 @@ public:
   CudnnAttention(const CudnnAttention &) = delete;
   CudnnAttention &operator=(const CudnnAttention &) = delete;
 
-  /// Builds the plans of `shape`'s forward, or with `backward` of the
-  /// forward that recomputes the softmax statistics and of the backward.
-  /// Returns the empty string, or cuDNN's reason for refusing the shape
-  /// (then the caller uses its own kernels). Both outcomes are cached: a
-  /// shape is built or refused once.
-  std::string prepare(const AttentionShape &shape, bool backward);
+  /// Builds the plans of `shape`'s forward (with `stats`, one that also
+  /// writes the softmax statistics), or with `backward` of the backward
+  /// (with `stats` given the forward's statistics, otherwise after a
+  /// forward that recomputes them). Returns the empty string, or cuDNN's
+  /// reason for refusing the shape (then the caller uses its own kernels).
+  /// Both outcomes are cached: a shape is built or refused once.
+  std::string prepare(const AttentionShape &shape, bool backward, bool stats);
 
-  /// Scratch a prepared command needs: cuDNN's workspace, and for the
-  /// backward the softmax statistics and the recomputed output.
-  size_t scratchBytes(const AttentionShape &shape, bool backward) const;
+  /// Scratch a prepared command needs: cuDNN's workspace, and for a
+  /// backward that recomputes them the softmax statistics and the
+  /// recomputed output.
+  size_t scratchBytes(const AttentionShape &shape, bool backward,
+                      bool stats) const;
 
-  /// out = softmax(q k^T * scale (+ causal mask)) v, as CudaAttention's.
+  /// out = softmax(q k^T * scale (+ causal mask)) v, and unless `stats` is 0
+  /// the softmax statistics, as CudaAttention's.
   void forward(const AttentionShape &shape, CUdeviceptr q, CUdeviceptr k,
-               CUdeviceptr v, CUdeviceptr out, CUdeviceptr scratch,
-               size_t scratchBytes, CUstream stream) const;
+               CUdeviceptr v, CUdeviceptr out, CUdeviceptr stats,
+               CUdeviceptr scratch, size_t scratchBytes, CUstream stream) const;
 
-  /// dq, dk, dv as CudaAttention's. `scratch` (scratchBytes(shape, true)
-  /// bytes, 256-byte aligned) must not be used by other work until the
-  /// launches finish.
+  /// dq, dk, dv as CudaAttention's, from the forward's `stats` unless 0.
+  /// `scratch` (scratchBytes(shape, true, stats != 0) bytes, 256-byte
+  /// aligned) must not be used by other work until the launches finish.
   void backward(const AttentionShape &shape, CUdeviceptr dout, CUdeviceptr q,
-                CUdeviceptr k, CUdeviceptr v, CUdeviceptr out, CUdeviceptr dq,
-                CUdeviceptr dk, CUdeviceptr dv, CUdeviceptr scratch,
-                size_t scratchBytes, CUstream stream) const;
+                CUdeviceptr k, CUdeviceptr v, CUdeviceptr out,
+                CUdeviceptr stats, CUdeviceptr dq, CUdeviceptr dk,
+                CUdeviceptr dv, CUdeviceptr scratch, size_t scratchBytes,
+                CUstream stream) const;
 
   /// The execution plans of one shape and direction.
   struct Plans;
 
 private:
   /// prepare() for a shape not seen before, `key` naming it.
-  std::string build(const AttentionShape &shape, bool backward,
+  std::string build(const AttentionShape &shape, bool backward, bool stats,
                     const std::string &key);
-  const Plans &plans(const AttentionShape &shape, bool backward) const;
+  const Plans &plans(const AttentionShape &shape, bool backward,
+                     bool stats) const;
 
   const CudaContext &context_;
   /// cudnnHandle_t, kept opaque so that only the source sees cuDNN's
@@ -115,9 +121,12 @@ struct AttentionChoice {
 };
 
 /// `cudnn` is null where cuDNN is not available, for the reason in
-/// `cudnnUnavailable`; `computeMajor` is the device's compute capability.
+/// `cudnnUnavailable`; `computeMajor` is the device's compute capability;
+/// with `stats` the command writes (forward) or reads (backward) the softmax
+/// statistics.
 AttentionChoice chooseAttentionKernels(const AttentionShape &shape,
-                                       bool backward, CudnnAttention *cudnn,
+                                       bool backward, bool stats,
+                                       CudnnAttention *cudnn,
                                        const std::string &cudnnUnavailable,
                                        int computeMajor);
 

@@ -1290,6 +1290,14 @@ func.func @f(%o: tensor<2x16x4x32xf32>, %q: tensor<2x16x4x32xf32>, %k: tensor<2x
 
 // -----
 
+func.func @f(%o: tensor<2x16x4x32xf32>, %q: tensor<2x16x4x32xf32>, %k: tensor<2x16x2x32xf32>, %lse: tensor<2x16x4xf32>) {
+  // expected-error @+1 {{'meg.attention_grad' op expects softmax statistics of type 'tensor<2x4x16xf32>' ([batch, heads, seq_q] f32), got 'tensor<2x16x4xf32>'}}
+  %0:3 = meg.attention_grad %o, %q, %k, %k, %o stats %lse scale 0.125 : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
 func.func @f(%o: tensor<2x16x4x32xf32>, %q: tensor<2x16x4x32xf32>, %k: tensor<2x16x2x32xf32>) {
   // expected-error @+1 {{'meg.attention_grad' op expects a scale > 0 that f32 can hold}}
   %0:3 = meg.attention_grad %o, %q, %k, %k, %o scale -1.0 : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>

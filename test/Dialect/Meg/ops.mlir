@@ -215,6 +215,12 @@ func.func @nn(%table: tensor<128x64xbf16>, %ids: tensor<2x16xi32>,
   // CHECK: meg.attention %{{.*}}, %{{.*}}, %{{.*}} scale 1.000000e+00 : tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>
   %13 = meg.attention %q, %k, %k scale 1.0
       : tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>
+  // The softmax statistics, [batch, heads, seq_q] f32, as a second result.
+  // CHECK: %{{.*}}, %[[LSE:.*]] = meg.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 1.250000e-01 stats : tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x16xf32>
+  %o13, %lse13 = meg.attention %q, %k, %v causal scale 0.125 stats
+      : tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x16xf32>
+  // CHECK-NEXT: meg.reshape %[[LSE]] : tensor<2x4x16xf32> to tensor<128xf32>
+  %lse13r = meg.reshape %lse13 : tensor<2x4x16xf32> to tensor<128xf32>
   // CHECK: meg.gelu %{{.*}} approximate tanh : tensor<2x16x64xf32>
   %14 = meg.gelu %x approximate tanh : tensor<2x16x64xf32>
   // CHECK: meg.gelu %{{.*}} approximate none : tensor<2x16x64xf32>
@@ -256,7 +262,7 @@ func.func @grads(%dy: tensor<2x16x64xf32>, %ids: tensor<2x16xi32>,
                  %v: tensor<2x16x2x16xf32>, %o: tensor<2x16x4x16xf32>,
                  %cos: tensor<20x16xf32>, %sin: tensor<20x16xf32>,
                  %dloss: tensor<f32>, %logits: tensor<2x16x128xf32>,
-                 %labels: tensor<2x16xi32>) {
+                 %labels: tensor<2x16xi32>, %lse: tensor<2x4x16xf32>) {
   // CHECK: meg.embedding_grad %{{.*}}, %{{.*}} : tensor<2x16x64xf32>, tensor<2x16xi32> -> tensor<128x64xf32>
   %0 = meg.embedding_grad %dy, %ids
       : tensor<2x16x64xf32>, tensor<2x16xi32> -> tensor<128x64xf32>
@@ -282,6 +288,10 @@ func.func @grads(%dy: tensor<2x16x64xf32>, %ids: tensor<2x16xi32>,
   %7:3 = meg.attention_grad %o, %q, %k, %v, %o scale 2.5
       : tensor<2x16x4x16xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>,
         tensor<2x16x2x16xf32>
+  // CHECK: meg.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} stats %{{.*}} causal scale 1.250000e-01 : tensor<2x16x4x16xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x16xf32>, tensor<2x4x16xf32>
+  %g7:3 = meg.attention_grad %o, %q, %k, %v, %o stats %lse causal scale 0.125
+      : tensor<2x16x4x16xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>,
+        tensor<2x16x2x16xf32>, tensor<2x4x16xf32>
   // CHECK: meg.softmax_grad %[[DY]], %[[X]] axis 1 : tensor<2x16x64xf32>
   %8 = meg.softmax_grad %dy, %x axis 1 : tensor<2x16x64xf32>
   // CHECK: meg.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} mean : tensor<2x16x128xf32>, tensor<2x16xi32>

@@ -101,6 +101,14 @@ LogicalResult AttentionGradOp::verify() {
   if (inferred.front() != getGrad().getType())
     return emitOpError() << "expects an output gradient of type "
                          << inferred.front() << ", got " << getGrad().getType();
+  if (Value stats = getStats()) {
+    RankedTensorType expected =
+        attentionStatsType(cast<RankedTensorType>(getQuery().getType()));
+    if (stats.getType() != expected)
+      return emitOpError() << "expects softmax statistics of type " << expected
+                           << " ([batch, heads, seq_q] f32), got "
+                           << stats.getType();
+  }
   double scale = getScale().convertToDouble();
   if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max()))
     return emitOpError() << "expects a scale > 0 that f32 can hold, got "

@@ -255,6 +255,12 @@ LogicalResult inferAttentionType(std::optional<Location> loc,
       q.getElementType()));
   return success();
 }
+
+RankedTensorType attentionStatsType(RankedTensorType query) {
+  return RankedTensorType::get(
+      {query.getDimSize(0), query.getDimSize(2), query.getDimSize(1)},
+      Float32Type::get(query.getContext()));
+}
 } // namespace mlir::meg
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
@@ -267,9 +273,14 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
     return inferError(loc, "meg.attention",
                       "expects a scale > 0 that f32 can hold, got " +
                           llvm::formatv("{0:e}", scale).str());
-  return inferAttentionType(loc, "meg.attention", adaptor.getQuery().getType(),
-                            adaptor.getKey().getType(),
-                            adaptor.getValue().getType(), inferred);
+  if (failed(inferAttentionType(
+          loc, "meg.attention", adaptor.getQuery().getType(),
+          adaptor.getKey().getType(), adaptor.getValue().getType(), inferred)))
+    return failure();
+  if (adaptor.getKeepStats())
+    inferred.push_back(attentionStatsType(
+        cast<RankedTensorType>(adaptor.getQuery().getType())));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -95,9 +95,11 @@ Grads RopeOp::buildVJP(OpBuilder &b, ValueRange grads) {
 }
 
 Grads AttentionOp::buildVJP(OpBuilder &b, ValueRange grads) {
-  auto grad = AttentionGradOp::create(b, getLoc(), grads[0], getQuery(),
-                                      getKey(), getValue(), getResult(),
-                                      getCausalAttr(), getScaleAttr());
+  // Without the forward's statistics: meg-keep-attention-stats hands them
+  // over once the backward is complete.
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), grads[0], getQuery(), getKey(), getValue(), getResult(),
+      /*stats=*/Value(), getCausalAttr(), getScaleAttr());
   return SmallVector<Value>{grad.getQueryGrad(), grad.getKeyGrad(),
                             grad.getValueGrad()};
 }

@@ -22,6 +22,9 @@ LogicalResult inferAttentionType(std::optional<Location> loc,
                                  Type keyType, Type valueType,
                                  SmallVectorImpl<Type> &inferred);
 
+/// The softmax statistics of attention over bshd `query`: `[B, H, Sq]` f32.
+RankedTensorType attentionStatsType(RankedTensorType query);
+
 /// Checks that `axis` indexes a dimension of `type`.
 LogicalResult verifyAxis(Operation *op, int64_t axis, Type type);
 

@@ -23,6 +23,10 @@ namespace megrt::attention {
 
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kPosInf = __builtin_huge_valf();
+/// The kernels' softmax runs in base 2; the statistics they exchange with
+/// other backends are natural logarithms: ln(x) = log2(x) * ln(2).
+constexpr float kLn2 = 0.693147180559945309f;
+constexpr float kLog2e = 1.442695040888963407f;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 /// Four floats moved by one 16-byte shared-memory access.
@@ -137,9 +141,11 @@ __device__ __forceinline__ void store4(T *to, const float *values,
 /// One block: 64 queries of head blockIdx.y of batch blockIdx.z, the
 /// (gridDim.x - 1 - blockIdx.x)-th such tile. Walks the keys 64 at a time with
 /// an online softmax (the running maximum and sum of each row, in base 2).
-/// Forward: writes out. kStatistics (the backward's first kernel): skips the
-/// values and writes each row's log2-sum-exp2 and delta = rowsum(dout * out),
-/// and zeros the rows' dq accumulator.
+/// Forward: writes out, and with p.stats each row's log-sum-exp (natural
+/// log). kStatistics (the backward's first kernel): skips the values and
+/// writes each row's log2-sum-exp2 (from p.stats when given, without a pass
+/// over the keys) and delta = rowsum(dout * out), and zeros the rows' dq
+/// accumulator.
 ///
 /// Shared memory (forwardSharedBytes): the Q tile, one tile that holds K and
 /// then V, and the probabilities.
@@ -188,8 +194,10 @@ __device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
   const int dEnd = static_cast<int>((p.headDim + 3) / 4 * 4);
 
   // The tile's last query sees the most keys; later ones are never needed.
-  const int64_t keyEnd =
+  // The backward given the forward's statistics visits none.
+  const int64_t lastKey =
       p.causal ? minOf(maxOf(q0 + rows + offset, 0), p.seqKv) : p.seqKv;
+  const int64_t keyEnd = kStatistics && p.stats ? 0 : lastKey;
 
   float rowMax[4], rowSum[4], acc[4][4 * kChunks];
 #pragma unroll
@@ -298,6 +306,19 @@ __device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
   }
 
   if constexpr (!kStatistics) {
+    // The statistics first, so that the maxima are dead before the stores
+    // of the output; +inf for a query that sees no key, as the backward
+    // expects.
+    if (p.stats && col == 0) {
+      float *stats =
+          reinterpret_cast<float *>(p.stats) + (b * p.heads + h) * p.seqQ + q0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (4 * rowGroup + i < rows)
+          stats[4 * rowGroup + i] =
+              rowSum[i] > 0.0f ? (rowMax[i] + log2f(rowSum[i])) * kLn2
+                               : kPosInf;
+    }
     T *out = reinterpret_cast<T *>(p.out) +
              ((b * p.seqQ + q0) * p.heads + h) * p.valueDim;
     const bool packedOut = packedAccess<T>(p.out, p.valueDim);
@@ -344,7 +365,13 @@ __device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
       if (r < rows && col == 0) {
         // +inf for a query that sees no key: its probabilities
         // exp2(score - lse) are then zero.
-        lse[q0 + r] = rowSum[i] > 0.0f ? rowMax[i] + log2f(rowSum[i]) : kPosInf;
+        if (p.stats)
+          lse[q0 + r] = reinterpret_cast<const float *>(
+                            p.stats)[(b * p.heads + h) * p.seqQ + q0 + r] *
+                        kLog2e;
+        else
+          lse[q0 + r] =
+              rowSum[i] > 0.0f ? rowMax[i] + log2f(rowSum[i]) : kPosInf;
         delta[q0 + r] = dot;
       }
     }

@@ -57,11 +57,13 @@ MEGRT_ATTENTION_HOST_DEVICE constexpr unsigned backwardSharedBytes(int tier) {
 
 /// The one argument of every attention kernel. Addresses are device
 /// pointers; the layout is the bshd one of megrt::AttentionShape. Backward
-/// scratch: lse and delta are [batch][heads][seqQ] f32, dqAccum has dq's
-/// shape in f32.
+/// scratch: lse (base 2) and delta are [batch][heads][seqQ] f32, dqAccum
+/// has dq's shape in f32. stats, when not 0, are the softmax statistics
+/// that the forward writes and the backward reads ([batch][heads][seqQ]
+/// f32 log-sum-exp, natural log).
 struct AttentionParams {
   uint64_t q, k, v, out, dout, dq, dk, dv;
-  uint64_t lse, delta, dqAccum;
+  uint64_t lse, delta, dqAccum, stats;
   int64_t batch, seqQ, seqKv, heads, kvHeads, headDim, valueDim;
   /// The softmax runs in base 2: scores are q . k * scale * log2(e).
   float scale, scaleLog2e;

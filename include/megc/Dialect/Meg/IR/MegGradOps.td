@@ -159,24 +159,32 @@ def Meg_AttentionGradOp : Meg_Op<"attention_grad", [Pure,
   let summary = "Gradients of attention with respect to q, k and v";
   let description = [{
     Flash-attention style backward: takes the output gradient and the
-    forward output and recomputes the probabilities block by block.
+    forward output and recomputes the probabilities block by block. Given
+    the forward's softmax statistics (`stats`, from `meg.attention ...
+    stats`: `[B, H, Sq]` f32 log-sum-exp per query row), it uses them
+    instead of recomputing them in a first pass over the keys.
 
     ```mlir
     %dq, %dk, %dv = meg.attention_grad %do, %q, %k, %v, %o causal scale 0.125
         : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>,
           tensor<2x16x2x32xf32>
+    %dq2, %dk2, %dv2 = meg.attention_grad %do, %q, %k, %v, %o stats %lse
+        causal scale 0.125
+        : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>, tensor<2x16x2x32xf32>,
+          tensor<2x16x2x32xf32>, tensor<2x4x16xf32>
     ```
   }];
   let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$query,
                        Meg_FloatTensor:$key, Meg_FloatTensor:$value,
-                       Meg_FloatTensor:$output, UnitAttr:$causal,
-                       F64Attr:$scale);
+                       Meg_FloatTensor:$output,
+                       Optional<RankedTensorOf<[F32]>>:$stats,
+                       UnitAttr:$causal, F64Attr:$scale);
   let results = (outs Meg_FloatTensor:$query_grad, Meg_FloatTensor:$key_grad,
                       Meg_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $grad `,` $query `,` $key `,` $value `,` $output (`causal` $causal^)?
-    `scale` $scale attr-dict `:` type($grad) `,` type($query) `,` type($key)
-    `,` type($value)
+    $grad `,` $query `,` $key `,` $value `,` $output (`stats` $stats^)?
+    (`causal` $causal^)? `scale` $scale attr-dict `:` type($grad) `,`
+    type($query) `,` type($key) `,` type($value) (`,` type($stats)^)?
   }];
   let hasVerifier = 1;
 }

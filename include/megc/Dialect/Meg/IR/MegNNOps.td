@@ -176,17 +176,30 @@ def Meg_AttentionOp : Meg_Op<"attention", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
     (aligned to the end when Skv > Sq). Lowerings never materialise the
     S x S score matrix on the GPU.
 
+    With `stats` the op also returns the softmax statistics of every query
+    row, `[B, H, Sq]` f32: the natural-log log-sum-exp of the row's scaled
+    (and masked) scores, `+inf` for a row that sees no key. A gradient that
+    is given them (`meg.attention_grad ... stats`) need not recompute them;
+    `meg-keep-attention-stats` asks for them where a gradient reads the
+    output.
+
     ```mlir
     %o = meg.attention %q, %k, %v causal scale 0.125
+        : tensor<2x2048x32x128xbf16>, tensor<2x2048x8x128xbf16>,
+          tensor<2x2048x8x128xbf16>
+    %o2, %lse = meg.attention %q, %k, %v causal scale 0.125 stats
         : tensor<2x2048x32x128xbf16>, tensor<2x2048x8x128xbf16>,
           tensor<2x2048x8x128xbf16>
     ```
   }];
   let arguments = (ins Meg_FloatTensor:$query, Meg_FloatTensor:$key,
-                       Meg_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale);
-  let results = (outs Meg_FloatTensor:$result);
+                       Meg_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
+                       UnitAttr:$keep_stats);
+  let results = (outs Meg_FloatTensor:$result,
+                      Optional<RankedTensorOf<[F32]>>:$stats);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`causal` $causal^)? `scale` $scale attr-dict
+    $query `,` $key `,` $value (`causal` $causal^)? `scale` $scale
+    (`stats` $keep_stats^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
   }];
 }

@@ -496,6 +496,44 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegKeepAttentionStats : Pass<"meg-keep-attention-stats",
+                                 "::mlir::func::FuncOp"> {
+  let summary = "Hands attention's softmax statistics to its gradient";
+  let description = [{
+    The fused attention's backward needs each query row's log-sum-exp of the
+    scores, which its forward computes on the way (the online softmax's
+    running maximum and sum). Without them the backward recomputes them: one
+    more pass over the keys, a product of q and k and its exponentials per
+    block (on cuDNN, a whole second forward).
+
+    For every `meg.attention_grad` whose forward output comes from a
+    `meg.attention` of the same q, k, v, mask and scale, this pass makes the
+    forward return its statistics (`stats`, `[B, H, Sq]` f32: B x H x Sq x 4
+    bytes, kept from the forward to the backward) and passes them to the
+    gradient. A forward recomputed for the backward (`meg-remat`) hands over
+    its own. A gradient whose output comes from elsewhere (a function
+    argument, another graph region) is left alone and still recomputes them.
+    The values computed do not change: the statistics are the ones the
+    backward would compute. Runs after `meg-autodiff` (and `meg-remat`), so
+    that every gradient exists.
+
+    ```mlir
+    // before
+    %o = meg.attention %q, %k, %v causal scale 0.125 : ...
+    ...
+    %dq, %dk, %dv = meg.attention_grad %do, %q, %k, %v, %o causal scale 0.125 : ...
+    // after
+    %o, %lse = meg.attention %q, %k, %v causal scale 0.125 stats : ...
+    ...
+    %dq, %dk, %dv = meg.attention_grad %do, %q, %k, %v, %o stats %lse causal
+        scale 0.125 : ..., tensor<2x8x256xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numKept", "kept", "Attention gradients given the statistics">
+  ];
+}
+
 def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
   let summary = "FSDP / HSDP: shards weights, gradients and optimizer state";
   let description = [{
