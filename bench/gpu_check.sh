@@ -8,7 +8,8 @@
 #
 #   here:  /usr/bin/python3 bench/gpu_prepare.py
 #   there: bash bench/gpu_check.sh   (GPU_CHECK_QUICK=1: tests and cases
-#          only, no PyTorch reference and no benchmarks)
+#          only, no PyTorch reference and no benchmarks; GPU_CHECK_BUILD=1:
+#          build the runtime there rather than use gpu_prepare.py's megc-run)
 set -uo pipefail
 export LD_LIBRARY_PATH=${CUDA_HOME:-/usr/local/cuda}/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")/.."
@@ -25,27 +26,33 @@ echo "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm \
   --format=csv,noheader || echo "nvidia-smi failed"
 
-echo "== build the runtime with CUDA"
 start=$(date +%s)
-if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-         -DMEGRT_BUILD_TESTS=OFF -DMEGRT_CPU_BLAS=OFF -DMEGRT_CUDA=ON \
-         -DCMAKE_DISABLE_FIND_PACKAGE_FlatBuffers=ON \
-         -DMEGRT_FLATC="$check/deps/bin/flatc" \
-         -DMEGRT_FLATBUFFERS_INCLUDE_DIR="$check/deps/include" \
-         -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON \
-         -DMEGRT_NLOHMANN_JSON_INCLUDE_DIR="$check/deps/include" \
-         $( [[ -f $check/deps/nccl/nccl.h ]] && echo "-DMEGRT_NCCL_INCLUDE_DIR=$check/deps/nccl" ) \
-         -DMEGRT_CUDNN=ON -DMEGRT_CUDNN_FRONTEND_INCLUDE_DIR="$check/deps/cudnn_frontend/include" \
-         -DMEGRT_CUDNN_INCLUDE_DIR="$check/deps/cudnn" &&
-       cmake --build "$build" -j "$(nproc)" &&
-       c++ -O2 -std=c++17 tools/megc-run/megc-run.cpp -Iruntime/include \
-         -o "$build/megc-run" "$build/libmegrt.a" -ldl -lpthread; } \
-     >"$out/build.log" 2>&1; then
-  tail -40 "$out/build.log"
-  echo "runtime build FAILED (log: $out/build.log)"
-  exit 1
+if [[ -z ${GPU_CHECK_BUILD:-} && -x $check/deps/bin/megc-run ]]; then
+  echo "== runtime: megc-run built by gpu_prepare.py (GPU_CHECK_BUILD=1 builds it here)"
+  mkdir -p "$build"
+  cp "$check/deps/bin/megc-run" "$build/megc-run"
+else
+  echo "== build the runtime with CUDA"
+  if ! { cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+           -DMEGRT_BUILD_TESTS=OFF -DMEGRT_CPU_BLAS=OFF -DMEGRT_CUDA=ON \
+           -DCMAKE_DISABLE_FIND_PACKAGE_FlatBuffers=ON \
+           -DMEGRT_FLATC="$check/deps/bin/flatc" \
+           -DMEGRT_FLATBUFFERS_INCLUDE_DIR="$check/deps/include" \
+           -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON \
+           -DMEGRT_NLOHMANN_JSON_INCLUDE_DIR="$check/deps/include" \
+           $( [[ -f $check/deps/nccl/nccl.h ]] && echo "-DMEGRT_NCCL_INCLUDE_DIR=$check/deps/nccl" ) \
+           -DMEGRT_CUDNN=ON -DMEGRT_CUDNN_FRONTEND_INCLUDE_DIR="$check/deps/cudnn_frontend/include" \
+           -DMEGRT_CUDNN_INCLUDE_DIR="$check/deps/cudnn" &&
+         cmake --build "$build" -j "$(nproc)" &&
+         c++ -O2 -std=c++17 tools/megc-run/megc-run.cpp -Iruntime/include \
+           -o "$build/megc-run" "$build/libmegrt.a" -ldl -lpthread; } \
+       >"$out/build.log" 2>&1; then
+    tail -40 "$out/build.log"
+    echo "runtime build FAILED (log: $out/build.log)"
+    exit 1
 fi
 echo "built in $(( $(date +%s) - start )) s"
+fi
 
 # NCCL and cuDNN: the toolkit's, or those PyTorch's wheels bring.
 for package in nccl cudnn; do

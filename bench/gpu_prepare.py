@@ -251,6 +251,15 @@ def main():
     for tests in ("megrt-tests", "megrt-comm-tests"):
         shutil.copy(os.path.join(tests_build, "test", tests),
                     os.path.join(out, "deps", "bin"))
+    # megc-run on that same runtime (CUDA, cuDNN, no BLAS), so that the GPU
+    # machine's device time is not spent building it; gpu_check.sh builds
+    # it there instead when GPU_CHECK_BUILD is set.
+    run(["cmake", "--build", tests_build, "--target", "megrt"])
+    run(["g++", "-O2", "-std=c++17",
+         os.path.join(ROOT, "tools", "megc-run", "megc-run.cpp"),
+         "-I", os.path.join(ROOT, "runtime", "include"),
+         "-o", os.path.join(out, "deps", "bin", "megc-run"),
+         os.path.join(tests_build, "libmegrt.a"), "-ldl", "-lpthread"])
 
     rng = np.random.default_rng(0)
     # A case's fifth field, where it has one: more compile flags.
