@@ -30,3 +30,11 @@ ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptx
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# Kernel IR lowered with MLIR's own passes and run on the CPU by mlir-runner,
+# with the runner's printing library (mlir-22-tools and libmlir-22).
+runner = os.path.join(config.llvm_tools_dir, "mlir-runner")
+runner_utils = os.path.join(getattr(config, "llvm_lib_dir", ""), "libmlir_runner_utils.so")
+if os.access(runner, os.X_OK) and os.path.exists(runner_utils):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_runner_utils", runner_utils))

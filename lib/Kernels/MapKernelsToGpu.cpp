@@ -21,6 +21,11 @@
 //   keeping its partial in a register, and the partials meet in a subgroup
 //   reduction (butterfly shuffles) or a block reduction (shuffles, shared
 //   memory and a barrier);
+// - a row's maximum and sum of exponentials reduced together (a
+//   meg.online_softmax nest): as a row reduction, with (maximum, sum)
+//   pairs, the lanes' pairs combined by xor shuffles and, for a block, the
+//   warps' pairs through shared memory, every step the nest's own
+//   rescaling combine;
 // - a reduction across rows (a column reduction's partials, the combine
 //   over the workgroups' partials): a thread per output element, its
 //   reduction serial in loop order, when the tile has an output for every
@@ -36,6 +41,7 @@
 #include "megc/Kernels/Passes.h"
 
 #include "DispatchPlan.h"
+#include "OnlineSoftmax.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -49,6 +55,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/Passes.h"
+
+#include <limits>
 
 namespace megc {
 #define GEN_PASS_DEF_MEGMAPKERNELSTOGPU
@@ -72,8 +80,24 @@ constexpr int64_t kVectorBytes = 16;
 
 /// A block's threads as the loops of its workgroup see them.
 struct BlockThreads {
+  gpu::LaunchOp launch;
   Value thread, lane, warp;
   int64_t threads, warps;
+  /// Shared memory for one (maximum, sum) pair per warp: the warps' maxima,
+  /// then their sums; made on first use.
+  Value pairs;
+
+  Value sharedPairs(Location loc) {
+    if (!pairs) {
+      MLIRContext *context = launch.getContext();
+      auto type = MemRefType::get(
+          {2 * warps}, Float32Type::get(context), MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(
+              context, gpu::GPUDialect::getWorkgroupAddressSpace()));
+      pairs = launch.addWorkgroupAttribution(type, loc);
+    }
+    return pairs;
+  }
 };
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
@@ -150,7 +174,7 @@ std::optional<gpu::AllReduceOperation> reductionOf(Operation *combiner) {
 /// One loop nest of a workgroup, emitted as loops over the block's threads.
 class NestEmitter {
 public:
-  NestEmitter(linalg::LinalgOp nest, const BlockThreads &block)
+  NestEmitter(linalg::LinalgOp nest, BlockThreads &block)
       : nest(nest), block(block), loc(nest.getLoc()),
         extents(nest.getStaticLoopRanges()) {
     SmallVector<utils::IteratorType> iterators = nest.getIteratorTypesArray();
@@ -164,6 +188,11 @@ public:
   void emit(OpBuilder &b) {
     if (reductionDims.empty())
       return emitPointwise(b);
+    if (nest->hasAttr(meg::MegDialect::kOnlineSoftmaxAttrName) &&
+        innermostReductionIsContiguous() &&
+        product(reductionExtents) >= kMinCooperativeRow)
+      return emitOnlineSoftmax(b, /*warpPerRow=*/product(parallelExtents) >=
+                                      block.warps);
     FailureOr<Combiner> combiner = matchCombiner(nest);
     std::optional<gpu::AllReduceOperation> kind;
     if (succeeded(combiner))
@@ -585,8 +614,117 @@ private:
            });
   }
 
+  /// A row's maximum and sum of exponentials (a meg.online_softmax nest:
+  /// outputs 0 and 1) over a warp or a block: each lane folds its elements
+  /// into a pair from (-inf, 0) with the nest's body, the lanes' pairs meet
+  /// in a butterfly of xor shuffles, and, for a block, the warps' pairs in
+  /// shared memory, which the first thread folds in warp order; the first
+  /// lane folds the row's pair into the outputs. Every combine is
+  /// combineSoftmaxStatistics, the nest's own step.
+  void emitOnlineSoftmax(OpBuilder &b, bool warpPerRow) {
+    Value rowStart = warpPerRow ? block.warp : indexConstant(b, loc, 0);
+    int64_t rowStep = warpPerRow ? block.warps : 1;
+    Value laneStart = warpPerRow ? block.lane : block.thread;
+    int64_t laneStep = warpPerRow ? kWarpSize : block.threads;
+    int64_t length = product(reductionExtents);
+    Value shared = warpPerRow ? Value() : block.sharedPairs(loc);
+
+    stride(
+        b, rowStart, product(parallelExtents), rowStep,
+        [&](OpBuilder &b, Value p) {
+          SmallVector<Value> row = delinearize(b, loc, p, parallelExtents);
+          Value negInf = arith::ConstantOp::create(
+              b, loc,
+              b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+          auto lanes = scf::ForOp::create(
+              b, loc, laneStart, indexConstant(b, loc, length),
+              indexConstant(b, loc, laneStep), ValueRange{negInf, zero},
+              [&](OpBuilder &b, Location, Value r, ValueRange pair) {
+                SmallVector<Value> ivs =
+                    merge(row, delinearize(b, loc, r, reductionExtents));
+                scf::YieldOp::create(b, loc, point(b, ivs, pair));
+              });
+          SoftmaxStatistics pair =
+              warpCombine(b, {lanes.getResult(0), lanes.getResult(1)});
+          if (warpPerRow) {
+            onFirstLane(b, laneStart, [&](OpBuilder &then) {
+              foldIntoOutputs(then, row, pair);
+            });
+            return;
+          }
+          Value warpsValue = indexConstant(b, loc, block.warps);
+          onFirstLane(b, block.lane, [&](OpBuilder &then) {
+            memref::StoreOp::create(then, loc, pair.max, shared,
+                                    ValueRange{block.warp});
+            Value sumAt =
+                arith::AddIOp::create(then, loc, block.warp, warpsValue);
+            memref::StoreOp::create(then, loc, pair.sum, shared,
+                                    ValueRange{sumAt});
+          });
+          gpu::BarrierOp::create(b, loc);
+          onFirstLane(b, block.thread, [&](OpBuilder &then) {
+            Value first = indexConstant(then, loc, 0);
+            Value start = memref::LoadOp::create(then, loc, shared, first);
+            Value startSum = memref::LoadOp::create(then, loc, shared,
+                                                    ValueRange{warpsValue});
+            auto warps = scf::ForOp::create(
+                then, loc, indexConstant(then, loc, 1), warpsValue,
+                indexConstant(then, loc, 1), ValueRange{start, startSum},
+                [&](OpBuilder &b, Location, Value w, ValueRange total) {
+                  Value max = memref::LoadOp::create(b, loc, shared, w);
+                  Value sumAt = arith::AddIOp::create(b, loc, w, warpsValue);
+                  Value sum = memref::LoadOp::create(b, loc, shared, sumAt);
+                  SoftmaxStatistics next = combineSoftmaxStatistics(
+                      b, loc, {total[0], total[1]}, {max, sum});
+                  scf::YieldOp::create(b, loc, ValueRange{next.max, next.sum});
+                });
+            foldIntoOutputs(then, row,
+                            {warps.getResult(0), warps.getResult(1)});
+          });
+          // The first thread has read every warp's pair before the next row
+          // writes them.
+          gpu::BarrierOp::create(b, loc);
+        });
+  }
+
+  /// The pairs of a warp's lanes combined, in every lane: xor shuffles at
+  /// distances 1, 2, ..., 16.
+  SoftmaxStatistics warpCombine(OpBuilder &b, SoftmaxStatistics pair) {
+    for (int32_t offset = 1; offset < kWarpSize; offset *= 2) {
+      Value max = gpu::ShuffleOp::create(b, loc, pair.max, offset, kWarpSize,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+      Value sum = gpu::ShuffleOp::create(b, loc, pair.sum, offset, kWarpSize,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+      pair = combineSoftmaxStatistics(b, loc, pair, {max, sum});
+    }
+    return pair;
+  }
+
+  /// body() on the thread whose `index` is zero.
+  void onFirstLane(OpBuilder &b, Value index,
+                   function_ref<void(OpBuilder &)> body) {
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
+                                        indexConstant(b, loc, 0));
+    auto onFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    OpBuilder then = onFirst.getThenBodyBuilder();
+    body(then);
+  }
+
+  /// The row's outputs (maximum, sum) combined with `pair`.
+  void foldIntoOutputs(OpBuilder &b, ArrayRef<Value> row,
+                       SoftmaxStatistics pair) {
+    SmallVector<Value> outIvs = merge(row, zeros(b, reductionDims.size()));
+    SmallVector<Value> current = loadOutputs(b, outIvs);
+    SoftmaxStatistics folded =
+        combineSoftmaxStatistics(b, loc, {current[0], current[1]}, pair);
+    store(b, outIvs, ValueRange{folded.max, folded.sum});
+  }
+
   linalg::LinalgOp nest;
-  const BlockThreads &block;
+  BlockThreads &block;
   Location loc;
   SmallVector<int64_t> extents;
   SmallVector<unsigned> parallelDims, reductionDims;
@@ -670,6 +808,7 @@ private:
 
     b.setInsertionPointToStart(&body);
     BlockThreads block;
+    block.launch = launch;
     block.thread = launch.getThreadIds().x;
     block.threads = threads;
     block.warps = threads / kWarpSize;

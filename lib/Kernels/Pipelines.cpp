@@ -98,6 +98,9 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool fma) {
 }
 
 void buildGpuMappingPipeline(OpPassManager &pm, const CudaArch &arch) {
+  // A softmax's or cross-entropy's row statistics in one read of the row:
+  // the warp and block reductions combine (maximum, sum) pairs.
+  pm.addNestedPass<func::FuncOp>(createMegOnlineSoftmax());
   MegSelectKernelStrategyOptions strategy;
   strategy.target = "cuda";
   strategy.cudaArch = arch.name();

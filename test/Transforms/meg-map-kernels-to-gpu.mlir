@@ -222,6 +222,132 @@ func.func @warp_per_row(%x: memref<64x128xf32>, %m: memref<64xf32>) {
 // -----
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+
+// Online softmax statistics (meg-online-softmax's nest), a warp per row:
+// each lane folds its elements into a (maximum, sum) pair from (-inf, 0)
+// with the nest's body, the pairs meet in xor shuffles at distances 1 to
+// 16 (two per distance, rescaling the sum with one exponential), and lane
+// 0 folds the row's pair into both outputs. No shared memory, no barrier.
+// CHECK-LABEL: func.func @online_softmax_warp_per_row
+// CHECK-DAG: %[[LANE:.*]] = arith.remui %[[TID:.*]], %c32{{(_[0-9]+)?}} : index
+// CHECK-DAG: %[[WARP:.*]] = arith.divui %[[TID]], %c32{{(_[0-9]+)?}} : index
+// CHECK-NOT: workgroup(
+// CHECK: scf.for %{{.*}} = %[[WARP]] to %c16{{(_[0-9]+)?}} step %c8{{(_[0-9]+)?}} {
+// CHECK: %[[P:.*]]:2 = scf.for %{{.*}} = %[[LANE]] to %c512{{(_[0-9]+)?}} step %c32{{(_[0-9]+)?}} iter_args(%{{.*}} = %cst{{(_[0-9]+)?}}, %{{.*}} = %cst{{(_[0-9]+)?}}) -> (f32, f32) {
+// CHECK: math.exp
+// CHECK: scf.yield
+// CHECK: %[[M1:.*]], %{{.*}} = gpu.shuffle xor %[[P]]#0, %c1_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK-NEXT: %[[S1:.*]], %{{.*}} = gpu.shuffle xor %[[P]]#1, %c1_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK-NEXT: arith.maximumf %[[P]]#0, %[[M1]] : f32
+// CHECK: math.exp
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0{{(_[0-9]+)?}}
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[MOUT:[a-z_0-9]+]][
+// CHECK-NEXT: memref.store %{{.*}}, %[[SOUT:[a-z_0-9]+]][
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: gpu.subgroup_reduce
+// CHECK: gpu.terminator
+func.func @online_softmax_warp_per_row(%x: memref<64x512xf32>, %m: memref<64xf32>, %s: memref<64xf32>) {
+  %neg_inf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  scf.forall (%wg) in (4) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 16)>(%wg)
+    %a = memref.subview %x[%row, 0] [16, 512] [1, 1] : memref<64x512xf32> to memref<16x512xf32, strided<[512, 1], offset: ?>>
+    %b = memref.subview %m[%row] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %c = memref.subview %s[%row] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #rows, #rows], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<16x512xf32, strided<[512, 1], offset: ?>>)
+        outs(%b, %c : memref<16xf32, strided<[1], offset: ?>>, memref<16xf32, strided<[1], offset: ?>>)
+        attrs = {meg.online_softmax} {
+    ^bb0(%in: f32, %max: f32, %sum: f32):
+      %big = arith.maximumf %max, %in : f32
+      %small = arith.minimumf %max, %in : f32
+      %empty = arith.cmpf oeq, %big, %neg_inf : f32
+      %diff = arith.subf %small, %big : f32
+      %exp = math.exp %diff : f32
+      %d = arith.select %empty, %zero, %exp : f32
+      %sd = arith.mulf %sum, %d : f32
+      %grows = arith.cmpf ogt, %in, %max : f32
+      %up = arith.addf %sd, %one : f32
+      %same = arith.addf %sum, %d : f32
+      %new = arith.select %grows, %up, %same : f32
+      linalg.yield %big, %new : f32, f32
+    }
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+
+// Online softmax statistics, one row per workgroup: a block per row. After
+// the warps' shuffles, lane 0 of each warp writes its pair to shared memory
+// (the launch's workgroup buffer of 8 maxima and 8 sums), a barrier, the
+// first thread folds the 8 pairs in warp order and then into the outputs,
+// and a second barrier keeps the next row from overwriting the pairs first.
+// CHECK-LABEL: func.func @online_softmax_block_per_row
+// CHECK: gpu.launch {{.*}} workgroup(%[[PAIRS:.*]] : memref<16xf32, #gpu.address_space<workgroup>>)
+// CHECK-DAG: %[[LANE:.*]] = arith.remui %[[TID:[a-z_0-9]+]], %c32{{(_[0-9]+)?}} : index
+// CHECK-DAG: %[[WARP:.*]] = arith.divui %[[TID]], %c32{{(_[0-9]+)?}} : index
+// CHECK: scf.for %{{.*}} = %[[TID]] to %c8192{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} iter_args
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: %[[ONLANE:.*]] = arith.cmpi eq, %[[LANE]], %c0{{(_[0-9]+)?}}
+// CHECK: scf.if %[[ONLANE]] {
+// CHECK-NEXT: memref.store %{{.*}}, %[[PAIRS]][%[[WARP]]]
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %[[WARP]], %c8{{(_[0-9]+)?}}
+// CHECK-NEXT: memref.store %{{.*}}, %[[PAIRS]][%[[AT]]]
+// CHECK: gpu.barrier
+// CHECK: %[[ONFIRST:.*]] = arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}}
+// CHECK: scf.if %[[ONFIRST]] {
+// CHECK: scf.for %[[W:.*]] = %c1{{(_[0-9]+)?}} to %c8{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} iter_args
+// CHECK: memref.load %[[PAIRS]][%[[W]]]
+// CHECK: math.exp
+// CHECK: memref.store
+// CHECK-NEXT: memref.store
+// CHECK: gpu.barrier
+// CHECK: gpu.terminator
+func.func @online_softmax_block_per_row(%x: memref<2x8192xf32>, %m: memref<2xf32>, %s: memref<2xf32>) {
+  %neg_inf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  scf.forall (%wg) in (2) {
+    %a = memref.subview %x[%wg, 0] [1, 8192] [1, 1] : memref<2x8192xf32> to memref<1x8192xf32, strided<[8192, 1], offset: ?>>
+    %b = memref.subview %m[%wg] [1] [1] : memref<2xf32> to memref<1xf32, strided<[1], offset: ?>>
+    %c = memref.subview %s[%wg] [1] [1] : memref<2xf32> to memref<1xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#id, #rows, #rows], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<1x8192xf32, strided<[8192, 1], offset: ?>>)
+        outs(%b, %c : memref<1xf32, strided<[1], offset: ?>>, memref<1xf32, strided<[1], offset: ?>>)
+        attrs = {meg.online_softmax} {
+    ^bb0(%in: f32, %max: f32, %sum: f32):
+      %big = arith.maximumf %max, %in : f32
+      %small = arith.minimumf %max, %in : f32
+      %empty = arith.cmpf oeq, %big, %neg_inf : f32
+      %diff = arith.subf %small, %big : f32
+      %exp = math.exp %diff : f32
+      %d = arith.select %empty, %zero, %exp : f32
+      %sd = arith.mulf %sum, %d : f32
+      %grows = arith.cmpf ogt, %in, %max : f32
+      %up = arith.addf %sd, %one : f32
+      %same = arith.addf %sum, %d : f32
+      %new = arith.select %grows, %up, %same : f32
+      linalg.yield %big, %new : f32, f32
+    }
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
 #cols = affine_map<(d0, d1) -> (d1)>
 #partial = affine_map<(d0, d1) -> (d0, d1)>
 #swap = affine_map<(d0, d1) -> (d1, d0)>

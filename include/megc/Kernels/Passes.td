@@ -118,6 +118,55 @@ def MegForwardResults : Pass<"meg-forward-results", "::mlir::ModuleOp"> {
   }];
 }
 
+def MegOnlineSoftmax : Pass<"meg-online-softmax", "::mlir::func::FuncOp"> {
+  let summary = "Reduces a row's maximum and sum of exponentials in one pass";
+  let description = [{
+    On bufferized kernels, for the GPU: a reduction of an input's maximum
+    into `m` followed by the sum of `exp(x - m)` over the same input and
+    iteration space into `s` (zero-filled between them), the statistics of
+    a softmax or a cross-entropy, becomes one `linalg.generic` with both
+    outputs, marked `meg.online_softmax`. Its body folds each element into
+    the pair with one exponential, rescaling the sum when the maximum
+    grows:
+
+        d = exp(min(m, x) - max(m, x))    (0 while the maximum is -inf)
+        s = x > m ? s * d + 1 : s + d
+        m = max(m, x)
+
+    so the input is read once instead of twice. The result is the same up
+    to rounding (the terms are summed at different scales).
+    `meg-map-kernels-to-gpu` splits such a row over a warp or a block and
+    combines the threads' pairs with the same rescaling. Nests of another
+    form are left alone.
+
+    ```mlir
+    // before
+    linalg.fill ins(%neg_inf : f32) outs(%m : memref<4xf32>)
+    linalg.generic {...} ins(%x : memref<4x1024xf32>) outs(%m : memref<4xf32>) {
+      %0 = arith.maximumf %out, %in : f32 ...
+    }
+    linalg.fill ins(%zero : f32) outs(%s : memref<4xf32>)
+    linalg.generic {...} ins(%x, %m : ...) outs(%s : memref<4xf32>) {
+      %0 = arith.subf %in, %in_m : f32
+      %1 = math.exp %0 : f32
+      %2 = arith.addf %out, %1 : f32 ...
+    }
+    // after
+    linalg.fill ins(%neg_inf : f32) outs(%m : memref<4xf32>)
+    linalg.fill ins(%zero : f32) outs(%s : memref<4xf32>)
+    linalg.generic {...} ins(%x : memref<4x1024xf32>)
+        outs(%m, %s : memref<4xf32>, memref<4xf32>) {...}
+        {meg.online_softmax}
+    ```
+  }];
+  let statistics = [
+    Statistic<"merged", "merged", "Pairs of reductions made one">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def MegSelectKernelStrategy
     : Pass<"meg-select-kernel-strategy", "::mlir::ModuleOp"> {
   let summary = "Classifies every kernel and records its strategy";
@@ -360,6 +409,14 @@ def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
       partial in a register from the combiner's neutral element; the
       partials meet in a `gpu.subgroup_reduce` (warp) or `gpu.all_reduce`
       (block), and the first lane folds the total into the output;
+    - a `meg.online_softmax` nest (a row's maximum and sum of
+      exponentials, see `meg-online-softmax`) as a row reduction of
+      (maximum, sum) pairs from (-inf, 0): the lanes' pairs meet in xor
+      `gpu.shuffle`s of both at distances 1 to 16; for a block, lane 0 of
+      each warp writes its pair to a workgroup buffer of the launch, and
+      after a barrier the first thread folds the warps' pairs in warp
+      order and then into the outputs (a second barrier before the next
+      row). Each combine is the nest's own rescaling step;
     - a reduction across rows (the per-workgroup partials of a column
       reduction, the combine over them): a thread per output element, its
       reduction serial in loop order, the output in a register, when the

@@ -1777,6 +1777,28 @@ module attributes {meg.kernel_strategy = #meg.kernel_strategy<serial, domain = [
 
 // -----
 
+// expected-error @+1 {{'meg.online_softmax' is a unit attribute of a linalg.generic reducing into two outputs (a maximum and a sum of exponentials)}}
+func.func @online_softmax_on_a_function() attributes {meg.online_softmax} {
+  return
+}
+
+// -----
+
+#row = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func @online_softmax_one_output(%x: memref<4x64xf32>, %m: memref<4xf32>) {
+  // expected-error @+1 {{'meg.online_softmax' is a unit attribute of a linalg.generic reducing into two outputs}}
+  linalg.generic {indexing_maps = [#row, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x64xf32>) outs(%m : memref<4xf32>) attrs = {meg.online_softmax} {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %out, %in : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'meg.in_place' names argument 1 of a function with 1 arguments}}
 func.func @in_place_range(%x: memref<4xf32>) attributes {meg.in_place = array<i64: 1>} {
   return

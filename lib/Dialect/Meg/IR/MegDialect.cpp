@@ -7,6 +7,7 @@
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
 
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
@@ -182,6 +183,17 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
   if (name == kRecomputedAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' is a unit attribute";
+    return success();
+  }
+  if (name == kOnlineSoftmaxAttrName) {
+    auto nest = dyn_cast<DestinationStyleOpInterface>(op);
+    if (!isa<UnitAttr>(attr.getValue()) || !nest ||
+        op->getName().getStringRef() != "linalg.generic" ||
+        nest.getNumDpsInits() != 2)
+      return op->emitError() << "'" << name
+                             << "' is a unit attribute of a linalg.generic "
+                                "reducing into two outputs (a maximum and a "
+                                "sum of exponentials)";
     return success();
   }
   return op->emitError() << "unknown meg attribute '" << name << "'";

@@ -81,6 +81,11 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLossChunkAttrName = "meg.loss_chunk";
     /// On an op: a recomputation meg-remat inserted in the backward.
     static constexpr ::llvm::StringLiteral kRecomputedAttrName = "meg.recomputed";
+    /// On a linalg.generic of a kernel (meg-online-softmax): its two
+    /// outputs are a row's running maximum and its sum of exponentials
+    /// relative to that maximum, reduced in one pass; a GPU mapping combines
+    /// the pairs of its threads with the same rescaling.
+    static constexpr ::llvm::StringLiteral kOnlineSoftmaxAttrName = "meg.online_softmax";
 
   private:
     void registerAttributes();
