@@ -24,7 +24,9 @@ HostMemory hostMemory() { return {liveBytes.load(), peakBytes.load()}; }
 
 void resetPeakHostMemory() { peakBytes.store(liveBytes.load()); }
 
-AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
+AlignedBuffer::AlignedBuffer(size_t size) : AlignedBuffer(size, 0) {}
+
+AlignedBuffer::AlignedBuffer(size_t size, size_t zeroFrom) : size_(size) {
   // Never empty, so data() is a valid pointer even for zero-sized tensors
   // (memcpy and kernels must not see nullptr).
   size_t rounded =
@@ -36,14 +38,14 @@ AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
   void *ptr = std::aligned_alloc(kBufferAlignment, rounded);
   if (!ptr)
     fail("cannot allocate ", size, " bytes");
-  std::memset(ptr, 0, rounded);
+  std::memset(static_cast<uint8_t *>(ptr) + zeroFrom, 0, rounded - zeroFrom);
   data_ = std::unique_ptr<uint8_t, Free>(static_cast<uint8_t *>(ptr),
                                          Free{rounded});
   allocated(rounded);
 }
 
 AlignedBuffer::AlignedBuffer(const AlignedBuffer &other)
-    : AlignedBuffer(other.size_) {
+    : AlignedBuffer(other.size_, other.data_ ? other.size_ : 0) {
   if (other.data_)
     std::memcpy(data_.get(), other.data_.get(), size_);
 }

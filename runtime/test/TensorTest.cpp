@@ -1,6 +1,7 @@
 // Tensor construction, typed access and the checks on both.
-#include "megrt/Tensor.h"
+#include "megrt/AlignedBuffer.h"
 #include "megrt/Error.h"
+#include "megrt/Tensor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -49,6 +50,32 @@ TEST(Tensor, CopiesAreDeep) {
   EXPECT_NE(a, b);
   b = a;
   EXPECT_EQ(a, b);
+}
+
+// A copy allocates without zeroing what it copies over: every byte of the
+// source arrives, at a 64-byte boundary, for sizes that fill the last cache
+// line or do not, and for empty buffers.
+TEST(AlignedBuffer, CopiesKeepEveryByte) {
+  for (size_t size : {size_t(1000), size_t(1024), size_t(1), size_t(0)}) {
+    AlignedBuffer source(size);
+    for (size_t i = 0; i < size; ++i)
+      source.data()[i] = static_cast<uint8_t>(i * 37 + 11);
+    AlignedBuffer copy(source);
+    ASSERT_EQ(copy.size(), size);
+    ASSERT_NE(copy.data(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data()) % kBufferAlignment, 0u);
+    for (size_t i = 0; i < size; ++i)
+      ASSERT_EQ(copy.data()[i], source.data()[i]) << "byte " << i;
+    AlignedBuffer assigned;
+    assigned = source;
+    ASSERT_EQ(assigned.size(), size);
+    for (size_t i = 0; i < size; ++i)
+      ASSERT_EQ(assigned.data()[i], source.data()[i]) << "byte " << i;
+  }
+  AlignedBuffer none;
+  AlignedBuffer copy(none);
+  EXPECT_EQ(copy.size(), 0u);
+  EXPECT_NE(copy.data(), nullptr);
 }
 
 TEST(Tensor, FromFloatsRoundsToTheDType) {

@@ -27,6 +27,10 @@ public:
   size_t size() const { return size_; }
 
 private:
+  /// Allocates `size` bytes and zeroes only those from `zeroFrom` to the
+  /// end of the allocation: a copy overwrites the rest at once.
+  AlignedBuffer(size_t size, size_t zeroFrom);
+
   /// Frees and uncounts the `bytes` it was allocated with.
   struct Free {
     Free() noexcept : bytes(0) {}
