@@ -47,6 +47,15 @@ std::optional<int> cudaOrdinal(const std::string &name,
 } // namespace
 
 // Declared in megrt/Session.h; defined here with the devices it lists.
+void prepareOutputs(const std::vector<TensorSpec> &specs,
+                    std::vector<Tensor> &outputs) {
+  outputs.resize(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (outputs[i].dtype() != specs[i].dtype ||
+        outputs[i].shape() != specs[i].shape)
+      outputs[i] = Tensor(specs[i].dtype, specs[i].shape);
+}
+
 std::vector<std::string> supportedDevices() {
 #if MEGRT_WITH_CUDA
   return {"cpu", "cuda"};

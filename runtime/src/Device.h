@@ -42,9 +42,11 @@ public:
   virtual ~Device() = default;
 
   /// Runs entry `index` of the program; `inputs` match the entry's inputs
-  /// (in order, dtype and shape checked). Returns its outputs in order.
-  virtual std::vector<Tensor>
-  run(size_t index, const std::vector<const Tensor *> &inputs) = 0;
+  /// (in order, dtype and shape checked). Writes its outputs, in order,
+  /// into `outputs` (see prepareOutputs): a tensor there from an earlier
+  /// run keeps its storage.
+  virtual void run(size_t index, const std::vector<const Tensor *> &inputs,
+                   std::vector<Tensor> &outputs) = 0;
 
   /// The host tensor of parameter `index` was overwritten.
   virtual void parameterWritten(size_t index) = 0;
@@ -52,6 +54,12 @@ public:
   /// date with the device's copy.
   virtual void parameterRead(size_t index) = 0;
 };
+
+/// Makes `outputs` one tensor per spec, of its dtype and shape: a tensor
+/// already in place with both keeps its storage (its values are about to be
+/// overwritten), any other is replaced by a new one.
+void prepareOutputs(const std::vector<TensorSpec> &specs,
+                    std::vector<Tensor> &outputs);
 
 /// Creates the device named `name` ("cpu", "cuda" or "cuda:N"; "cuda" is
 /// the CUDA device of the rank's local rank in a world of more than one

@@ -789,6 +789,18 @@ void checkIndices(const Tensor &tensor, const TensorSpec &input,
 std::map<std::string, Tensor>
 Session::run(std::string_view entryName,
              const std::map<std::string, Tensor> &inputs) {
+  std::map<std::string, Tensor> results;
+  run(entryName, inputs, results);
+  return results;
+}
+
+void Session::run(std::string_view entryName,
+                  const std::map<std::string, Tensor> &inputs,
+                  std::map<std::string, Tensor> &results) {
+  // Earlier results lend their storage; `results` stays empty until this
+  // run succeeds.
+  std::map<std::string, Tensor> previous;
+  previous.swap(results);
   const Program &program = impl_->program;
   const EntrySpec *spec = program.findEntry(entryName);
   if (!spec)
@@ -837,12 +849,15 @@ Session::run(std::string_view entryName,
   }
   size_t entryIndex = spec - program.entries().data();
   impl_->applyLrSchedule(entryIndex);
-  std::vector<Tensor> outputs = impl_->device->run(entryIndex, ordered);
-
-  std::map<std::string, Tensor> results;
+  // The storage of earlier results, where the device can write into it.
+  std::vector<Tensor> outputs(spec->outputs.size());
+  for (size_t i = 0; i < spec->outputs.size(); ++i)
+    if (auto found = previous.find(spec->outputs[i].name);
+        found != previous.end())
+      outputs[i] = std::move(found->second);
+  impl_->device->run(entryIndex, ordered, outputs);
   for (size_t i = 0; i < spec->outputs.size(); ++i)
     results.emplace(spec->outputs[i].name, std::move(outputs[i]));
-  return results;
 }
 
 std::optional<double> Session::learningRate() const {

@@ -84,6 +84,32 @@ TEST(SessionRun, EntriesAreIndependent) {
   EXPECT_EQ(session.run("identity", {{"x", x}}).at("y"), x);
 }
 
+// Running into one map: a result of the right dtype and shape is written
+// in place (same storage, same values as a plain run); one of another shape
+// is replaced, a name the entry does not produce removed, and a failed run
+// leaves the map empty.
+TEST(SessionRun, RunIntoKeepsTheOutputsStorage) {
+  Session session = linearSession();
+  Tensor x = input({2, 4}, 4), other = input({2, 4}, 5);
+  std::map<std::string, Tensor> outputs;
+  session.run("identity", {{"x", x}}, outputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs.at("y"), x);
+  const uint8_t *storage = outputs.at("y").data();
+  session.run("identity", {{"x", other}}, outputs);
+  EXPECT_EQ(outputs.at("y").data(), storage);
+  EXPECT_EQ(outputs.at("y"), session.run("identity", {{"x", other}}).at("y"));
+
+  outputs.at("y") = Tensor(DType::F32, {3});
+  outputs.emplace("stale", Tensor(DType::F32, {1}));
+  session.run("forward", {{"x", x}}, outputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs.at("y"), session.run("forward", {{"x", x}}).at("y"));
+
+  EXPECT_THROW(session.run("forward", {}, outputs), Error);
+  EXPECT_TRUE(outputs.empty());
+}
+
 TEST(SessionRun, UnknownEntryListsTheEntries) {
   Session session = linearSession();
   EXPECT_EQ(runError(session, "backward", {}),

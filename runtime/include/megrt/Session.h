@@ -163,6 +163,14 @@ public:
   /// every output (this rank's values).
   std::map<std::string, Tensor>
   run(std::string_view entry, const std::map<std::string, Tensor> &inputs);
+  /// Runs one entry as run() above does, into `outputs`: a tensor that
+  /// `outputs` holds under an output's name, with its dtype and shape, is
+  /// overwritten in place, so that a loop running an entry again and again
+  /// into one map allocates no output storage after its first run. Other
+  /// tensors there are replaced, or removed when the entry has no output of
+  /// their name. After an error `outputs` is empty.
+  void run(std::string_view entry, const std::map<std::string, Tensor> &inputs,
+           std::map<std::string, Tensor> &outputs);
 
   /// The learning rate the last run of a training step used, from the
   /// artifact's schedule (Program::lrSchedule); nullopt before such a run

@@ -21,8 +21,8 @@ CpuDevice::CpuDevice(const Program &program, std::vector<Tensor> &parameters,
     groups_ = connectGroups(program, *options.world, comm::MemorySpace::Host);
 }
 
-std::vector<Tensor> CpuDevice::run(size_t index,
-                                   const std::vector<const Tensor *> &inputs) {
+void CpuDevice::run(size_t index, const std::vector<const Tensor *> &inputs,
+                    std::vector<Tensor> &outputs) {
   std::unique_ptr<CpuEntry> &entry = entries_[index];
   if (!entry) {
     const fb::Program &program = flatbufferOf(program_);
@@ -38,7 +38,10 @@ std::vector<Tensor> CpuDevice::run(size_t index,
   for (Tensor &output : entry->outputs())
     std::memset(output.data(), 0, output.sizeBytes());
   entry->execute();
-  return entry->outputs();
+  prepareOutputs(program_.entries()[index].outputs, outputs);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    std::memcpy(outputs[i].data(), entry->outputs()[i].data(),
+                outputs[i].sizeBytes());
 }
 
 } // namespace megrt

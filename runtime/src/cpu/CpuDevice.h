@@ -22,8 +22,8 @@ public:
   CpuDevice(const Program &program, std::vector<Tensor> &parameters,
             const DeviceOptions &options);
 
-  std::vector<Tensor> run(size_t index,
-                          const std::vector<const Tensor *> &inputs) override;
+  void run(size_t index, const std::vector<const Tensor *> &inputs,
+           std::vector<Tensor> &outputs) override;
   // Kernels use the host tensors themselves: nothing to mirror.
   void parameterWritten(size_t) override {}
   void parameterRead(size_t) override {}

@@ -194,8 +194,8 @@ CudaEntry &CudaDevice::prepare(size_t index) {
   return *entry;
 }
 
-std::vector<Tensor> CudaDevice::run(size_t index,
-                                    const std::vector<const Tensor *> &inputs) {
+void CudaDevice::run(size_t index, const std::vector<const Tensor *> &inputs,
+                     std::vector<Tensor> &outputs) {
   context_.makeCurrent();
   const EntrySpec &spec = program_.entries()[index];
   std::string where =
@@ -203,7 +203,7 @@ std::vector<Tensor> CudaDevice::run(size_t index,
   const CudaDriver &driver = cudaDriver();
   CUstream stream = context_.stream();
   CudaEntry &entry = prepare(index);
-  std::vector<Tensor> outputs;
+  prepareOutputs(spec.outputs, outputs);
   try {
     uploadParameters();
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -236,8 +236,7 @@ std::vector<Tensor> CudaDevice::run(size_t index,
       entry.collectTrace(*options_.trace, *traceOrigin_);
 
     for (size_t i = 0; i < spec.outputs.size(); ++i) {
-      Tensor &output =
-          outputs.emplace_back(spec.outputs[i].dtype, spec.outputs[i].shape);
+      Tensor &output = outputs[i];
       if (output.sizeBytes() > 0)
         checkCuda(driver.cuMemcpyDtoHAsync(output.data(),
                                            entry.outputs()[i].get(),
@@ -252,7 +251,6 @@ std::vector<Tensor> CudaDevice::run(size_t index,
     context_.synchronizeQuietly();
     throw;
   }
-  return outputs;
 }
 
 } // namespace megrt

@@ -32,8 +32,8 @@ public:
              std::vector<Tensor> &parameters, const DeviceOptions &options);
   ~CudaDevice() override;
 
-  std::vector<Tensor> run(size_t index,
-                          const std::vector<const Tensor *> &inputs) override;
+  void run(size_t index, const std::vector<const Tensor *> &inputs,
+           std::vector<Tensor> &outputs) override;
   void parameterWritten(size_t index) override;
   void parameterRead(size_t index) override;
 
