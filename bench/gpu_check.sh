@@ -9,7 +9,10 @@
 #   here:  /usr/bin/python3 bench/gpu_prepare.py
 #   there: bash bench/gpu_check.sh   (GPU_CHECK_QUICK=1: tests and cases
 #          only, no PyTorch reference and no benchmarks; GPU_CHECK_BUILD=1:
-#          build the runtime there rather than use gpu_prepare.py's megc-run)
+#          build the runtime there rather than use gpu_prepare.py's megc-run;
+#          GPU_CHECK_SECONDS=N: the whole check's time, default 500)
+#   one device call: timeout_s 560, carry .gpucheck, command
+#          bash bench/gpu_check.sh   (logs come back as $OUT/logs.tar.gz)
 set -uo pipefail
 export LD_LIBRARY_PATH=${CUDA_HOME:-/usr/local/cuda}/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")/.."
@@ -20,6 +23,25 @@ check=$root/.gpucheck
 out=/tmp/megc-gpucheck
 build=/tmp/megrt-cuda-build
 mkdir -p "$out"
+
+# The whole check ends within GPU_CHECK_SECONDS (default 500, inside one
+# device call's 600): each part runs for at most its own limit or what is
+# left, and a part with under 10 s left is skipped and says so. The logs are
+# packed into $OUT however the script ends.
+deadline=$(( $(date +%s) + ${GPU_CHECK_SECONDS:-500} ))
+within() {  # within SECONDS COMMAND...: COMMAND for SECONDS or what is left
+  local cap=$1 left=$(( deadline - $(date +%s) ))
+  shift
+  if (( left < 10 )); then
+    echo "skipped (the check's ${GPU_CHECK_SECONDS:-500} s are spent): $*" >&2
+    return 124
+  fi
+  timeout $(( cap < left ? cap : left )) "$@"
+}
+pack() {
+  [[ -n ${OUT:-} ]] && tar -czf "$OUT/logs.tar.gz" -C "$out" . && echo "logs: \$OUT/logs.tar.gz"
+}
+trap pack EXIT
 [[ -d $check/cases ]] || { echo "no $check/cases: run bench/gpu_prepare.py first" >&2; exit 1; }
 
 echo "== device"
@@ -61,7 +83,7 @@ for package in nccl cudnn; do
 done
 
 echo "== runtime CUDA tests (GoogleTest, built by gpu_prepare.py)"
-timeout 180 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*:Cudnn*:EmbeddingGrad*:DataParallel*' \
+within 180 "$check/deps/bin/megrt-tests" --gtest_filter='Cuda*:Cubin*:*/cuda:Attention*:Cudnn*:EmbeddingGrad*:DataParallel*' \
   >"$out/gtest.log" 2>&1
 echo "megrt-tests exit status $? ($(grep -c '^\[       OK' "$out/gtest.log") ok," \
   "$(grep -c '^\[  FAILED' "$out/gtest.log") failed lines)"
@@ -72,14 +94,14 @@ grep -E '^\[ timing' "$out/gtest.log"
 grep -c 'runs on megrt.s kernels' "$out/gtest.log" | sed 's/^/attention cases cuDNN refused: /'
 
 echo "== NCCL groups (single rank)"
-timeout 120 "$check/deps/bin/megrt-comm-tests" --gtest_filter='Nccl*' \
+within 120 "$check/deps/bin/megrt-comm-tests" --gtest_filter='Nccl*' \
   >"$out/nccl.log" 2>&1
 echo "megrt-comm-tests (Nccl*) exit status $? ($(grep -c '^\[       OK' "$out/nccl.log") ok," \
   "$(grep -c '^\[  FAILED' "$out/nccl.log") failed, $(grep -c '^\[  SKIPPED' "$out/nccl.log") skipped lines)"
 grep -E '^\[  FAILED|Failure|error|SKIPPED' "$out/nccl.log" | head -10
 
 echo "== device copy bandwidth (PyTorch, for reference)"
-timeout 120 python3 - <<'EOF' 2>&1 | tee "$out/bandwidth.txt"
+within 120 python3 - <<'EOF' 2>&1 | tee "$out/bandwidth.txt"
 import torch
 x = torch.empty(2**30 // 4, device="cuda")
 y = torch.empty_like(x)
@@ -97,28 +119,24 @@ print(f"copy: {2 * x.numel() * 4 / seconds / 1e12:.2f} TB/s (read + write)")
 EOF
 
 echo "== cases (megc-run --device cuda against the CPU runtime)"
-timeout 420 python3 bench/gpu_compare.py --megc-run "$build/megc-run" \
+within 420 python3 bench/gpu_compare.py --megc-run "$build/megc-run" \
   --cases "$check/cases" --out "$out"
 status=$?
 
 if [[ -n ${GPU_CHECK_QUICK:-} ]]; then
-  [[ -n ${OUT:-} ]] && tar -czf "$OUT/logs.tar.gz" -C "$out" .
   echo "gpu check (quick) exit status $status"
   exit $status
 fi
 
 echo "== PyTorch reference (transformers LlamaForCausalLM, float64 autograd and AdamW)"
-timeout 180 python3 bench/torch_reference.py --cases "$check/cases" || status=1
+within 180 python3 bench/torch_reference.py --cases "$check/cases" || status=1
 
 echo "== benchmarks"
-timeout 300 python3 bench/gpu_bench.py --megc-run "$build/megc-run" --out "$out" || status=1
+within 300 python3 bench/gpu_bench.py --megc-run "$build/megc-run" --out "$out" || status=1
 
 echo "== CPU training step against PyTorch CPU eager (this machine's cores)"
 gunzip -c "$check/bench/megc-run-cpu.gz" >"$build/megc-run-cpu" &&
   chmod +x "$build/megc-run-cpu" &&
-  timeout 240 python3 bench/cpu_train_bench.py --megc-run "$build/megc-run-cpu" || status=1
-if [[ -n ${OUT:-} ]]; then
-  tar -czf "$OUT/logs.tar.gz" -C "$out" . && echo "logs: \$OUT/logs.tar.gz"
-fi
+  within 240 python3 bench/cpu_train_bench.py --megc-run "$build/megc-run-cpu" || status=1
 echo "gpu check exit status $status"
 exit $status
