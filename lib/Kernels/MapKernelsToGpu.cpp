@@ -556,62 +556,82 @@ private:
     });
   }
 
+  /// How rows are shared out: a warp per row (warp w takes rows w, w + W,
+  /// ...; its lanes stride over the row by 32) or a block per row (every
+  /// row in turn; the threads stride over it by the block's size).
+  struct RowSplit {
+    Value rowStart, laneStart;
+    int64_t rowStep, laneStep;
+  };
+
+  RowSplit rowSplit(OpBuilder &b, bool warpPerRow) {
+    if (warpPerRow)
+      return {block.warp, block.lane, block.warps, kWarpSize};
+    return {indexConstant(b, loc, 0), block.thread, 1, block.threads};
+  }
+
+  /// body(row indices) for each of this warp's or block's rows.
+  void eachRow(OpBuilder &b, const RowSplit &split,
+               function_ref<void(OpBuilder &, ArrayRef<Value>)> body) {
+    stride(b, split.rowStart, product(parallelExtents), split.rowStep,
+           [&](OpBuilder &b, Value p) {
+             body(b, delinearize(b, loc, p, parallelExtents));
+           });
+  }
+
+  /// A lane's part of `row`: the nest's body over the lane's iterations of
+  /// the reduction, its outputs carried from `initial`; their final values.
+  SmallVector<Value> laneLoop(OpBuilder &b, const RowSplit &split,
+                              ArrayRef<Value> row, ValueRange initial) {
+    auto lanes = scf::ForOp::create(
+        b, loc, split.laneStart,
+        indexConstant(b, loc, product(reductionExtents)),
+        indexConstant(b, loc, split.laneStep), initial,
+        [&](OpBuilder &b, Location, Value r, ValueRange partial) {
+          SmallVector<Value> ivs =
+              merge(row, delinearize(b, loc, r, reductionExtents));
+          scf::YieldOp::create(b, loc, point(b, ivs, partial));
+        });
+    return SmallVector<Value>(lanes.getResults());
+  }
+
   /// Rows reduced by a warp or a block each: the lanes stride over the row
   /// from the reduction's neutral element, their partials are combined by
   /// a subgroup or block reduction, and the first lane folds the total
   /// into the output's value.
   void emitCooperative(OpBuilder &b, const Combiner &combiner,
                        gpu::AllReduceOperation kind, bool warpPerRow) {
-    Value rowStart = warpPerRow ? block.warp : indexConstant(b, loc, 0);
-    int64_t rowStep = warpPerRow ? block.warps : 1;
-    Value laneStart = warpPerRow ? block.lane : block.thread;
-    int64_t laneStep = warpPerRow ? kWarpSize : block.threads;
-    int64_t length = product(reductionExtents);
+    RowSplit split = rowSplit(b, warpPerRow);
     BlockArgument output =
         nest.getMatchingBlockArgument(nest.getDpsInitOperand(0));
 
-    stride(b, rowStart, product(parallelExtents), rowStep,
-           [&](OpBuilder &b, Value p) {
-             SmallVector<Value> row = delinearize(b, loc, p, parallelExtents);
-             Value neutral =
-                 arith::ConstantOp::create(b, loc, combiner.neutral);
-             auto lanes = scf::ForOp::create(
-                 b, loc, laneStart, indexConstant(b, loc, length),
-                 indexConstant(b, loc, laneStep), ValueRange{neutral},
-                 [&](OpBuilder &b, Location, Value r, ValueRange partial) {
-                   SmallVector<Value> ivs =
-                       merge(row, delinearize(b, loc, r, reductionExtents));
-                   scf::YieldOp::create(b, loc, point(b, ivs, partial));
-                 });
-             Value partial = lanes.getResult(0);
-             Value total;
-             if (warpPerRow) {
-               total = gpu::SubgroupReduceOp::create(b, loc, partial, kind,
-                                                     /*uniform=*/true);
-             } else {
-               total = gpu::AllReduceOp::create(
-                   b, loc, partial,
-                   gpu::AllReduceOperationAttr::get(b.getContext(), kind),
-                   b.getUnitAttr());
-               // Every thread has read the total from the reduction's
-               // shared buffer before the next row writes it.
-               gpu::BarrierOp::create(b, loc);
-             }
-             Value first =
-                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       laneStart, indexConstant(b, loc, 0));
-             auto onFirst = scf::IfOp::create(b, loc, first,
-                                              /*withElseRegion=*/false);
-             OpBuilder then = onFirst.getThenBodyBuilder();
-             SmallVector<Value> outIvs =
-                 merge(row, zeros(then, reductionDims.size()));
-             Value current = loadOutputs(then, outIvs).front();
-             IRMapping fold;
-             for (Value operand : combiner.op->getOperands())
-               fold.map(operand, operand == output ? current : total);
-             Value folded = then.clone(*combiner.op, fold)->getResult(0);
-             store(then, outIvs, folded);
-           });
+    eachRow(b, split, [&](OpBuilder &b, ArrayRef<Value> row) {
+      Value neutral = arith::ConstantOp::create(b, loc, combiner.neutral);
+      Value partial = laneLoop(b, split, row, ValueRange{neutral}).front();
+      Value total;
+      if (warpPerRow) {
+        total = gpu::SubgroupReduceOp::create(b, loc, partial, kind,
+                                              /*uniform=*/true);
+      } else {
+        total = gpu::AllReduceOp::create(
+            b, loc, partial,
+            gpu::AllReduceOperationAttr::get(b.getContext(), kind),
+            b.getUnitAttr());
+        // Every thread has read the total from the reduction's
+        // shared buffer before the next row writes it.
+        gpu::BarrierOp::create(b, loc);
+      }
+      onFirstLane(b, split.laneStart, [&](OpBuilder &then) {
+        SmallVector<Value> outIvs =
+            merge(row, zeros(then, reductionDims.size()));
+        Value current = loadOutputs(then, outIvs).front();
+        IRMapping fold;
+        for (Value operand : combiner.op->getOperands())
+          fold.map(operand, operand == output ? current : total);
+        Value folded = then.clone(*combiner.op, fold)->getResult(0);
+        store(then, outIvs, folded);
+      });
+    });
   }
 
   /// A row's maximum and sum of exponentials (a meg.online_softmax nest:
@@ -622,33 +642,20 @@ private:
   /// lane folds the row's pair into the outputs. Every combine is
   /// combineSoftmaxStatistics, the nest's own step.
   void emitOnlineSoftmax(OpBuilder &b, bool warpPerRow) {
-    Value rowStart = warpPerRow ? block.warp : indexConstant(b, loc, 0);
-    int64_t rowStep = warpPerRow ? block.warps : 1;
-    Value laneStart = warpPerRow ? block.lane : block.thread;
-    int64_t laneStep = warpPerRow ? kWarpSize : block.threads;
-    int64_t length = product(reductionExtents);
+    RowSplit split = rowSplit(b, warpPerRow);
     Value shared = warpPerRow ? Value() : block.sharedPairs(loc);
 
-    stride(
-        b, rowStart, product(parallelExtents), rowStep,
-        [&](OpBuilder &b, Value p) {
-          SmallVector<Value> row = delinearize(b, loc, p, parallelExtents);
+    eachRow(
+        b, split, [&](OpBuilder &b, ArrayRef<Value> row) {
           Value negInf = arith::ConstantOp::create(
               b, loc,
               b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
           Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-          auto lanes = scf::ForOp::create(
-              b, loc, laneStart, indexConstant(b, loc, length),
-              indexConstant(b, loc, laneStep), ValueRange{negInf, zero},
-              [&](OpBuilder &b, Location, Value r, ValueRange pair) {
-                SmallVector<Value> ivs =
-                    merge(row, delinearize(b, loc, r, reductionExtents));
-                scf::YieldOp::create(b, loc, point(b, ivs, pair));
-              });
-          SoftmaxStatistics pair =
-              warpCombine(b, {lanes.getResult(0), lanes.getResult(1)});
+          SmallVector<Value> lanes =
+              laneLoop(b, split, row, ValueRange{negInf, zero});
+          SoftmaxStatistics pair = warpCombine(b, {lanes[0], lanes[1]});
           if (warpPerRow) {
-            onFirstLane(b, laneStart, [&](OpBuilder &then) {
+            onFirstLane(b, split.laneStart, [&](OpBuilder &then) {
               foldIntoOutputs(then, row, pair);
             });
             return;
