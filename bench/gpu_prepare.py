@@ -63,6 +63,15 @@ CASES = [
     ("llama_fsdp1_graphs_train", ["llama", "--train", "--mesh", "dp_shard=1",
                                   "--fsdp", "optim_grads_params"],
      "train_step", 3, ["--cuda-graphs=layer", "--capture-collectives"]),
+    # Tensor and sequence parallelism laid out over one rank: the column
+    # layers' gathers, the row layers' reduce-scatters, the vocab-parallel
+    # embedding and cross-entropy's all-reduces, through NCCL on the GPU
+    # (groups of one rank), plain and captured into the layers' graphs.
+    ("llama_tp1_sp_train", ["llama", "--train", "--mesh", "tp=1",
+                            "--sequence-parallel"], "train_step", 3),
+    ("llama_tp1_graphs_train", ["llama", "--train", "--mesh", "tp=1",
+                                "--sequence-parallel"], "train_step", 3,
+     ["--cuda-graphs=layer", "--capture-collectives"]),
     # DeepSeek-V3: MLA, routing with a capacity that drops tokens, the
     # gathers, and (training) the router's and the balance loss's gradients
     # and the routing-bias update.

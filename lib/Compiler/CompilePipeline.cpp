@@ -64,6 +64,10 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     chunks.chunks = options.lossChunks;
     pm.addPass(mlir::meg::createMegChunkLoss(chunks));
   }
+  // The layout of one rank (or, without tensor parallelism, the layers'
+  // splits dropped), before autodiff: the collectives it inserts have the
+  // conjugate gradients.
+  pm.addPass(mlir::meg::createMegTensorParallel());
   if (training) {
     pm.addPass(mlir::meg::createMegAutodiff());
     pm.addPass(mlir::meg::createMegPrecision());

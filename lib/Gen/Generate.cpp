@@ -88,6 +88,8 @@ void readRope(const GenOptions &o, RopeConfig &rope) {
 /// Every rank of dp_outer x dp_shard x ep computes on its own tokens.
 struct MeshSizes {
   int64_t dpOuter = 1, dpShard = 1, ep = 1, tp = 1;
+  /// Whether --mesh names tp (a tensor-parallel layout, over one rank too).
+  bool tensorParallel = false;
   int64_t dataParallel() const { return dpOuter * dpShard * ep; }
 };
 
@@ -111,9 +113,10 @@ Expected<MeshSizes> parseMesh(StringRef text) {
       sizes.dpShard = size;
     else if (name == "ep")
       sizes.ep = size;
-    else if (name == "tp")
+    else if (name == "tp") {
       sizes.tp = size;
-    else
+      sizes.tensorParallel = true;
+    } else
       return genError("--mesh: unknown axis '" + name +
                       "'; expected dp_outer, dp_shard, ep or tp");
   }
@@ -278,7 +281,7 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
     return std::move(error);
   if (Error error = readIgnoreIndex(o, config->ignoreIndex))
     return std::move(error);
-  config->tp = mesh ? mesh->tp : 1;
+  config->tp = mesh && mesh->tensorParallel ? mesh->tp : 0;
   config->sequenceParallel = o.sequenceParallel;
   return buildLlama(context, *config);
 }
@@ -339,7 +342,7 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     if (!o.kvHeads && o.heads)
       c.kvHeads = c.heads;
     readRope(o, c.rope);
-    c.tp = mesh ? mesh->tp : 1;
+    c.tp = mesh && mesh->tensorParallel ? mesh->tp : 0;
     c.sequenceParallel = o.sequenceParallel;
     return buildLlama(context, c);
   }

@@ -39,11 +39,11 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
     return configError("--heads " + llvm::Twine(c.heads) +
                        " must be a multiple of --kv-heads " +
                        llvm::Twine(c.kvHeads));
-  if (c.tp < 1)
+  if (c.tp < 0)
     return configError("tp must be >= 1, got " + llvm::Twine(c.tp));
-  if (c.sequenceParallel && c.tp == 1)
-    return configError("--sequence-parallel needs tensor parallelism (tp > 1 "
-                       "in --mesh)");
+  if (c.sequenceParallel && c.tp == 0)
+    return configError("--sequence-parallel needs tensor parallelism (tp in "
+                       "--mesh)");
   if (c.sequenceParallel && c.seq % c.tp != 0)
     return configError("sequence parallelism over tp = " + llvm::Twine(c.tp) +
                        " ranks splits the sequence, but --seq " +
@@ -135,135 +135,96 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
 
   ModelBuilder b(context, c.dtype);
   b.setInitStd(c.initStd);
-  b.setTensorParallel(c.tp);
+  if (c.tp)
+    b.setTensorParallel(c.tp, c.sequenceParallel);
   int64_t qDim = c.heads * headDim;
   int64_t kvDim = c.kvHeads * headDim;
-  // This rank's heads and features: q/k/v and gate/up are column-parallel,
-  // o and down row-parallel; each rank takes whole query groups, or, with
-  // fewer groups than ranks, the key/value head of its group (whose
-  // weights every rank holds).
-  bool sharedGroups = c.kvHeads < c.tp;
-  int64_t heads = c.heads / c.tp, kvHeads = sharedGroups ? 1 : c.kvHeads / c.tp;
   const char *embedName = "model.embed_tokens.weight";
-  // With tensor parallelism the embedding and the LM head are
-  // vocab-parallel: each rank holds a block of vocab / tp rows.
-  bool vp = c.tp > 1;
   if (c.tieEmbeddings)
-    b.weight(embedName, {c.vocab, c.hidden}, {"lm_head.weight"}, 0);
+    b.weight(embedName, {c.vocab, c.hidden}, {"lm_head.weight"});
   else
-    b.weight(embedName, {c.vocab, c.hidden}, {}, 0);
+    b.weight(embedName, {c.vocab, c.hidden});
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
     b.ones(layer + ".input_layernorm.weight", {c.hidden});
-    b.columnParams(attn + ".q_proj", c.hidden, qDim, c.qkvBias);
-    for (const char *proj : {".k_proj", ".v_proj"}) {
-      if (sharedGroups)
-        b.linearParams(attn + proj, c.hidden, kvDim, c.qkvBias);
-      else
-        b.columnParams(attn + proj, c.hidden, kvDim, c.qkvBias);
-    }
-    b.rowParams(attn + ".o_proj", qDim, c.hidden, c.outputBias);
+    b.linearParams(attn + ".q_proj", c.hidden, qDim, c.qkvBias);
+    b.linearParams(attn + ".k_proj", c.hidden, kvDim, c.qkvBias);
+    b.linearParams(attn + ".v_proj", c.hidden, kvDim, c.qkvBias);
+    b.linearParams(attn + ".o_proj", qDim, c.hidden, c.outputBias);
     if (c.qkNorm) {
       b.ones(attn + ".q_norm.weight", {headDim});
       b.ones(attn + ".k_norm.weight", {headDim});
     }
     b.ones(layer + ".post_attention_layernorm.weight", {c.hidden});
-    b.columnParams(layer + ".mlp.gate_proj", c.hidden, c.ffn, c.mlpBias);
-    b.columnParams(layer + ".mlp.up_proj", c.hidden, c.ffn, c.mlpBias);
-    b.rowParams(layer + ".mlp.down_proj", c.ffn, c.hidden, c.mlpBias);
+    b.linearParams(layer + ".mlp.gate_proj", c.hidden, c.ffn, c.mlpBias);
+    b.linearParams(layer + ".mlp.up_proj", c.hidden, c.ffn, c.mlpBias);
+    b.linearParams(layer + ".mlp.down_proj", c.ffn, c.hidden, c.mlpBias);
   }
   b.ones("model.norm.weight", {c.hidden});
   if (!c.tieEmbeddings)
-    b.columnParams("lm_head", c.hidden, c.vocab, false);
+    b.linearParams("lm_head", c.hidden, c.vocab, false);
 
   Type i32 = IntegerType::get(&context, 32);
   RankedTensorType idsType = b.tensor({c.batch, c.seq}, i32);
 
-  // forward(input_ids) -> logits; vocab-parallel, the decoder is a private
-  // function giving this rank's block of classes, which forward gathers
-  // and the loss reduces in place.
-  Value ids =
-      b.beginFunction(vp ? "decoder" : "forward", {{"input_ids", idsType}})
-          .front();
-  // With sequence parallelism the residual stream, and the norms on it,
-  // hold this rank's seq / tp tokens; each block gathers the sequence and
-  // scatters its sum back into shards, and the norms' weights, applied to
-  // a shard each, get their gradients summed over tp.
-  bool sp = c.sequenceParallel;
-  auto norm = [&](Value input, const std::string &weight) {
-    return sp ? b.rmsNormOfPart(input, weight, c.normEps)
-              : b.rmsNorm(input, weight, c.normEps);
-  };
-  auto enterBlock = [&](Value normed) {
-    return b.enterColumns(sp ? b.sequenceGather(normed) : normed);
-  };
-  Value hidden;
-  if (vp)
-    hidden = b.vocabParallelEmbedding(b.param(embedName), ids, c.vocab, sp);
-  else
-    hidden = b.embedding(b.param(embedName), ids);
+  // forward(input_ids) -> logits. Each layer records how Megatron splits
+  // it (meg-tensor-parallel applies that under --mesh tp=N): q/k/v (whole
+  // heads: groups) and gate/up column-parallel, o and down row-parallel,
+  // the embedding and the LM head vocab-parallel.
+  using TP = meg::TpLayerKind;
+  Value ids = b.beginFunction("forward", {{"input_ids", idsType}}).front();
+  Value hidden = b.tpLayer(b.embedding(b.param(embedName), ids), TP::vocab);
   RopeTables rope = buildRopeTables(b, c.seq, *rotaryDim, c.rope);
   for (int64_t i = 0; i < c.layers; ++i) {
     b.beginLayer(i);
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
-    Value x = enterBlock(norm(hidden, layer + ".input_layernorm.weight"));
-    Value q = b.reshape(b.linear(x, attn + ".q_proj", c.qkvBias),
-                        {c.batch, c.seq, heads, headDim});
-    auto keyValue = [&](const char *proj) {
-      std::string prefix = attn + proj;
+    Value x = b.rmsNorm(hidden, layer + ".input_layernorm.weight", c.normEps);
+    auto project = [&](const char *proj, int64_t heads) {
       Value projected =
-          sharedGroups ? b.groupColumnLinear(x, prefix, c.qkvBias, c.kvHeads)
-                       : b.linear(x, prefix, c.qkvBias);
-      return b.reshape(projected, {c.batch, c.seq, kvHeads, headDim});
+          b.tpLayer(b.linear(x, attn + proj, c.qkvBias), TP::column, heads);
+      return b.reshape(projected, {c.batch, c.seq, heads, headDim});
     };
-    Value k = keyValue(".k_proj");
-    Value v = keyValue(".v_proj");
+    Value q = project(".q_proj", c.heads);
+    Value k = project(".k_proj", c.kvHeads);
+    Value v = project(".v_proj", c.kvHeads);
     if (c.qkNorm) {
-      q = b.rmsNormOfPart(q, attn + ".q_norm.weight", c.normEps);
-      k = b.rmsNormOfPart(k, attn + ".k_norm.weight", c.normEps);
+      q = b.rmsNorm(q, attn + ".q_norm.weight", c.normEps);
+      k = b.rmsNorm(k, attn + ".k_norm.weight", c.normEps);
     }
     q = applyRope(b, q, rope, c.rope.interleaved);
     k = applyRope(b, k, rope, c.rope.interleaved);
     Value a = b.reshape(b.attention(q, k, v, /*causal=*/true),
-                        {c.batch, c.seq, heads * headDim});
-    hidden = b.add(hidden,
-                   b.rowLinear(a, attn + ".o_proj", c.outputBias, sp));
+                        {c.batch, c.seq, qDim});
+    hidden =
+        b.add(hidden,
+              b.tpLayer(b.linear(a, attn + ".o_proj", c.outputBias), TP::row));
 
     std::string mlp = layer + ".mlp";
-    x = enterBlock(norm(hidden, layer + ".post_attention_layernorm.weight"));
-    Value gate = b.silu(b.linear(x, mlp + ".gate_proj", c.mlpBias));
-    Value up = b.linear(x, mlp + ".up_proj", c.mlpBias);
-    hidden = b.add(hidden, b.rowLinear(b.mul(gate, up), mlp + ".down_proj",
-                                       c.mlpBias, sp));
+    x = b.rmsNorm(hidden, layer + ".post_attention_layernorm.weight",
+                  c.normEps);
+    Value gate = b.silu(
+        b.tpLayer(b.linear(x, mlp + ".gate_proj", c.mlpBias), TP::column));
+    Value up = b.tpLayer(b.linear(x, mlp + ".up_proj", c.mlpBias), TP::column);
+    hidden = b.add(hidden, b.tpLayer(b.linear(b.mul(gate, up),
+                                              mlp + ".down_proj", c.mlpBias),
+                                     TP::row));
     b.endLayer();
   }
-  hidden = norm(hidden, "model.norm.weight");
-  // The LM head (column-parallel over the vocabulary) and the loss run on
-  // the whole sequence on every rank.
-  if (vp)
-    hidden = enterBlock(hidden);
-  Value logits = c.tieEmbeddings ? b.linearWith(hidden, embedName)
-                                 : b.linear(hidden, "lm_head", false);
+  hidden = b.rmsNorm(hidden, "model.norm.weight", c.normEps);
+  Value logits = b.tpLayer(c.tieEmbeddings ? b.linearWith(hidden, embedName)
+                                           : b.linear(hidden, "lm_head", false),
+                           TP::column);
   b.endFunction({{"logits", logits}});
-  if (vp) {
-    b.makePrivate();
-    Value forwardIds = b.beginFunction("forward", {{"input_ids", idsType}})
-                           .front();
-    b.endFunction(
-        {{"logits", b.gatherClasses(b.call("decoder", forwardIds).front())}});
-  }
 
   // loss(input_ids, labels) -> mean token cross-entropy (labels not
   // shifted) over the labels other than the ignore index
   SmallVector<Value> args =
       b.beginFunction("loss", {{"input_ids", idsType}, {"labels", idsType}});
-  Value lossLogits = b.call(vp ? "decoder" : "forward", args[0]).front();
-  b.endFunction({{"loss", vp ? b.vocabParallelCrossEntropyMean(
-                                   lossLogits, args[1], c.vocab, c.ignoreIndex)
-                             : b.crossEntropyMean(lossLogits, args[1],
-                                                  c.ignoreIndex)}});
+  Value lossLogits = b.call("forward", args[0]).front();
+  b.endFunction(
+      {{"loss", b.crossEntropyMean(lossLogits, args[1], c.ignoreIndex)}});
   llvm::Expected<OwningOpRef<ModuleOp>> module = b.finish();
   if (!module)
     return module.takeError();

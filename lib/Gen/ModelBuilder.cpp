@@ -108,9 +108,8 @@ ArrayRef<int64_t> ModelBuilder::shapeOf(Value value) {
 
 void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
                            InitKind kind, double scale,
-                           ArrayRef<StringRef> aliases, int64_t splitDim,
-                           Type element, bool frozen,
-                           ArrayRef<StringRef> parts) {
+                           ArrayRef<StringRef> aliases, Type element,
+                           bool frozen, ArrayRef<StringRef> parts) {
   SmallVector<int64_t> local(shape);
   ShardingAttr sharding;
   // This rank's block along `dim` over the group of `axes`.
@@ -119,9 +118,7 @@ void ModelBuilder::declare(StringRef name, ArrayRef<int64_t> shape,
     sharding = ShardingAttr::get(
         &context, FlatSymbolRefAttr::get(&context, "world"), axes, shape, dim);
   };
-  if (splitDim >= 0 && tpSize > 1)
-    split(tpAxes(), splitDim, tpSize);
-  else if (!parts.empty() && epSize > 1)
+  if (!parts.empty() && epSize > 1)
     split(epAxes(), 0, epSize);
   RankedTensorType type =
       element ? RankedTensorType::get(local, element) : tensor(local);
@@ -161,10 +158,14 @@ void ModelBuilder::declareMesh(ArrayAttr axes) {
                     axes);
 }
 
-void ModelBuilder::setTensorParallel(int64_t tp) {
+void ModelBuilder::setTensorParallel(int64_t tp, bool sequenceParallel) {
   tpSize = tp;
-  if (tp > 1)
-    declareMesh(tpAxes());
+  declareMesh(tpAxes());
+  module->getOperation()->setAttr(
+      MegDialect::kTensorParallelAttrName,
+      TensorParallelAttr::get(&context,
+                              FlatSymbolRefAttr::get(&context, "world"),
+                              tpAxes(), sequenceParallel));
 }
 
 void ModelBuilder::setExpertParallel(int64_t ep) {
@@ -176,8 +177,8 @@ void ModelBuilder::setExpertParallel(int64_t ep) {
 void ModelBuilder::expertWeights(StringRef name, ArrayRef<int64_t> shape,
                                  ArrayRef<std::string> parts) {
   SmallVector<StringRef> names(parts.begin(), parts.end());
-  declare(name, shape, InitKind::normal, initStd, {}, /*splitDim=*/-1, {},
-          /*frozen=*/false, names);
+  declare(name, shape, InitKind::normal, initStd, {}, {}, /*frozen=*/false,
+          names);
 }
 
 Value ModelBuilder::allToAllExperts(Value input) {
@@ -186,117 +187,15 @@ Value ModelBuilder::allToAllExperts(Value input) {
                             epAxes());
 }
 
-void ModelBuilder::columnParams(StringRef prefix, int64_t in, int64_t out,
-                                bool bias) {
-  declare((prefix + ".weight").str(), {out, in}, InitKind::normal, initStd,
-          {}, /*splitDim=*/0);
-  if (bias)
-    declare((prefix + ".bias").str(), {out}, InitKind::zeros, 0.0, {},
-            /*splitDim=*/0);
-}
-
-void ModelBuilder::rowParams(StringRef prefix, int64_t in, int64_t out,
-                             bool bias) {
-  declare((prefix + ".weight").str(), {out, in}, InitKind::normal, initStd,
-          {}, /*splitDim=*/1);
-  if (bias)
-    zeros((prefix + ".bias").str(), {out});
-}
-
-Value ModelBuilder::enterColumns(Value input) {
-  if (tpSize == 1)
-    return input;
-  return CopyToGroupOp::create(builder, loc, input,
-                               FlatSymbolRefAttr::get(&context, "world"),
-                               tpAxes());
-}
-
-Value ModelBuilder::groupBlock(Value whole, int64_t groups) {
-  SmallVector<int64_t> shape(shapeOf(whole));
-  int64_t rows = shape[0] / groups;
-  int64_t elements = rows;
-  for (int64_t d = 1; d < static_cast<int64_t>(shape.size()); ++d)
-    elements *= shape[d];
-  // One copy of a group's block per rank of the group, then this rank's.
-  Value copies = broadcastTo(reshape(whole, {groups, 1, elements}),
-                             {groups, tpSize / groups, elements});
-  Value perRank = reshape(copies, {tpSize, elements});
-  auto element = llvm::cast<RankedTensorType>(whole.getType()).getElementType();
-  Value mine = ShardSliceOp::create(
-      builder, loc, RankedTensorType::get({1, elements}, element), perRank,
-      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
-      builder.getI64IntegerAttr(0));
-  shape[0] = rows;
-  return reshape(mine, shape);
-}
-
-Value ModelBuilder::groupColumnLinear(Value input, StringRef prefix, bool bias,
-                                      int64_t groups) {
-  return LinearOp::create(
-      builder, loc, input,
-      groupBlock(param((prefix + ".weight").str()), groups),
-      bias ? groupBlock(param((prefix + ".bias").str()), groups) : Value());
-}
-
-Value ModelBuilder::rowLinear(Value input, StringRef prefix, bool bias,
-                              bool scatterSequence) {
-  if (tpSize == 1)
-    return linear(input, prefix, bias);
-  Value partial = linearWith(input, (prefix + ".weight").str());
-  Value sum = scatterSequence
-                  ? sequenceReduceScatter(partial)
-                  : Value(AllReduceOp::create(
-                        builder, loc, partial.getType(), partial,
-                        FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
-                        CollectiveReduceAttr::get(&context,
-                                                  CollectiveReduce::sum)));
-  return bias ? add(sum, param((prefix + ".bias").str())) : sum;
-}
-
-/// [b, s, ...] <-> [s, b, ...].
-static Value swapBatchAndSequence(OpBuilder &builder, Location loc,
-                                  Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> permutation = {1, 0};
-  for (int64_t d = 2; d < type.getRank(); ++d)
-    permutation.push_back(d);
-  return TransposeOp::create(builder, loc, value,
-                             builder.getDenseI64ArrayAttr(permutation));
-}
-
-/// `value` [b, s, ...] with its sequence extent multiplied by `factor` (a
-/// ratio of integers `times` / `over`), sequence first.
-static RankedTensorType sequenceFirst(Value value, int64_t times,
-                                      int64_t over) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> shape(type.getShape());
-  std::swap(shape[0], shape[1]);
-  shape[0] = shape[0] * times / over;
-  return type.clone(shape);
-}
-
-Value ModelBuilder::sequenceGather(Value shard) {
-  auto world = FlatSymbolRefAttr::get(&context, "world");
-  Value full = AllGatherOp::create(
-      builder, loc, sequenceFirst(shard, tpSize, 1),
-      swapBatchAndSequence(builder, loc, shard), world, tpAxes(),
-      builder.getI64IntegerAttr(0));
-  return swapBatchAndSequence(builder, loc, full);
-}
-
-Value ModelBuilder::sequenceReduceScatter(Value partial) {
-  auto world = FlatSymbolRefAttr::get(&context, "world");
-  Value shard = ReduceScatterOp::create(
-      builder, loc, sequenceFirst(partial, 1, tpSize),
-      swapBatchAndSequence(builder, loc, partial), world, tpAxes(),
-      builder.getI64IntegerAttr(0),
-      CollectiveReduceAttr::get(&context, CollectiveReduce::sum));
-  return swapBatchAndSequence(builder, loc, shard);
+Value ModelBuilder::tpLayer(Value output, TpLayerKind kind, int64_t groups) {
+  output.getDefiningOp()->setAttr(MegDialect::kTpLayerAttrName,
+                                  TpLayerAttr::get(&context, kind, groups));
+  return output;
 }
 
 void ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
-                          ArrayRef<StringRef> aliases, int64_t splitDim) {
-  declare(name, shape, InitKind::normal, initStd, aliases, splitDim);
+                          ArrayRef<StringRef> aliases) {
+  declare(name, shape, InitKind::normal, initStd, aliases);
 }
 
 void ModelBuilder::ones(StringRef name, ArrayRef<int64_t> shape) {
@@ -308,11 +207,11 @@ void ModelBuilder::zeros(StringRef name, ArrayRef<int64_t> shape) {
 }
 
 void ModelBuilder::weightF32(StringRef name, ArrayRef<int64_t> shape) {
-  declare(name, shape, InitKind::normal, initStd, {}, -1, builder.getF32Type());
+  declare(name, shape, InitKind::normal, initStd, {}, builder.getF32Type());
 }
 
 void ModelBuilder::frozenZerosF32(StringRef name, ArrayRef<int64_t> shape) {
-  declare(name, shape, InitKind::zeros, 0.0, {}, -1, builder.getF32Type(),
+  declare(name, shape, InitKind::zeros, 0.0, {}, builder.getF32Type(),
           /*frozen=*/true);
 }
 
@@ -381,13 +280,6 @@ Value ModelBuilder::linearWith(Value input, StringRef weightName,
 
 Value ModelBuilder::rmsNorm(Value input, StringRef weightName, double eps) {
   return RmsNormOp::create(builder, loc, input, param(weightName),
-                           builder.getF64FloatAttr(eps));
-}
-
-Value ModelBuilder::rmsNormOfPart(Value input, StringRef weightName,
-                                  double eps) {
-  return RmsNormOp::create(builder, loc, input,
-                           enterColumns(param(weightName)),
                            builder.getF64FloatAttr(eps));
 }
 
@@ -559,106 +451,6 @@ Value ModelBuilder::gatherRows(Value source, Value index, Value inverse) {
   return GatherRowsOp::create(
       builder, loc, RankedTensorType::get(shape, sourceType.getElementType()),
       source, index, inverse);
-}
-
-Value ModelBuilder::firstOfBlock(int64_t blockSize) {
-  auto starts = RankedTensorType::get({tpSize}, builder.getI32Type());
-  SmallVector<int32_t> values;
-  for (int64_t r = 0; r < tpSize; ++r)
-    values.push_back(static_cast<int32_t>(r * blockSize));
-  Value table = arith::ConstantOp::create(
-      builder, loc, starts,
-      DenseElementsAttr::get(starts, ArrayRef<int32_t>(values)));
-  Value mine = ShardSliceOp::create(
-      builder, loc, RankedTensorType::get({1}, builder.getI32Type()), table,
-      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
-      builder.getI64IntegerAttr(0));
-  return reshape(mine, {});
-}
-
-Value ModelBuilder::vocabParallelEmbedding(Value table, Value ids,
-                                           int64_t vocab,
-                                           bool scatterSequence) {
-  Value partial = EmbeddingOp::create(builder, loc, table, ids,
-                                      firstOfBlock(vocab / tpSize));
-  if (scatterSequence)
-    return sequenceReduceScatter(partial);
-  return AllReduceOp::create(
-      builder, loc, partial.getType(), partial,
-      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
-      CollectiveReduceAttr::get(&context, CollectiveReduce::sum));
-}
-
-Value ModelBuilder::gatherClasses(Value logits) {
-  auto type = llvm::cast<RankedTensorType>(logits.getType());
-  int64_t rank = type.getRank();
-  // Classes first for the collective, which moves dim 0, and back.
-  SmallVector<int64_t> toFront = {rank - 1}, toBack;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    toFront.push_back(d);
-  for (int64_t d = 1; d < rank; ++d)
-    toBack.push_back(d);
-  toBack.push_back(0);
-  Value front = TransposeOp::create(builder, loc, logits,
-                                    builder.getDenseI64ArrayAttr(toFront));
-  SmallVector<int64_t> shape(
-      llvm::cast<RankedTensorType>(front.getType()).getShape());
-  shape[0] *= tpSize;
-  Value all = AllGatherOp::create(
-      builder, loc, type.clone(shape), front,
-      FlatSymbolRefAttr::get(&context, "world"), tpAxes(),
-      builder.getI64IntegerAttr(0));
-  return TransposeOp::create(builder, loc, all,
-                             builder.getDenseI64ArrayAttr(toBack));
-}
-
-Value ModelBuilder::vocabParallelCrossEntropyMean(
-    Value logits, Value labels, int64_t vocab,
-    std::optional<int64_t> ignoreIndex) {
-  auto world = FlatSymbolRefAttr::get(&context, "world");
-  auto type = llvm::cast<RankedTensorType>(logits.getType());
-  Type f32 = builder.getF32Type();
-  int64_t rank = type.getRank();
-  auto reduceOver = [&](Value value, CollectiveReduce reduce) -> Value {
-    return AllReduceOp::create(builder, loc, value.getType(), value, world,
-                               tpAxes(),
-                               CollectiveReduceAttr::get(&context, reduce));
-  };
-  // The maximum only keeps exp() in range: the loss does not depend on it.
-  Value wide = type.getElementType() == f32 ? logits : cast(logits, f32);
-  Value localMax = ReduceOp::create(builder, loc, ReduceKind::max, wide,
-                                    SmallVector<int64_t>{rank - 1},
-                                    /*keep_dims=*/false);
-  Value max = StopGradientOp::create(
-      builder, loc, reduceOver(localMax, CollectiveReduce::max));
-  auto stats = VocabShardStatsOp::create(
-      builder, loc, logits, max, labels,
-      firstOfBlock(type.getShape().back()), builder.getI64IntegerAttr(vocab),
-      ignoreIndex ? builder.getI64IntegerAttr(*ignoreIndex) : IntegerAttr());
-  Value sumExp = reduceOver(stats.getSumExp(), CollectiveReduce::sum);
-  Value target = reduceOver(stats.getTarget(), CollectiveReduce::sum);
-  Value perToken = mul(
-      sub(add(LogOp::create(builder, loc, sumExp), max), target),
-      stats.getMask());
-  SmallVector<int64_t> tokens;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    tokens.push_back(d);
-  Value total = ReduceOp::create(builder, loc, ReduceKind::sum, perToken,
-                                 tokens, /*keep_dims=*/false);
-  if (!ignoreIndex) {
-    auto scalar = RankedTensorType::get({}, f32);
-    double count = static_cast<double>(type.getNumElements()) /
-                   static_cast<double>(type.getShape().back());
-    return DivOp::create(builder, loc, total,
-                         arith::ConstantOp::create(
-                             builder, loc, scalar,
-                             DenseElementsAttr::get(
-                                 scalar, builder.getF32FloatAttr(count))));
-  }
-  Value count = LabelCountOp::create(
-      builder, loc, RankedTensorType::get({}, f32), labels,
-      builder.getI64IntegerAttr(*ignoreIndex), builder.getUnitAttr());
-  return DivOp::create(builder, loc, total, count);
 }
 
 Value ModelBuilder::iota(int64_t size) {

@@ -38,11 +38,8 @@ public:
   /// Parameter declarations (module level, in declaration order). Weights
   /// draw from normal(0, initStd); `aliases` are other names checkpoints
   /// hold the parameter under.
-  /// With `splitDim` >= 0 (and tensor parallelism), this rank holds one tp
-  /// block of it along that dimension.
   void weight(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-              llvm::ArrayRef<llvm::StringRef> aliases = {},
-              int64_t splitDim = -1);
+              llvm::ArrayRef<llvm::StringRef> aliases = {});
   void setInitStd(double std) { initStd = std; }
   void ones(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   void zeros(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
@@ -56,12 +53,12 @@ public:
   void linearParams(llvm::StringRef prefix, int64_t in, int64_t out,
                     bool bias);
 
-  /// Tensor parallelism over `tp` ranks (Megatron's layout): declares the
-  /// mesh @world (dp_outer = dp_shard = 1) and its `tp` submesh. Column
-  /// layers then hold 1/tp of the output features, row layers 1/tp of the
-  /// input features; each records its split as a #meg.sharding block.
-  void setTensorParallel(int64_t tp);
-  int64_t tensorParallel() const { return tpSize; }
+  /// Tensor parallelism over `tp` ranks (Megatron's layout; one rank lays
+  /// it out with groups of one), with or without sequence parallelism:
+  /// declares the mesh @world (dp_outer = dp_shard = 1), its `tp` submesh
+  /// and the module's #meg.tensor_parallel, which meg-tensor-parallel
+  /// applies to the layers that record a split (tpLayer).
+  void setTensorParallel(int64_t tp, bool sequenceParallel);
   /// Expert parallelism over `ep` ranks: declares the mesh @world
   /// [dp_outer, dp_shard, ep, tp] (all 1 but ep) and its `ep` submesh.
   /// Stacked expert weights then hold 1/ep of the experts (dim 0), each
@@ -76,55 +73,10 @@ public:
   /// Exchanges dim-0 pieces over ep (meg.all_to_all): piece i of every
   /// rank goes to rank i.
   mlir::Value allToAllExperts(mlir::Value input);
-  /// A column-parallel linear layer [out, in]: weight and bias split along
-  /// the output features (dim 0).
-  void columnParams(llvm::StringRef prefix, int64_t in, int64_t out,
-                    bool bias);
-  /// A row-parallel linear layer [out, in]: weight split along the input
-  /// features (dim 1), bias whole.
-  void rowParams(llvm::StringRef prefix, int64_t in, int64_t out, bool bias);
-  /// `input`, entering column-parallel layers: identity, with the gradient
-  /// summed over tp. Without tensor parallelism, `input` itself.
-  mlir::Value enterColumns(mlir::Value input);
-  /// A column-parallel layer whose output features form `groups` blocks,
-  /// fewer than tp ranks (key/value heads when there are fewer query groups
-  /// than ranks): every rank holds the whole weight (and bias) and applies
-  /// the block of its group, which tp / groups ranks share. The weight's
-  /// gradient gathers the ranks' parts over tp and sums those of a group.
-  mlir::Value groupColumnLinear(mlir::Value input, llvm::StringRef prefix,
-                                bool bias, int64_t groups);
-  /// A row-parallel layer: this rank's partial product, summed over tp
-  /// (with `scatterSequence`, reduce-scattered into sequence shards), then
-  /// the bias.
-  mlir::Value rowLinear(mlir::Value input, llvm::StringRef prefix, bool bias,
-                        bool scatterSequence = false);
-
-  /// Sequence parallelism on [batch, seq, ...] activations, along dim 1
-  /// over tp (the collectives move dim 0, so a transpose goes around
-  /// each): the whole sequence from the shards, and the shards of a sum
-  /// over tp.
-  mlir::Value sequenceGather(mlir::Value shard);
-  mlir::Value sequenceReduceScatter(mlir::Value partial);
-
-  /// Vocab parallelism: the first vocabulary row (or class) of this tp
-  /// rank's block of `blockSize` (a 0-d i32 tensor: a constant table of
-  /// the blocks' starts, of which the rank takes its own).
-  mlir::Value firstOfBlock(int64_t blockSize);
-  /// The embedding of `ids` in a table whose rows are split over tp: each
-  /// rank's block gives the rows it holds, summed over tp (reduce-scattered
-  /// into sequence shards with `scatterSequence`).
-  mlir::Value vocabParallelEmbedding(mlir::Value table, mlir::Value ids,
-                                     int64_t vocab, bool scatterSequence);
-  /// The whole vocabulary's logits from each rank's block of classes (the
-  /// last dimension), for the forward entry.
-  mlir::Value gatherClasses(mlir::Value logits);
-  /// crossEntropyMean of logits whose classes (the last dimension) are
-  /// split over tp, without gathering them (Megatron's vocab-parallel
-  /// cross-entropy): the row maximum, the sum of exponentials and the
-  /// label's logit each summed (maximised) over tp.
-  mlir::Value vocabParallelCrossEntropyMean(mlir::Value logits,
-                                            mlir::Value labels, int64_t vocab,
-                                            std::optional<int64_t> ignoreIndex);
+  /// Records how the layer that computed `output` (a meg.linear or
+  /// meg.embedding) splits under tensor parallelism; returns `output`.
+  mlir::Value tpLayer(mlir::Value output, mlir::meg::TpLayerKind kind,
+                      int64_t groups = 0);
 
   /// Starts a function whose arguments carry `meg.name`s; returns them.
   llvm::SmallVector<mlir::Value> beginFunction(llvm::StringRef name,
@@ -149,11 +101,6 @@ public:
   mlir::Value linearWith(mlir::Value input, llvm::StringRef weightName,
                          mlir::Value bias = {});
   mlir::Value rmsNorm(mlir::Value input, llvm::StringRef weight, double eps);
-  /// An RMSNorm with a weight every tp rank applies to its own part of the
-  /// work (per-head norms of its heads): the weight's gradient is summed
-  /// over tp.
-  mlir::Value rmsNormOfPart(mlir::Value input, llvm::StringRef weight,
-                            double eps);
   mlir::Value layerNorm(mlir::Value input, double eps);
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   mlir::Value sub(mlir::Value lhs, mlir::Value rhs);
@@ -220,19 +167,14 @@ public:
   static mlir::ArrayRef<int64_t> shapeOf(mlir::Value value);
 
 private:
-  /// Rows [g * n / groups, (g + 1) * n / groups) of `whole` [n, ...], where
-  /// g is this tp rank's group (tp / groups consecutive ranks a group).
-  mlir::Value groupBlock(mlir::Value whole, int64_t groups);
-  /// Declares `name`, whole of shape `shape`; with `splitDim` >= 0 this
-  /// rank holds one tp block of it along that dimension.
+  /// Declares `name` of shape `shape`.
   /// `element` (default: the model's dtype), `frozen` and `parts` as
   /// ParamOp's; a parameter held in parts (stacked experts) is split along
   /// dim 0 over ep under expert parallelism.
   void declare(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                mlir::meg::InitKind kind, double scale,
                llvm::ArrayRef<llvm::StringRef> aliases = {},
-               int64_t splitDim = -1, mlir::Type element = {},
-               bool frozen = false,
+               mlir::Type element = {}, bool frozen = false,
                llvm::ArrayRef<llvm::StringRef> parts = {});
   /// Declares @world with the axes dp_outer, dp_shard, (ep,) tp, every size
   /// 1 but tp's and ep's, and registers the group of `axes`.

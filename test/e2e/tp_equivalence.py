@@ -1,11 +1,13 @@
 """End to end: tensor parallelism trains like one rank. Ten llama
-train_steps on tp=2 and tp=4 meshes under mpirun (q/k/v and gate/up
+train_steps on tp=2 and tp=4 meshes under mpirun, and on the layout of
+tp=1 (collectives over groups of one rank) (q/k/v and gate/up
 column-parallel, o and down row-parallel, grouped KV heads split with their
 query heads, or fewer KV heads than ranks, each rank taking its group's), with global-norm clipping, with micro-batches, with the tp
 groups replicated over dp_shard and dp_outer (2-D and 3-D meshes of up to 8
 ranks) or sharded over them by every FSDP strategy (HSDP included), with
 and without sequence parallelism, and for imported models
-(q/k/v, o and MLP biases; Qwen3's per-head norms and tied embeddings), give
+(q/k/v, o and MLP biases, with and without sequence parallelism; Qwen3's
+per-head norms and tied embeddings), give
 the losses and the final training state (weights, moments, step; saved
 whole) of the single-rank artifact compiled from the same model, within
 f32 tolerance. The forward entry's logits (the same on every rank) equal
@@ -42,6 +44,10 @@ TOLERANCE = 1e-5
 # takes its rows of the global batch, gradients are averaged over the
 # groups.
 CONFIGS = [
+    # One rank laid out as tensor-parallel: every collective over a group of
+    # one (the layout the GPU check runs through NCCL on one GPU).
+    ("tp=1", "tp=1", []),
+    ("tp=1 sp", "tp=1", ["--sequence-parallel"]),
     ("tp=2", "tp=2", []),
     ("tp=4", "tp=4", []),
     ("tp=2 clip", "tp=2", ["--clip-grad", "0.5"]),
@@ -88,6 +94,14 @@ BOTH_TARGETS = ["--target=cpu,cuda"]
 BOTH_TARGET_CONFIGS = [
     ("tp=2 cpu,cuda program", "tp=2", []),
     ("tp=2 sp cpu,cuda program", "tp=2", [SP]),
+]
+# The loss over chunks of tokens: each chunk's LM head is vocab-parallel
+# (with sequence parallelism the final norm's blocks are gathered before
+# the tokens are cut into chunks).
+LOSS_CHUNKS = ["--loss-chunks", "2"]
+LOSS_CHUNK_CONFIGS = [
+    ("tp=2 loss-chunks", "tp=2", []),
+    ("tp=2 sp loss-chunks", "tp=2", [SP]),
 ]
 GRAPH_CONFIGS = [
     ("tp=2 graphs capture-collectives", "tp=2", []),
@@ -227,6 +241,7 @@ def main():
             (CONFIGS, STEPS, TOLERANCE, []),
             (BF16_CONFIGS, BF16_STEPS, BF16_TOLERANCE, []),
             (GRAPH_CONFIGS, STEPS, TOLERANCE, CAPTURE),
+            (LOSS_CHUNK_CONFIGS, STEPS, TOLERANCE, LOSS_CHUNKS),
             (BOTH_TARGET_CONFIGS, STEPS, TOLERANCE, BOTH_TARGETS)):
         for name, mesh, flags in configs:
             if options.only and options.only not in name:
@@ -245,11 +260,12 @@ def main():
                                   tolerance)
 
     # Imported models: llama-bias (column biases split with their weights,
-    # row biases added once after the reduction) and qwen3 (per-head q/k
-    # norms, whose weights every rank applies to its own heads, and tied
-    # embeddings).
-    for case, flags in (("llama-bias", []), ("qwen3", []),
-                        ("qwen3", [SP])):
+    # row biases added once after the reduction; with sequence parallelism
+    # added to each rank's sequence block, so their gradients are summed
+    # over tp) and qwen3 (per-head q/k norms, whose weights every rank
+    # applies to its own heads, and tied embeddings).
+    for case, flags in (("llama-bias", []), ("llama-bias", [SP]),
+                        ("qwen3", []), ("qwen3", [SP])):
         name = f"imported {case} tp=2" + (" sp" if flags else "")
         if options.only and options.only not in name:
             continue

@@ -67,10 +67,11 @@ struct GenOptions {
   std::optional<std::string> frozen;
   /// `dp_outer=2,dp_shard=4,tp=2` declares the mesh @world (axes not given
   /// have size 1); the functions then take the batch of one data-parallel
-  /// rank, `batch` / (dp_outer * dp_shard * ep), (llama) the layers of one
-  /// tensor-parallel rank and (deepseek) the experts of one ep rank.
+  /// rank, `batch` / (dp_outer * dp_shard * ep), and (deepseek) the experts
+  /// of one ep rank. Naming tp (llama, imported models; tp=1 too) asks for
+  /// the tensor-parallel layout, which megc applies when it compiles.
   std::optional<std::string> mesh;
-  /// With tp > 1 in `mesh`: norms, residual adds and the other work outside
+  /// With tp in `mesh`: norms, residual adds and the other work outside
   /// attention and the MLP run on sequence shards (Megatron's sequence
   /// parallelism).
   bool sequenceParallel = false;

@@ -81,11 +81,12 @@ struct LlamaConfig {
   /// padding): the loss is the mean over the other tokens of the global
   /// batch. None: every label is a class.
   std::optional<int64_t> ignoreIndex = -100;
-  /// Tensor-parallel ranks (--mesh tp=N): attention heads and MLP features
-  /// split over them as Megatron's column- and row-parallel layers.
-  int64_t tp = 1;
-  /// With tp > 1: norms and residual adds on sequence shards of seq / tp
-  /// tokens, all-gathered into each attention and MLP block and
+  /// Tensor-parallel ranks (--mesh tp=N, one included): attention heads and
+  /// MLP features split over them as Megatron's column- and row-parallel
+  /// layers; 0: no tensor parallelism.
+  int64_t tp = 0;
+  /// With tensor parallelism: norms and residual adds on sequence shards of
+  /// seq / tp tokens, all-gathered into each attention and MLP block and
   /// reduce-scattered out of it.
   bool sequenceParallel = false;
   /// The Hugging Face config (a JSON object) that the model is, recorded on

@@ -73,6 +73,62 @@ meg.param @p : tensor<4xf32> init #meg.init<zeros> sharding #meg.sharding<mesh =
 // -----
 
 //===----------------------------------------------------------------------===//
+// #meg.tensor_parallel, #meg.tp_layer
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{expects at least one tensor_parallel axis}}
+module attributes {meg.tensor_parallel = #meg.tensor_parallel<mesh = @world, axes = []>} {}
+
+// -----
+
+// expected-error @+1 {{'meg.tensor_parallel' tensor_parallel axis 'tp' is not an axis of mesh @world}}
+module attributes {meg.tensor_parallel = #meg.tensor_parallel<mesh = @world, axes = ["tp"]>} {
+  meg.mesh @world [dp_shard = 2]
+}
+
+// -----
+
+module {
+  meg.mesh @world [tp = 2]
+  // expected-error @+1 {{'meg.tensor_parallel' is only valid on a builtin.module}}
+  meg.submesh @world[tp] {meg.tensor_parallel = #meg.tensor_parallel<mesh = @world, axes = ["tp"]>}
+}
+
+// -----
+
+func.func @row_embedding(%w: tensor<8x4xf32>, %ids: tensor<2xi32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'meg.tp_layer' row applies to a meg.linear}}
+  %e = meg.embedding %w, %ids {meg.tp_layer = #meg.tp_layer<row>} : tensor<8x4xf32>, tensor<2xi32>
+  return %e : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @vocab_linear(%x: tensor<2x4xf32>, %w: tensor<8x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'meg.tp_layer' vocab applies to a meg.embedding}}
+  %y = meg.linear %x, %w {meg.tp_layer = #meg.tp_layer<vocab>} : tensor<2x4xf32>, tensor<8x4xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @row_groups(%x: tensor<2x4xf32>, %w: tensor<8x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{tp_layer groups apply to column layers only}}
+  %y = meg.linear %x, %w {meg.tp_layer = #meg.tp_layer<row, groups = 2>} : tensor<2x4xf32>, tensor<8x4xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @not_a_split(%x: tensor<2x4xf32>, %w: tensor<8x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'meg.tp_layer' expects a #meg.tp_layer attribute}}
+  %y = meg.linear %x, %w {meg.tp_layer = 1 : i64} : tensor<2x4xf32>, tensor<8x4xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // #meg.fsdp
 //===----------------------------------------------------------------------===//
 

@@ -76,6 +76,32 @@ module @hsdp attributes {
   meg.mesh @m [x = 2, y = 3, z = 1]
 }
 
+// Tensor parallelism: the module's group (sequence parallelism elided
+// when off), and the split each layer records.
+// CHECK-LABEL: module @tensor_parallel attributes
+// CHECK-SAME: meg.tensor_parallel = #meg.tensor_parallel<mesh = @m, axes = ["x"], sequence_parallel = true>}
+// CHECK: meg.linear %{{.*}}, %{{.*}} {meg.tp_layer = #meg.tp_layer<column, groups = 2>}
+// CHECK: meg.linear %{{.*}}, %{{.*}} {meg.tp_layer = #meg.tp_layer<row>}
+// CHECK: meg.embedding %{{.*}}, %{{.*}} {meg.tp_layer = #meg.tp_layer<vocab>}
+// CHECK-LABEL: module @tensor_parallel_defaults attributes
+// CHECK-SAME: meg.tensor_parallel = #meg.tensor_parallel<mesh = @m, axes = ["x"]>}
+module @tensor_parallel attributes {
+  meg.tensor_parallel = #meg.tensor_parallel<mesh = @m, axes = ["x"], sequence_parallel = true>
+} {
+  meg.mesh @m [x = 2]
+  func.func @layers(%x: tensor<2x8xf32>, %w: tensor<8x8xf32>, %ids: tensor<2xi32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+    %c = meg.linear %x, %w {meg.tp_layer = #meg.tp_layer<column, groups = 2>} : tensor<2x8xf32>, tensor<8x8xf32>
+    %r = meg.linear %c, %w {meg.tp_layer = #meg.tp_layer<row>} : tensor<2x8xf32>, tensor<8x8xf32>
+    %e = meg.embedding %w, %ids {meg.tp_layer = #meg.tp_layer<vocab>} : tensor<8x8xf32>, tensor<2xi32>
+    return %r, %e : tensor<2x8xf32>, tensor<2x8xf32>
+  }
+}
+module @tensor_parallel_defaults attributes {
+  meg.tensor_parallel = #meg.tensor_parallel<mesh = @m, axes = ["x"], sequence_parallel = false>
+} {
+  meg.mesh @m [x = 2]
+}
+
 // Entry points name their arguments and results with meg.name.
 // CHECK-LABEL: func.func @entry
 // CHECK-SAME: (%{{.*}}: tensor<2x16xi32> {meg.name = "input_ids"}, %{{.*}}: tensor<2x16xf32>) -> (tensor<2x16xf32> {meg.name = "logits"}, tensor<f32>)

@@ -325,6 +325,25 @@ KernelStrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           FlatSymbolRefAttr mesh, ArrayAttr axes,
+                           bool sequenceParallel) {
+  if (!mesh)
+    return emitError() << "expects a mesh symbol";
+  return verifyAxisNames(emitError, axes, "tensor_parallel");
+}
+
+LogicalResult TpLayerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  TpLayerKind kind, int64_t groups) {
+  if (groups < 0)
+    return emitError() << "tp_layer groups must not be negative, got "
+                       << groups;
+  if (groups && kind != TpLayerKind::column)
+    return emitError() << "tp_layer groups apply to column layers only";
+  return success();
+}
+
 int64_t KernelStrategyAttr::getGridSize() const {
   int64_t grid = 1;
   for (auto [extent, size] : llvm::zip(getDomain(), getTile()))

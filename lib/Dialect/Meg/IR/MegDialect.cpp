@@ -100,6 +100,28 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
       return failure();
     return success();
   }
+  if (name == kTensorParallelAttrName) {
+    auto tp = dyn_cast<TensorParallelAttr>(attr.getValue());
+    if (!tp)
+      return op->emitError()
+             << "'" << name << "' expects a #meg.tensor_parallel attribute";
+    if (failed(expectModule()))
+      return failure();
+    return verifyMeshAxes(op, name, tp.getMesh(), tp.getAxes(),
+                          "tensor_parallel");
+  }
+  if (name == kTpLayerAttrName) {
+    auto layer = dyn_cast<TpLayerAttr>(attr.getValue());
+    if (!layer)
+      return op->emitError()
+             << "'" << name << "' expects a #meg.tp_layer attribute";
+    bool vocab = layer.getKind() == TpLayerKind::vocab;
+    if (vocab ? !isa<EmbeddingOp>(op) : !isa<LinearOp>(op))
+      return op->emitError()
+             << "'" << name << "' " << stringifyTpLayerKind(layer.getKind())
+             << " applies to a " << (vocab ? "meg.embedding" : "meg.linear");
+    return success();
+  }
   if (name == kMicroBatchesAttrName) {
     auto count = dyn_cast<IntegerAttr>(attr.getValue());
     if (!count || count.getInt() < 1)

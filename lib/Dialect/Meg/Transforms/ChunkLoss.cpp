@@ -103,8 +103,12 @@ struct MegChunkLossPass
       if (norm)
         piece = mark(RmsNormOp::create(b, loc, piece, norm.getWeight(),
                                        norm.getEpsAttr()));
-      Value logits =
-          mark(LinearOp::create(b, loc, piece, head.getWeight(), head.getBias()));
+      auto chunkHead =
+          LinearOp::create(b, loc, piece, head.getWeight(), head.getBias());
+      // The head's tensor-parallel split applies to each chunk's.
+      if (Attribute split = head->getAttr(MegDialect::kTpLayerAttrName))
+        chunkHead->setAttr(MegDialect::kTpLayerAttrName, split);
+      Value logits = mark(chunkHead);
       Value part = mark(CrossEntropyOp::create(b, loc, logits, pieceLabels,
                                                ReduceKind::sum,
                                                loss.getIgnoreIndexAttr()));

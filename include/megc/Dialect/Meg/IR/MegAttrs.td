@@ -107,6 +107,15 @@ def Meg_KernelStrategyKind : I32EnumAttr<"KernelStrategyKind",
   let genSpecializedAttr = 0;
 }
 
+def Meg_TpLayerKind : I32EnumAttr<"TpLayerKind",
+    "how a layer splits over tensor-parallel ranks", [
+    I32EnumAttrCase<"column", 0>,
+    I32EnumAttrCase<"row", 1>,
+    I32EnumAttrCase<"vocab", 2>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -406,6 +415,55 @@ def Meg_KernelStrategyAttr : Meg_Attr<"KernelStrategy", "kernel_strategy"> {
     /// Workgroups in the dispatch grid: prod(domain[i] / tile[i]).
     int64_t getGridSize() const;
   }];
+}
+
+def Meg_TensorParallelAttr : Meg_Attr<"TensorParallel", "tensor_parallel"> {
+  let summary = "Tensor parallelism of a module over a group of mesh axes";
+  let description = [{
+    The module attribute `meg.tensor_parallel` asks `meg-tensor-parallel` to
+    split the layers that record a `#meg.tp_layer` over the ranks of the
+    group of `axes` of `mesh` (Megatron's layout). With
+    `sequence_parallel`, the activations outside the column/row pairs hold
+    this rank's block of the sequence (dim 1 of `[batch, seq, ...]`).
+
+    ```mlir
+    module attributes {meg.tensor_parallel = #meg.tensor_parallel<
+        mesh = @world, axes = ["tp"], sequence_parallel = true>} { ... }
+    ```
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
+                        "::mlir::ArrayAttr":$axes,
+                        DefaultValuedParameter<"bool", "false">:$sequence_parallel);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Meg_TpLayerAttr : Meg_Attr<"TpLayer", "tp_layer"> {
+  let summary = "How a layer splits under tensor parallelism";
+  let description = [{
+    Recorded on a layer's op (`meg.tp_layer`) by whoever builds the model
+    (`megc gen`, `megc import`), read by `meg-tensor-parallel`:
+
+    - `column` on a `meg.linear`: the weight `[out, in]` (and bias) split
+      along the output features, each rank computing its block of the
+      outputs. With `groups = G` the outputs form G blocks that are never
+      cut (the heads of a projection): G must be a multiple of the ranks,
+      or the ranks a multiple of G, every rank then holding the whole
+      weight and computing its group's block, shared by ranks / G ranks.
+    - `row` on a `meg.linear`: the weight split along the input features;
+      the ranks' partial products are summed.
+    - `vocab` on a `meg.embedding`: the table's rows split over the ranks;
+      each looks up the ids in its block and the rows are summed.
+
+    ```mlir
+    %q = meg.linear %x, %wq {meg.tp_layer = #meg.tp_layer<column, groups = 8>}
+        : tensor<2x16x64xf32>, tensor<64x64xf32>
+    ```
+  }];
+  let parameters = (ins "::mlir::meg::TpLayerKind":$kind,
+                        DefaultValuedParameter<"int64_t", "0">:$groups);
+  let assemblyFormat = "`<` $kind (`,` `groups` `=` $groups^)? `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // MEGC_DIALECT_MEG_IR_MEGATTRS_TD

@@ -53,6 +53,11 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPrecisionAttrName = "meg.precision";
     static constexpr ::llvm::StringLiteral kOptimizerAttrName = "meg.optimizer";
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
+    /// The module's #meg.tensor_parallel (meg-tensor-parallel).
+    static constexpr ::llvm::StringLiteral kTensorParallelAttrName = "meg.tensor_parallel";
+    /// On a meg.linear or meg.embedding: its #meg.tp_layer, as the model's
+    /// builder records it.
+    static constexpr ::llvm::StringLiteral kTpLayerAttrName = "meg.tp_layer";
     /// Micro-batches of one training step (an i64 >= 1): train_step takes
     /// the global batch and accumulates the gradients of its micro-batches.
     static constexpr ::llvm::StringLiteral kMicroBatchesAttrName = "meg.micro_batches";

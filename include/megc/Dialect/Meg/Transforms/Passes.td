@@ -605,4 +605,76 @@ def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegTensorParallel : Pass<"meg-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Tensor and sequence parallelism: Megatron's layout of the "
+                "layers that record a #meg.tp_layer";
+  let description = [{
+    Applies the module's `meg.tensor_parallel` (the group of mesh axes, G
+    ranks, and whether sequence parallelism is on) to a model written for
+    one device; without it the model runs on one rank, where every layer is
+    whole, and the pass only drops the layers' splits. It runs before
+    autodiff: the collectives it inserts have the conjugate gradients
+    (Megatron's f and g operators), so the backward follows.
+
+    The layers' split is what their builder recorded (`#meg.tp_layer`):
+
+    - `column` linear: the weight and bias split along dim 0 (this rank's
+      block of output features; with `groups` fewer than G, the group's
+      block, every rank holding the whole weight). Its input enters the
+      group (`meg.copy_to_group`: the gradient summed over the ranks), its
+      output is split along the last dimension.
+    - `row` linear: the weight split along dim 1; its input must be split
+      along its features, and its partial products are summed
+      (`meg.all_reduce`), or with sequence parallelism reduce-scattered into
+      sequence blocks; the bias is added after the sum.
+    - `vocab` embedding: the table's rows split; each rank looks up the ids
+      in its block (`rows from` the block's first row) and the rows are
+      summed (or reduce-scattered).
+
+    Splits then follow the data: elementwise ops, norms over unsplit
+    dimensions, RoPE and attention over split heads (or batch), reshapes
+    that keep a split dimension's blocks contiguous, transposes and slices
+    keep it; reductions over it are completed over the group; a
+    cross-entropy of logits split along the classes becomes Megatron's
+    vocab-parallel cross-entropy (maximum, sum of exponentials and target
+    logit reduced over the group, the logits never gathered). A whole value
+    that depends on trainable parameters and meets split ones (a norm weight
+    applied to this rank's heads or sequence block) enters the group, so
+    that its gradient is summed; one that is whole along the split
+    dimension is sliced into this rank's block. An op that needs a split
+    value whole (an entry's result, an op with no split form) gets it
+    gathered (`meg.all_gather`; counted in the pass statistics). Split
+    parameters get their block's type and a `#meg.sharding` with `dim`;
+    the group's submesh is registered. The pass removes the attributes it
+    applied.
+
+    Errors name what cannot be split: a layer whose features or groups the
+    ranks do not divide, a parameter split two ways, a sequence the ranks
+    do not divide, a group's block (shared by several ranks) that an op
+    other than attention needs whole.
+
+    ```mlir
+    // before (tp = 2)
+    %x = meg.rms_norm %h, %wn eps 1e-5 : tensor<2x8x32xf32>, tensor<32xf32>
+    %u = meg.linear %x, %wu {meg.tp_layer = #meg.tp_layer<column>}
+        : tensor<2x8x32xf32>, tensor<48x32xf32>
+    %a = meg.silu %u : tensor<2x8x48xf32>
+    %y = meg.linear %a, %wd {meg.tp_layer = #meg.tp_layer<row>}
+        : tensor<2x8x48xf32>, tensor<32x48xf32>
+    // after
+    %x = meg.rms_norm %h, %wn eps 1e-5 : tensor<2x8x32xf32>, tensor<32xf32>
+    %e = meg.copy_to_group %x over @world[tp] : tensor<2x8x32xf32>
+    %u = meg.linear %e, %wu : tensor<2x8x32xf32>, tensor<24x32xf32>
+    %a = meg.silu %u : tensor<2x8x24xf32>
+    %p = meg.linear %a, %wd : tensor<2x8x24xf32>, tensor<32x24xf32>
+    %y = meg.all_reduce %p over @world[tp] sum : tensor<2x8x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numGathered", "gathered",
+              "Split values gathered whole for an op that needs them so">
+  ];
+}
+
 #endif // MEGC_DIALECT_MEG_TRANSFORMS_PASSES_TD
