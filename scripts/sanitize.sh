@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The runtime under AddressSanitizer and UndefinedBehaviorSanitizer: builds
 # megrt alone (cmake -S runtime) with clang, without the CUDA backend (nvcc
-# takes no clang this new, and its code needs a GPU to run), runs its
-# GoogleTest suite
+# takes no clang this new, and its code needs a GPU to run) and with
+# OpenBLAS as the CPU BLAS (the main build uses oneDNN: both paths run the
+# suite), runs its GoogleTest suite
 # (multi-rank tests included) with leak checking on, Open MPI's own leaks
 # suppressed by runtime/test/lsan.supp, then runs each libFuzzer target
 # (runtime/fuzz) for MEGC_FUZZ_SECONDS (default 20) from seeds it makes:
@@ -31,7 +32,8 @@ cmake -G Ninja -S "$root/runtime" -B "$san" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DMEGRT_CUDA=OFF -DMEGRT_BUILD_FUZZERS=ON "${launcher[@]}" >/dev/null
+  -DMEGRT_CUDA=OFF -DMEGRT_CPU_BLAS=OPENBLAS -DMEGRT_BUILD_FUZZERS=ON \
+  "${launcher[@]}" >/dev/null
 cmake --build "$san"
 
 # The slow unwinder, so that leaks allocated inside libc (vasprintf for

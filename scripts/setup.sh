@@ -12,7 +12,7 @@ apt_packages=(
   clang-22 libclang-rt-22-dev  # scripts/sanitize.sh: ASan, UBSan, libFuzzer
   libgtest-dev libgmock-dev libbenchmark-dev
   libflatbuffers-dev flatbuffers-compiler nlohmann-json3-dev
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
   python3-numpy python3-dev python3-venv python3-pytest
   graphviz  # scripts/docs.sh renders docs/pipeline.svg
 )

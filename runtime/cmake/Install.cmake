@@ -1,7 +1,7 @@
 # Installs megrt for embedding: the static library, the public headers and
 # a CMake package, so that `find_package(megrt)` gives the imported target
-# megrt::megrt with its link dependencies (libdl, and BLAS when the CPU
-# backend uses it). Included by runtime/CMakeLists.txt after the megrt
+# megrt::megrt with its link dependencies (libdl, and the CPU BLAS when the
+# runtime has one). Included by runtime/CMakeLists.txt after the megrt
 # target; a top-level project's `cmake --install` runs it too.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -26,4 +26,5 @@ write_basic_package_version_file(
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/megrtConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/megrtConfigVersion.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/CpuBlas.cmake
         DESTINATION ${MEGRT_INSTALL_CMAKEDIR})

@@ -4,7 +4,7 @@
 
 #include "FbTypes.h"
 #include "MeshLayout.h"
-#include "cpu/CpuGemm.h"
+#include "cpu/CpuBlas.h"
 
 #include <cstring>
 

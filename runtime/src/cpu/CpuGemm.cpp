@@ -1,22 +1,13 @@
-// GEMM on the CPU through CBLAS, split into blocks that the device's
+// GEMM on the CPU through the BLAS, split into blocks that the device's
 // threads run, with f32 scratch for 16-bit dtypes.
 #include "cpu/CpuGemm.h"
 
-#include "Fail.h"
+#include "cpu/CpuBlas.h"
 #include "cpu/ThreadPool.h"
 #include "megrt/HalfFloat.h"
 
-#if MEGRT_CPU_BLAS
-#include <cblas.h>
-#endif
 #include <algorithm>
 #include <cmath>
-#include <limits>
-
-#if MEGRT_CPU_BLAS
-// OpenBLAS's thread control (cblas.h declares it in newer releases only).
-extern "C" void openblas_set_num_threads(int threads);
-#endif
 
 namespace megrt {
 namespace {
@@ -63,29 +54,7 @@ float geluTanh(float x) {
          (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-#if MEGRT_CPU_BLAS
-/// Fails unless BLAS integers hold m, n and k.
-void checkGemmRunsOnBlas(const GemmParams &params) {
-  constexpr int64_t kMaxBlasInt = std::numeric_limits<blasint>::max();
-  if (params.m > kMaxBlasInt || params.n > kMaxBlasInt ||
-      params.k > kMaxBlasInt)
-    fail("gemm m=", params.m, " n=", params.n, " k=", params.k,
-         " exceeds the BLAS integer range (", kMaxBlasInt, ")");
-}
-#else
-[[noreturn]] void checkGemmRunsOnBlas(const GemmParams &) {
-  fail("this runtime was built without a BLAS (MEGRT_CPU_BLAS=OFF); CPU "
-       "matrix products are unavailable");
-}
-#endif
-
 } // namespace
-
-void useSingleThreadedBlas() {
-#if MEGRT_CPU_BLAS
-  openblas_set_num_threads(1);
-#endif
-}
 
 std::vector<GemmBlock> gemmBlocks(const GemmParams &p) {
   int64_t work = p.m * p.n * p.k;
@@ -117,11 +86,8 @@ std::vector<GemmBlock> gemmBlocks(const GemmParams &p) {
   return blocks;
 }
 
-#if MEGRT_CPU_BLAS
 void gemmF32(const GemmParams &p, const GemmBlock &block, const float *a,
              const float *b, float *c, const float *bias) {
-  auto transA = p.transA ? CblasTrans : CblasNoTrans;
-  auto transB = p.transB ? CblasTrans : CblasNoTrans;
   // Leading dimensions of the stored (not the transposed) matrices.
   int64_t lda = p.transA ? p.m : p.k;
   int64_t ldb = p.transB ? p.k : p.n;
@@ -130,11 +96,8 @@ void gemmF32(const GemmParams &p, const GemmBlock &block, const float *a,
   const float *bBlock =
       b + block.batch * p.strideB + (p.transB ? block.col * ldb : block.col);
   float *cBlock = c + block.batch * p.strideC + block.row * p.n + block.col;
-  cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(block.rows),
-              static_cast<blasint>(block.cols), static_cast<blasint>(p.k),
-              p.alpha, aBlock, static_cast<blasint>(lda), bBlock,
-              static_cast<blasint>(ldb), p.beta, cBlock,
-              static_cast<blasint>(p.n));
+  sgemm(p.transA, p.transB, block.rows, block.cols, p.k, p.alpha, aBlock, lda,
+        bBlock, ldb, p.beta, cBlock, p.n);
   for (int64_t row = 0; row < block.rows; ++row) {
     float *out = cBlock + row * p.n;
     if (bias)
@@ -145,18 +108,12 @@ void gemmF32(const GemmParams &p, const GemmBlock &block, const float *a,
         out[col] = geluTanh(out[col]);
   }
 }
-#else
-void gemmF32(const GemmParams &p, const GemmBlock &, const float *,
-             const float *, float *, const float *) {
-  checkGemmRunsOnBlas(p);
-}
-#endif
 
 CpuGemm::CpuGemm(const GemmParams &params, const void *a, const void *b,
                  void *c, const void *bias)
     : params_(params), blocks_(gemmBlocks(params)), a_(a), b_(b), c_(c),
       bias_(bias) {
-  checkGemmRunsOnBlas(params);
+  checkCpuBlas(params.m, params.n, params.k);
   if (params.dtype == DType::F32)
     return;
   scratchA_.resize(span(params.batch, params.strideA, params.m * params.k));

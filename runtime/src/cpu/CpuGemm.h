@@ -1,4 +1,4 @@
-// GEMM on the CPU through CBLAS, split into blocks that the device's
+// GEMM on the CPU through the BLAS, split into blocks that the device's
 // threads run, with f32 scratch for 16-bit dtypes.
 #ifndef MEGRT_SRC_CPU_CPUGEMM_H
 #define MEGRT_SRC_CPU_CPUGEMM_H
@@ -11,10 +11,6 @@
 namespace megrt {
 
 class ThreadPool;
-
-/// Sets the BLAS to one thread per call: the CPU device runs GEMM blocks
-/// on its own threads. Process-wide (the BLAS has one setting).
-void useSingleThreadedBlas();
 
 /// A part of a GEMM: rows [row, row + rows) and columns [col, col + cols) of
 /// C in batch `batch`.

@@ -1,9 +1,8 @@
 // Small dense kernels the CPU attention is built from.
 #include "cpu/TileMath.h"
 
-#if MEGRT_CPU_BLAS
-#include <cblas.h>
-#endif
+#include "cpu/CpuBlas.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,13 +21,10 @@ namespace megrt {
 void matmulTile(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                 float alpha, const float *a, int64_t lda, const float *b,
                 int64_t ldb, float beta, float *c, int64_t ldc) {
-#if MEGRT_CPU_BLAS
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
-#else
+  if (haveCpuBlas()) {
+    sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   for (int64_t i = 0; i < m; ++i) {
     float *row = c + i * ldc;
     for (int64_t j = 0; j < n; ++j)
@@ -39,7 +35,6 @@ void matmulTile(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
         row[j] += aip * (transB ? b[j * ldb + p] : b[p * ldb + j]);
     }
   }
-#endif
 }
 
 namespace {

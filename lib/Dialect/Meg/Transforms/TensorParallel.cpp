@@ -734,7 +734,8 @@ LogicalResult TensorParallelLayout::visitSlice(SliceOp slice) {
 
 LogicalResult TensorParallelLayout::visitConcat(ConcatOp concat) {
   Layout layout = layoutOf(concat.getInputs().front());
-  if (layout.isWhole() || layout.dim == concat.getAxis() ||
+  if (layout.isWhole() ||
+      layout.dim == static_cast<int64_t>(concat.getAxis()) ||
       llvm::any_of(concat.getInputs(),
                    [&](Value input) { return layoutOf(input) != layout; }))
     return makeWhole(concat);
@@ -744,7 +745,7 @@ LogicalResult TensorParallelLayout::visitConcat(ConcatOp concat) {
 
 LogicalResult TensorParallelLayout::visitSplit(SplitOp split) {
   Layout layout = layoutOf(split.getInput());
-  if (layout.dim == split.getAxis())
+  if (layout.dim == static_cast<int64_t>(split.getAxis()))
     return makeWhole(split);
   for (Value result : split.getResults())
     splitResult(result, layout);
