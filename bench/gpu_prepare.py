@@ -158,8 +158,10 @@ def prepare_benchmarks(megc, out):
         json.dump({"mnk": [m, n, k]}, f)
 
     # A CPU training step for bench/cpu_train_bench.py, and a megc-run
-    # linked statically with OpenBLAS to run it (the runtime built on the
-    # GPU machine has no BLAS).
+    # linked statically with OpenBLAS to run it: the GPU machine has no CPU
+    # BLAS, and Debian ships oneDNN as a shared library only, so this
+    # runtime is built here with MEGRT_CPU_BLAS=OPENBLAS (the main build's
+    # oneDNN GEMMs are faster; the step's numbers there are OpenBLAS's).
     folder = os.path.join(out, "llama_train_cpu")
     os.makedirs(folder)
     c = CPU_LLAMA
@@ -172,11 +174,17 @@ def prepare_benchmarks(megc, out):
     with open(f"{folder}/spec.json", "w") as f:
         json.dump({"config": c}, f)
     build = os.path.dirname(os.path.dirname(megc))
+    cpu_build = os.path.join(build, "gpucheck-cpu")
+    run(["cmake", "-S", os.path.join(ROOT, "runtime"), "-B", cpu_build,
+         "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+         "-DMEGRT_CPU_BLAS=OPENBLAS", "-DMEGRT_CUDA=OFF",
+         "-DMEGRT_BUILD_TESTS=OFF"])
+    run(["cmake", "--build", cpu_build, "--target", "megrt"])
     static = os.path.join(out, "megc-run-cpu")
     run(["g++", "-O2", "-std=c++17",
          os.path.join(ROOT, "tools", "megc-run", "megc-run.cpp"),
          "-I", os.path.join(ROOT, "runtime", "include"), "-o", static,
-         os.path.join(build, "runtime", "libmegrt.a"),
+         os.path.join(cpu_build, "libmegrt.a"),
          "/usr/lib/x86_64-linux-gnu/libopenblas.a", "-lpthread", "-ldl",
          "-static-libstdc++", "-static-libgcc"])
     run(["gzip", "-9", static])

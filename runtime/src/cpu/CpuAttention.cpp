@@ -323,10 +323,12 @@ void attentionForward(ThreadPool &pool, const AttentionShape &s, const void *q,
   checkAttentionShape(s);
   Layout layout(s);
   int64_t tiles = queryTiles(s);
+  // The last query tiles first: under a causal mask they see the most keys,
+  // and the smaller tiles taken last leave the threads less uneven.
   pool.parallelFor(static_cast<uint32_t>(s.batch * s.heads * tiles),
                    [&](uint32_t unit) {
-                     int64_t t = unit % tiles;
-                     int64_t bh = unit / tiles;
+                     int64_t t = tiles - 1 - unit / (s.batch * s.heads);
+                     int64_t bh = unit % (s.batch * s.heads);
                      forwardTile(s, layout, q, k, v, out, stats, bh / s.heads,
                                  bh % s.heads, queryTile(layout, s, t));
                    });
