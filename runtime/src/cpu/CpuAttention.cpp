@@ -156,10 +156,14 @@ void forwardTile(const AttentionShape &s, const Layout &layout, const void *q,
                  const void *k, const void *v, void *out, float *stats,
                  int64_t b, int64_t h, const QueryTile &tile) {
   int64_t g = h / layout.group();
-  std::vector<float> qBuffer, kBuffer, vBuffer;
-  std::vector<float> scores(kQueryTile * kKeyBlock);
-  std::vector<float> acc(tile.count * s.valueDim, 0.0f);
-  std::vector<float> rowMax(tile.count, kNegInf), rowSum(tile.count, 0.0f);
+  // Each thread's buffers, kept from tile to tile: the scores are written
+  // before they are read, the rest is reset here.
+  thread_local std::vector<float> qBuffer, kBuffer, vBuffer, scores, acc,
+      rowMax, rowSum;
+  scores.resize(kQueryTile * kKeyBlock);
+  acc.assign(tile.count * s.valueDim, 0.0f);
+  rowMax.assign(tile.count, kNegInf);
+  rowSum.assign(tile.count, 0.0f);
   Rows queries = readRows(s.dtype, q, layout.query(b, tile.first, h),
                           tile.count, s.headDim, layout.queryStride(), qBuffer);
   for (int64_t k0 = 0; k0 < tile.keyEnd; k0 += kKeyBlock) {
