@@ -33,10 +33,11 @@ void CpuDevice::run(size_t index, const std::vector<const Tensor *> &inputs,
   for (size_t i = 0; i < inputs.size(); ++i)
     std::memcpy(entry->inputs()[i].data(), inputs[i]->data(),
                 inputs[i]->sizeBytes());
-  // Outputs start from zero on every run, so a result never depends on a
-  // previous call.
-  for (Tensor &output : entry->outputs())
-    std::memset(output.data(), 0, output.sizeBytes());
+  // The outputs are not zeroed: a program defines every element of what it
+  // returns (its values are tensors, each written whole by the commands
+  // that produce it), so no result depends on a previous call. Zeroing
+  // them cost a pass over each (a llama forward's 16 MB of logits: 2.5 ms
+  // of 67).
   entry->execute();
   prepareOutputs(program_.entries()[index].outputs, outputs);
   for (size_t i = 0; i < outputs.size(); ++i)
