@@ -16,7 +16,9 @@ unchanged, and one rank's loads into a tp run and into FSDP pieces of tp
 blocks, which then compute the same logits. Layer graph regions holding
 the collectives (--capture-collectives), and the program compiled for both targets (the
 GPU's one-hot embedding gradient, run here on the CPU), give the same
-results too. bf16 weights with f32 master
+results too, as does a hand-written model that exercises the layout's
+generic rules (a whole operand cut into blocks, a reduction over split
+features, a gather where a reshape cannot keep the split). bf16 weights with f32 master
 weights follow one rank within bf16 tolerance for three steps, the norm
 weights' gradients summed over tp in the policy's grad_reduce dtype (f32):
 each tp rank rounds its partial products to bf16 before they are summed,
@@ -165,6 +167,88 @@ def reference_flags(flags):
 IMPORTED_ADAM = ["--adam-eps", "1e-5"]
 
 
+# A model written by hand whose layers record their splits, around which
+# the splits follow the data by meg-tensor-parallel's generic rules: a
+# trainable scale whole along the split features (cut into each rank's
+# block), a sum over the split features (completed by an all-reduce), a
+# reshape that merges them with the rows (gathered first), entry results
+# split along the features (gathered). Five training steps on tp=2 equal
+# one rank's, as do the forward's three outputs.
+GENERIC_MODEL = """module attributes {{meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>{layout}}} {{
+{mesh}  meg.param @up : tensor<12x8xf32> init #meg.init<normal(0.5)>
+  meg.param @scale : tensor<12xf32> init #meg.init<normal(1.0)>
+  meg.param @down : tensor<8x12xf32> init #meg.init<normal(0.5)>
+  func.func @forward(%x: tensor<4x8xf32> {{meg.name = "x"}}) -> (tensor<4x8xf32> {{meg.name = "y"}}, tensor<4x1xf32> {{meg.name = "s"}}, tensor<48xf32> {{meg.name = "flat"}}) {{
+    %wu = meg.param_ref @up : tensor<12x8xf32>
+    %u = meg.linear %x, %wu {{meg.tp_layer = #meg.tp_layer<column>}} : tensor<4x8xf32>, tensor<12x8xf32>
+    %sc = meg.param_ref @scale : tensor<12xf32>
+    %m = meg.mul %u, %sc : tensor<4x12xf32>, tensor<12xf32>
+    %a = meg.silu %m : tensor<4x12xf32>
+    %s = meg.reduce sum %a dims [1] keep_dims : tensor<4x12xf32>
+    %flat = meg.reshape %a : tensor<4x12xf32> to tensor<48xf32>
+    %wd = meg.param_ref @down : tensor<8x12xf32>
+    %y = meg.linear %a, %wd {{meg.tp_layer = #meg.tp_layer<row>}} : tensor<4x12xf32>, tensor<8x12xf32>
+    return %y, %s, %flat : tensor<4x8xf32>, tensor<4x1xf32>, tensor<48xf32>
+  }}
+  func.func @loss(%x: tensor<4x8xf32> {{meg.name = "x"}}, %t: tensor<4x8xf32> {{meg.name = "target"}}) -> (tensor<f32> {{meg.name = "loss"}}) {{
+    %y, %s, %flat = call @forward(%x) : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<48xf32>)
+    %d = meg.sub %y, %t : tensor<4x8xf32>, tensor<4x8xf32>
+    %d2 = meg.mul %d, %d : tensor<4x8xf32>, tensor<4x8xf32>
+    %l1 = meg.reduce mean %d2 dims [0, 1] : tensor<4x8xf32>
+    %s2 = meg.mul %s, %s : tensor<4x1xf32>, tensor<4x1xf32>
+    %l2 = meg.reduce mean %s2 dims [0, 1] : tensor<4x1xf32>
+    %f2 = meg.mul %flat, %flat : tensor<48xf32>, tensor<48xf32>
+    %l3 = meg.reduce mean %f2 dims [0] : tensor<48xf32>
+    %l12 = meg.add %l1, %l2 : tensor<f32>, tensor<f32>
+    %l = meg.add %l12, %l3 : tensor<f32>, tensor<f32>
+    return %l : tensor<f32>
+  }}
+}}
+"""
+GENERIC_LAYOUT = (
+    ', meg.tensor_parallel = #meg.tensor_parallel<mesh = @world, '
+    'axes = ["tp"]>',
+    "  meg.mesh @world [tp = 2]\n  meg.submesh @world[tp]\n")
+
+
+def generic_rules(tmp):
+    """The hand-written model on tp=2 against one rank; True if equal."""
+    rng = np.random.default_rng(11)
+    inputs = []
+    for name in ("x", "target"):
+        path = os.path.join(tmp, f"generic_{name}.npy")
+        np.save(path, rng.standard_normal((4, 8)).astype(np.float32))
+        inputs += ["--input", f"{name}={path}"]
+    artifacts = {}
+    for ranks, (layout, mesh) in ((1, ("", "")), (2, GENERIC_LAYOUT)):
+        model = os.path.join(tmp, f"generic_{ranks}.mlir")
+        with open(model, "w") as f:
+            f.write(GENERIC_MODEL.format(layout=layout, mesh=mesh))
+        artifacts[ranks] = os.path.join(tmp, f"generic_{ranks}.megc")
+        e2e_util.run(["megc", model, "-o", artifacts[ranks]])
+    want_losses, want_state = fsdp_equivalence.train(
+        artifacts[1], inputs, os.path.join(tmp, "generic_1.safetensors"), 1,
+        5)
+    losses, state = fsdp_equivalence.train(
+        artifacts[2], inputs, os.path.join(tmp, "generic_2.safetensors"), 2,
+        5)
+    loss_error = float(np.max(np.abs(losses - want_losses) /
+                              np.abs(want_losses)))
+    worst, worst_name = e2e_util.worst_state_error(state, want_state,
+                                                   "generic")
+    forward = [fsdp_equivalence.entry_outputs(
+        artifacts[ranks], "forward", inputs[:2],
+        os.path.join(tmp, f"generic_fw{ranks}"), ranks) for ranks in (1, 2)]
+    outputs = max(e2e_util.relative_error(forward[1][name], forward[0][name])
+                  for name in forward[0])
+    ok = max(loss_error, worst, outputs) < TOLERANCE
+    print(f"{'generic rules tp=2':28s} 2 ranks: loss rel err "
+          f"{loss_error:.2e}, state rel err {worst:.2e} ({worst_name}), "
+          f"forward outputs rel err {outputs:.2e}"
+          + ("" if ok else "  FAILED"))
+    return ok
+
+
 def run_ranks(ranks, args):
     result = mpi_util.run_ranks(ranks, args)
     if result.returncode != 0:
@@ -279,6 +363,9 @@ def main():
                                  [*imported, "--mesh", "tp=2", *flags])
         failed |= not compare(name, 2, single, want_losses, want_state,
                               artifact)
+
+    if not options.only or "generic" in options.only:
+        failed |= not generic_rules(tmp)
 
     if not options.only or "checkpoint" in options.only:
         # A tp run saves whole Hugging Face tensors; loading them into a tp
