@@ -111,6 +111,11 @@ private:
   Value sliced(Value value, int64_t dim);
   /// Gathers every split operand of `op`, which then runs on whole values.
   LogicalResult makeWhole(Operation *op);
+  /// `build()` once per `key`, right after `value`'s definition, depending
+  /// on trainable parameters as `value` does; `cache` holds the results.
+  template <typename Key>
+  Value onceAfter(DenseMap<Key, Value> &cache, Key key, Value value,
+                  function_ref<Value()> build);
 
   Layout layoutOf(Value value) const {
     auto it = layouts.find(value);
@@ -277,20 +282,29 @@ Value TensorParallelLayout::groupBlock(Value whole, int64_t groups) {
   return ReshapeOp::create(builder, loc, tensor(shape), mine);
 }
 
+template <typename Key>
+Value TensorParallelLayout::onceAfter(DenseMap<Key, Value> &cache, Key key,
+                                      Value value,
+                                      function_ref<Value()> build) {
+  if (Value known = cache.lookup(key))
+    return known;
+  OpBuilder::InsertionGuard guard(builder);
+  Attribute layer = tagger.layer;
+  buildAfter(value);
+  Value built = build();
+  tagger.layer = layer;
+  markTrainableLike(built, value);
+  cache[key] = built;
+  return built;
+}
+
 Value TensorParallelLayout::enter(Value value) {
   if (!trainable.contains(value))
     return value;
-  auto [it, inserted] = entered.try_emplace(value);
-  if (inserted) {
-    OpBuilder::InsertionGuard guard(builder);
-    Attribute layer = tagger.layer;
-    buildAfter(value);
-    it->second =
-        CopyToGroupOp::create(builder, value.getLoc(), value, mesh(), axes());
-    trainable.insert(it->second);
-    tagger.layer = layer;
-  }
-  return it->second;
+  return onceAfter(entered, value, value, [&]() -> Value {
+    return CopyToGroupOp::create(builder, value.getLoc(), value, mesh(),
+                                 axes());
+  });
 }
 
 FailureOr<Value> TensorParallelLayout::gathered(Value value, Operation *user) {
@@ -305,36 +319,23 @@ FailureOr<Value> TensorParallelLayout::gathered(Value value, Operation *user) {
     diag.attachNote(value.getLoc()) << "the group's block";
     return failure();
   }
-  auto [it, inserted] = wholes.try_emplace(value);
-  if (inserted) {
-    OpBuilder::InsertionGuard guard(builder);
-    Attribute layer = tagger.layer;
-    buildAfter(value);
-    it->second = gatherAlong(value, layout.dim);
-    markTrainableLike(it->second, value);
-    tagger.layer = layer;
+  return onceAfter(wholes, value, value, [&] {
     ++numGathered;
-  }
-  return it->second;
+    return gatherAlong(value, layout.dim);
+  });
 }
 
 Value TensorParallelLayout::sliced(Value value, int64_t dim) {
-  auto [it, inserted] = blocks.try_emplace({value, dim});
-  if (inserted) {
-    OpBuilder::InsertionGuard guard(builder);
-    Attribute layer = tagger.layer;
-    buildAfter(value);
-    it->second =
-        alongDim(builder, value, dim, 1, ranks, [&](Value moved, Type type) {
-          return ShardSliceOp::create(builder, value.getLoc(), type, moved,
-                                      mesh(), axes(),
-                                      builder.getI64IntegerAttr(0));
-        });
-    layouts[it->second] = Layout::make(Layout::Split, dim, ranks);
-    markTrainableLike(it->second, value);
-    tagger.layer = layer;
-  }
-  return it->second;
+  Value block = onceAfter(blocks, {value, dim}, value, [&] {
+    return alongDim(builder, value, dim, 1, ranks,
+                    [&](Value moved, Type type) -> Value {
+                      return ShardSliceOp::create(builder, value.getLoc(), type,
+                                                  moved, mesh(), axes(),
+                                                  builder.getI64IntegerAttr(0));
+                    });
+  });
+  layouts[block] = Layout::make(Layout::Split, dim, ranks);
+  return block;
 }
 
 LogicalResult TensorParallelLayout::makeWhole(Operation *op) {
