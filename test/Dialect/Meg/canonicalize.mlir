@@ -438,3 +438,40 @@ func.func @kept(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<4x4xf32>, tenso
   %r = meg.shard_slice %d over @world[tp] dim 0 : tensor<8x4xf32> -> tensor<4x4xf32>
   return %s, %p, %q, %r : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// silu(gate) * up, in either order, is one swiglu when nothing else reads
+// the silu.
+// CHECK-LABEL: func.func @swiglu
+// CHECK-SAME: (%[[G:.*]]: tensor<2x8xbf16>, %[[U:.*]]: tensor<2x8xbf16>)
+// CHECK-NOT: meg.silu
+// CHECK-DAG: %[[A:.*]] = meg.swiglu %[[G]], %[[U]] : tensor<2x8xbf16>
+// CHECK-DAG: %[[B:.*]] = meg.swiglu %[[U]], %[[G]] : tensor<2x8xbf16>
+// CHECK-NOT: meg.mul
+// CHECK: return %[[A]], %[[B]]
+func.func @swiglu(%g: tensor<2x8xbf16>, %u: tensor<2x8xbf16>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>) {
+  %s = meg.silu %g : tensor<2x8xbf16>
+  %a = meg.mul %s, %u : tensor<2x8xbf16>, tensor<2x8xbf16>
+  %t = meg.silu %u : tensor<2x8xbf16>
+  %b = meg.mul %g, %t : tensor<2x8xbf16>, tensor<2x8xbf16>
+  return %a, %b : tensor<2x8xbf16>, tensor<2x8xbf16>
+}
+
+// -----
+
+// A silu read elsewhere stays (swiglu would compute it twice), and so does
+// a product that broadcasts.
+// CHECK-LABEL: func.func @swiglu_no_match
+// CHECK: meg.silu
+// CHECK: meg.mul
+// CHECK: meg.silu
+// CHECK: meg.mul
+// CHECK-NOT: meg.swiglu
+func.func @swiglu_no_match(%g: tensor<2x8xf32>, %u: tensor<2x8xf32>, %r: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %s = meg.silu %g : tensor<2x8xf32>
+  %a = meg.mul %s, %u : tensor<2x8xf32>, tensor<2x8xf32>
+  %t = meg.silu %g : tensor<2x8xf32>
+  %b = meg.mul %t, %r : tensor<2x8xf32>, tensor<8xf32>
+  return %a, %s, %b : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}

@@ -102,6 +102,36 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   return foldRightIdentity(getRhs(), adaptor.getLhs(), getType(), 1.0);
 }
 
+namespace {
+/// silu(gate) * up, the silu used nowhere else, is one swiglu: the gated
+/// activation is computed in one pass and rounded once, and its gradient
+/// (meg.swiglu_grad) needs gate and up only, not silu(gate) kept from the
+/// forward.
+struct SiluTimesUpIsSwiglu : public OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [silu, up] : {std::pair(op.getLhs(), op.getRhs()),
+                            std::pair(op.getRhs(), op.getLhs())}) {
+      auto activation = silu.getDefiningOp<SiluOp>();
+      if (!activation || !silu.hasOneUse() || silu.getType() != op.getType() ||
+          up.getType() != op.getType())
+        continue;
+      rewriter.replaceOpWithNewOp<SwigluOp>(op, activation.getInput(), up);
+      rewriter.eraseOp(activation);
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<SiluTimesUpIsSwiglu>(context);
+}
+
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   return foldRightIdentity(getLhs(), adaptor.getRhs(), getType(), 1.0);
 }

@@ -41,6 +41,7 @@ def Meg_AddOp : Meg_BinaryOp<"add", "addition", [Commutative, Meg_VJP]> {
 def Meg_SubOp : Meg_BinaryOp<"sub", "subtraction", [Meg_VJP]> { let hasFolder = 1; }
 def Meg_MulOp : Meg_BinaryOp<"mul", "multiplication", [Commutative, Meg_VJP]> {
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 def Meg_DivOp : Meg_BinaryOp<"div", "division", [Meg_VJP]> { let hasFolder = 1; }
 def Meg_MaxOp : Meg_BinaryOp<"max", "maximum", [Commutative]>;
