@@ -376,3 +376,30 @@ module attributes {meg.tensor_parallel = #meg.tensor_parallel<mesh = @world, axe
     return %k : tensor<2x8xf32>
   }
 }
+
+// -----
+
+module attributes {meg.tensor_parallel = #meg.tensor_parallel<mesh = @world, axes = ["tp"]>} {
+  meg.mesh @world [tp = 2, dp_shard = 2]
+  meg.submesh @world[dp_shard]
+  meg.param @w : tensor<4x8xf32> init #meg.init<normal(0.02)> sharding #meg.sharding<mesh = @world, axes = ["dp_shard"], shape = [8, 8], dim = 0>
+  func.func @already(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
+    %w = meg.param_ref @w : tensor<4x8xf32>
+    // expected-error @+1 {{meg-tensor-parallel: parameter @w is sharded already}}
+    %y = meg.linear %x, %w {meg.tp_layer = #meg.tp_layer<column>} : tensor<2x8xf32>, tensor<4x8xf32>
+    return %y : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+module attributes {meg.tensor_parallel = #meg.tensor_parallel<mesh = @world, axes = ["tp"]>} {
+  meg.mesh @world [tp = 2]
+  meg.param @table : tensor<16x4xf32> init #meg.init<normal(0.02)>
+  func.func @first_row(%ids: tensor<2xi32>, %first: tensor<i32>) -> tensor<2x4xf32> {
+    %t = meg.param_ref @table : tensor<16x4xf32>
+    // expected-error @+1 {{meg-tensor-parallel: a vocab-parallel embedding reads the whole table}}
+    %e = meg.embedding %t, %ids rows from %first {meg.tp_layer = #meg.tp_layer<vocab>} : tensor<16x4xf32>, tensor<2xi32>, tensor<i32>
+    return %e : tensor<2x4xf32>
+  }
+}
