@@ -327,15 +327,19 @@ void attentionForward(ThreadPool &pool, const AttentionShape &s, const void *q,
   checkAttentionShape(s);
   Layout layout(s);
   int64_t tiles = queryTiles(s);
-  // The last query tiles first: under a causal mask they see the most keys,
-  // and the smaller tiles taken last leave the threads less uneven.
-  pool.parallelFor(static_cast<uint32_t>(s.batch * s.heads * tiles),
-                   [&](uint32_t unit) {
-                     int64_t t = tiles - 1 - unit / (s.batch * s.heads);
-                     int64_t bh = unit % (s.batch * s.heads);
-                     forwardTile(s, layout, q, k, v, out, stats, bh / s.heads,
-                                 bh % s.heads, queryTile(layout, s, t));
-                   });
+  // A unit is one query tile of every query head of a KV head's group, so
+  // that the group's keys and values are read into one core's caches once
+  // for all its heads. The last query tiles first: under a causal mask
+  // they see the most keys, and the smaller tiles taken last leave the
+  // threads less uneven.
+  int64_t groups = s.batch * s.kvHeads;
+  pool.parallelFor(static_cast<uint32_t>(groups * tiles), [&](uint32_t unit) {
+    int64_t t = tiles - 1 - unit / groups;
+    int64_t b = unit % groups / s.kvHeads, g = unit % s.kvHeads;
+    QueryTile tile = queryTile(layout, s, t);
+    for (int64_t h = g * layout.group(); h < (g + 1) * layout.group(); ++h)
+      forwardTile(s, layout, q, k, v, out, stats, b, h, tile);
+  });
 }
 
 void attentionBackward(ThreadPool &pool, const AttentionShape &s,
