@@ -643,7 +643,8 @@ def MegTensorParallel : Pass<"meg-tensor-parallel", "::mlir::ModuleOp"> {
     that its gradient is summed; one that is whole along the split
     dimension is sliced into this rank's block. An op that needs a split
     value whole (an entry's result, an op with no split form) gets it
-    gathered (`meg.all_gather`; counted in the pass statistics). Split
+    gathered (`meg.all_gather`; counted in the pass statistics, where LLVM
+    keeps statistics). Split
     parameters get their block's type and a `#meg.sharding` with `dim`;
     the group's submesh is registered. The pass removes the attributes it
     applied.
