@@ -32,6 +32,10 @@
 //   thread; otherwise a warp or block per output as for rows, the lanes
 //   striding over the reduction in a fixed order.
 //
+// A tile that several nests of a dispatch read and none writes is first
+// copied into shared memory, and the nests read it there: the dispatch
+// reads it from global memory once.
+//
 // Steps that are not loop nests run on the block's first thread. A barrier
 // separates every step from the next one that touches memory, so each
 // reads what the whole block wrote before it.
@@ -764,10 +768,145 @@ linalg::LinalgOp sharedNest(Operation *op) {
   return nest;
 }
 
+/// The buffer a chain of views reads.
+Value viewedBuffer(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether `a` and `b` are the same view: the same value, or subviews of
+/// one source with the same offsets, sizes and strides.
+bool sameView(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto left = a.getDefiningOp<memref::SubViewOp>();
+  auto right = b.getDefiningOp<memref::SubViewOp>();
+  return left && right && left.getSource() == right.getSource() &&
+         left.getType() == right.getType() &&
+         left.getMixedOffsets() == right.getMixedOffsets() &&
+         left.getMixedSizes() == right.getMixedSizes() &&
+         left.getMixedStrides() == right.getMixedStrides();
+}
+
+/// Tiles that two or more loop nests of a dispatch read and none writes
+/// (the rows a norm reduces and then scales, the logits a cross-entropy
+/// reduces and then differentiates), copied once from global memory into
+/// shared memory by the block's threads, and read from there by every
+/// nest: the dispatch reads them from memory once. The tiles that save the
+/// most reads go first while they fit in `budget` bytes.
+class TileStager {
+public:
+  TileStager(Block &body, BlockThreads &block, int64_t budget)
+      : body(body), block(block), budget(budget) {}
+
+  void run() {
+    if (budget <= 0 || !collect())
+      return;
+    llvm::stable_sort(tiles, [](const Tile &a, const Tile &b) {
+      return a.saved() > b.saved();
+    });
+    int64_t used = 0;
+    for (Tile &tile : tiles) {
+      if (tile.readers.size() < 2 || used + tile.bytes > budget)
+        continue;
+      used += tile.bytes;
+      stage(tile);
+    }
+  }
+
+private:
+  /// One view and the nests that read it (operands of each).
+  struct Tile {
+    Value view;
+    MemRefType type;
+    int64_t bytes;
+    SmallVector<linalg::LinalgOp> readers;
+    SmallVector<OpOperand *> operands;
+    int64_t saved() const {
+      return bytes * static_cast<int64_t>(readers.size() - 1);
+    }
+  };
+
+  /// Gathers the candidate tiles; false when the dispatch has a step that
+  /// may write memory that is not a loop nest's output (a serial step, a
+  /// scatter in a nest's body): then no tile is known to be unwritten.
+  bool collect() {
+    llvm::DenseSet<Value> written;
+    SmallVector<linalg::LinalgOp> nests;
+    for (Operation &op : body.without_terminator()) {
+      MemoryUse use = memoryUse(&op);
+      linalg::LinalgOp nest = sharedNest(&op);
+      if (!nest) {
+        if (use == MemoryUse::Write)
+          return false;
+        continue;
+      }
+      bool scatters = false;
+      nest->walk([&](Operation *inner) {
+        scatters |= inner != nest.getOperation() &&
+                    memoryUse(inner) == MemoryUse::Write;
+      });
+      if (scatters)
+        return false;
+      for (OpOperand &init : nest.getDpsInitsMutable())
+        written.insert(viewedBuffer(init.get()));
+      nests.push_back(nest);
+    }
+    for (linalg::LinalgOp nest : nests) {
+      for (OpOperand *input : nest.getDpsInputOperands()) {
+        auto type = dyn_cast<MemRefType>(input->get().getType());
+        if (!type || !type.hasStaticShape() ||
+            !type.getElementType().isIntOrFloat() ||
+            type.getElementTypeBitWidth() % 8 != 0 ||
+            written.contains(viewedBuffer(input->get())) ||
+            nest.getMatchingBlockArgument(input).use_empty())
+          continue;
+        Tile &tile = tileOf(input->get(), type);
+        if (tile.readers.empty() || tile.readers.back() != nest)
+          tile.readers.push_back(nest);
+        tile.operands.push_back(input);
+      }
+    }
+    return true;
+  }
+
+  Tile &tileOf(Value view, MemRefType type) {
+    for (Tile &tile : tiles)
+      if (sameView(tile.view, view))
+        return tile;
+    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    tiles.push_back({view, type, bytes, {}, {}});
+    return tiles.back();
+  }
+
+  /// The tile's shared copy, filled by a copy nest before its first reader,
+  /// which every reader then reads.
+  void stage(Tile &tile) {
+    MLIRContext *context = body.getParentOp()->getContext();
+    Location loc = tile.readers.front().getLoc();
+    auto sharedType = MemRefType::get(
+        tile.type.getShape(), tile.type.getElementType(),
+        MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(
+            context, gpu::GPUDialect::getWorkgroupAddressSpace()));
+    Value shared = block.launch.addWorkgroupAttribution(sharedType, loc);
+    OpBuilder b(tile.readers.front());
+    linalg::CopyOp::create(b, loc, tile.view, shared);
+    for (OpOperand *operand : tile.operands)
+      operand->set(shared);
+  }
+
+  Block &body;
+  BlockThreads &block;
+  int64_t budget;
+  SmallVector<Tile> tiles;
+};
+
 class DispatchMapper {
 public:
-  DispatchMapper(func::FuncOp kernel, int64_t threads)
-      : kernel(kernel), threads(threads) {}
+  DispatchMapper(func::FuncOp kernel, int64_t threads, int64_t stageBytes)
+      : kernel(kernel), threads(threads), stageBytes(stageBytes) {}
 
   LogicalResult run() {
     for (Operation &op : kernel.getBody().front()) {
@@ -822,6 +961,7 @@ private:
     Value warpSize = indexConstant(b, loc, kWarpSize);
     block.lane = arith::RemUIOp::create(b, loc, block.thread, warpSize);
     block.warp = arith::DivUIOp::create(b, loc, block.thread, warpSize);
+    TileStager(body, block, stageBytes).run();
 
     SmallVector<Operation *> steps;
     for (Operation &op : body.without_terminator())
@@ -876,6 +1016,7 @@ private:
 
   func::FuncOp kernel;
   int64_t threads;
+  int64_t stageBytes;
 };
 
 /// Clones the constants (memref.get_global) that a gpu.launch reads into
@@ -915,13 +1056,17 @@ struct MegMapKernelsToGpuPass
              << "meg-map-kernels-to-gpu: threads-per-block "
              << static_cast<unsigned>(threadsPerBlock)
              << " is not a multiple of " << kWarpSize << " up to 1024";
+    if (stageBytes < 0)
+      return emitError(UnknownLoc::get(context))
+             << "meg-map-kernels-to-gpu: stage-bytes "
+             << static_cast<int64_t>(stageBytes) << " is negative";
     return success();
   }
 
   void runOnOperation() override {
     ModuleOp kernels = getOperation();
     for (auto kernel : kernels.getOps<func::FuncOp>())
-      if (failed(DispatchMapper(kernel, threadsPerBlock).run()))
+      if (failed(DispatchMapper(kernel, threadsPerBlock, stageBytes).run()))
         return signalPassFailure();
     OpPassManager cleanup(ModuleOp::getOperationName());
     OpPassManager &perKernel = cleanup.nest<func::FuncOp>();

@@ -111,8 +111,12 @@ void buildGpuMappingPipeline(OpPassManager &pm, const CudaArch &arch) {
   pm.addPass(createMegDistributeWorkgroups(distribution));
   MegMapKernelsToGpuOptions mapping;
   mapping.threadsPerBlock = arch.threadsPerBlock();
+  mapping.stageBytes = arch.stageBytes();
   pm.addPass(createMegMapKernelsToGpu(mapping));
   pm.addPass(createGpuKernelOutliningPass());
+  MegAlignWorkgroupBuffersOptions align;
+  align.alignment = arch.vectorBytes();
+  pm.addNestedPass<gpu::GPUModuleOp>(createMegAlignWorkgroupBuffers(align));
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -44,6 +44,10 @@ struct CudaArch {
   /// Resident blocks per multiprocessor the grids aim at (2048 threads per
   /// SM over blocks of threadsPerBlock()).
   unsigned blocksPerMultiprocessor() const { return 8; }
+  /// Shared memory a block may fill with staged tiles: 24 KiB, so that
+  /// blocksPerMultiprocessor() blocks, with their reductions' buffers, fit
+  /// in the 228 KiB of a Hopper or Blackwell multiprocessor.
+  unsigned stageBytes() const { return 24 * 1024; }
 
   /// Parses "sm_90", "sm_90a", "sm_100a", ...; the error names `what` (the
   /// flag or option the text came from) and the value, and lists what is

@@ -425,6 +425,16 @@ def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
       that the combine of one column's partials does not run on one
       thread. Rows shorter than 32 elements also get a thread each.
 
+    A tile that two or more loop nests of a dispatch read and none writes
+    (the rows a norm reduces and then scales, a cross-entropy's logits
+    reduced and then differentiated) is staged: a workgroup buffer of the
+    launch, filled by a copy before the first reader (a pointwise nest,
+    128-bit accesses where aligned), and read from there by every reader,
+    so that the dispatch reads the tile from global memory once. Tiles go
+    by the reads they save (size times readers less one), while they fit
+    in `stage-bytes`; none is staged in a dispatch with a step that writes
+    memory other than a nest's outputs.
+
     Steps that are not loop nests run on the block's first thread. A
     `gpu.barrier` separates each step from the next one that touches
     memory. The constants the launches read are sunk into them. A dispatch
@@ -452,7 +462,10 @@ def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"threadsPerBlock", "threads-per-block", "unsigned",
            /*default=*/"256", "Threads of each block (a multiple of 32, up "
-           "to 1024)">
+           "to 1024)">,
+    Option<"stageBytes", "stage-bytes", "int64_t", /*default=*/"24576",
+           "Shared memory per block for tiles that several nests read "
+           "(0: none staged)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",
@@ -460,6 +473,32 @@ def MegMapKernelsToGpu : Pass<"meg-map-kernels-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::affine::AffineDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def MegAlignWorkgroupBuffers
+    : Pass<"meg-align-workgroup-buffers", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Aligns every workgroup buffer of an outlined kernel for "
+                "vector accesses";
+  let description = [{
+    After `gpu-kernel-outlining`: gives every workgroup attribution of each
+    `gpu.func` the `llvm.align` that `convert-gpu-to-nvvm` gives the
+    shared-memory global it makes (unless it has a larger one). Without it
+    a buffer is aligned to its element only, and the 128-bit accesses that
+    `meg-map-kernels-to-gpu` emits for a tile staged there would find it
+    misaligned and take their element loop.
+
+    ```mlir
+    // before
+    gpu.func @k(...) workgroup(%tile : memref<4x1024xbf16, #gpu.address_space<workgroup>>) kernel
+    // after
+    gpu.func @k(...) workgroup(%tile : memref<4x1024xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "uint64_t", /*default=*/"16",
+           "Bytes each buffer is aligned to (a power of two)">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def MegLowerGpuReductions
