@@ -248,6 +248,11 @@ class Session:
         """Writes the trace file now (the session was created with `trace`)."""
         self._native.write_trace()
 
+    def clear_trace(self) -> None:
+        """Drops the trace's events so far (warm-up runs), so that the file
+        holds only later runs."""
+        self._native.clear_trace()
+
     def init_params(self, seed: int = 0) -> None:
         """Reinitialises every parameter (training state included) from its
         init spec; bit-identical to megc-run --params init:SEED."""

@@ -293,6 +293,10 @@ void bindSession(nb::module_ &m) {
            [](SessionHandle &self) {
              self.locked([&](megrt::Session &s) { s.writeTrace(); });
            })
+      .def("clear_trace",
+           [](SessionHandle &self) {
+             self.locked([&](megrt::Session &s) { s.clearTrace(); });
+           })
       .def_prop_ro(
           "program",
           [](const SessionHandle &self) { return self.session.program(); })

@@ -135,6 +135,14 @@ def test_trace_and_graph_options(llama_ir, batch, tmp_path):
     categories = {event["cat"] for event in events}
     assert {"entry", "graph", "gemm"} <= categories
     assert sum(event["cat"] == "entry" for event in events) == 2
+    # Events dropped by clear_trace() are not in the file.
+    graphs.clear_trace()
+    graphs.run("train_step", batch)
+    graphs.write_trace()
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(event["cat"] == "entry" for event in events) == 1
+    with pytest.raises(megc.Error, match="clearTrace: tracing is off"):
+        plain.clear_trace()
 
 
 def test_thread_count_changes_no_result(llama_artifact, batch):

@@ -233,6 +233,13 @@ megrt_status megrt_session_write_trace(megrt_session *session) {
   });
 }
 
+megrt_status megrt_session_clear_trace(megrt_session *session) {
+  return guarded([&] {
+    require(session, "megrt_session_clear_trace", "session")
+        ->session.clearTrace();
+  });
+}
+
 void megrt_session_destroy(megrt_session *session) { delete session; }
 
 int megrt_session_rank(const megrt_session *session) {

@@ -871,4 +871,11 @@ void Session::writeTrace() {
   impl_->trace->write(impl_->tracePath);
 }
 
+void Session::clearTrace() {
+  if (!impl_->trace)
+    fail("clearTrace: tracing is off (set SessionOptions::traceFile)");
+  impl_->trace->clear();
+  impl_->eventsAtLastWrite.reset();
+}
+
 } // namespace megrt

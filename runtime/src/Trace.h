@@ -47,6 +47,12 @@ public:
 
   size_t numEvents() const { return numEvents_; }
 
+  /// Drops the events added so far; later ones keep the same time origin.
+  void clear() {
+    events_.clear();
+    numEvents_ = 0;
+  }
+
   /// Replaces `path` with every event added so far.
   void write(const std::string &path) const;
 

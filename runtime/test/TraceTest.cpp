@@ -118,6 +118,30 @@ TEST(Trace, WriteTraceWritesWhatRanSoFar) {
   EXPECT_EQ(readTraceEvents(path).size(), 14u);
 }
 
+TEST(Trace, ClearTraceDropsEarlierRuns) {
+  std::string path = tempPath("trace.json");
+  {
+    Session session = tracedSession(path, /*graphs=*/true);
+    runStep(session, 1);
+    session.clearTrace();
+    runStep(session, 2);
+    runStep(session, 3);
+    session.writeTrace();
+    EXPECT_EQ(readTraceEvents(path).size(), 14u);
+    session.clearTrace();
+  }
+  // Cleared after the last write: the destructor writes the empty trace.
+  EXPECT_EQ(readTraceEvents(path).size(), 0u);
+  Session untraced(layered());
+  try {
+    untraced.clearTrace();
+    FAIL() << "clearTrace without a trace file succeeded";
+  } catch (const Error &error) {
+    EXPECT_STREQ(error.what(),
+                 "clearTrace: tracing is off (set SessionOptions::traceFile)");
+  }
+}
+
 TEST(Trace, WriteTraceErrors) {
   Session untraced(layered());
   try {

@@ -446,6 +446,9 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   megrt::resetPeakHostMemory();
   for (int64_t step = 0; step < options.warmup; ++step)
     session.run(options.entry, inputs, outputs);
+  // The trace, too, holds the timed steps only.
+  if (options.warmup > 0 && !options.trace.empty())
+    session.clearTrace();
   std::unique_ptr<std::ofstream> metrics;
   if (lead && !options.metrics.empty()) {
     metrics = std::make_unique<std::ofstream>(options.metrics);

@@ -183,6 +183,10 @@ public:
   /// printed to stderr: destructors cannot throw).
   void writeTrace();
 
+  /// Drops the trace's events so far (warm-up runs, say), so that the file
+  /// holds only later runs; throws if tracing is off.
+  void clearTrace();
+
 private:
   void load(const std::string &path, bool allowExtra, bool withState,
             std::map<std::string, std::string> *metadata);

@@ -97,6 +97,9 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
                                                unsigned threads,
                                                megrt_session **session);
 megrt_status megrt_session_write_trace(megrt_session *session);
+/* Drops the trace's events so far (warm-up runs), so that the file holds
+ * only later runs; an error when the session has no trace. */
+megrt_status megrt_session_clear_trace(megrt_session *session);
 void megrt_session_destroy(megrt_session *session);
 
 /* A program with a mesh runs as one process per rank (started by mpirun),

@@ -192,6 +192,11 @@ int main(int argc, char **argv) {
     EXPECT(file != NULL && fgetc(file) == '{');
     if (file)
       fclose(file);
+    /* Clearing drops the events so far; a session without a trace says
+     * so. */
+    EXPECT(megrt_session_clear_trace(plain) == MEGRT_OK);
+    EXPECT(megrt_session_clear_trace(restored) == MEGRT_RUNTIME_ERROR);
+    EXPECT(contains(megrt_last_error(), "clearTrace: tracing is off"));
     megrt_session_destroy(plain);
   }
 
