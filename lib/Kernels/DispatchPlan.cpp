@@ -33,13 +33,6 @@ constexpr int64_t kNominalWorkers = 16;
 /// of its parallel time there: its data is read from memory once more.
 constexpr double kDeferredFactor = 1.5;
 
-/// The buffer a view (subview, reshape) reads or writes.
-Value baseOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
 /// One way a step touches a buffer: through `view`, at `map` of its loops
 /// (null when the index is computed in the body); `everything` for a step
 /// that is not a loop nest, which may touch any buffer.
@@ -208,6 +201,12 @@ FailureOr<Combiner> matchCombiner(linalg::LinalgOp nest) {
   if (!neutral)
     return failure();
   return Combiner{op, *neutral};
+}
+
+Value baseOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
 }
 
 GridLimits cpuGridLimits() { return GridLimits(); }

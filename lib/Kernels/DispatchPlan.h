@@ -26,6 +26,10 @@ namespace megc {
 /// globals and constants are not steps.
 llvm::SmallVector<mlir::Operation *> kernelSteps(mlir::func::FuncOp kernel);
 
+/// The buffer a value views, through any chain of views (subviews,
+/// reshapes).
+mlir::Value baseOf(mlir::Value value);
+
 /// The combining operation of a nest that reduces into its one output, and
 /// the neutral element its partials start from; failure when the nest has
 /// another form.

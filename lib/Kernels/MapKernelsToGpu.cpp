@@ -768,13 +768,6 @@ linalg::LinalgOp sharedNest(Operation *op) {
   return nest;
 }
 
-/// The buffer a chain of views reads.
-Value viewedBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
 /// Whether `a` and `b` are the same view: the same value, or subviews of
 /// one source with the same offsets, sizes and strides.
 bool sameView(Value a, Value b) {
@@ -850,7 +843,7 @@ private:
       if (scatters)
         return false;
       for (OpOperand &init : nest.getDpsInitsMutable())
-        written.insert(viewedBuffer(init.get()));
+        written.insert(baseOf(init.get()));
       nests.push_back(nest);
     }
     for (linalg::LinalgOp nest : nests) {
@@ -859,7 +852,7 @@ private:
         if (!type || !type.hasStaticShape() ||
             !type.getElementType().isIntOrFloat() ||
             type.getElementTypeBitWidth() % 8 != 0 ||
-            written.contains(viewedBuffer(input->get())) ||
+            written.contains(baseOf(input->get())) ||
             nest.getMatchingBlockArgument(input).use_empty())
           continue;
         Tile &tile = tileOf(input->get(), type);
