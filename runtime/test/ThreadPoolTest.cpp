@@ -4,9 +4,11 @@
 #include "megrt/Error.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <gtest/gtest.h>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace megrt {
@@ -22,6 +24,43 @@ TEST(ThreadPool, RunsEveryItemOnce) {
       for (uint32_t i = 0; i < count; ++i)
         EXPECT_EQ(seen[i].load(), 1) << i << " of " << count;
     }
+  }
+}
+
+/// Waits until `parties` threads have arrived; false after 10 s (a test
+/// failure, not a hang).
+bool arriveAndWait(std::atomic<unsigned> &arrived, unsigned parties) {
+  arrived.fetch_add(1);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (arrived.load() < parties)
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+  return true;
+}
+
+/// Thread p starts with the p-th contiguous share of the items: with 3
+/// threads and 6 items, the caller runs 0 and 1, the workers 2 and 3, and
+/// 4 and 5. The items meet at barriers (0, 2 and 4 at the first, the others
+/// at the second) so that no thread can finish its share and take another's
+/// before its owner does.
+TEST(ThreadPool, EachThreadStartsWithItsShare) {
+  ThreadPool pool(3);
+  for (int repeat = 0; repeat < 20; ++repeat) {
+    std::atomic<unsigned> first{0}, second{0};
+    std::atomic<bool> timedOut{false};
+    std::vector<std::thread::id> ranOn(6);
+    pool.parallelFor(6, [&](uint32_t i) {
+      ranOn[i] = std::this_thread::get_id();
+      if (!arriveAndWait(i % 2 == 0 ? first : second, 3))
+        timedOut = true;
+    });
+    ASSERT_FALSE(timedOut.load());
+    EXPECT_EQ(ranOn[0], std::this_thread::get_id());
+    for (uint32_t share = 0; share < 3; ++share)
+      EXPECT_EQ(ranOn[2 * share], ranOn[2 * share + 1]) << "share " << share;
+    EXPECT_NE(ranOn[2], ranOn[0]);
+    EXPECT_NE(ranOn[4], ranOn[0]);
+    EXPECT_NE(ranOn[2], ranOn[4]);
   }
 }
 

@@ -52,8 +52,9 @@ unsigned defaultCpuThreads() {
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads < 1)
     fail("a CPU device needs at least one thread, got ", threads);
+  shares_ = std::make_unique<Share[]>(threads);
   for (unsigned i = 1; i < threads; ++i)
-    workers_.emplace_back([this] { workerLoop(); });
+    workers_.emplace_back([this, i] { workerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -67,22 +68,30 @@ ThreadPool::~ThreadPool() {
     worker.join();
 }
 
-void ThreadPool::drain() {
+void ThreadPool::drain(unsigned self) {
   inJob = true;
-  for (uint32_t index = next_.fetch_add(1, std::memory_order_relaxed);
-       index < count_; index = next_.fetch_add(1, std::memory_order_relaxed)) {
-    try {
-      task_(context_, index);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(errorMutex_);
-      if (!error_)
-        error_ = std::current_exception();
+  unsigned threads = size();
+  for (unsigned k = 0; k < threads; ++k) {
+    Share &share = shares_[(self + k) % threads];
+    // The load keeps `next` from running far past `end` (and wrapping)
+    // when every thread looks at an exhausted share.
+    while (share.next.load(std::memory_order_relaxed) < share.end) {
+      uint32_t index = share.next.fetch_add(1, std::memory_order_relaxed);
+      if (index >= share.end)
+        break;
+      try {
+        task_(context_, index);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(errorMutex_);
+        if (!error_)
+          error_ = std::current_exception();
+      }
     }
   }
   inJob = false;
 }
 
-void ThreadPool::workerLoop() {
+void ThreadPool::workerLoop(unsigned self) {
   uint64_t seen = 0;
   for (;;) {
     auto spinUntil = std::chrono::steady_clock::now() + kSpinTime;
@@ -98,7 +107,7 @@ void ThreadPool::workerLoop() {
     seen = generation_.load(std::memory_order_acquire);
     if (stop_)
       return;
-    drain();
+    drain(self);
     busy_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -113,9 +122,13 @@ void ThreadPool::run(uint32_t count, Task task, void *context) {
   }
   task_ = task;
   context_ = context;
-  count_ = count;
   error_ = nullptr;
-  next_.store(0, std::memory_order_relaxed);
+  unsigned threads = size();
+  for (unsigned p = 0; p < threads; ++p) {
+    shares_[p].next.store(static_cast<uint32_t>(uint64_t(count) * p / threads),
+                          std::memory_order_relaxed);
+    shares_[p].end = static_cast<uint32_t>(uint64_t(count) * (p + 1) / threads);
+  }
   busy_.store(static_cast<uint32_t>(workers_.size()),
               std::memory_order_relaxed);
   {
@@ -123,7 +136,7 @@ void ThreadPool::run(uint32_t count, Task task, void *context) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  drain();
+  drain(0);
   while (busy_.load(std::memory_order_acquire) != 0)
     pause();
   if (error_)

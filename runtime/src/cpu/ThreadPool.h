@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -31,9 +32,16 @@ public:
   unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
   /// Calls work(i) for every i in [0, count) on the pool's threads and the
-  /// caller, in no particular order and concurrently, and returns when all
-  /// have returned; the first exception one of them threw is rethrown. A
-  /// call from inside `work` runs its items on the calling thread.
+  /// caller, concurrently, and returns when all have returned; the first
+  /// exception one of them threw is rethrown. A call from inside `work`
+  /// runs its items on the calling thread.
+  ///
+  /// Thread p of the pool (the caller is 0) starts with the p-th of
+  /// size() contiguous shares of [0, count) and then takes what is left
+  /// of the others' shares. Jobs that split their data alike (a GEMM's
+  /// blocks of rows, the next kernel's workgroups of the same rows) thus
+  /// find it in the cache of the core that wrote it. Which thread runs an
+  /// item is still up to timing: results must not depend on it.
   template <typename Work> void parallelFor(uint32_t count, Work &&work) {
     run(
         count,
@@ -46,9 +54,16 @@ public:
 private:
   using Task = void (*)(void *context, uint32_t index);
   void run(uint32_t count, Task task, void *context);
-  void workerLoop();
-  /// Takes items of the current job until none is left.
-  void drain();
+  void workerLoop(unsigned self);
+  /// Takes items of the current job, from thread `self`'s share first,
+  /// until none is left.
+  void drain(unsigned self);
+
+  /// One thread's share of the current job: items [next, end) are left.
+  struct alignas(64) Share {
+    std::atomic<uint32_t> next{0};
+    uint32_t end = 0;
+  };
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -59,8 +74,8 @@ private:
   /// The current job.
   Task task_ = nullptr;
   void *context_ = nullptr;
-  uint32_t count_ = 0;
-  std::atomic<uint32_t> next_{0};
+  /// size() shares of the current job.
+  std::unique_ptr<Share[]> shares_;
   /// Workers still busy with the current job.
   std::atomic<uint32_t> busy_{0};
   std::mutex errorMutex_;
