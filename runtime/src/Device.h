@@ -16,6 +16,7 @@ namespace comm {
 class World;
 }
 class Trace;
+class ThreadPool;
 
 /// How a device runs entries, from the SessionOptions.
 struct DeviceOptions {
@@ -29,8 +30,10 @@ struct DeviceOptions {
   /// creates the groups its collectives run on (connectGroups), in its own
   /// memory space.
   comm::World *world = nullptr;
-  /// CPU threads the device runs kernels on; 0 for defaultCpuThreads().
-  unsigned threads = 0;
+  /// The session's host threads (SessionOptions::threads of them): a cpu
+  /// device runs its kernels, GEMMs and attention on them. Outlives the
+  /// device; required for a cpu device.
+  ThreadPool *pool = nullptr;
 };
 
 /// Executes a program's entries. The Session keeps the parameters' host

@@ -4,12 +4,13 @@
 #include "Device.h"
 #include "Fail.h"
 #include "FbTypes.h"
+#include "HfCheckpoint.h"
 #include "MeshLayout.h"
 #include "ParameterInit.h"
 #include "Trace.h"
 #include "comm/Communicator.h"
 #include "comm/LaunchEnvironment.h"
-#include "HfCheckpoint.h"
+#include "cpu/ThreadPool.h"
 #include "megrt/Safetensors.h"
 
 #include <algorithm>
@@ -429,6 +430,10 @@ struct Session::Impl {
   // Sized once: devices hold pointers into these tensors, so they are only
   // ever written in place.
   std::vector<Tensor> parameters;
+  /// The host threads (options.threads, else defaultCpuThreads()): the cpu
+  /// device's kernels run on them. Declared before the device, which holds
+  /// it.
+  std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Device> device;
   /// The schedule's rate the last run used, and whether it was written.
   std::optional<float> learningRate;
@@ -485,10 +490,13 @@ Session::Session(Program program, SessionOptions options)
   checkHostMemory(impl_->program, impl_->options.device);
   for (const ParameterSpec &spec : impl_->program.parameters())
     impl_->parameters.emplace_back(spec.dtype, spec.shape);
+  unsigned threads = impl_->options.threads;
+  impl_->pool =
+      std::make_unique<ThreadPool>(threads ? threads : defaultCpuThreads());
   impl_->device =
       createDevice(impl_->options.device, impl_->program, impl_->parameters,
                    {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world,
-                    impl_->options.threads});
+                    impl_->pool.get()});
   initParameters(impl_->options.seed);
 }
 

@@ -2,6 +2,7 @@
 // host tensors.
 #include "cpu/CpuDevice.h"
 
+#include "Fail.h"
 #include "FbTypes.h"
 #include "MeshLayout.h"
 #include "cpu/CpuBlas.h"
@@ -9,12 +10,18 @@
 #include <cstring>
 
 namespace megrt {
+namespace {
+ThreadPool &poolOf(const DeviceOptions &options) {
+  if (!options.pool)
+    fail("a cpu device needs the session's thread pool (DeviceOptions::pool)");
+  return *options.pool;
+}
+} // namespace
 
 CpuDevice::CpuDevice(const Program &program, std::vector<Tensor> &parameters,
                      const DeviceOptions &options)
     : program_(program), parameters_(parameters),
-      module_(flatbufferOf(program)), options_(options),
-      pool_(options.threads ? options.threads : defaultCpuThreads()),
+      module_(flatbufferOf(program)), options_(options), pool_(poolOf(options)),
       scratch_(module_.scratchBytes()), entries_(program.entries().size()) {
   useSingleThreadedBlas();
   if (options.world)

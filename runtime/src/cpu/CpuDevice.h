@@ -33,7 +33,8 @@ private:
   std::vector<Tensor> &parameters_;
   CpuModule module_;
   DeviceOptions options_;
-  ThreadPool pool_;
+  /// The session's pool (DeviceOptions::pool).
+  ThreadPool &pool_;
   /// The kernels' temporaries and partials: one area of the largest
   /// kernel's size, kernels running one at a time.
   AlignedBuffer scratch_;
