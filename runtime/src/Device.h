@@ -31,8 +31,9 @@ struct DeviceOptions {
   /// memory space.
   comm::World *world = nullptr;
   /// The session's host threads (SessionOptions::threads of them): a cpu
-  /// device runs its kernels, GEMMs and attention on them. Outlives the
-  /// device; required for a cpu device.
+  /// device runs its kernels, GEMMs and attention on them, and the session
+  /// initialises parameters on them. Outlives the device; required for a
+  /// cpu device.
   ThreadPool *pool = nullptr;
 };
 

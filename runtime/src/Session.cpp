@@ -431,8 +431,8 @@ struct Session::Impl {
   // ever written in place.
   std::vector<Tensor> parameters;
   /// The host threads (options.threads, else defaultCpuThreads()): the cpu
-  /// device's kernels run on them. Declared before the device, which holds
-  /// it.
+  /// device's kernels run on them, and parameters are initialised on them
+  /// on any device. Declared before the device, which holds it.
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Device> device;
   /// The schedule's rate the last run used, and whether it was written.
@@ -524,18 +524,19 @@ void Session::initParameters(uint64_t seed) {
           impl_->parameters[i], spec, seed, spec.sharding->fullShape,
           *spec.sharding->dim, impl_->layout.groupSize(blocks),
           impl_->layout.indexInGroup(blocks, impl_->rank),
-          impl_->pieceStart(spec));
+          impl_->pieceStart(spec), impl_->pool.get());
     } else if (spec.sharding && spec.sharding->dim)
       initializeParameterBlock(
           impl_->parameters[i], spec, seed, spec.sharding->fullShape,
           *spec.sharding->dim,
-          impl_->layout.indexInGroup(spec.sharding->submesh, impl_->rank));
+          impl_->layout.indexInGroup(spec.sharding->submesh, impl_->rank),
+          impl_->pool.get());
     else if (spec.sharding)
       initializeParameterPiece(
           impl_->parameters[i], spec, seed, impl_->pieceStart(spec),
-          numElements(spec.sharding->fullShape, spec.name));
+          numElements(spec.sharding->fullShape, spec.name), impl_->pool.get());
     else
-      initializeParameter(impl_->parameters[i], spec, seed);
+      initializeParameter(impl_->parameters[i], spec, seed, impl_->pool.get());
     impl_->device->parameterWritten(i);
   }
   impl_->refreshCopies();

@@ -153,6 +153,35 @@ TEST(ParameterInit, HalfDTypesAreTheRoundedF32Values) {
     EXPECT_EQ(bits[i], floatToBf16(exact[i])) << i;
 }
 
+/// A session initialises its parameters in chunks on its threads: the
+/// bytes are the same for any thread count, and element i is still draw i
+/// of the parameter's stream on both sides of a chunk's edge.
+TEST(ParameterInit, ThreadsFillTheSameBytes) {
+  std::vector<ParamDesc> params = {
+      {"n", fb::DType::f32, {300, 701}, fb::InitKind::normal, 0.02},
+      {"u", fb::DType::bf16, {70001}, fb::InitKind::uniform, 0.5},
+      {"h", fb::DType::f16, {3, 65536}, fb::InitKind::normal, 1.0}};
+  ProgramDesc program;
+  program.params = params;
+  std::vector<uint8_t> bytes = buildArtifact(program);
+  auto sessionOn = [&](unsigned threads) {
+    SessionOptions options{"cpu", 11};
+    options.threads = threads;
+    return Session(Program::fromBytes(bytes), options);
+  };
+  Session one = sessionOn(1);
+  for (unsigned threads : {2u, 3u}) {
+    Session many = sessionOn(threads);
+    for (const char *name : {"n", "u", "h"})
+      EXPECT_EQ(one.parameter(name), many.parameter(name))
+          << name << " on " << threads << " threads";
+  }
+  CounterRandom random(11, hashName("n"));
+  const float *n = sessionOn(3).parameter("n").dataAs<float>();
+  for (int64_t i : {0, 65535, 65536, 65537, 131072, 300 * 701 - 1})
+    EXPECT_EQ(n[i], static_cast<float>(0.02 * random.normal(i))) << i;
+}
+
 TEST(CounterRandom, SplitMix64MatchesTheReference) {
   // First outputs of the reference SplitMix64 seeded with 0 (Vigna's
   // splitmix64.c): mix(k * 0x9e3779b97f4a7c15) for k = 1, 2, 3.

@@ -41,10 +41,11 @@ struct SessionOptions {
   /// environment overrides it. The first Session of a process connects the
   /// world, and its value stays for the process.
   double commTimeoutSeconds = 300;
-  /// CPU threads a cpu device runs its kernels, GEMMs and attention on (the
-  /// calling thread among them); 0 for the MEGRT_NUM_THREADS environment
-  /// variable, else every core the process may use. Results are the same
-  /// for any number.
+  /// CPU threads of the session (the calling thread among them): a cpu
+  /// device runs its kernels, GEMMs and attention on them, and any session
+  /// initialises its parameters on them; 0 for the MEGRT_NUM_THREADS
+  /// environment variable, else every core the process may use. Results
+  /// are the same for any number.
   unsigned threads = 0;
   /// Loading weights or training state checks that every value is finite
   /// (an error names the tensor and its first bad element); false skips

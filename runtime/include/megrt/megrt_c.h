@@ -87,7 +87,8 @@ megrt_status megrt_session_create(const megrt_program *program,
  * command by command, `trace` (NULL: none) the path of a Chrome
  * trace-event file with device timings of every command, written by
  * megrt_session_write_trace and when the session is destroyed, and
- * `threads` the CPU threads a cpu device runs kernels on (0: the
+ * `threads` the session's CPU threads, which a cpu device runs kernels on
+ * and any session initialises parameters on (0: the
  * MEGRT_NUM_THREADS environment variable, else every core the process may
  * use). */
 megrt_status megrt_session_create_with_options(const megrt_program *program,
