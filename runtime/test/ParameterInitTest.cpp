@@ -177,7 +177,8 @@ TEST(ParameterInit, ThreadsFillTheSameBytes) {
           << name << " on " << threads << " threads";
   }
   CounterRandom random(11, hashName("n"));
-  const float *n = sessionOn(3).parameter("n").dataAs<float>();
+  Session three = sessionOn(3);
+  const float *n = three.parameter("n").dataAs<float>();
   for (int64_t i : {0, 65535, 65536, 65537, 131072, 300 * 701 - 1})
     EXPECT_EQ(n[i], static_cast<float>(0.02 * random.normal(i))) << i;
 }
