@@ -11,6 +11,30 @@ namespace megrt {
 
 std::vector<uint8_t> readFile(const std::string &path);
 
+/// A file open for reading at offsets, so that a large file is read
+/// straight into its destinations (a checkpoint's tensors) instead of
+/// into one buffer first. A file that is not a regular one (a pipe) is
+/// read whole when opened. Errors name the file.
+class InputFile {
+public:
+  explicit InputFile(const std::string &path);
+  ~InputFile();
+  InputFile(const InputFile &) = delete;
+  InputFile &operator=(const InputFile &) = delete;
+
+  uint64_t size() const { return size_; }
+  /// Bytes [offset, offset + count) into `out`; fails if the file ends
+  /// before them.
+  void read(uint64_t offset, void *out, size_t count) const;
+
+private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  /// The contents of a file that is not a regular one.
+  std::vector<uint8_t> contents_;
+};
+
 /// Writes the chunks in order, replacing the file.
 void writeFile(const std::string &path,
                const std::vector<std::pair<const void *, size_t>> &chunks);

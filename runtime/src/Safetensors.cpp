@@ -161,27 +161,30 @@ void checkTiling(std::vector<TensorEntry> entries, uint64_t dataBytes,
 std::map<std::string, Tensor>
 readSafetensors(const std::string &path,
                 std::map<std::string, std::string> *metadata) {
-  std::vector<uint8_t> bytes = readFile(path);
+  // The header first, then each tensor read straight into its storage: a
+  // checkpoint is never held twice.
+  InputFile input(path);
+  uint64_t fileBytes = input.size();
   std::string file = concat("safetensors file '", path, "'");
-  if (bytes.size() < kLengthBytes)
-    fail(file, " is truncated: ", bytes.size(),
+  if (fileBytes < kLengthBytes)
+    fail(file, " is truncated: ", fileBytes,
          " bytes, expected at least 8 for the header length");
   uint64_t headerBytes;
-  std::memcpy(&headerBytes, bytes.data(), kLengthBytes);
+  input.read(0, &headerBytes, kLengthBytes);
   if (headerBytes > kMaxHeaderBytes)
     fail(file, ": header length ", headerBytes, " exceeds the limit of ",
          kMaxHeaderBytes, " bytes");
-  if (headerBytes > bytes.size() - kLengthBytes)
+  if (headerBytes > fileBytes - kLengthBytes)
     fail(file, " is truncated: header length ", headerBytes, " exceeds the ",
-         bytes.size() - kLengthBytes, " bytes after the length field");
-  uint64_t dataBytes = bytes.size() - kLengthBytes - headerBytes;
-  const uint8_t *data = bytes.data() + kLengthBytes + headerBytes;
+         fileBytes - kLengthBytes, " bytes after the length field");
+  uint64_t dataBytes = fileBytes - kLengthBytes - headerBytes;
+  uint64_t dataStart = kLengthBytes + headerBytes;
+  std::string headerText(headerBytes, '\0');
+  input.read(kLengthBytes, headerText.data(), headerBytes);
 
   JsonValue header;
   try {
-    header = parseJson(std::string_view(
-        reinterpret_cast<const char *>(bytes.data() + kLengthBytes),
-        headerBytes));
+    header = parseJson(headerText);
   } catch (const Error &error) {
     fail(file, ": header: ", error.what());
   }
@@ -213,10 +216,11 @@ readSafetensors(const std::string &path,
   checkTiling(entries, dataBytes, file);
 
   std::map<std::string, Tensor> tensors;
-  for (const TensorEntry &entry : entries)
-    tensors.emplace(entry.name, Tensor::fromBytes(entry.dtype, entry.shape,
-                                                  data + entry.begin,
-                                                  entry.end - entry.begin));
+  for (const TensorEntry &entry : entries) {
+    Tensor tensor(entry.dtype, entry.shape);
+    input.read(dataStart + entry.begin, tensor.data(), entry.end - entry.begin);
+    tensors.emplace(entry.name, std::move(tensor));
+  }
   return tensors;
 }
 

@@ -1,6 +1,7 @@
 // safetensors files: round trips, hand-written files, and every rejection.
 #include "megrt/Safetensors.h"
 #include "ArtifactBuilder.h"
+#include "FileIO.h"
 #include "TestFiles.h"
 #include "megrt/Error.h"
 #include "megrt/Session.h"
@@ -8,6 +9,11 @@
 #include <cstring>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <limits>
+#include <thread>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace megrt::test {
 namespace {
@@ -178,6 +184,46 @@ TEST(Safetensors, RejectsMalformedHeaders) {
   std::vector<uint8_t> huge = safetensorsBytes("{}", data);
   huge[6] = 1;
   EXPECT_THAT(readError(huge), HasSubstr("exceeds the limit"));
+}
+
+/// InputFile reads at offsets, names the file when a read lies past its
+/// end, and reads a pipe (which it cannot seek) whole.
+TEST(InputFile, ReadsAtOffsetsAndPipes) {
+  std::string path = tempPath("input-file.bin");
+  writeBytes(path, {1, 2, 3, 4, 5, 6, 7});
+  InputFile file(path);
+  EXPECT_EQ(file.size(), 7u);
+  uint8_t got[3] = {};
+  file.read(4, got, 3);
+  EXPECT_EQ(std::vector<uint8_t>(got, got + 3),
+            (std::vector<uint8_t>{5, 6, 7}));
+  try {
+    file.read(5, got, 3);
+    ADD_FAILURE() << "read past the end";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "cannot read '" + path +
+                  "': bytes [5, 8) lie past its end (7 bytes)");
+  }
+  EXPECT_THROW(InputFile(tempPath("no-such-file.bin")), Error);
+
+  // A safetensors file through a pipe reads as the file itself does.
+  std::map<std::string, Tensor> tensors = {
+      {"a", Tensor::fromFloats(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})},
+      {"b", Tensor::fromFloats(DType::BF16, {4}, {-1, 0.5f, 8, 0})}};
+  std::string saved = tempPath("through-a-pipe.safetensors");
+  writeSafetensors(saved, tensors);
+  std::vector<uint8_t> bytes = readBytes(saved);
+  std::string fifo = tempPath("pipe");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { writeBytes(fifo, bytes); });
+  std::map<std::string, Tensor> read = readSafetensors(fifo);
+  writer.join();
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read.at("a"), tensors.at("a"));
+  EXPECT_EQ(read.at("b"), tensors.at("b"));
 }
 
 ProgramDesc twoParameterProgram() {
