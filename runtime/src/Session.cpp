@@ -59,10 +59,25 @@ void checkTensorMatches(const Tensor &tensor, DType dtype, const Shape &shape,
 void checkFinite(const Tensor &tensor, const std::string &what) {
   if (!isFloatingPoint(tensor.dtype()))
     return;
-  std::vector<float> values = tensor.toFloats();
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (std::isfinite(values[i]))
-      continue;
+  // In place, without a widened copy (a checkpoint's every weight passes
+  // here): NaN and infinity are the values whose exponent bits are all
+  // ones, in every floating-point dtype.
+  auto count = static_cast<size_t>(tensor.numElements());
+  size_t i = 0;
+  bool nan = false;
+  if (tensor.dtype() == DType::F32) {
+    const float *values = tensor.dataAs<float>();
+    while (i < count && std::isfinite(values[i]))
+      ++i;
+    nan = i < count && values[i] != values[i];
+  } else {
+    uint16_t exponent = tensor.dtype() == DType::BF16 ? 0x7f80 : 0x7c00;
+    const uint16_t *bits = tensor.dataAs<uint16_t>();
+    while (i < count && (bits[i] & exponent) != exponent)
+      ++i;
+    nan = i < count && (bits[i] & 0x7fff) != exponent;
+  }
+  if (i < count) {
     std::string index;
     size_t rest = i;
     for (size_t d = tensor.shape().size(); d-- > 0;) {
@@ -70,8 +85,8 @@ void checkFinite(const Tensor &tensor, const std::string &what) {
       index = concat(rest % dim, index.empty() ? "" : ", ", index);
       rest /= dim;
     }
-    fail(what, " holds ", values[i] != values[i] ? "NaN" : "an infinity",
-         " at element ", i, " (index [", index,
+    fail(what, " holds ", nan ? "NaN" : "an infinity", " at element ", i,
+         " (index [", index,
          "]); a run from it would be meaningless (turn the check off with "
          "--no-check-finite / SessionOptions::checkFinite)");
   }

@@ -272,6 +272,76 @@ TEST(SessionParameters, MissingParameterIsNamed) {
             "'" + path + "': missing parameter 'ids' (expected i64[5])");
 }
 
+/// The first NaN or infinity of a loaded weight is named, in each
+/// floating-point dtype (the largest finite values pass), and the
+/// parameters keep their values.
+TEST(SessionParameters, NonFiniteWeightsAreNamed) {
+  struct Case {
+    DType dtype;
+    std::vector<uint16_t> bits; // 16-bit dtypes
+    std::vector<float> values;  // f32
+    const char *found;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Case> cases = {
+      {DType::BF16,
+       {0x3f80, 0x7f7f, 0xff80, 0x7fc0},
+       {},
+       "an infinity at element 2 (index [1, 0])"},
+      {DType::BF16,
+       {0x3f80, 0xff7f, 0x0001, 0xffc1},
+       {},
+       "NaN at element 3 (index [1, 1])"},
+      {DType::F16,
+       {0x7bff, 0x7c01, 0, 0},
+       {},
+       "NaN at element 1 (index [0, 1])"},
+      {DType::F16,
+       {0xfbff, 0, 0xfc00, 0},
+       {},
+       "an infinity at element 2 (index [1, 0])"},
+      {DType::F32,
+       {},
+       {3.4e38f, -inf, nan, 0},
+       "an infinity at element 1 (index [0, 1])"},
+      {DType::F32,
+       {},
+       {0, 0, -3.4e38f, nan},
+       "NaN at element 3 (index [1, 1])"},
+  };
+  ProgramDesc program;
+  for (const Case &c : cases) {
+    fb::DType dtype = c.dtype == DType::BF16  ? fb::DType::bf16
+                      : c.dtype == DType::F16 ? fb::DType::f16
+                                              : fb::DType::f32;
+    program.params = {{"w", dtype, {2, 2}, fb::InitKind::normal, 1.0}};
+    Session session(Program::fromBytes(buildArtifact(program)), {"cpu", 1});
+    Tensor before = session.parameter("w");
+    Tensor bad(c.dtype, {2, 2});
+    if (c.dtype == DType::F32)
+      std::memcpy(bad.data(), c.values.data(), 16);
+    else
+      std::memcpy(bad.data(), c.bits.data(), 8);
+    std::string path = tempPath("nonfinite.safetensors");
+    writeSafetensors(path, {{"w", bad}});
+    EXPECT_EQ(loadError(session, path),
+              "'" + path + "': parameter 'w' holds " + c.found +
+                  "; a run from it would be meaningless (turn the check off "
+                  "with --no-check-finite / SessionOptions::checkFinite)");
+    EXPECT_EQ(session.parameter("w"), before);
+  }
+  // The largest finite values load.
+  program.params = {{"w", fb::DType::bf16, {2}, fb::InitKind::normal, 1.0}};
+  Session session(Program::fromBytes(buildArtifact(program)), {"cpu", 1});
+  Tensor largest(DType::BF16, {2});
+  uint16_t bits[] = {0x7f7f, 0xff7f};
+  std::memcpy(largest.data(), bits, sizeof(bits));
+  std::string path = tempPath("largest.safetensors");
+  writeSafetensors(path, {{"w", largest}});
+  EXPECT_EQ(loadError(session, path), "(loaded)");
+}
+
 TEST(SessionParameters, ShapeAndDTypeMismatchNameBoth) {
   std::string path = tempPath("mismatch.safetensors");
   writeSafetensors(path, {{"w", Tensor(DType::BF16, {3, 4})},
