@@ -199,8 +199,10 @@ class Session:
     False runs graph regions command by command; `trace` is the path of a
     Chrome trace-event file with device timings of every command, written
     by write_trace() and when the session is released. `threads` is the
-    number of CPU threads a "cpu" device runs on (None: MEGRT_NUM_THREADS,
-    else every core); results are the same for any number.
+    number of CPU threads the session runs on: a "cpu" device's kernels,
+    and the initialisation of parameters on any device (None:
+    MEGRT_NUM_THREADS, else every core); results are the same for any
+    number.
     """
 
     def __init__(
@@ -220,9 +222,11 @@ class Session:
                 or not 1 <= threads <= 4096):
             raise ValueError(
                 f"threads {threads!r}: expected a number of threads from 1 to 4096")
+        # Weights that load_params sets next are not initialised first.
         self._native = _megc.Session(
             _as_program(program), device, seed or 0, cuda_graphs,
-            os.fspath(trace) if trace is not None else "", threads or 0)
+            os.fspath(trace) if trace is not None else "", threads or 0,
+            seed is not None)
         if seed is None:
             self.load_params(params, allow_extra=allow_extra_params)
 

@@ -276,19 +276,21 @@ void bindSession(nb::module_ &m) {
           "__init__",
           [](SessionHandle *self, const megrt::Program &program,
              const std::string &device, uint64_t seed, bool cudaGraphs,
-             const std::string &trace, unsigned threads) {
+             const std::string &trace, unsigned threads,
+             bool initializeWeights) {
             megrt::SessionOptions options;
             options.device = device;
             options.seed = seed;
             options.cudaGraphs = cudaGraphs;
             options.traceFile = trace;
             options.threads = threads;
+            options.initializeWeights = initializeWeights;
             nb::gil_scoped_release release;
             new (self) SessionHandle(program, std::move(options));
           },
           nb::arg("program"), nb::arg("device"), nb::arg("seed"),
           nb::arg("cuda_graphs") = true, nb::arg("trace") = "",
-          nb::arg("threads") = 0)
+          nb::arg("threads") = 0, nb::arg("initialize_weights") = true)
       .def("write_trace",
            [](SessionHandle &self) {
              self.locked([&](megrt::Session &s) { s.writeTrace(); });

@@ -512,7 +512,7 @@ Session::Session(Program program, SessionOptions options)
       createDevice(impl_->options.device, impl_->program, impl_->parameters,
                    {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world,
                     impl_->pool.get()});
-  initParameters(impl_->options.seed);
+  initialize(impl_->options.seed, impl_->options.initializeWeights);
 }
 
 Session::~Session() = default;
@@ -527,11 +527,13 @@ int Session::worldSize() const {
   return impl_->world ? impl_->world->size() : 1;
 }
 
-void Session::initParameters(uint64_t seed) {
+void Session::initParameters(uint64_t seed) { initialize(seed, true); }
+
+void Session::initialize(uint64_t seed, bool weights) {
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   for (size_t i = 0; i < specs.size(); ++i) {
     const ParameterSpec &spec = specs[i];
-    if (spec.initKind == InitKind::Copy)
+    if (spec.initKind == InitKind::Copy || (!weights && !spec.state))
       continue;
     if (spec.sharding && spec.sharding->blockSubmesh) {
       uint32_t blocks = *spec.sharding->blockSubmesh;

@@ -1,6 +1,7 @@
 // Parameter initialisation: exact constants, determinism, distributions.
 #include "ArtifactBuilder.h"
 #include "CounterRandom.h"
+#include "TestFiles.h"
 #include "megrt/HalfFloat.h"
 #include "megrt/Session.h"
 
@@ -181,6 +182,33 @@ TEST(ParameterInit, ThreadsFillTheSameBytes) {
   const float *n = three.parameter("n").dataAs<float>();
   for (int64_t i : {0, 65535, 65536, 65537, 131072, 300 * 701 - 1})
     EXPECT_EQ(n[i], static_cast<float>(0.02 * random.normal(i))) << i;
+}
+
+/// initializeWeights = false: the model weights stay zero for a load to
+/// set, the training state is initialised, and after the load the session
+/// equals one that initialised everything first.
+TEST(ParameterInit, WeightsLeftForALoad) {
+  ProgramDesc program;
+  program.params = {{"w", fb::DType::f32, {40}, fb::InitKind::normal, 1.0},
+                    {"m", fb::DType::f32, {40}, fb::InitKind::ones, 0.0}};
+  program.params[1].state = true;
+  std::vector<uint8_t> bytes = buildArtifact(program);
+  SessionOptions options{"cpu", 5};
+  Session full(Program::fromBytes(bytes), options);
+  std::string weights = tempPath("weights-left-for-a-load.safetensors");
+  full.saveParameters(weights);
+
+  options.initializeWeights = false;
+  Session left(Program::fromBytes(bytes), options);
+  for (float v : left.parameter("w").toFloats())
+    EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(left.parameter("m"), full.parameter("m"));
+  left.loadParameters(weights);
+  EXPECT_EQ(left.parameter("w"), full.parameter("w"));
+  EXPECT_EQ(left.parameter("m"), full.parameter("m"));
+  // initParameters still initialises everything.
+  left.initParameters(5);
+  EXPECT_EQ(left.parameter("w"), full.parameter("w"));
 }
 
 TEST(CounterRandom, SplitMix64MatchesTheReference) {

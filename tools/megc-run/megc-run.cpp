@@ -340,6 +340,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   sessionOptions.threads = options.threads;
   sessionOptions.checkFinite = options.checkFinite;
   bool init = options.params == "init" || options.params.rfind("init:", 0) == 0;
+  // Weights read from a file are not initialised first.
+  sessionOptions.initializeWeights = init;
   if (options.params.rfind("init:", 0) == 0) {
     std::string seed = options.params.substr(5);
     if (!parseCount(seed, sessionOptions.seed))
