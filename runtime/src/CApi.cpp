@@ -219,6 +219,28 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
   });
 }
 
+megrt_status megrt_session_create_from_checkpoint(
+    const megrt_program *program, const char *device, uint64_t seed,
+    int cuda_graphs, const char *trace, unsigned threads,
+    const char *checkpoint, int allow_extra, megrt_session **session) {
+  return guarded([&] {
+    const char *function = "megrt_session_create_from_checkpoint";
+    require(session, function, "session");
+    const char *path = require(checkpoint, function, "checkpoint");
+    megrt::SessionOptions options;
+    options.device = require(device, function, "device");
+    options.seed = seed;
+    options.cudaGraphs = cuda_graphs != 0;
+    options.traceFile = trace ? trace : "";
+    options.threads = threads;
+    options.initializeWeights = false;
+    auto created = std::make_unique<megrt_session>(megrt_session{megrt::Session(
+        require(program, function, "program")->program, options)});
+    created->session.loadParameters(path, allow_extra != 0);
+    *session = created.release();
+  });
+}
+
 megrt_status megrt_session_create(const megrt_program *program,
                                   const char *device, uint64_t seed,
                                   megrt_session **session) {

@@ -97,6 +97,16 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
                                                const char *trace,
                                                unsigned threads,
                                                megrt_session **session);
+/* As megrt_session_create_with_options followed by
+ * megrt_session_load_parameters(checkpoint, allow_extra), except that the
+ * model weights are not initialised first (the load sets every one; the
+ * training state is initialised with `seed`): a large model starts without
+ * initialising weights it would throw away. On failure no session is
+ * created. */
+megrt_status megrt_session_create_from_checkpoint(
+    const megrt_program *program, const char *device, uint64_t seed,
+    int cuda_graphs, const char *trace, unsigned threads,
+    const char *checkpoint, int allow_extra, megrt_session **session);
 megrt_status megrt_session_write_trace(megrt_session *session);
 /* Drops the trace's events so far (warm-up runs), so that the file holds
  * only later runs; an error when the session has no trace. */

@@ -177,6 +177,26 @@ int main(int argc, char **argv) {
   EXPECT(megrt_session_load_state(restored, params) == MEGRT_RUNTIME_ERROR);
   EXPECT(contains(megrt_last_error(), "missing parameter"));
 
+  /* From a checkpoint: the weights come from the file without being
+   * initialised first, the state from its init; it trains as a session
+   * that loaded the same file. A missing file creates no session. */
+  {
+    megrt_session *loaded = NULL, *reference = NULL, *missing = NULL;
+    EXPECT(megrt_session_create_from_checkpoint(
+               program, "cpu", 0, 1, NULL, 0, params, 0, &loaded) == MEGRT_OK);
+    EXPECT(megrt_session_create(program, "cpu", 0, &reference) == MEGRT_OK);
+    EXPECT(megrt_session_load_parameters(reference, params, 0) == MEGRT_OK);
+    EXPECT(loaded != NULL && trainStep(loaded) == trainStep(reference));
+    EXPECT(megrt_session_create_from_checkpoint(
+               program, "cpu", 0, 1, NULL, 0, "/nonexistent.safetensors", 0,
+               &missing) == MEGRT_RUNTIME_ERROR);
+    EXPECT(missing == NULL);
+    EXPECT(
+        contains(megrt_last_error(), "cannot open '/nonexistent.safetensors'"));
+    megrt_session_destroy(loaded);
+    megrt_session_destroy(reference);
+  }
+
   /* Options: graph regions run command by command train the same; a trace
    * is written on request. */
   {
