@@ -36,6 +36,9 @@ namespace {
 
 /// The training state's metadata key for the --data stream position.
 const std::string kDataPositionKey = "megc.data_position";
+/// Parameters and state of at least this many bytes take seconds to set up
+/// before the first step; megc-run says what it is doing meanwhile.
+constexpr uint64_t kAnnounceBytes = 1'000'000'000;
 
 const char *kUsage =
     "usage: megc-run MODEL.megc --entry NAME [--device cpu|cuda[:N]]\n"
@@ -357,6 +360,18 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                        "launcher started " +
                        std::to_string(launched.size) +
                        " ranks; run it without mpirun");
+  uint64_t parameterBytes = 0;
+  for (const megrt::ParameterSpec &param : program.parameters())
+    parameterBytes += megrt::byteSize(param.dtype, param.shape, param.name);
+  auto mb = [](uint64_t bytes) { return static_cast<double>(bytes) / 1e6; };
+  bool announce = launched.rank == 0 && parameterBytes >= kAnnounceBytes;
+  auto setupStart = std::chrono::steady_clock::now();
+  if (announce)
+    std::cout << "megc-run: "
+              << (init ? "initialising"
+                       : "loading '" + options.params + "' into")
+              << " " << mb(parameterBytes) << " MB of parameters and state"
+              << std::endl;
   megrt::Session session(program, sessionOptions);
   // Every rank runs the same calls (the Session communicates); rank 0
   // alone reports and writes files.
@@ -366,6 +381,12 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
               << program.describeMesh() << std::endl;
   if (!init)
     session.loadParameters(options.params, options.allowExtraParams);
+  if (announce)
+    std::cout << "megc-run: parameters ready in "
+              << std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - setupStart)
+                     .count()
+              << " s" << std::endl;
   std::map<std::string, std::string> resumed;
   std::string statePath = options.loadState;
   int64_t firstStep = 1;
@@ -598,10 +619,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     if (const megrt::EntrySpec *spec = program.findEntry(options.entry)) {
       // The plan's promise: the entry's arena next to the parameters and
       // state; the rest is its inputs, outputs and kernel scratch.
-      uint64_t state = 0;
-      for (const megrt::ParameterSpec &param : program.parameters())
-        state += megrt::byteSize(param.dtype, param.shape, param.name);
-      auto mb = [](uint64_t bytes) { return static_cast<double>(bytes) / 1e6; };
+      uint64_t state = parameterBytes;
       std::cout << "host memory: peak " << mb(megrt::hostMemory().peak)
                 << " MB while running; plan " << mb(spec->plan.arenaBytes + state)
                 << " MB (arena " << mb(spec->plan.arenaBytes)
