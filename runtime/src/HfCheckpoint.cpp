@@ -1,6 +1,8 @@
 // Checkpoints in Hugging Face layout (see HfCheckpoint.h).
 #include "HfCheckpoint.h"
 
+#include <algorithm>
+
 #include "Fail.h"
 #include "FileIO.h"
 #include "Json.h"
@@ -127,7 +129,7 @@ std::map<std::string, Tensor> readCheckpoint(const std::string &path) {
 
 void writeCheckpointDirectory(
     const std::string &dir,
-    const std::vector<std::pair<std::string, Tensor>> &tensors,
+    const std::vector<std::pair<std::string, const Tensor *>> &tensors,
     const std::string &config, uint64_t maxShardBytes) {
   fs::path root(dir);
   std::error_code error;
@@ -137,16 +139,16 @@ void writeCheckpointDirectory(
          "': ", error ? error.message() : "not a directory");
   // Shards fill up in parameter order; a tensor larger than the limit gets
   // a shard of its own, as transformers does.
-  std::vector<std::map<std::string, Tensor>> shards(1);
+  std::vector<std::vector<std::pair<std::string, const Tensor *>>> shards(1);
   uint64_t shardBytes = 0, totalBytes = 0;
   for (const auto &[name, tensor] : tensors) {
-    if (shardBytes > 0 && shardBytes + tensor.sizeBytes() > maxShardBytes) {
+    if (shardBytes > 0 && shardBytes + tensor->sizeBytes() > maxShardBytes) {
       shards.emplace_back();
       shardBytes = 0;
     }
-    shards.back().emplace(name, tensor);
-    shardBytes += tensor.sizeBytes();
-    totalBytes += tensor.sizeBytes();
+    shards.back().emplace_back(name, tensor);
+    shardBytes += tensor->sizeBytes();
+    totalBytes += tensor->sizeBytes();
   }
   std::set<std::string> written;
   if (shards.size() == 1) {
@@ -160,9 +162,14 @@ void writeCheckpointDirectory(
       std::string file = shardName(i, shards.size());
       writeSafetensors((root / file).string(), shards[i], kMetadata);
       written.insert(file);
-      for (const auto &entry : shards[i]) {
-        index += concat(first ? "" : ",", quoteJson(entry.first), ":",
-                        quoteJson(file));
+      // Each shard's names in name order, as its file holds them.
+      std::vector<std::string> names;
+      for (const auto &entry : shards[i])
+        names.push_back(entry.first);
+      std::sort(names.begin(), names.end());
+      for (const std::string &name : names) {
+        index +=
+            concat(first ? "" : ",", quoteJson(name), ":", quoteJson(file));
         first = false;
       }
     }

@@ -30,7 +30,7 @@ bool isCheckpointDirectory(const std::string &path);
 /// save in `dir` are removed first, so the directory holds one checkpoint.
 void writeCheckpointDirectory(
     const std::string &dir,
-    const std::vector<std::pair<std::string, Tensor>> &tensors,
+    const std::vector<std::pair<std::string, const Tensor *>> &tensors,
     const std::string &config, uint64_t maxShardBytes);
 
 /// The default shard size of transformers' save_pretrained (50 GB).

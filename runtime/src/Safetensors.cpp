@@ -227,6 +227,24 @@ readSafetensors(const std::string &path,
 void writeSafetensors(const std::string &path,
                       const std::map<std::string, Tensor> &tensors,
                       const std::map<std::string, std::string> &metadata) {
+  std::vector<std::pair<std::string, const Tensor *>> views;
+  for (const auto &[name, tensor] : tensors)
+    views.emplace_back(name, &tensor);
+  writeSafetensors(path, views, metadata);
+}
+
+void writeSafetensors(
+    const std::string &path,
+    const std::vector<std::pair<std::string, const Tensor *>> &unordered,
+    const std::map<std::string, std::string> &metadata) {
+  // Name order, as the map's.
+  std::vector<std::pair<std::string, const Tensor *>> tensors = unordered;
+  std::sort(tensors.begin(), tensors.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].first == tensors[i - 1].first)
+      fail("cannot write '", path, "': tensor '", tensors[i].first,
+           "' is given twice");
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
@@ -245,13 +263,13 @@ void writeSafetensors(const std::string &path,
     if (header.size() > 1)
       header += ",";
     std::string shape;
-    for (int64_t dim : tensor.shape())
+    for (int64_t dim : tensor->shape())
       shape += (shape.empty() ? "" : ",") + std::to_string(dim);
     header += concat(quoteJson(name), ":{\"dtype\":\"",
-                     safetensorsDType(tensor.dtype()), "\",\"shape\":[", shape,
+                     safetensorsDType(tensor->dtype()), "\",\"shape\":[", shape,
                      "],\"data_offsets\":[", offset, ",",
-                     offset + tensor.sizeBytes(), "]}");
-    offset += tensor.sizeBytes();
+                     offset + tensor->sizeBytes(), "]}");
+    offset += tensor->sizeBytes();
   }
   header += "}";
   // Pad with spaces so that the data section starts 8-byte aligned, as the
@@ -263,7 +281,7 @@ void writeSafetensors(const std::string &path,
   std::vector<std::pair<const void *, size_t>> chunks = {
       {&headerBytes, kLengthBytes}, {header.data(), header.size()}};
   for (const auto &[name, tensor] : tensors)
-    chunks.emplace_back(tensor.data(), tensor.sizeBytes());
+    chunks.emplace_back(tensor->data(), tensor->sizeBytes());
   writeFile(path, chunks);
 }
 

@@ -18,12 +18,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <unistd.h>
 #include <cstring>
+#include <deque>
 #include <filesystem>
-#include <set>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <unistd.h>
 
 namespace megrt {
 namespace {
@@ -616,16 +617,17 @@ Tensor stackParts(const std::map<std::string, Tensor> &tensors,
 }
 
 /// The slices along dim 0 of `whole`, a parameter held in parts, under
-/// the names of its parts.
-void appendParts(std::vector<std::pair<std::string, Tensor>> &tensors,
-                 const ParameterSpec &spec, const Tensor &whole) {
+/// the names of its parts (their storage in `owned`).
+void appendParts(std::vector<std::pair<std::string, const Tensor *>> &tensors,
+                 std::deque<Tensor> &owned, const ParameterSpec &spec,
+                 const Tensor &whole) {
   Shape partShape(whole.shape().begin() + 1, whole.shape().end());
   size_t offset = 0;
   for (const std::string &name : spec.parts) {
-    Tensor part(whole.dtype(), partShape);
+    Tensor &part = owned.emplace_back(whole.dtype(), partShape);
     std::memcpy(part.data(), whole.data() + offset, part.sizeBytes());
     offset += part.sizeBytes();
-    tensors.emplace_back(name, std::move(part));
+    tensors.emplace_back(name, &part);
   }
 }
 } // namespace
@@ -721,7 +723,11 @@ void Session::saveState(
 void Session::save(const std::string &path, bool withState,
                    uint64_t maxShardBytes,
                    const std::map<std::string, std::string> &metadata) const {
-  std::vector<std::pair<std::string, Tensor>> tensors;
+  // What is written, by name: a whole parameter from its own tensor (no
+  // copy of a model is made to save it), gathered pieces and experts'
+  // parts from `owned`.
+  std::vector<std::pair<std::string, const Tensor *>> tensors;
+  std::deque<Tensor> owned;
   const std::vector<ParameterSpec> &specs = impl_->program.parameters();
   bool writer = impl_->rank == 0;
   // Every rank gathers the sharded parameters in the same order.
@@ -733,14 +739,16 @@ void Session::save(const std::string &path, bool withState,
     bool inParts = !withState && !specs[i].parts.empty();
     if (specs[i].sharding) {
       Tensor full = impl_->gather(i);
-      if (writer && inParts)
-        appendParts(tensors, specs[i], full);
-      else if (writer)
-        tensors.emplace_back(specs[i].name, std::move(full));
+      if (writer && inParts) {
+        appendParts(tensors, owned, specs[i], full);
+      } else if (writer) {
+        owned.push_back(std::move(full));
+        tensors.emplace_back(specs[i].name, &owned.back());
+      }
     } else if (writer && inParts) {
-      appendParts(tensors, specs[i], impl_->read(i));
+      appendParts(tensors, owned, specs[i], impl_->read(i));
     } else if (writer) {
-      tensors.emplace_back(specs[i].name, impl_->read(i));
+      tensors.emplace_back(specs[i].name, &impl_->read(i));
     }
   }
   if (!writer)
@@ -750,11 +758,7 @@ void Session::save(const std::string &path, bool withState,
                              maxShardBytes);
     return;
   }
-  writeSafetensors(path,
-                   std::map<std::string, Tensor>(
-                       std::make_move_iterator(tensors.begin()),
-                       std::make_move_iterator(tensors.end())),
-                   metadata);
+  writeSafetensors(path, tensors, metadata);
 }
 
 const Tensor &Session::parameter(std::string_view name) const {

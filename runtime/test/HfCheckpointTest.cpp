@@ -24,6 +24,16 @@ std::vector<std::pair<std::string, Tensor>> threeTensors() {
   return tensors;
 }
 
+/// writeCheckpointDirectory of `tensors`, which it reads where they are.
+void writeDirectory(const std::string &dir,
+                    const std::vector<std::pair<std::string, Tensor>> &tensors,
+                    const std::string &config, uint64_t maxShardBytes) {
+  std::vector<std::pair<std::string, const Tensor *>> views;
+  for (const auto &[name, tensor] : tensors)
+    views.emplace_back(name, &tensor);
+  writeCheckpointDirectory(dir, views, config, maxShardBytes);
+}
+
 std::string freshDirectory(const std::string &name) {
   std::string dir = tempPath(name);
   fs::remove_all(dir);
@@ -47,7 +57,7 @@ TEST(HfCheckpoint, ShardsRoundTripWithIndexAndConfig) {
   std::string dir = freshDirectory("sharded");
   auto tensors = threeTensors();
   // 128 bytes a tensor, at most 200 a shard: one tensor per shard.
-  writeCheckpointDirectory(dir, tensors, "{\"model_type\":\"llama\"}", 200);
+  writeDirectory(dir, tensors, "{\"model_type\":\"llama\"}", 200);
   for (const char *file :
        {"model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors",
         "model.safetensors.index.json", "config.json"})
@@ -64,8 +74,8 @@ TEST(HfCheckpoint, ShardsRoundTripWithIndexAndConfig) {
 
 TEST(HfCheckpoint, ASmallerSaveRemovesTheEarlierShards) {
   std::string dir = freshDirectory("resaved");
-  writeCheckpointDirectory(dir, threeTensors(), "", 200);
-  writeCheckpointDirectory(dir + "/", threeTensors(), "", 1000);
+  writeDirectory(dir, threeTensors(), "", 200);
+  writeDirectory(dir + "/", threeTensors(), "", 1000);
   EXPECT_TRUE(fs::exists(fs::path(dir) / "model.safetensors"));
   EXPECT_FALSE(fs::exists(fs::path(dir) / "model.safetensors.index.json"));
   EXPECT_FALSE(fs::exists(fs::path(dir) / "model-00001-of-00003.safetensors"));
@@ -74,7 +84,7 @@ TEST(HfCheckpoint, ASmallerSaveRemovesTheEarlierShards) {
 
 TEST(HfCheckpoint, RejectsIndexesThatDisagreeWithTheShards) {
   std::string dir = freshDirectory("bad-index");
-  writeCheckpointDirectory(dir, threeTensors(), "", 200);
+  writeDirectory(dir, threeTensors(), "", 200);
   std::string index = dir + "/model.safetensors.index.json";
   writeText(index, "{\"weight_map\":{\"layer.0.weight\":"
                    "\"../model-00001-of-00003.safetensors\"}}");
@@ -98,7 +108,7 @@ TEST(HfCheckpoint, RejectsIndexesThatDisagreeWithTheShards) {
 
 TEST(HfCheckpoint, RejectsShardTensorsTheIndexDoesNotList) {
   std::string dir = freshDirectory("unlisted");
-  writeCheckpointDirectory(dir, threeTensors(), "", 1000);
+  writeDirectory(dir, threeTensors(), "", 1000);
   fs::rename(dir + "/model.safetensors",
              dir + "/model-00001-of-00001.safetensors");
   writeText(dir + "/model.safetensors.index.json",

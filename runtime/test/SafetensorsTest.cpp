@@ -226,6 +226,26 @@ TEST(InputFile, ReadsAtOffsetsAndPipes) {
   EXPECT_EQ(read.at("b"), tensors.at("b"));
 }
 
+/// Tensors written from where they are: in name order whatever the order
+/// given (the same bytes as from a map), each name once.
+TEST(Safetensors, WritesTensorsHeldElsewhere) {
+  Tensor a = Tensor::fromFloats(DType::F32, {2}, {1, 2});
+  Tensor b = Tensor::fromFloats(DType::BF16, {3}, {3, 4, 5});
+  std::string fromMap = tempPath("from-map.safetensors");
+  writeSafetensors(fromMap, std::map<std::string, Tensor>{{"a", a}, {"b", b}},
+                   {{"format", "pt"}});
+  std::string fromViews = tempPath("from-views.safetensors");
+  writeSafetensors(fromViews, {{"b", &b}, {"a", &a}}, {{"format", "pt"}});
+  EXPECT_EQ(readBytes(fromViews), readBytes(fromMap));
+  try {
+    writeSafetensors(fromViews, {{"a", &a}, {"b", &b}, {"a", &b}});
+    ADD_FAILURE() << "wrote a name twice";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "cannot write '" + fromViews + "': tensor 'a' is given twice");
+  }
+}
+
 ProgramDesc twoParameterProgram() {
   ProgramDesc program;
   program.params = {{"w", fb::DType::bf16, {4, 3}, fb::InitKind::normal, 0.5},

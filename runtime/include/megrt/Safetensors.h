@@ -23,6 +23,14 @@ void writeSafetensors(const std::string &path,
                       const std::map<std::string, Tensor> &tensors,
                       const std::map<std::string, std::string> &metadata = {});
 
+/// The same for tensors held elsewhere, by name (each name once): written
+/// from where they are, without a copy, so that saving a large model does
+/// not need its size again in memory.
+void writeSafetensors(
+    const std::string &path,
+    const std::vector<std::pair<std::string, const Tensor *>> &tensors,
+    const std::map<std::string, std::string> &metadata = {});
+
 } // namespace megrt
 
 #endif // MEGRT_SAFETENSORS_H
