@@ -199,6 +199,21 @@ megrt_status megrt_program_entry_output(const megrt_program *program,
   return entryTensor(program, entry, index, /*output=*/true, spec);
 }
 
+namespace {
+/// The options of the session-creating calls, checked as `function`'s.
+megrt::SessionOptions sessionOptions(const char *function, const char *device,
+                                     uint64_t seed, int cudaGraphs,
+                                     const char *trace, unsigned threads) {
+  megrt::SessionOptions options;
+  options.device = require(device, function, "device");
+  options.seed = seed;
+  options.cudaGraphs = cudaGraphs != 0;
+  options.traceFile = trace ? trace : "";
+  options.threads = threads;
+  return options;
+}
+} // namespace
+
 megrt_status megrt_session_create_with_options(const megrt_program *program,
                                                const char *device,
                                                uint64_t seed, int cuda_graphs,
@@ -208,12 +223,8 @@ megrt_status megrt_session_create_with_options(const megrt_program *program,
   return guarded([&] {
     const char *function = "megrt_session_create";
     require(session, function, "session");
-    megrt::SessionOptions options;
-    options.device = require(device, function, "device");
-    options.seed = seed;
-    options.cudaGraphs = cuda_graphs != 0;
-    options.traceFile = trace ? trace : "";
-    options.threads = threads;
+    megrt::SessionOptions options =
+        sessionOptions(function, device, seed, cuda_graphs, trace, threads);
     *session = new megrt_session{megrt::Session(
         require(program, function, "program")->program, options)};
   });
@@ -227,12 +238,8 @@ megrt_status megrt_session_create_from_checkpoint(
     const char *function = "megrt_session_create_from_checkpoint";
     require(session, function, "session");
     const char *path = require(checkpoint, function, "checkpoint");
-    megrt::SessionOptions options;
-    options.device = require(device, function, "device");
-    options.seed = seed;
-    options.cudaGraphs = cuda_graphs != 0;
-    options.traceFile = trace ? trace : "";
-    options.threads = threads;
+    megrt::SessionOptions options =
+        sessionOptions(function, device, seed, cuda_graphs, trace, threads);
     options.initializeWeights = false;
     auto created = std::make_unique<megrt_session>(megrt_session{megrt::Session(
         require(program, function, "program")->program, options)});
