@@ -62,13 +62,15 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
       {"megrt", Emit::Megrt},
       {"kernels", Emit::Kernels},
       {"llvm", Emit::Llvm},
-      {"ptx", Emit::Ptx}};
+      {"ptx", Emit::Ptx},
+      {"gpu", Emit::Gpu},
+      {"cuda-emulation", Emit::CudaEmulation}};
   const auto *emit = llvm::find_if(
       kEmits, [&](const auto &entry) { return flags.emit == entry.first; });
   if (emit == std::end(kEmits))
     return optionError("unknown --emit '" + flags.emit +
-                       "'; expected artifact, mlir, megrt, kernels, llvm or "
-                       "ptx");
+                       "'; expected artifact, mlir, megrt, kernels, llvm, "
+                       "ptx, gpu or cuda-emulation");
   options.emit = emit->second;
   if (options.emit == Emit::Llvm && !options.cpu)
     return optionError("--emit=llvm prints the CPU code: it needs the cpu "

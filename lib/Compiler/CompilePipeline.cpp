@@ -211,8 +211,8 @@ static mlir::FailureOr<uint64_t> rematBudget(mlir::ModuleOp module,
   return probe.memoryBudget;
 }
 
-mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
-                                           const CompileOptions &options) {
+mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
+                                const CompileOptions &options) {
   if (failed(checkReservedEntries(module)))
     return mlir::failure();
   if (options.recompute != Recompute::None &&
@@ -231,7 +231,12 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
   }
   mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
   buildFrontEndPipeline(frontEnd, module, compiled);
-  if (failed(runPipeline(module, frontEnd)))
+  return runPipeline(module, frontEnd);
+}
+
+mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
+                                           const CompileOptions &options) {
+  if (failed(runFrontEnd(module, options)))
     return mlir::failure();
 
   std::string result;
@@ -247,6 +252,17 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
     return mlir::failure();
   if (options.emit == Emit::Kernels) {
     program->kernelModule->print(os);
+    os << "\n";
+    return result;
+  }
+  if (options.emit == Emit::Gpu || options.emit == Emit::CudaEmulation) {
+    mlir::FailureOr<CudaKernelMapping> mapped =
+        mapCudaKernels(*program, options, /*prepare=*/true);
+    if (failed(mapped))
+      return mlir::failure();
+    if (options.emit == Emit::CudaEmulation)
+      return compileCudaEmulation(*mapped->device);
+    mapped->device->print(os);
     os << "\n";
     return result;
   }

@@ -109,30 +109,48 @@ FailureOr<std::string> assemble(ModuleOp anchor, StringRef ptx,
 
 } // namespace
 
-FailureOr<CudaModuleDesc> compileCudaKernels(const ProgramDesc &program,
-                                             const CompileOptions &options) {
-  const CudaArch &arch = options.cudaArch;
+FailureOr<CudaKernelMapping> mapCudaKernels(const ProgramDesc &program,
+                                            const CompileOptions &options,
+                                            bool prepare) {
   ModuleOp kernels = ModuleOp(program.kernelModule.get()).clone();
   OwningOpRef<ModuleOp> owner(kernels);
-  MLIRContext *context = kernels.getContext();
   OpPassManager mapping(ModuleOp::getOperationName());
   buildKernelBufferizationPipeline(mapping);
-  buildGpuMappingPipeline(mapping, arch);
+  buildGpuMappingPipeline(mapping, options.cudaArch);
   if (failed(runPipeline(kernels, mapping)))
     return failure();
   FailureOr<std::vector<KernelCodeDesc>> codes =
       readCudaLaunchTables(kernels, program);
   if (failed(codes))
     return failure();
+  CudaKernelMapping result;
+  result.device = gatherGpuFunctions(kernels);
+  result.kernels = std::move(*codes);
+  if (prepare) {
+    OpPassManager preparation(ModuleOp::getOperationName());
+    buildGpuDevicePreparation(preparation, options.cudaArch);
+    if (failed(runPipeline(*result.device, preparation)))
+      return failure();
+  }
+  return result;
+}
 
-  OwningOpRef<ModuleOp> gpuModules = gatherGpuFunctions(kernels);
+FailureOr<CudaModuleDesc> compileCudaKernels(const ProgramDesc &program,
+                                             const CompileOptions &options) {
+  const CudaArch &arch = options.cudaArch;
+  FailureOr<CudaKernelMapping> mapped =
+      mapCudaKernels(program, options, /*prepare=*/false);
+  if (failed(mapped))
+    return failure();
+  ModuleOp gpuModules = *mapped->device;
+  MLIRContext *context = gpuModules.getContext();
   registerBuiltinDialectTranslation(*context);
   registerLLVMDialectTranslation(*context);
   registerGPUDialectTranslation(*context);
   registerNVVMDialectTranslation(*context);
   OpPassManager lowering(ModuleOp::getOperationName());
   buildNvvmPipeline(lowering, arch, toolkitPath());
-  if (failed(runPipeline(*gpuModules, lowering)))
+  if (failed(runPipeline(gpuModules, lowering)))
     return failure();
 
   CudaModuleDesc cuda;
@@ -142,12 +160,12 @@ FailureOr<CudaModuleDesc> compileCudaKernels(const ProgramDesc &program,
       cuda.ptx += cast<gpu::ObjectAttr>(object).getObject().getValue().str();
   });
   if (cuda.ptx.empty())
-    return emitError(kernels.getLoc()) << "no PTX was generated";
-  FailureOr<std::string> cubin = assemble(kernels, cuda.ptx, cuda.arch);
+    return emitError(gpuModules.getLoc()) << "no PTX was generated";
+  FailureOr<std::string> cubin = assemble(gpuModules, cuda.ptx, cuda.arch);
   if (failed(cubin))
     return failure();
   cuda.cubin = std::move(*cubin);
-  cuda.kernels = std::move(*codes);
+  cuda.kernels = std::move(mapped->kernels);
   return cuda;
 }
 

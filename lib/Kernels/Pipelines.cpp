@@ -21,6 +21,8 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -120,13 +122,7 @@ void buildGpuMappingPipeline(OpPassManager &pm, const CudaArch &arch) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildNvvmPipeline(OpPassManager &pm, const CudaArch &arch,
-                       StringRef toolkit) {
-  GpuNVVMAttachTargetOptions target;
-  target.chip = arch.name();
-  target.features = arch.ptxFeature();
-  target.optLevel = 3;
-  pm.addPass(createGpuNVVMAttachTarget(target));
+void buildGpuDevicePreparation(OpPassManager &pm, const CudaArch &arch) {
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(memref::createExpandStridedMetadataPass());
   device.addPass(createLowerAffinePass());
@@ -137,14 +133,44 @@ void buildNvvmPipeline(OpPassManager &pm, const CudaArch &arch,
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   device.addPass(arith::createArithExpandOpsPass(expand));
+}
+
+void buildNvvmPipeline(OpPassManager &pm, const CudaArch &arch,
+                       StringRef toolkit) {
+  GpuNVVMAttachTargetOptions target;
+  target.chip = arch.name();
+  target.features = arch.ptxFeature();
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  buildGpuDevicePreparation(pm, arch);
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true;
-  device.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  pm.nest<gpu::GPUModuleOp>().addPass(createConvertGpuOpsToNVVMOps(nvvm));
   pm.addPass(createReconcileUnrealizedCastsPass());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   binary.toolkitPath = toolkit.str();
   pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void buildGpuEmulationPipeline(OpPassManager &pm) {
+  pm.addPass(createMegGpuToHostEmulation());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  // One pointer per buffer, as the kernels take them on the GPU.
+  ConvertFuncToLLVMPassOptions funcs;
+  funcs.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcs));
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 namespace {
@@ -205,6 +231,17 @@ void registerKernelPipelines() {
       [](OpPassManager &pm, const CudaPipelineOptions &options) {
         buildGpuMappingPipeline(pm, archOf(options));
       });
+  PassPipelineRegistration<CudaPipelineOptions>(
+      "meg-prepare-cuda-device",
+      "Outlined GPU kernels as the NVVM conversion receives them",
+      [](OpPassManager &pm, const CudaPipelineOptions &options) {
+        buildGpuDevicePreparation(pm, archOf(options));
+      });
+  PassPipelineRegistration<>(
+      "meg-lower-gpu-emulation",
+      "Prepared GPU kernels to host code in the LLVM dialect for the GPU "
+      "emulator (tests)",
+      buildGpuEmulationPipeline);
   PassPipelineRegistration<CudaPipelineOptions>(
       "meg-lower-cuda-kernels", "Outlined GPU kernels to PTX through NVVM",
       [](OpPassManager &pm, const CudaPipelineOptions &options) {

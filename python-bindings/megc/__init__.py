@@ -66,7 +66,7 @@ def compile(
     *,
     target: str | Sequence[str] = ...,
     cuda_arch: str = ...,
-    emit: Literal["artifact"] = ...,
+    emit: Literal["artifact", "cuda-emulation"] = ...,
     no_fuse: bool = ...,
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
@@ -83,7 +83,7 @@ def compile(
     *,
     target: str | Sequence[str] = ...,
     cuda_arch: str = ...,
-    emit: Literal["mlir", "megrt", "kernels", "llvm", "ptx"],
+    emit: Literal["mlir", "megrt", "kernels", "llvm", "ptx", "gpu"],
     no_fuse: bool = ...,
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
@@ -115,7 +115,8 @@ def compile(
     `source` is meg IR text, or a path (`pathlib.Path`) to a file of it.
     The options are the driver's flags: `target` ("cpu", "cuda", "cpu,cuda"
     or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
-    bytes; "mlir", "megrt", "kernels", "llvm" and "ptx" return text),
+    bytes, "cuda-emulation" the GPU emulator's kernel library; "mlir",
+    "megrt", "kernels", "llvm", "ptx" and "gpu" return text),
     `no_fuse`, `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
     `share_io_buffers`, `capture_collectives` (collectives inside the graph
     regions), `cpu` ("x86-64", or "native" for this host's

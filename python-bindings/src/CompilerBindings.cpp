@@ -116,7 +116,7 @@ nb::object compile(const std::string &source, const std::string &sourceName,
     diagnostics = call.diagnostics();
   }
   warn(diagnostics);
-  if (options->emit == Emit::Artifact)
+  if (options->emit == Emit::Artifact || options->emit == Emit::CudaEmulation)
     return nb::bytes(result.data(), result.size());
   return nb::str(result.data(), result.size());
 }

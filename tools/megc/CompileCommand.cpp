@@ -37,8 +37,11 @@ cl::opt<std::string> emit("emit",
                                    "(the IR after the front end), megrt (the "
                                    "program as text), kernels (the kernel "
                                    "functions the back end compiles), llvm "
-                                   "(the CPU code's optimised LLVM IR) or "
-                                   "ptx"),
+                                   "(the CPU code's optimised LLVM IR), "
+                                   "ptx, gpu (the GPU kernels as the NVVM "
+                                   "conversion receives them) or "
+                                   "cuda-emulation (those kernels as a "
+                                   "shared object for the GPU emulator)"),
                           cl::init("artifact"), cl::cat(compileCategory));
 cl::list<std::string> targets("target",
                               cl::desc("Targets to generate code for: cpu, "

@@ -20,8 +20,10 @@ namespace megc {
 
 /// What `megc --emit` asks for: the artifact, the IR after the front end,
 /// the program as text, the kernel functions (the input of the back-end
-/// pipelines, for megc-opt), the CPU module's optimised LLVM IR, or the PTX.
-enum class Emit { Artifact, Mlir, Megrt, Kernels, Llvm, Ptx };
+/// pipelines, for megc-opt), the CPU module's optimised LLVM IR, the PTX,
+/// the GPU kernels as the NVVM conversion receives them, or those kernels
+/// as a shared object for the GPU emulator (tests).
+enum class Emit { Artifact, Mlir, Megrt, Kernels, Llvm, Ptx, Gpu, CudaEmulation };
 
 /// `--cuda-graphs`: no graph regions, one per step, or one per layer.
 enum class CudaGraphScope { None, Step, Layer };
@@ -56,8 +58,12 @@ struct CompileOptions {
   /// entry (arena plus parameters and state) must fit in; 0: none.
   uint64_t memoryBudget = 0;
 
-  /// CUDA code is generated: for the cuda target or for --emit=ptx.
-  bool generatesCuda() const { return cuda || emit == Emit::Ptx; }
+  /// CUDA code is generated: for the cuda target or for --emit=ptx, gpu
+  /// and cuda-emulation.
+  bool generatesCuda() const {
+    return cuda || emit == Emit::Ptx || emit == Emit::Gpu ||
+           emit == Emit::CudaEmulation;
+  }
 };
 
 /// The compile options as the user spells them: megc's flags and

@@ -39,6 +39,12 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
 mlir::LogicalResult runPipeline(mlir::ModuleOp module,
                                 const mlir::OpPassManager &pipeline);
 
+/// Checks `module`'s reserved entry names and options, then runs the front
+/// end on it in place (under --memory-budget, with the budget given to
+/// meg-remat lowered until the plan fits): what buildProgram takes.
+mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
+                                const CompileOptions &options);
+
 /// Compiles `module` (rewritten in place by the front end) and returns what
 /// `options.emit` asks for. Failures are reported through the module's
 /// diagnostic engine before failure() is returned.

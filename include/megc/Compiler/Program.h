@@ -292,6 +292,24 @@ struct CudaModuleDesc {
 mlir::FailureOr<CudaModuleDesc>
 compileCudaKernels(const ProgramDesc &program, const CompileOptions &options);
 
+/// The kernels mapped to the GPU for options.cudaArch: each kernel's launch
+/// table, and the outlined kernels gathered into one gpu.module (the
+/// `device` module), with `prepare` as the NVVM conversion receives them
+/// (buildGpuDevicePreparation: `megc --emit=gpu`, the GPU emulation).
+struct CudaKernelMapping {
+  mlir::OwningOpRef<mlir::ModuleOp> device;
+  std::vector<KernelCodeDesc> kernels;
+};
+mlir::FailureOr<CudaKernelMapping> mapCudaKernels(const ProgramDesc &program,
+                                                  const CompileOptions &options,
+                                                  bool prepare);
+
+/// The prepared device module of mapCudaKernels lowered for the GPU
+/// emulator (runtime/emulator) and linked into a shared object of its
+/// interface (megemu/Abi.h): `megc --emit=cuda-emulation`, for tests that
+/// run the CUDA kernels without a GPU.
+mlir::FailureOr<std::string> compileCudaEmulation(mlir::ModuleOp device);
+
 /// Prints the program as text, one line per kernel (with its code for each
 /// target that has one), buffer and command (`megc --emit=megrt`).
 void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,

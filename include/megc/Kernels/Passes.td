@@ -533,4 +533,55 @@ def MegLowerGpuReductions
                            "::mlir::vector::VectorDialect"];
 }
 
+def MegGpuToHostEmulation
+    : Pass<"meg-gpu-to-host-emulation", "::mlir::ModuleOp"> {
+  let summary = "Turns outlined GPU kernels into host functions for the GPU "
+                "emulator (tests)";
+  let description = [{
+    On the outlined kernels as the NVVM lowering receives them (after the
+    device preparation: `meg-lower-gpu-reductions`, `arith-expand`): each
+    `gpu.func` becomes a `func.func` at the module's top level that the GPU
+    emulator (`runtime/emulator`) calls once per thread, with the kernel's
+    arguments followed by its workgroup buffers (which the emulator
+    allocates per block; private buffers become allocas). Thread, block and
+    lane ids, `gpu.barrier` and `gpu.shuffle` become calls to the
+    emulator's hooks, and every load and store (scalar, vector, atomic) is
+    announced to it first: its address, bytes, required alignment, the
+    argument or workgroup buffer it reaches (traced through views), and
+    whether its indices lie in its view. The emulator checks them and runs
+    the barriers and shuffles with CUDA's rules. The interface is
+    `megemu/Abi.h`; each function records its argument count, each
+    argument's static extent and its workgroup buffers (`megemu.args`,
+    `megemu.extents`, `megemu.workgroup`), the module its sites
+    (`megemu.sites`). Ops the emulator cannot run are errors naming the
+    kernel.
+
+    ```mlir
+    // before
+    gpu.module @m {
+      gpu.func @k(%a: memref<64xf32>) workgroup(%w : memref<64xf32, #gpu.address_space<workgroup>>) kernel {
+        %t = gpu.thread_id x
+        %v = memref.load %a[%t] : memref<64xf32>
+        memref.store %v, %w[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+        gpu.barrier
+        gpu.return
+      }
+    }
+    // after
+    func.func @k(%a: memref<64xf32>, %w: memref<64xf32>) attributes {megemu.args = 1 : i64, ...} {
+      %t = call @megemu_id(%c0_i32) : (i32) -> index
+      ...
+      call @megemu_access(%address, %c4_i64, %flags, %c0_i32, %site, %inView) : (index, i64, i32, i32, i32, i32) -> ()
+      %v = memref.load %a[%t] : memref<64xf32>
+      ...
+      call @megemu_barrier(%site2) : (i32) -> ()
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // MEGC_KERNELS_PASSES_TD

@@ -39,8 +39,21 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool fma);
 /// gpu-kernel-outlining, canonicalize.
 void buildGpuMappingPipeline(mlir::OpPassManager &pm, const CudaArch &arch);
 
-/// The outlined gpu.module to PTX for `arch` through NVVM, the toolkit at
-/// `toolkit` providing libdevice.
+/// The device passes before the NVVM conversion, nested on every gpu.module
+/// (`meg-prepare-cuda-device`): expand-strided-metadata, lower-affine,
+/// convert-scf-to-cf, meg-lower-gpu-reductions, arith-expand (bf16). What
+/// they produce is what the NVVM conversion and the GPU emulation receive.
+void buildGpuDevicePreparation(mlir::OpPassManager &pm, const CudaArch &arch);
+
+/// Prepared gpu.modules to host code in the LLVM dialect for the GPU
+/// emulator (`meg-lower-gpu-emulation`): meg-gpu-to-host-emulation, then
+/// the host lowering (vector, math through libm, memref, arith, control
+/// flow, bare-pointer functions).
+void buildGpuEmulationPipeline(mlir::OpPassManager &pm);
+
+/// The outlined gpu.module to PTX for `arch` through NVVM (the device
+/// preparation, then convert-gpu-to-nvvm), the toolkit at `toolkit`
+/// providing libdevice.
 void buildNvvmPipeline(mlir::OpPassManager &pm, const CudaArch &arch,
                        llvm::StringRef toolkit);
 
