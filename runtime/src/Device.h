@@ -3,6 +3,7 @@
 #ifndef MEGRT_SRC_DEVICE_H
 #define MEGRT_SRC_DEVICE_H
 
+#include "megrt/KernelObserver.h"
 #include "megrt/Program.h"
 #include "megrt/Tensor.h"
 
@@ -35,6 +36,9 @@ struct DeviceOptions {
   /// initialises parameters on them. Outlives the device; required for a
   /// cpu device.
   ThreadPool *pool = nullptr;
+  /// A cpu device calls it around every kernel launch (SessionOptions::
+  /// kernelObserver); null for none.
+  KernelObserver *kernelObserver = nullptr;
 };
 
 /// Executes a program's entries. The Session keeps the parameters' host

@@ -512,7 +512,7 @@ Session::Session(Program program, SessionOptions options)
   impl_->device =
       createDevice(impl_->options.device, impl_->program, impl_->parameters,
                    {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world,
-                    impl_->pool.get()});
+                    impl_->pool.get(), impl_->options.kernelObserver});
   initialize(impl_->options.seed, impl_->options.initializeWeights);
 }
 

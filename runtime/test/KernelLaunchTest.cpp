@@ -86,6 +86,52 @@ TEST(KernelLaunch, RunsKernelsFromTheEmbeddedObject) {
     EXPECT_EQ(y[i], (x[i] + 1.0f) * 3.0f) << i;
 }
 
+/// Records what a kernel observer sees.
+class RecordingObserver : public KernelObserver {
+public:
+  void beforeLaunch(uint32_t kernel,
+                    const std::vector<KernelArgument> &args) override {
+    events.push_back("before " + std::to_string(kernel));
+    for (const KernelArgument &arg : args)
+      before.emplace_back(arg.data, arg.data + arg.bytes);
+  }
+  void afterLaunch(uint32_t kernel,
+                   const std::vector<KernelArgument> &args) override {
+    events.push_back("after " + std::to_string(kernel) + " of " +
+                     std::to_string(args.size()));
+    if (kernel == 0)
+      addConstantOutput.assign(
+          reinterpret_cast<const float *>(args[1].data),
+          reinterpret_cast<const float *>(args[1].data + args[1].bytes));
+  }
+  std::vector<std::string> events;
+  std::vector<std::vector<uint8_t>> before;
+  std::vector<float> addConstantOutput;
+};
+
+TEST(KernelLaunch, ObserverSeesEveryLaunchAndItsBuffers) {
+  RecordingObserver observer;
+  SessionOptions options;
+  options.kernelObserver = &observer;
+  Session session(
+      Program::fromBytes(buildArtifact(kernelProgram(MEGRT_TEST_KERNELS_1))),
+      options);
+  std::vector<float> x = testValues(8, 3);
+  runStep(session, x);
+  EXPECT_EQ(observer.events,
+            (std::vector<std::string>{"before 0", "after 0 of 2", "before 1",
+                                      "after 1 of 3", "before 2",
+                                      "after 2 of 2"}));
+  // add_constant's input before it ran is x (copied into the arena), and
+  // its output after it ran is x + 1: the buffers themselves, 32 bytes each.
+  ASSERT_EQ(observer.before.size(), 7u);
+  ASSERT_EQ(observer.before[0].size(), 32u);
+  EXPECT_EQ(std::memcmp(observer.before[0].data(), x.data(), 32), 0);
+  ASSERT_EQ(observer.addConstantOutput.size(), 8u);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(observer.addConstantOutput[i], x[i] + 1.0f) << i;
+}
+
 TEST(KernelLaunch, ModulesWithTheSameSymbolsStayApart) {
   Session one(
       Program::fromBytes(buildArtifact(kernelProgram(MEGRT_TEST_KERNELS_1))));

@@ -2,6 +2,7 @@
 #ifndef MEGRT_SESSION_H
 #define MEGRT_SESSION_H
 
+#include "megrt/KernelObserver.h"
 #include "megrt/Program.h"
 #include "megrt/Tensor.h"
 
@@ -57,6 +58,9 @@ struct SessionOptions {
   /// away: a 509M-parameter model's initialisation takes 18 s of one
   /// core); training state and master weights are initialised either way.
   bool initializeWeights = true;
+  /// On a cpu device, called before and after every kernel launch (on the
+  /// calling thread), or null; it must outlive the Session.
+  KernelObserver *kernelObserver = nullptr;
 };
 
 /// The devices a Session accepts: "cpu", and "cuda" when the runtime was

@@ -31,6 +31,7 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
     : pool_(pool), arena_(entry.plan() ? entry.plan()->arena_bytes() : 0),
       inputs_(allocate(entry.inputs())), outputs_(allocate(entry.outputs())),
       graphs_(options.graphs), trace_(options.trace),
+      observer_(options.kernelObserver),
       collectives_(concat("entry '", toString(entry.name()), "'"),
                    sizeOf(entry.commands())) {
   std::vector<uint8_t *> buffers;
@@ -47,6 +48,12 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
       const fb::KernelCode &code =
           *program.kernels()->Get(launch->kernel())->cpu();
       Launch resolved;
+      resolved.kernel = launch->kernel();
+      for (uint32_t a = 0; a < sizeOf(launch->args()); ++a) {
+        uint32_t buffer = launch->args()->Get(a);
+        resolved.arguments.push_back(
+            {buffers[buffer], entry.buffers()->Get(buffer)->size_bytes()});
+      }
       for (uint32_t j = 0; j < sizeOf(code.dispatches()); ++j) {
         const fb::Dispatch &dispatch = *code.dispatches()->Get(j);
         Dispatch &target = resolved.dispatches.emplace_back();
@@ -188,12 +195,16 @@ void CpuEntry::runRegion(size_t region) {
 
 void CpuEntry::run(Command &command) {
   if (auto *launch = std::get_if<Launch>(&command)) {
+    if (observer_)
+      observer_->beforeLaunch(launch->kernel, launch->arguments);
     for (Dispatch &dispatch : launch->dispatches) {
       void **args = dispatch.args.data();
       pool_.parallelFor(dispatch.grid, [&](uint32_t workgroup) {
         dispatch.entry(args, workgroup, dispatch.grid);
       });
     }
+    if (observer_)
+      observer_->afterLaunch(launch->kernel, launch->arguments);
   } else if (auto *gemm = std::get_if<CpuGemm>(&command)) {
     gemm->run(pool_);
   } else if (auto *a = std::get_if<Attention>(&command)) {

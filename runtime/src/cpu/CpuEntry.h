@@ -56,9 +56,12 @@ private:
     uint32_t grid;
     std::vector<void *> args;
   };
-  /// A kernel launch: its dispatches, in order.
+  /// A kernel launch: its dispatches, in order; the kernel's index and its
+  /// buffers for the kernel observer.
   struct Launch {
     std::vector<Dispatch> dispatches;
+    uint32_t kernel;
+    std::vector<KernelArgument> arguments;
   };
   struct Copy {
     const uint8_t *src;
@@ -111,6 +114,7 @@ private:
   std::vector<std::vector<Command *>> recorded_;
   bool graphs_;
   Trace *trace_;
+  KernelObserver *observer_;
   /// Only filled when tracing: one label per command, and the entry's.
   std::vector<TraceLabel> commandLabels_;
   TraceLabel entryLabel_;
