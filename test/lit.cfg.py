@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.megc_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unittests", "Inputs", "fuzz"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unittests", "Inputs", "fuzz", "tools"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
@@ -20,7 +20,7 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.megc_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["megc", "megc-opt", "megc-run"], tool_dirs)
+llvm_config.add_tool_substitutions(["megc", "megc-opt", "megc-run", "megc-gpu-check"], tool_dirs)
 llvm_config.with_environment("PATH", config.megc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -142,8 +142,7 @@ private:
   int32_t site(Operation *op) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << "kernel '" << name << "', " << op->getName() << " at "
-       << op->getLoc();
+    os << op->getName() << " at " << op->getLoc();
     sites.push_back(b.getStringAttr(text));
     return static_cast<int32_t>(sites.size() - 1);
   }

@@ -7,9 +7,9 @@
 // linearised index times the element's bytes), bytes, flags (read 1 or
 // write 2, alignment log2 in bits 8-15), buffer (argument 0, workgroup
 // buffer 1), site and whether its indices are in the view.
-// The sites name the kernel, the op and its location.
-// CHECK: megemu.sites = ["kernel 'k', memref.load at loc(
-// CHECK-SAME: "kernel 'k', gpu.barrier at
+// The sites name the op and its location.
+// CHECK: megemu.sites = ["memref.load at loc(
+// CHECK-SAME: "gpu.barrier at
 // CHECK-NOT: gpu.module
 // CHECK-LABEL: func.func @k(
 // CHECK-SAME: %[[A:.*]]: memref<64xf32, strided<[1], offset: 8>>, %[[W:.*]]: memref<32xf32>)

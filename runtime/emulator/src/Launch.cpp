@@ -19,8 +19,9 @@ std::string dimText(Dim3 d) {
          std::to_string(d.z) + ")";
 }
 
-[[noreturn]] void refuse(const std::string &name, const std::string &what) {
-  throw EmulationError("kernel '" + name + "': " + what);
+/// `kernel` names the kernel ("kernel 'k'", or the caller's label).
+[[noreturn]] void refuse(const std::string &kernel, const std::string &what) {
+  throw EmulationError(kernel + ": " + what);
 }
 
 void checkConfig(const std::string &name, const LaunchConfig &config,
@@ -122,7 +123,7 @@ void runBlocks(const std::string &name, const LaunchConfig &config,
 void launch(const KernelLibrary &library, const KernelInfo &kernel,
             const LaunchConfig &config, const std::vector<Argument> &args,
             const std::string &label, const DeviceLimits &limits) {
-  const std::string &name = label.empty() ? kernel.name : label;
+  std::string name = label.empty() ? "kernel '" + kernel.name + "'" : label;
   uint64_t staticShared = 0;
   for (const KernelInfo::Workgroup &buffer : kernel.workgroup)
     staticShared += buffer.bytes;
@@ -171,9 +172,10 @@ void launch(const KernelLibrary &library, const KernelInfo &kernel,
       });
 }
 
-void launchHost(const std::string &name, const LaunchConfig &config,
+void launchHost(const std::string &kernel, const LaunchConfig &config,
                 const std::function<void()> &thread,
                 const DeviceLimits &limits) {
+  std::string name = "kernel '" + kernel + "'";
   checkConfig(name, config, 0, limits);
   LaunchContext context;
   SharedMemory shared({}, config.dynamicSharedBytes);

@@ -102,7 +102,8 @@ struct DeviceLimits {
 /// caller owns, then runs the blocks in order, each with its threads as
 /// fibers and fresh workgroup buffers filled with a pattern that reads as
 /// NaN; every access is checked as it happens. Throws EmulationError at the
-/// first violation, naming `label` (the kernel's name where empty).
+/// first violation, naming the kernel by `label` (where empty, "kernel
+/// 'name'").
 void launch(const KernelLibrary &library, const KernelInfo &kernel,
             const LaunchConfig &config, const std::vector<Argument> &args,
             const std::string &label = "",
