@@ -48,5 +48,8 @@ venv=$build/venv
 # The header-only cuDNN frontend for the CUDA backend's cuDNN attention (its
 # Python module is not used, so none of its dependencies are installed).
 "$venv/bin/pip" install -q --no-deps nvidia-cudnn-frontend==1.32.0
+# nvdisasm, which the toolkit here lacks, for the SASS checks of
+# bench/kernel_resources.py (test/megc/kernel-resources.test).
+"$venv/bin/pip" install -q --no-deps nvidia-cuda-nvdisasm==13.5.37
 
 echo "setup: done"
