@@ -38,3 +38,10 @@ runner_utils = os.path.join(getattr(config, "llvm_lib_dir", ""), "libmlir_runner
 if os.access(runner, os.X_OK) and os.path.exists(runner_utils):
     config.available_features.add("mlir-runner")
     config.substitutions.append(("%mlir_runner_utils", runner_utils))
+
+# The stand-in CUDA libraries (runtime/emulator/standin), built with the
+# CUDA toolkit's headers and MPI: megc-run --device cuda runs on them.
+standin = os.path.join(config.megc_obj_root, "runtime", "emulator", "standin", "lib")
+if os.path.exists(os.path.join(standin, "libcuda.so.1")):
+    config.available_features.add("cuda-standin")
+    config.substitutions.append(("%standin", standin))
