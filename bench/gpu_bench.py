@@ -2,22 +2,27 @@
 by bench/gpu_check.sh on what bench/gpu_prepare.py compiled (.gpucheck/bench).
 Device times come from megc-run's trace (--trace: CUDA event timings per
 command, graph and entry) and from torch.cuda.Event on the PyTorch side;
-every ratio is against a baseline measured in the same run:
+every ratio is against a baseline measured in the same run. Three parts,
+each run by gpu_check.sh in its own process, in this order:
 
-- fused RoPE: the meg.rope kernel's bandwidth (x read + y written + tables)
-  against the device-to-device copy bandwidth, PyTorch eager running the
-  unfused formula and torch.compile of it (f32 and bf16);
-- GEMM: cuBLASLt through a megc GEMM command against torch.matmul (bf16);
-- llama forward+backward (the grad entry): megc with CUDA graph replay,
-  megc with per-kernel launches (--no-cuda-graphs, same artifact), megc
-  with cuDNN's attention turned off (MEGRT_CUDNN=0),
-  PyTorch eager and torch.compile of transformers' LlamaForCausalLM with
-  the same shapes and dtype; and per kernel of megc's step, the bytes its
-  launches move (kernel_traffic.py, from the program's launches and buffer
-  sizes) over its device time against the copy bandwidth, and the fused
-  attention's TFLOP/s forward and backward.
+- kernels: per kernel of megc's llama forward+backward (the grad entry,
+  per-kernel launches), the bytes its launches move (kernel_traffic.py,
+  from the program's launches and buffer sizes) over its device time
+  against the device-to-device copy bandwidth, the fused attention's
+  TFLOP/s forward and backward, and where the step's time goes;
+- step: the llama forward+backward with CUDA graph replay, with per-kernel
+  launches (--no-cuda-graphs, same artifact) and with cuDNN's attention
+  turned off (MEGRT_CUDNN=0), against PyTorch eager and torch.compile of
+  transformers' LlamaForCausalLM with the same shapes and dtype;
+- library: fused RoPE (the meg.rope kernel's bandwidth against the copy,
+  PyTorch eager running the unfused formula and torch.compile of it, f32
+  and bf16) and a GEMM (cuBLASLt through a megc GEMM command against
+  torch.matmul, bf16).
+
+Prints the part's table; exit status 1 if any of its rows failed.
 
 Usage: python3 bench/gpu_bench.py --megc-run BUILD/megc-run --out DIR
+       --part kernels|step|library
 """
 import argparse
 import json
@@ -139,7 +144,7 @@ def rope_bench(megc_run, out, rows, copy_bw):
                      f"compile/megc {compiled / megc_ms:.2f}x"))
 
 
-def gemm_bench(megc_run, out, rows):
+def gemm_bench(megc_run, out, rows, copy_bw):
     import torch
     folder = os.path.join(BENCH, "gemm_bf16")
     spec = json.load(open(os.path.join(folder, "spec.json")))
@@ -206,8 +211,7 @@ def kernel_report(folder, out, runs_label, copy_bw, rows):
                      f"{memory_s * 1e3:.2f} ms per step in megc's kernels"))
 
 
-def llama_bench(megc_run, out, rows, copy_bw):
-    import torch
+def llama_inputs():
     folder = os.path.join(BENCH, "llama_grad")
     spec = json.load(open(os.path.join(folder, "spec.json")))
     cfg = spec["config"]
@@ -218,17 +222,14 @@ def llama_bench(megc_run, out, rows, copy_bw):
               "labels": f"{folder}/labels.npy"}
     np.save(inputs["input_ids"], ids.astype(np.int32))
     np.save(inputs["labels"], labels.astype(np.int32))
-    results = {}
-    # The step with CUDA graph replay, with per-command launches (traced
-    # per command), and with cuDNN's attention turned off.
-    for label, extra, env in (
-            ("graphs", [], None), ("launches", ["--no-cuda-graphs"], None),
-            ("own_attention", [], {"MEGRT_CUDNN": "0"})):
-        times = run_megc(megc_run, f"{folder}/model.megc", "grad", inputs,
-                         out, f"llama_{label}", extra, env=env)
-        results[label] = [ms for (cat, _), ms in times.items()
-                          if cat == "entry"][0]
-    # Where a step's device time goes, from the per-command trace.
+    return folder, cfg, ids, labels, inputs
+
+
+def llama_kernels(megc_run, out, rows, copy_bw):
+    """Per kernel of the step, from a per-command trace."""
+    folder, _, _, _, inputs = llama_inputs()
+    run_megc(megc_run, f"{folder}/model.megc", "grad", inputs, out,
+             "llama_launches", ["--no-cuda-graphs"])
     events = json.load(open(os.path.join(out, "llama_launches.trace.json")))
     per_kind = {}
     runs = 0
@@ -245,6 +246,21 @@ def llama_bench(megc_run, out, rows, copy_bw):
     print("llama fwd+bwd device time by kind (ms per step): " + ", ".join(
         f"{kind} {ms / max(runs, 1):.2f}" for kind, ms in top), flush=True)
     kernel_report(folder, out, "llama_launches", copy_bw, rows)
+
+
+def llama_step(megc_run, out, rows, copy_bw):
+    import torch
+    folder, cfg, ids, labels, inputs = llama_inputs()
+    results = {}
+    # The step with CUDA graph replay, with per-command launches, and with
+    # cuDNN's attention turned off.
+    for label, extra, env in (
+            ("graphs", [], None), ("launches", ["--no-cuda-graphs"], None),
+            ("own_attention", [], {"MEGRT_CUDNN": "0"})):
+        times = run_megc(megc_run, f"{folder}/model.megc", "grad", inputs,
+                         out, f"llama_{label}", extra, env=env)
+        results[label] = [ms for (cat, _), ms in times.items()
+                          if cat == "entry"][0]
     from transformers import LlamaForCausalLM
     from torch_llama import llama_config, token_loss
     config = llama_config(cfg)
@@ -271,28 +287,32 @@ def llama_bench(megc_run, out, rows, copy_bw):
                  f"({compiled / results['graphs']:.2f}x megc)"))
 
 
+PARTS = {"kernels": (llama_kernels,), "step": (llama_step,),
+         "library": (rope_bench, gemm_bench)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--megc-run", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--part", required=True, choices=sorted(PARTS))
     options = parser.parse_args()
     megc_run = os.path.abspath(options.megc_run)
     copy_bw = copy_bandwidth()
     rows = [("device copy", f"{copy_bw / 1e12:.2f} TB/s (read + write)", "")]
-    for bench in (rope_bench, gemm_bench, llama_bench):
+    failed = False
+    for bench in PARTS[options.part]:
         try:
-            if bench is gemm_bench:
-                bench(megc_run, options.out, rows)
-            else:
-                bench(megc_run, options.out, rows, copy_bw)
-        except Exception as error:  # one table for all benchmarks
+            bench(megc_run, options.out, rows, copy_bw)
+        except Exception as error:  # one table for the part's benchmarks
+            failed = True
             rows.append((bench.__name__, "FAILED",
                          f"{type(error).__name__}: {error}"[:200]))
         print(rows[-1], flush=True)
     print()
     for row in rows:
         print(f"{row[0]:34} {row[1]:52} {row[2]}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

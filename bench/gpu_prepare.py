@@ -4,8 +4,11 @@ runtime's outputs as references, and the FlatBuffers headers, flatc and the
 nlohmann-json headers to build the runtime there. Everything goes to
 .gpucheck/ (git-ignored), the folder to carry to the GPU machine.
 
-Usage: /usr/bin/python3 bench/gpu_prepare.py [--build build]
-Then, on the GPU machine: bash bench/gpu_check.sh
+Usage: /usr/bin/python3 bench/gpu_prepare.py [--build DIR]
+(DIR: the build the project's scripts use, $MEGC_BUILD_DIR or build/).
+Then, here: bash bench/gpu_check.sh --dry-run; on the GPU machine:
+bash bench/gpu_check.sh. What is carried must stay under CARRY_LIMIT_MIB
+(the device tool's limit on what travels): the script fails above it.
 """
 import argparse
 import json
@@ -86,6 +89,9 @@ CASES = [
                              "--batch", "1"], "forward", 10),
 ]
 SEED = 7
+
+# What .gpucheck may hold, in MiB: the device tool carries 64 MiB in all.
+CARRY_LIMIT_MIB = 60
 
 
 def run(args, **kwargs):
@@ -211,7 +217,8 @@ def prepare_benchmarks(megc, out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--build", default=os.environ.get(
+        "MEGC_BUILD_DIR", os.path.join(ROOT, "build")))
     options = parser.parse_args()
     # Cases run megc-run from their own folders: the build as an absolute
     # path, whatever the caller's working directory.
@@ -317,7 +324,16 @@ def main():
     prepare_benchmarks(megc, os.path.join(out, "bench"))
     size = sum(os.path.getsize(os.path.join(d, f))
                for d, _, files in os.walk(out) for f in files)
-    print(f"{out}: {size / 2**20:.1f} MiB")
+    print(f"{out}: {size / 2**20:.1f} MiB carried (limit {CARRY_LIMIT_MIB} "
+          "MiB)")
+    if size >= CARRY_LIMIT_MIB * 2**20:
+        biggest = sorted(((os.path.getsize(os.path.join(d, f)),
+                           os.path.join(d, f))
+                          for d, _, files in os.walk(out) for f in files),
+                         reverse=True)[:5]
+        sys.exit("too much to carry; the largest files: " + ", ".join(
+            f"{os.path.relpath(p, out)} {b / 2**20:.1f} MiB"
+            for b, p in biggest))
 
 
 if __name__ == "__main__":
