@@ -63,6 +63,29 @@ void buildKernelBufferizationPipeline(OpPassManager &pm) {
   pm.addPass(createMegCopiesToLinalg());
 }
 
+namespace {
+
+/// Loops on memrefs to the LLVM dialect for the host: vectors, math (LLVM's
+/// intrinsics, else libm), memrefs, arithmetic, control flow, functions
+/// with one pointer per buffer (the descriptor ABI defeats the vectorizer,
+/// and GPU kernels take bare pointers too), indices, poison.
+void addHostToLlvm(OpPassManager &pm) {
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcs;
+  funcs.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcs));
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+} // namespace
+
 void buildCpuDistributionPipeline(OpPassManager &pm, unsigned vectorBits) {
   MegSelectKernelStrategyOptions strategy;
   strategy.target = "cpu";
@@ -86,17 +109,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool fma) {
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addNestedPass<func::FuncOp>(createMegExpandBf16());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  // One pointer per buffer: the descriptor ABI defeats the vectorizer.
-  ConvertFuncToLLVMPassOptions funcs;
-  funcs.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcs));
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  addHostToLlvm(pm);
 }
 
 void buildGpuMappingPipeline(OpPassManager &pm, const CudaArch &arch) {
@@ -158,19 +171,7 @@ void buildGpuEmulationPipeline(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  // One pointer per buffer, as the kernels take them on the GPU.
-  ConvertFuncToLLVMPassOptions funcs;
-  funcs.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcs));
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  addHostToLlvm(pm);
 }
 
 namespace {

@@ -6,6 +6,8 @@
 // and the alignments the runtime promised in the preference must hold.
 #include "Standin.h"
 
+#include "megrt/HalfFloat.h"
+
 #include <cublasLt.h>
 
 #include <cmath>
@@ -47,59 +49,20 @@ double load(cudaDataType_t type, const uint8_t *data, uint64_t index) {
   }
   uint16_t bits;
   std::memcpy(&bits, data + 2 * index, 2);
-  if (type == CUDA_R_16BF) {
-    uint32_t wide = uint32_t(bits) << 16;
-    float v;
-    std::memcpy(&v, &wide, 4);
-    return v;
-  }
-  int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
-  double sign = (bits & 0x8000) ? -1.0 : 1.0;
-  if (exponent == 0x1f)
-    return mantissa ? NAN : sign * INFINITY;
-  if (exponent == 0)
-    return sign * std::ldexp(mantissa, -24);
-  return sign * std::ldexp(1024 + mantissa, exponent - 25);
+  return type == CUDA_R_16BF ? megrt::bf16ToFloat(bits)
+                             : megrt::f16ToFloat(bits);
 }
 
-/// Rounds to nearest even.
+/// Rounds the double once to f32 and, for a 16-bit type, once more (to
+/// nearest even): as a GEMM with f32 accumulation rounds its output.
 void store(cudaDataType_t type, uint8_t *data, uint64_t index, double value) {
   float f = static_cast<float>(value);
   if (type == CUDA_R_32F) {
     std::memcpy(data + 4 * index, &f, 4);
     return;
   }
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint16_t out;
-  if (type == CUDA_R_16BF) {
-    if ((bits & 0x7fffffff) > 0x7f800000)
-      out = 0x7fc0;
-    else
-      out = static_cast<uint16_t>(
-          (bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-  } else {
-    // f16 through the hardware-independent route: frexp and rounding.
-    double a = std::fabs(value);
-    uint16_t sign = std::signbit(value) ? 0x8000 : 0;
-    if (std::isnan(value)) {
-      out = 0x7e00;
-    } else if (a >= 65520.0) {
-      out = sign | 0x7c00;
-    } else if (a < std::ldexp(1.0, -14)) {
-      out = sign | static_cast<uint16_t>(std::nearbyint(a * std::ldexp(1.0, 24)));
-    } else {
-      int e;
-      double m = std::frexp(a, &e); // a = m 2^e, m in [0.5, 1)
-      double scaled = std::nearbyint(m * 2048.0);
-      if (scaled >= 2048.0) {
-        scaled /= 2.0;
-        ++e;
-      }
-      out = sign | static_cast<uint16_t>(((e + 14) << 10) |
-                                          (static_cast<int>(scaled) - 1024));
-    }
-  }
+  uint16_t out =
+      type == CUDA_R_16BF ? megrt::floatToBf16(f) : megrt::floatToF16(f);
   std::memcpy(data + 2 * index, &out, 2);
 }
 

@@ -7,6 +7,8 @@
 // receives inside ncclGroupStart/End are posted together at the end.
 #include "Standin.h"
 
+#include "megrt/HalfFloat.h"
+
 #include <mpi.h>
 #include <nccl.h>
 
@@ -57,31 +59,19 @@ size_t bytesOf(ncclDataType_t type) {
 }
 
 double load(ncclDataType_t type, const uint8_t *data, size_t i) {
+  uint16_t half;
   switch (type) {
   case ncclFloat32: {
     float v;
     std::memcpy(&v, data + 4 * i, 4);
     return v;
   }
-  case ncclBfloat16: {
-    uint16_t bits;
-    std::memcpy(&bits, data + 2 * i, 2);
-    uint32_t wide = uint32_t(bits) << 16;
-    float v;
-    std::memcpy(&v, &wide, 4);
-    return v;
-  }
-  case ncclFloat16: {
-    uint16_t bits;
-    std::memcpy(&bits, data + 2 * i, 2);
-    int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
-    double sign = (bits & 0x8000) ? -1.0 : 1.0;
-    if (exponent == 0x1f)
-      return mantissa ? NAN : sign * INFINITY;
-    if (exponent == 0)
-      return sign * std::ldexp(mantissa, -24);
-    return sign * std::ldexp(1024 + mantissa, exponent - 25);
-  }
+  case ncclBfloat16:
+    std::memcpy(&half, data + 2 * i, 2);
+    return megrt::bf16ToFloat(half);
+  case ncclFloat16:
+    std::memcpy(&half, data + 2 * i, 2);
+    return megrt::f16ToFloat(half);
   case ncclInt32: {
     int32_t v;
     std::memcpy(&v, data + 4 * i, 4);
@@ -100,24 +90,24 @@ double load(ncclDataType_t type, const uint8_t *data, size_t i) {
   }
 }
 
+/// A reduced value in the collective's type: floats rounded to f32 once and
+/// then (16-bit types) to nearest even.
 void store(ncclDataType_t type, uint8_t *data, size_t i, double value) {
+  uint16_t half;
   switch (type) {
   case ncclFloat32: {
     float v = static_cast<float>(value);
     std::memcpy(data + 4 * i, &v, 4);
     return;
   }
-  case ncclBfloat16: {
-    float f = static_cast<float>(value);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    uint16_t out = (bits & 0x7fffffff) > 0x7f800000
-                       ? uint16_t(0x7fc0)
-                       : static_cast<uint16_t>(
-                             (bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-    std::memcpy(data + 2 * i, &out, 2);
+  case ncclBfloat16:
+    half = megrt::floatToBf16(static_cast<float>(value));
+    std::memcpy(data + 2 * i, &half, 2);
     return;
-  }
+  case ncclFloat16:
+    half = megrt::floatToF16(static_cast<float>(value));
+    std::memcpy(data + 2 * i, &half, 2);
+    return;
   case ncclInt32: {
     auto v = static_cast<int32_t>(value);
     std::memcpy(data + 4 * i, &v, 4);
@@ -126,34 +116,6 @@ void store(ncclDataType_t type, uint8_t *data, size_t i, double value) {
   case ncclInt64: {
     auto v = static_cast<int64_t>(value);
     std::memcpy(data + 8 * i, &v, 8);
-    return;
-  }
-  case ncclFloat16: {
-    // Through f32's bits: round the 13 dropped mantissa bits to even.
-    float f = static_cast<float>(value);
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-    double a = std::fabs(value);
-    uint16_t out;
-    if (std::isnan(value))
-      out = 0x7e00;
-    else if (a >= 65520.0)
-      out = sign | 0x7c00;
-    else if (a < std::ldexp(1.0, -14))
-      out = sign | static_cast<uint16_t>(std::nearbyint(a * std::ldexp(1.0, 24)));
-    else {
-      int e;
-      double m = std::frexp(a, &e);
-      double scaled = std::nearbyint(m * 2048.0);
-      if (scaled >= 2048.0) {
-        scaled /= 2.0;
-        ++e;
-      }
-      out = sign | static_cast<uint16_t>(((e + 14) << 10) |
-                                          (static_cast<int>(scaled) - 1024));
-    }
-    std::memcpy(data + 2 * i, &out, 2);
     return;
   }
   default:

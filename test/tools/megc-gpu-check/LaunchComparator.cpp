@@ -23,6 +23,8 @@
 
 #include "LaunchComparator.h"
 
+#include "megrt/HalfFloat.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -54,23 +56,6 @@ Memory allocate(uint64_t bytes) {
       (bytes + kDeviceAlignment) / kDeviceAlignment * kDeviceAlignment)));
 }
 
-double bf16ToDouble(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, 4);
-  return value;
-}
-
-double f16ToDouble(uint16_t bits) {
-  int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
-  double sign = (bits & 0x8000) ? -1.0 : 1.0;
-  if (exponent == 0x1f)
-    return mantissa ? NAN : sign * INFINITY;
-  if (exponent == 0)
-    return sign * std::ldexp(mantissa, -24);
-  return sign * std::ldexp(1024 + mantissa, exponent - 25);
-}
-
 size_t elementBytes(const std::string &dtype) {
   if (dtype == "f32" || dtype == "i32")
     return 4;
@@ -89,7 +74,7 @@ double valueAt(const std::string &dtype, const uint8_t *data, uint64_t i) {
   }
   uint16_t half;
   std::memcpy(&half, data + 2 * i, 2);
-  return dtype == "bf16" ? bf16ToDouble(half) : f16ToDouble(half);
+  return dtype == "bf16" ? megrt::bf16ToFloat(half) : megrt::f16ToFloat(half);
 }
 
 std::string numberText(double value) {
@@ -273,7 +258,7 @@ std::string LaunchComparator::compare(uint32_t kernel, unsigned arg,
   for (uint64_t i = 0; i < count; ++i) {
     double c = valueAt(dtype, cpu, i), g = valueAt(dtype, gpu, i);
     if (std::isnan(c) != std::isnan(g) ||
-        (std::isinf(c) || std::isinf(g)) && c != g)
+        ((std::isinf(c) || std::isinf(g)) && c != g))
       return "not finite on one side only: " + describe(i);
     if (std::isfinite(c)) {
       largest = std::max(largest, std::fabs(c));
