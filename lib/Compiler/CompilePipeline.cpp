@@ -13,6 +13,7 @@
 #include "megc/Compiler/Program.h"
 #include "megc/Conversion/Passes.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/IR/TensorSizes.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 #include "megc/Kernels/Passes.h"
 #include "megc/Kernels/Pipelines.h"
@@ -176,6 +177,11 @@ largestPlan(const ProgramDesc &program) {
   return {largest, most};
 }
 
+/// Memory of the largest GPU (a B300's 288 GB), and what no device of any
+/// kind holds per rank (1 TiB).
+constexpr uint64_t kLargestGpuBytes = 288'000'000'000;
+constexpr uint64_t kLargestDeviceBytes = uint64_t(1) << 40;
+
 static std::string megabytes(uint64_t bytes) {
   std::string text;
   raw_string_ostream(text) << format("%.3f MB", bytes / 1e6);
@@ -213,6 +219,11 @@ static mlir::FailureOr<uint64_t> rematBudget(mlir::ModuleOp module,
 
 mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
                                 const CompileOptions &options) {
+  // Before any pass computes with them: every tensor's size fits, and every
+  // literal fits its type.
+  if (failed(mlir::meg::verifyTensorSizes(module)) ||
+      failed(mlir::meg::verifyLiterals(module)))
+    return mlir::failure();
   if (failed(checkReservedEntries(module)))
     return mlir::failure();
   if (options.recompute != Recompute::None &&
@@ -288,6 +299,17 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
     return cpu->llvmIr;
   for (EntryDesc &entry : program->entries)
     planMemory(entry);
+  // A plan no device can hold is almost always a size typed wrong: say so
+  // now rather than when a run fails to allocate.
+  if (auto [entry, needed] = largestPlan(*program);
+      entry && needed > kLargestDeviceBytes)
+    mlir::emitWarning(module.getLoc())
+        << "entry '" << entry->name << "' needs " << megabytes(needed)
+        << " per rank (arena " << megabytes(entry->plan.arenaBytes)
+        << ", parameters and state " << megabytes(stateBytes(*program))
+        << "), more than any device holds (the largest GPUs have "
+        << megabytes(kLargestGpuBytes)
+        << "); check the model's sizes, or shard it over a mesh";
   if (options.memoryBudget) {
     program->memoryBudget = options.memoryBudget;
     auto [entry, needed] = largestPlan(*program);

@@ -249,7 +249,12 @@ Options parse(int argc, char **argv) {
       size_t equals = text.find('=');
       if (equals == std::string::npos || equals == 0)
         usageError("--input expects NAME=FILE.npy, got '" + text + "'");
-      options.inputs[text.substr(0, equals)] = text.substr(equals + 1);
+      std::string name = text.substr(0, equals);
+      auto [given, added] =
+          options.inputs.emplace(name, text.substr(equals + 1));
+      if (!added)
+        usageError("--input " + name + " is given twice ('" + given->second +
+                   "' and '" + text.substr(equals + 1) + "')");
     } else if (!arg.empty() && arg[0] == '-') {
       usageError("unknown option '" + arg + "'");
     } else if (options.model.empty()) {

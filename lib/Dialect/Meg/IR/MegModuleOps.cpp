@@ -7,6 +7,7 @@
 
 #include "ShapeUtils.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/IR/TensorSizes.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -21,19 +22,10 @@ using namespace mlir::meg;
 
 LogicalResult ParamOp::verify() {
   RankedTensorType type = getTensorType();
-  // Sizes in bytes must fit comfortably in 64 bits, so that no shard,
-  // offset or memory plan computed from them can wrap around.
-  constexpr uint64_t kMaxBytes = uint64_t(1) << 62;
-  uint64_t bytes = std::max<uint64_t>(
-      1, (type.getElementTypeBitWidth() + 7) / 8);
-  for (int64_t dim : getFullShape()) {
-    if (dim < 0 || (dim > 0 && bytes > kMaxBytes / static_cast<uint64_t>(dim)))
-      return emitOpError() << "has shape " << formatShape(getFullShape())
-                           << ", whose size in bytes exceeds 2^62: no "
-                              "device holds it and its offsets would "
-                              "overflow";
-    bytes *= static_cast<uint64_t>(dim);
-  }
+  std::string problem =
+      tensorSizeProblem(getFullShape(), type.getElementTypeBitWidth());
+  if (!problem.empty())
+    return emitOpError() << problem;
   if (getFrozen() && getState())
     return emitOpError() << "cannot be both frozen and training state";
   if (ArrayAttr parts = getPartsAttr()) {

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShapeUtils.h"
+#include "megc/Dialect/Meg/IR/TensorSizes.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 
 #include "mlir/IR/Matchers.h"
@@ -193,11 +195,17 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError() << "changes the element type from "
                          << input.getElementType() << " to "
                          << result.getElementType() << "; use meg.cast";
-  if (input.getNumElements() != result.getNumElements())
+  std::optional<uint64_t> from = checkedElements(input.getShape());
+  std::optional<uint64_t> to = checkedElements(result.getShape());
+  auto count = [](std::optional<uint64_t> elements) {
+    return elements ? std::to_string(*elements)
+                    : std::string("more than 2^64");
+  };
+  if (!from || !to || *from != *to)
     return emitOpError() << "reshapes " << formatShape(input.getShape())
-                         << " (" << input.getNumElements() << " elements) to "
+                         << " (" << count(from) << " elements) to "
                          << formatShape(result.getShape()) << " ("
-                         << result.getNumElements() << " elements)";
+                         << count(to) << " elements)";
   return success();
 }
 
@@ -291,11 +299,22 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                         "dim " +
                             Twine(d) + ", got " + Twine(offsets[d]) + ", " +
                             Twine(sizes[d]) + " and " + Twine(strides[d]));
-    int64_t last = offsets[d] + (sizes[d] - 1) * strides[d];
-    if (last >= input.getDimSize(d))
+    // The last index read, offset + (size - 1) * stride, checked: a stride
+    // of 2^60 must not wrap around into the dimension.
+    std::optional<int64_t> span =
+        llvm::checkedMul<int64_t>(sizes[d] - 1, strides[d]);
+    std::optional<int64_t> last =
+        span ? llvm::checkedAdd<int64_t>(offsets[d], *span) : std::nullopt;
+    if (!last || *last >= input.getDimSize(d)) {
+      std::string index =
+          last ? std::to_string(*last)
+               : std::to_string(offsets[d]) + " + " +
+                     std::to_string(sizes[d] - 1) + " * " +
+                     std::to_string(strides[d]) + " (beyond 2^63)";
       return inferError(loc, "meg.slice",
-                        "reads index " + Twine(last) + " of dim " + Twine(d) +
+                        "reads index " + index + " of dim " + Twine(d) +
                             ", which has size " + Twine(input.getDimSize(d)));
+    }
   }
   inferred.push_back(RankedTensorType::get(sizes, input.getElementType()));
   return success();
