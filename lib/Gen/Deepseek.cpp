@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConfigSizes.h"
 #include "ModelBuilder.h"
 
 #include "llvm/ADT/Twine.h"
@@ -91,6 +92,8 @@ static llvm::Error checkDeepseek(const DeepseekConfig &c) {
            {"num_experts_per_tok", c.topK},
            {"n_group", c.groups},
            {"topk_group", c.topGroups}}))
+    return error;
+  if (llvm::Error error = checkDeepseekSizes(c))
     return error;
   if (c.qLoraRank < 0)
     return configError("q_lora_rank must be >= 1 (or none), got " +

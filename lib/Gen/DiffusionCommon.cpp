@@ -6,6 +6,8 @@
 
 #include "DiffusionCommon.h"
 
+#include "ConfigSizes.h"
+
 using namespace mlir;
 
 namespace megc::gen {
@@ -19,6 +21,8 @@ llvm::Error checkDiT(const DiTConfig &s) {
                                          {"batch", s.batch},
                                          {"in-channels", s.inChannels},
                                          {"context-dim", s.contextDim}}))
+    return error;
+  if (llvm::Error error = checkDiTSizes(s))
     return error;
   if (s.hidden % s.heads != 0)
     return configError("--hidden " + llvm::Twine(s.hidden) +

@@ -11,6 +11,7 @@
 
 #include "megc/Gen/HfImport.h"
 
+#include "ConfigSizes.h"
 #include "ModelBuilder.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -31,6 +32,35 @@ namespace megc::gen {
 namespace {
 
 enum class Family { Llama, Mistral, Qwen2, Qwen3, DeepseekV3 };
+
+/// The most a config file may hold and be nested: configs have a few
+/// thousand bytes and a few levels (the runtime's JSON reader allows 64).
+constexpr uint64_t kMaxConfigBytes = 16 << 20;
+constexpr size_t kMaxConfigDepth = 64;
+
+/// Where `text`'s arrays and objects first nest deeper than
+/// kMaxConfigDepth (strings skipped), or nullopt.
+std::optional<size_t> tooDeep(StringRef text) {
+  size_t depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxConfigDepth)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
 
 struct FamilyInfo {
   StringRef architecture, modelType;
@@ -244,6 +274,13 @@ Error readRope(FieldReader &fields, StringRef source, RopeConfig &rope,
     Expected<double> theta = params.number("rope_theta");
     if (!theta)
       return theta.takeError();
+    // Given twice, the two must agree: which one a library reads differs.
+    if (fields.has("rope_theta") && *theta != rope.theta)
+      return params.error(
+          "rope_theta",
+          "= " + formatNumber(*theta) + " disagrees with the top-level "
+          "rope_theta = " + formatNumber(rope.theta) + "; give one, or the "
+          "same value in both");
     rope.theta = *theta;
   }
   Expected<double> partial = params.number("partial_rotary_factor", 1.0);
@@ -636,6 +673,14 @@ Expected<DeepseekConfig> parseDeepseek(FieldReader &fields,
 
 Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
                                       const HfImportShape &shape) {
+  // The JSON parser recurses per level: a nesting limit keeps a hostile
+  // file from overflowing the stack.
+  if (std::optional<size_t> at = tooDeep(text))
+    return createStringError(inconvertibleErrorCode(),
+                             source + ": nested more than " +
+                                 Twine(kMaxConfigDepth) +
+                                 " levels deep (at byte " + Twine(*at) +
+                                 "); a model config is a few levels deep");
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return createStringError(inconvertibleErrorCode(),
@@ -677,6 +722,8 @@ Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
   if (Error error = take(fields.positive("intermediate_size"), c.ffn))
     return std::move(error);
   if (Error error = take(fields.positive("num_hidden_layers"), c.layers))
+    return std::move(error);
+  if (Error error = checkLayerCount("num_hidden_layers", c.layers))
     return std::move(error);
   if (Error error = take(fields.positive("num_attention_heads"), c.heads))
     return std::move(error);
@@ -742,6 +789,8 @@ Expected<HfModelConfig> parseHfConfig(StringRef text, StringRef source,
   case Family::DeepseekV3:
     llvm_unreachable("read by parseDeepseek");
   }
+  if (Error error = checkLlamaSizes(c, kLlamaHfFields))
+    return std::move(error);
   if (Error error = readSlidingWindow(fields, kind, c.layers, c.seq))
     return std::move(error);
   if (Error error = readRope(fields, source, c.rope, *maxPositions))
@@ -758,6 +807,23 @@ Expected<HfModelConfig> readHfConfig(StringRef path,
   SmallString<256> file(path);
   if (sys::fs::is_directory(path))
     sys::path::append(file, "config.json");
+  // Only a regular file of a config's size is read: /dev/zero behind a
+  // symlink would be read until memory runs out.
+  sys::fs::file_status status;
+  if (std::error_code error = sys::fs::status(file, status))
+    return createStringError(error, "cannot read '" + file +
+                                        "': " + error.message());
+  if (status.type() != sys::fs::file_type::regular_file)
+    return createStringError(inconvertibleErrorCode(),
+                             "'" + file +
+                                 "' is not a regular file; a model config "
+                                 "is a JSON file");
+  if (status.getSize() > kMaxConfigBytes)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "'" + file + "' has " + Twine(status.getSize()) +
+            " bytes, above the " + Twine(kMaxConfigBytes) +
+            " bytes megc reads of a config (they have a few thousand)");
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
       MemoryBuffer::getFile(file, /*IsText=*/true);
   if (!buffer)

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConfigSizes.h"
 #include "ModelBuilder.h"
 
 #include "llvm/ADT/Twine.h"
@@ -31,6 +32,8 @@ static llvm::Error checkLlama(const LlamaConfig &c) {
     return error;
   if (c.headDim < 0)
     return configError("head dim must be >= 1, got " + llvm::Twine(c.headDim));
+  if (llvm::Error error = checkLlamaSizes(c, kLlamaFlags))
+    return error;
   if (c.headDim == 0 && c.hidden % c.heads != 0)
     return configError("--hidden " + llvm::Twine(c.hidden) +
                        " must be a multiple of --heads " +
