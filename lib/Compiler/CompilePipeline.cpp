@@ -92,6 +92,7 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
                  : options.recompute == Recompute::Selective ? "selective"
                                                              : "none";
     remat.memoryBudget = options.memoryBudget;
+    remat.minSteps = options.rematMinSteps;
     pm.addPass(mlir::meg::createMegRemat(remat));
   }
   // Every attention gradient exists now (recomputed forwards included):
@@ -188,14 +189,22 @@ static std::string megabytes(uint64_t bytes) {
   return text;
 }
 
-/// meg-remat fits its estimate of the plan's peak into the budget it is
-/// given; the plan itself can be larger (a fragmented arena). Compiles
-/// copies of the module and lowers the budget given to meg-remat by the
-/// excess until the plan fits; returns the budget to compile with.
-static mlir::FailureOr<uint64_t> rematBudget(mlir::ModuleOp module,
-                                             const CompileOptions &options) {
+/// The steps of meg-remat's ladder to take under --memory-budget. The pass
+/// fits its estimate of the plan's peak into the budget; the compiled plan
+/// can be larger (a fragmented arena). Compiles copies of the module, and
+/// while the plan does not fit asks the pass for one step more than it took:
+/// the ladder does not depend on the budget, so the steps a budget needs
+/// never grow with it, and a budget met is met by every larger one.
+static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
+                                            const CompileOptions &options) {
   CompileOptions probe = options;
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  // The probes' remarks say nothing the final compile's do not.
+  mlir::ScopedDiagnosticHandler quiet(
+      module.getContext(), [](mlir::Diagnostic &diagnostic) {
+        return mlir::success(diagnostic.getSeverity() ==
+                             mlir::DiagnosticSeverity::Remark);
+      });
+  while (true) {
     mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
     mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
     buildFrontEndPipeline(frontEnd, *copy, probe);
@@ -206,15 +215,27 @@ static mlir::FailureOr<uint64_t> rematBudget(mlir::ModuleOp module,
       return mlir::failure();
     for (EntryDesc &entry : program->entries)
       planMemory(entry);
-    uint64_t needed = largestPlan(*program).second;
+    auto [entry, needed] = largestPlan(*program);
+    int64_t taken = 0, ladder = 0;
+    copy->walk([&](mlir::func::FuncOp func) {
+      if (auto steps =
+              func->getAttrOfType<mlir::DenseI64ArrayAttr>(
+                  mlir::meg::MegDialect::kRematStepsAttrName)) {
+        taken = std::max(taken, steps[0]);
+        ladder = std::max(ladder, steps[1]);
+      }
+    });
     if (needed <= options.memoryBudget)
-      return probe.memoryBudget;
-    uint64_t excess = needed - options.memoryBudget;
-    if (excess >= probe.memoryBudget)
-      break;
-    probe.memoryBudget -= excess;
+      return static_cast<unsigned>(taken);
+    if (taken >= ladder)
+      return module.emitError()
+             << "the memory budget of " << megabytes(options.memoryBudget)
+             << " per rank is not met: with every layer recomputed, entry '"
+             << entry->name << "' needs " << megabytes(needed) << " (arena "
+             << megabytes(entry->plan.arenaBytes) << ", parameters and state "
+             << megabytes(stateBytes(*program)) << ")";
+    probe.rematMinSteps = static_cast<unsigned>(taken) + 1;
   }
-  return probe.memoryBudget;
 }
 
 mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
@@ -235,10 +256,10 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
   if (options.memoryBudget &&
       module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
       !module.lookupSymbol("train_step")) {
-    mlir::FailureOr<uint64_t> budget = rematBudget(module, options);
-    if (failed(budget))
+    mlir::FailureOr<unsigned> steps = rematSteps(module, options);
+    if (failed(steps))
       return mlir::failure();
-    compiled.memoryBudget = *budget;
+    compiled.rematMinSteps = *steps;
   }
   mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
   buildFrontEndPipeline(frontEnd, module, compiled);

@@ -57,6 +57,10 @@ struct CompileOptions {
   /// `--memory-budget`: bytes per rank that the plan of every training
   /// entry (arena plus parameters and state) must fit in; 0: none.
   uint64_t memoryBudget = 0;
+  /// Under a memory budget, the steps of meg-remat's ladder taken at least:
+  /// set by the driver (runFrontEnd) when the compiled plan needs more than
+  /// the pass estimated, never by a flag.
+  unsigned rematMinSteps = 0;
 
   /// CUDA code is generated: for the cuda target or for --emit=ptx, gpu
   /// and cuda-emulation.

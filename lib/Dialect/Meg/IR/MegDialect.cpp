@@ -207,6 +207,14 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a unit attribute";
     return success();
   }
+  if (name == kRematStepsAttrName) {
+    auto steps = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!steps || steps.size() != 2 || steps[0] < 0 || steps[0] > steps[1])
+      return op->emitError() << "'" << name
+                             << "' expects [taken, ladder] with 0 <= taken "
+                                "<= ladder";
+    return success();
+  }
   if (name == kOnlineSoftmaxAttrName) {
     auto nest = dyn_cast<DestinationStyleOpInterface>(op);
     if (!isa<UnitAttr>(attr.getValue()) || !nest ||

@@ -377,6 +377,32 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
     }
   }
 
+  /// A remark saying what is recomputed and why.
+  void explain(func::FuncOp func, ArrayRef<Level> levels,
+               ArrayRef<Level> before, size_t taken, size_t ladder,
+               uint64_t peak, uint64_t unrecomputed) {
+    std::string selective, full;
+    for (size_t unit = 0; unit < levels.size(); ++unit) {
+      if (levels[unit] == before[unit])
+        continue;
+      std::string &list = levels[unit] == Level::Full ? full : selective;
+      list += (list.empty() ? "" : ", ") + std::to_string(unit);
+    }
+    InFlightDiagnostic remark = mlir::emitRemark(func.getLoc());
+    remark << "meg-remat: @" << func.getName() << " recomputes ";
+    if (selective.empty() && full.empty())
+      remark << "nothing more";
+    if (!selective.empty())
+      remark << "units " << selective << " selectively";
+    if (!full.empty())
+      remark << (selective.empty() ? "" : " and ") << "units " << full
+             << " in full";
+    remark << " (" << taken << " of " << ladder
+           << " steps): the estimated peak " << megabytes(peak)
+           << " per rank fits the budget of " << megabytes(memoryBudget)
+           << "; without recomputation it would be " << megabytes(unrecomputed);
+  }
+
   LogicalResult runOn(func::FuncOp func, Value loss, Level base,
                       uint64_t stateBytes) {
     Rematerializer analysis(func, loss);
@@ -408,21 +434,29 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
         return failure();
       return stateBytes + peak;
     };
-    // Layers in order move up a level at a time, all to selective first
-    // (it recomputes no matrix product), then to full, until the plan fits.
-    FailureOr<uint64_t> peak = estimate(levels);
-    if (failed(peak))
-      return failure();
+    // The ladder: every layer in order to selective (it recomputes no
+    // matrix product), then every layer in order to full. It does not
+    // depend on the budget, so the steps a budget needs never grow with it.
+    SmallVector<std::pair<size_t, Level>> ladder;
     for (Level target : {Level::Selective, Level::Full})
-      for (size_t unit = 0; unit < units && *peak > memoryBudget; ++unit) {
-        if (levels[unit] >= target)
-          continue;
-        levels[unit] = target;
-        peak = estimate(levels);
-        if (failed(peak))
-          return failure();
-      }
-    if (*peak > memoryBudget) {
+      for (size_t unit = 0; unit < units; ++unit)
+        if (levels[unit] < target)
+          ladder.push_back({unit, target});
+    SmallVector<Level> none(levels);
+    FailureOr<uint64_t> unrecomputed = estimate(levels);
+    if (failed(unrecomputed))
+      return failure();
+    FailureOr<uint64_t> peak = unrecomputed;
+    size_t taken = 0;
+    for (; taken < ladder.size() &&
+           (*peak > memoryBudget || taken < minSteps);
+         ++taken) {
+      levels[ladder[taken].first] = ladder[taken].second;
+      peak = estimate(levels);
+      if (failed(peak))
+        return failure();
+    }
+    if (*peak > memoryBudget || minSteps > ladder.size()) {
       return mlir::emitError(func.getLoc())
              << "meg-remat: the memory budget of " << megabytes(memoryBudget)
              << " per rank cannot be met: with every layer recomputed, @"
@@ -432,6 +466,11 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
              << ") at the least"
              << (units ? "" : "; the function has no meg.layer to recompute");
     }
+    Builder b(func.getContext());
+    func->setAttr(MegDialect::kRematStepsAttrName,
+                  b.getDenseI64ArrayAttr({static_cast<int64_t>(taken),
+                                          static_cast<int64_t>(ladder.size())}));
+    explain(func, levels, none, taken, ladder.size(), *peak, *unrecomputed);
     FailureOr<unsigned> inserted = Rematerializer(func, loss).apply(levels);
     if (failed(inserted))
       return failure();

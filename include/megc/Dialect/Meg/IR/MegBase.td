@@ -86,6 +86,9 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLossChunkAttrName = "meg.loss_chunk";
     /// On an op: a recomputation meg-remat inserted in the backward.
     static constexpr ::llvm::StringLiteral kRecomputedAttrName = "meg.recomputed";
+    /// On a function meg-remat fitted into a memory budget: [steps taken,
+    /// steps of its ladder].
+    static constexpr ::llvm::StringLiteral kRematStepsAttrName = "meg.remat_steps";
     /// On a linalg.generic of a kernel (meg-online-softmax): its two
     /// outputs are a row's running maximum and its sum of exponentials
     /// relative to that maximum, reduced in one pass; a GPU mapping combines

@@ -463,9 +463,14 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
     kernels, so training is bitwise the same. With `memory-budget` (bytes
     per rank) the pass estimates the static plan's peak (parameters and
     state, plus the arena's peak of simultaneously live intermediates) and
-    moves layers up from `mode`, in order, to selective and then to full
-    until the estimate fits; a budget that every layer recomputed cannot
-    meet is an error naming the smallest peak. Full recomputation under
+    climbs a ladder that does not depend on the budget: each step moves one
+    layer up from `mode`, in order, to selective, then each to full. It
+    takes the first step whose estimate fits, and at least `min-steps`
+    steps (the driver asks for more when the compiled plan turns out larger
+    than the estimate), so that a budget met is met by every larger one. It
+    records `meg.remat_steps = [taken, ladder]` on the function and says
+    what it recomputes and why in a remark. A budget that every layer
+    recomputed cannot meet is an error naming the smallest peak. Full recomputation under
     `optim_grads_params` (which would keep the forward's gathered weights
     for the backward) is an error. Runs after `meg-fuse`, so that the copies
     are the same kernels.
@@ -489,7 +494,9 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
     Option<"mode", "mode", "std::string", /*default=*/"\"none\"",
            "What every layer recomputes: none, selective or full">,
     Option<"memoryBudget", "memory-budget", "uint64_t", /*default=*/"0",
-           "Bytes per rank the plan's peak must fit in (0: no budget)">
+           "Bytes per rank the plan's peak must fit in (0: no budget)">,
+    Option<"minSteps", "min-steps", "unsigned", /*default=*/"0",
+           "Steps of the ladder taken at least, under a memory budget">
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed", "Ops recomputed">
