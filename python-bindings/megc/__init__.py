@@ -332,7 +332,7 @@ def train(
     *,
     steps: int,
     entry: str = "train_step",
-    data_dtype: str = "uint16",
+    data_dtype: str | None = None,
     data_seed: int | None = None,
     position: int = 0,
     eval_data: PathLike | None = None,
@@ -341,15 +341,17 @@ def train(
     skip_nonfinite: bool = False,
 ) -> list[dict[str, float]]:
     """Trains as `megc-run --entry ENTRY --data DATA --steps STEPS` does: each
-    step runs `entry` on the next windows of the token file (uint16 or
-    uint32 ids, seq + 1 tokens a window, in order or shuffled per epoch by
+    step runs `entry` on the next windows of the token data (a Megatron
+    indexed dataset, PREFIX.bin with PREFIX.idx, whose index gives the
+    dtype; or a raw file of `data_dtype` ids: uint16 by default, uint32 or
+    int32; seq + 1 tokens a window, in order or shuffled per epoch by
     `data_seed`, from window `position`), and every `eval_every` steps (and
     after the last) the `loss` entry's mean over `eval_batches` batches of
     `eval_data`. Returns one dict per step: `step`, the scalar outputs (loss,
     grad_norm, nonfinite), `lr` when the artifact has a schedule,
     `eval_loss` on evaluation steps, and `position`, the data position after
-    the step (to resume from). Bad files raise megc.Error naming the file
-    and offset. A step whose loss or gradient norm is NaN or infinite (its
+    the step (to resume from). Every token is checked when the data is
+    opened: bad files raise megc.Error naming the file and offset. A step whose loss or gradient norm is NaN or infinite (its
     update skipped inside train_step) raises megc.Error, as megc-run stops;
     with `skip_nonfinite` the loop goes on, as `--skip-nonfinite`, and such
     steps have a nonzero `nonfinite`."""

@@ -370,16 +370,18 @@ void bindSession(nb::module_ &m) {
 /// program's vocabulary.
 struct TokenDatasetHandle {
   TokenDatasetHandle(const megrt::Program &program, const std::string &entry,
-                     const std::string &path, const std::string &dtype,
+                     const std::string &path,
+                     const std::optional<std::string> &dtype,
                      std::optional<uint64_t> seed)
       : shape(megrt::tokenBatchShape(program, entry, "data")),
         dataset(path, shape.seq, options(program, dtype, seed)) {}
 
   static megrt::TokenDatasetOptions options(const megrt::Program &program,
-                                            const std::string &dtype,
+                                            const std::optional<std::string> &dtype,
                                             std::optional<uint64_t> seed) {
     megrt::TokenDatasetOptions options;
-    options.dtype = megrt::parseTokenDType(dtype);
+    if (dtype)
+      options.dtype = megrt::parseTokenDType(*dtype);
     options.shuffleSeed = seed;
     options.vocab = megrt::vocabSizeOf(program).value_or(0);
     return options;
@@ -400,10 +402,10 @@ void bindTokenDataset(nb::module_ &m) {
   nb::class_<TokenDatasetHandle>(m, "TokenDataset",
                                  "Windows of a token file for an entry")
       .def(nb::init<const megrt::Program &, const std::string &,
-                    const std::string &, const std::string &,
+                    const std::string &, const std::optional<std::string> &,
                     std::optional<uint64_t>>(),
            nb::arg("program"), nb::arg("entry"), nb::arg("path"),
-           nb::arg("dtype"), nb::arg("seed").none())
+           nb::arg("dtype").none(), nb::arg("seed").none())
       .def("next",
            [](TokenDatasetHandle &self) {
              megrt::Tensor ids, labels;
@@ -431,8 +433,16 @@ void bindTokenDataset(nb::module_ &m) {
       .def_prop_ro("num_tokens", [](const TokenDatasetHandle &self) {
         return self.dataset.numTokens();
       })
-      .def_prop_ro("num_windows", [](const TokenDatasetHandle &self) {
-        return self.dataset.numWindows();
+      .def_prop_ro("num_windows",
+                   [](const TokenDatasetHandle &self) {
+                     return self.dataset.numWindows();
+                   })
+      .def_prop_ro("dtype",
+                   [](const TokenDatasetHandle &self) {
+                     return megrt::tokenDTypeName(self.dataset.dtype());
+                   })
+      .def_prop_ro("indexed", [](const TokenDatasetHandle &self) {
+        return self.dataset.indexed();
       });
 }
 

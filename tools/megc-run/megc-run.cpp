@@ -25,10 +25,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,7 +52,8 @@ const char *kUsage =
     "                [--allow-extra-params] [--warmup N] [--no-cuda-graphs]\n"
     "                [--trace FILE.json] [--comm-timeout SECONDS]\n"
     "                [--threads N]\n"
-    "                [--data FILE [--data-dtype uint16|uint32] [--data-seed N]]\n"
+    "                [--data FILE|PREFIX [--data-dtype uint16|uint32|int32]\n"
+    "                 [--data-seed N]]\n"
     "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n"
     "                [--metrics FILE.jsonl] [--log-every N]\n"
     "                [--save-every N --save-dir DIR [--keep K]] [--resume DIR]\n"
@@ -62,7 +65,8 @@ struct Options {
   /// Token files: --data feeds input_ids and labels of every step, in
   /// order or shuffled by dataSeed; --eval-data the loss entry every
   /// evalEvery steps, evalBatches batches from its start.
-  std::string data, evalData, dataDType = "uint16";
+  std::string data, evalData;
+  std::optional<std::string> dataDType;
   std::optional<uint64_t> dataSeed;
   int64_t evalEvery = 0, evalBatches = 1;
   /// One JSON object per step (rank 0); a progress line every logEvery
@@ -161,10 +165,11 @@ Options parse(int argc, char **argv) {
     } else if (arg == "--eval-data") {
       options.evalData = value(i);
     } else if (arg == "--data-dtype") {
-      options.dataDType = value(i);
-      if (options.dataDType != "uint16" && options.dataDType != "uint32")
-        usageError("--data-dtype expects uint16 or uint32, got '" +
-                   options.dataDType + "'");
+      std::string text = value(i);
+      if (text != "uint16" && text != "uint32" && text != "int32")
+        usageError("--data-dtype expects uint16, uint32 or int32, got '" +
+                   text + "'");
+      options.dataDType = text;
     } else if (arg == "--data-seed") {
       std::string text = value(i);
       uint64_t seed = 0;
@@ -290,6 +295,28 @@ Options parse(int argc, char **argv) {
 }
 
 /// The checkpoint file of step `step` in `dir`.
+/// "N tokens (uint16; an indexed dataset of S sequences, D documents),
+/// checked against the vocabulary V in T s (R GB/s)".
+std::string describeDataset(const megrt::TokenDataset &data, uint64_t vocab) {
+  std::ostringstream os;
+  os << data.numTokens() << " tokens (" << megrt::tokenDTypeName(data.dtype());
+  if (data.indexed())
+    os << "; indexed: " << data.numSequences() << " sequences, "
+       << data.numDocuments() << " documents in " << data.dataPath();
+  os << "), checked against ";
+  if (vocab)
+    os << "the vocabulary " << vocab;
+  else
+    os << "int32 ids";
+  double seconds = data.scanSeconds();
+  os << std::fixed << std::setprecision(2) << " in " << seconds << " s";
+  double bytes = static_cast<double>(data.numTokens()) *
+                 static_cast<double>(megrt::tokenDTypeBytes(data.dtype()));
+  if (seconds > 0 && bytes >= 1e8)
+    os << " (" << bytes / seconds / 1e9 << " GB/s)";
+  return os.str();
+}
+
 std::string checkpointPath(const std::string &dir, int64_t step) {
   char name[64];
   std::snprintf(name, sizeof(name), "step-%08lld.safetensors",
@@ -417,7 +444,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   std::unique_ptr<megrt::TokenDataset> data, evalData;
   int64_t rows = 0, evalRows = 0;
   megrt::TokenDatasetOptions dataOptions;
-  dataOptions.dtype = megrt::parseTokenDType(options.dataDType);
+  if (options.dataDType)
+    dataOptions.dtype = megrt::parseTokenDType(*options.dataDType);
   dataOptions.vocab = megrt::vocabSizeOf(program).value_or(0);
   if (!options.data.empty()) {
     auto [batchRows, seq] =
@@ -437,9 +465,10 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     }
     if (lead)
       std::cout << "megc-run: --data " << options.data << ": "
-                << data->numTokens() << " tokens, " << data->numWindows()
-                << " windows of " << seq << " + 1, " << rows
-                << " a step, from window " << data->position() << std::endl;
+                << describeDataset(*data, dataOptions.vocab) << ", "
+                << data->numWindows() << " windows of " << seq << " + 1, "
+                << rows << " a step, from window " << data->position()
+                << std::endl;
   }
   if (!options.evalData.empty()) {
     auto [batchRows, seq] =
@@ -448,6 +477,9 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     evalData =
         std::make_unique<megrt::TokenDataset>(options.evalData, seq,
                                               dataOptions);
+    if (lead)
+      std::cout << "megc-run: --eval-data " << options.evalData << ": "
+                << describeDataset(*evalData, dataOptions.vocab) << std::endl;
   }
   auto evaluate = [&](int64_t step) {
     double sum = 0;
