@@ -7,6 +7,7 @@
 #include "HfCheckpoint.h"
 #include "MeshLayout.h"
 #include "ParameterInit.h"
+#include "RankAgreement.h"
 #include "Trace.h"
 #include "comm/Communicator.h"
 #include "comm/LaunchEnvironment.h"
@@ -102,41 +103,6 @@ void checkNonNegative(const Tensor &tensor, const std::string &what) {
            ", but it is never negative (a second moment or a step count)");
 }
 
-std::string joinRanks(const std::vector<int> &ranks) {
-  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    text += concat(i ? ", " : "", ranks[i]);
-  return text;
-}
-
-/// Fails on every rank unless every rank loaded an artifact with the same
-/// checksum, naming the ranks by the artifact they loaded.
-void checkSameArtifact(const Program &program, comm::World &world) {
-  uint64_t mine = program.checksum();
-  std::vector<uint64_t> all(static_cast<size_t>(world.size()));
-  world.allGatherBytes(&mine, all.data(), sizeof mine);
-  // In order of each checksum's first rank.
-  std::vector<std::pair<uint64_t, std::vector<int>>> loaded;
-  for (int rank = 0; rank < world.size(); ++rank) {
-    auto same = std::find_if(loaded.begin(), loaded.end(), [&](auto &entry) {
-      return entry.first == all[rank];
-    });
-    if (same == loaded.end())
-      loaded.push_back({all[rank], {rank}});
-    else
-      same->second.push_back(rank);
-  }
-  if (loaded.size() == 1)
-    return;
-  std::string groups;
-  for (const auto &[checksum, ranks] : loaded)
-    groups += concat(groups.empty() ? "" : "; ", joinRanks(ranks),
-                     " loaded the artifact with checksum ", std::hex, checksum,
-                     std::dec);
-  fail("the ranks loaded different artifacts (", groups,
-       "): every rank must load the same .megc file");
-}
-
 /// The world of a program with a mesh, with the mesh's number of ranks and
 /// the same artifact on every rank; null without a mesh.
 comm::World *connect(const Program &program, double timeoutSeconds) {
@@ -151,7 +117,7 @@ comm::World *connect(const Program &program, double timeoutSeconds) {
     fail("the artifact's mesh ", program.describeMesh(), " needs ", needed,
          " ranks, but this run has ", world.size(), " (", world.describe(),
          "; start it with mpirun -n ", needed, ")");
-  checkSameArtifact(program, world);
+  checkSameArtifact(program.checksum(), world);
   return &world;
 }
 
@@ -526,6 +492,12 @@ int Session::rank() const { return impl_->rank; }
 
 int Session::worldSize() const {
   return impl_->world ? impl_->world->size() : 1;
+}
+
+void Session::agree(
+    const std::vector<std::pair<std::string, std::string>> &settings) const {
+  if (impl_->world)
+    checkSameSettings(settings, *impl_->world);
 }
 
 void Session::initParameters(uint64_t seed) { initialize(seed, true); }

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "megrt/Error.h"
+#include "megrt/FileIdentity.h"
 #include "megrt/Npy.h"
 #include "megrt/Session.h"
 #include "megrt/TokenDataset.h"
@@ -317,6 +318,46 @@ std::string describeDataset(const megrt::TokenDataset &data, uint64_t vocab) {
   return os.str();
 }
 
+/// What the ranks of a run must agree on (Session::agree): every option
+/// that changes what a rank computes or which collectives it runs, files
+/// by their content's identity (paths may differ between hosts).
+std::vector<std::pair<std::string, std::string>>
+runSettings(const Options &options, uint64_t seed, bool init,
+            const std::string &statePath, int64_t firstStep) {
+  auto file = [](const std::string &path) {
+    return path.empty() ? std::string("none") : megrt::fileIdentity(path);
+  };
+  auto flag = [](bool on) { return std::string(on ? "yes" : "no"); };
+  std::string inputs;
+  for (const auto &[name, path] : options.inputs)
+    inputs += (inputs.empty() ? "" : "; ") + name + ": " + file(path);
+  std::string device = options.device.substr(0, options.device.find(':'));
+  return {
+      {"--entry", options.entry},
+      {"--device", device},
+      {"--steps", std::to_string(options.steps)},
+      {"--warmup", std::to_string(options.warmup)},
+      {"--params", init ? "init:" + std::to_string(seed)
+                        : file(options.params)},
+      {"the training state loaded (--load-state, --resume)", file(statePath)},
+      {"the first step (--resume)", std::to_string(firstStep)},
+      {"--input", inputs.empty() ? "none" : inputs},
+      {"--data", file(options.data)},
+      {"--data-dtype", options.dataDType.value_or("default")},
+      {"--data-seed", options.dataSeed ? std::to_string(*options.dataSeed)
+                                       : "none"},
+      {"--eval-data", file(options.evalData)},
+      {"--eval-every", std::to_string(options.evalEvery)},
+      {"--eval-batches", std::to_string(options.evalBatches)},
+      {"--save-every", std::to_string(options.saveEvery)},
+      {"--save-params (given)", flag(!options.saveParams.empty())},
+      {"--save-state (given)", flag(!options.saveState.empty())},
+      {"--no-check-finite", flag(!options.checkFinite)},
+      {"--skip-nonfinite", flag(options.skipNonfinite)},
+      {"--no-cuda-graphs", flag(!options.cudaGraphs)},
+  };
+}
+
 std::string checkpointPath(const std::string &dir, int64_t step) {
   char name[64];
   std::snprintf(name, sizeof(name), "step-%08lld.safetensors",
@@ -411,15 +452,6 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   if (lead && session.worldSize() > 1)
     std::cout << "megc-run: " << session.worldSize() << " ranks, mesh "
               << program.describeMesh() << std::endl;
-  if (!init)
-    session.loadParameters(options.params, options.allowExtraParams);
-  if (announce)
-    std::cout << "megc-run: parameters ready in "
-              << std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - setupStart)
-                     .count()
-              << " s" << std::endl;
-  std::map<std::string, std::string> resumed;
   std::string statePath = options.loadState;
   int64_t firstStep = 1;
   if (!options.resume.empty()) {
@@ -429,9 +461,23 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
                          "' holds no step-NNNNNNNN.safetensors checkpoint");
     statePath = checkpoints.back().second;
     firstStep = checkpoints.back().first + 1;
-    if (lead)
-      std::cout << "megc-run: resuming from " << statePath << std::endl;
   }
+  // The ranks agree on what they run before any of it: a difference stops
+  // every rank, naming the option.
+  if (session.worldSize() > 1)
+    session.agree(runSettings(options, sessionOptions.seed, init, statePath,
+                              firstStep));
+  if (!init)
+    session.loadParameters(options.params, options.allowExtraParams);
+  if (announce)
+    std::cout << "megc-run: parameters ready in "
+              << std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - setupStart)
+                     .count()
+              << " s" << std::endl;
+  std::map<std::string, std::string> resumed;
+  if (!options.resume.empty() && lead)
+    std::cout << "megc-run: resuming from " << statePath << std::endl;
   if (!statePath.empty())
     resumed = session.loadState(statePath);
 
@@ -688,7 +734,10 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   std::string prefix =
       launched.size > 1 ? "rank " + std::to_string(launched.rank) + ": " : "";
   std::cout.flush();
-  std::cerr << prefix << "megc-run: error: " << message << std::endl;
+  // One write, so that the ranks' lines do not interleave.
+  std::string line = prefix + "megc-run: error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
   if (launched.size > 1)
     std::_Exit(1);
   std::exit(1);

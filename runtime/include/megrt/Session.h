@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace megrt {
@@ -115,6 +116,16 @@ public:
   /// 0 and 1 for a program without a mesh.
   int rank() const;
   int worldSize() const;
+
+  /// Checks that every rank was given the same settings before any work
+  /// pairs up across ranks: each rank passes (name, value) pairs, the same
+  /// names in the same order, such as a tool's options and the identity of
+  /// its input files. On any difference every rank throws megrt::Error at
+  /// once, naming the first setting that differs and the ranks with each
+  /// value. Communicates (every rank must call it); a program without a
+  /// mesh has nothing to compare.
+  void agree(const std::vector<std::pair<std::string, std::string>> &settings)
+      const;
 
   /// Reinitialises every parameter: zeros, ones, normal(0, scale) or
   /// uniform(-scale, scale), and copies (master weights) from their source.
