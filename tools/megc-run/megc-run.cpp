@@ -735,7 +735,11 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       launched.size > 1 ? "rank " + std::to_string(launched.rank) + ": " : "";
   std::cout.flush();
   // One write, so that the ranks' lines do not interleave.
-  std::string line = prefix + "megc-run: error: " + message + "\n";
+  std::string text = message;
+  // Messages of the communicators name the rank already.
+  if (!prefix.empty() && text.rfind(prefix, 0) == 0)
+    text = text.substr(prefix.size());
+  std::string line = prefix + "megc-run: error: " + text + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
   if (launched.size > 1)

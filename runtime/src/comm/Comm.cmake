@@ -11,6 +11,7 @@ add_library(megrt_comm OBJECT
   ${MEGRT_COMM_DIR}/Communicator.cpp
   ${MEGRT_COMM_DIR}/LaunchEnvironment.cpp
   ${MEGRT_COMM_DIR}/MpiPluginLoader.cpp
+  ${MEGRT_COMM_DIR}/PeerWatch.cpp
   ${MEGRT_COMM_DIR}/RuntimeWorld.cpp
   ${MEGRT_COMM_DIR}/SingleProcessWorld.cpp)
 target_include_directories(megrt_comm PRIVATE
@@ -55,6 +56,7 @@ if(MPI_C_FOUND)
     # The few megrt sources the plugin needs, compiled in: it is loaded into
     # programs whose megrt is static and exports nothing.
     ${MEGRT_COMM_DIR}/Collective.cpp
+    ${MEGRT_COMM_DIR}/PeerWatch.cpp
     ${PROJECT_SOURCE_DIR}/src/DType.cpp
     ${PROJECT_SOURCE_DIR}/src/HalfFloat.cpp)
   target_include_directories(megrt_mpi PRIVATE

@@ -2,10 +2,16 @@
 // CUDA groups through NCCL bootstrapped over it.
 #include "comm/RuntimeWorld.h"
 
+#include "comm/PeerWatch.h"
+
 namespace megrt::comm {
 
 RuntimeWorld::RuntimeWorld(std::unique_ptr<World> host, double timeoutSeconds)
-    : host_(std::move(host)), timeoutSeconds_(timeoutSeconds) {}
+    : host_(std::move(host)), timeoutSeconds_(timeoutSeconds) {
+  // For the waits of CUDA groups; the MPI plugin watches for its own.
+  if (host_->size() > 1)
+    watchPeers(*host_);
+}
 
 std::unique_ptr<Group> RuntimeWorld::split(int color, int key,
                                            MemorySpace space) {

@@ -20,6 +20,7 @@ add_executable(megrt-comm-tests
   ${CMAKE_CURRENT_LIST_DIR}/CollectiveTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/LaunchEnvironmentTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/MpiPluginLoaderTest.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/PeerWatchTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RuntimeWorldTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SingleProcessWorldTest.cpp)
 # The NCCL test skips, with its reason, where there is no GPU.

@@ -3,6 +3,7 @@
 
 #include "Fail.h"
 #include "comm/Collective.h"
+#include "comm/PeerWatch.h"
 #include "comm/mpi/MpiTypes.h"
 
 #include <chrono>
@@ -143,6 +144,12 @@ void waitForRequest(MPI_Request &request, double timeoutSeconds,
     }
     if (done)
       return;
+    if (std::optional<std::string> dead = deadPeer()) {
+      std::string message = deadPeerMessage(what, *dead);
+      std::unique_lock<std::mutex> lock = lockMpi();
+      markMpiBroken(message);
+      throw Error(message);
+    }
     auto now = Clock::now();
     if (now >= deadline) {
       std::string message = timeoutMessage(what, timeoutSeconds);

@@ -4,6 +4,7 @@
 
 #include "Fail.h"
 #include "comm/mpi/MpiGroup.h"
+#include "comm/PeerWatch.h"
 #include "comm/mpi/MpiProcess.h"
 
 #include <climits>
@@ -43,6 +44,8 @@ MpiWorld::MpiWorld(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds) {
   checkMpi(MPI_Comm_rank(host, &localRank_), "MPI_Comm_rank", object);
   MPI_Comm_free(&host);
   description_ = concat("MPI (", libraryVersion(), ")");
+  lock.unlock();
+  watchPeers(*this);
 }
 
 MpiWorld::~MpiWorld() {

@@ -4,6 +4,7 @@
 #include "DynamicLibrary.h"
 #include "Fail.h"
 #include "comm/Collective.h"
+#include "comm/PeerWatch.h"
 
 #include <dlfcn.h>
 #include <thread>
@@ -98,6 +99,10 @@ void waitForNccl(ncclComm_t comm,
     }
     if (state == ncclSuccess && done())
       return;
+    if (std::optional<std::string> dead = deadPeer()) {
+      library.ncclCommAbort(comm);
+      fail(deadPeerMessage(what, *dead));
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       library.ncclCommAbort(comm);
       fail(timeoutMessage(what, timeoutSeconds));
