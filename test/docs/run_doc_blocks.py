@@ -5,10 +5,14 @@ exercised.
   run_doc_blocks.py --build BUILD --tmp DIR PAGE.md...
 
 Blocks by info string:
-  sh [cuda|gpu] [fails]   run by bash -euo pipefail; a non-zero exit fails,
+  sh [cuda|gpu] [fails] [repo]
+                          run by bash -euo pipefail; a non-zero exit fails,
                           except with `fails`, where the exit must be
                           non-zero and every line of the next fenced block
-                          must appear in the output.
+                          must appear in the output. `repo` runs it in the
+                          repository (--repo) instead, with
+                          MEGC_BUILD_DIR=BUILD, as a reader of the page
+                          would run the project's scripts.
   text                    right after a block that runs: the output it
                           shows. Its lines (but `...`) must be lines of the
                           real output, in order, each number standing for
@@ -120,7 +124,7 @@ def environment(build, tmp):
     return env
 
 
-def run_page(page, build, tmp, available):
+def run_page(page, build, tmp, available, repo):
     work = tmp / page.stem
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -147,7 +151,11 @@ def run_page(page, build, tmp, available):
             print(f"{where}: skipped ({' and '.join(missing)} unavailable)")
             skipped += 1
             continue
-        result = subprocess.run(command, cwd=work, env=env, text=True,
+        if "repo" in attrs and repo is None:
+            sys.exit(f"{where}: a `repo` block needs --repo")
+        result = subprocess.run(command, cwd=repo if "repo" in attrs else work,
+                                env=dict(env, MEGC_BUILD_DIR=str(build)),
+                                text=True,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, timeout=TIMEOUT_S)
         output = result.stdout
@@ -178,11 +186,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", type=pathlib.Path, required=True)
     parser.add_argument("--tmp", type=pathlib.Path, required=True)
+    parser.add_argument("--repo", type=pathlib.Path,
+                        help="the repository, where `repo` blocks run")
     parser.add_argument("pages", type=pathlib.Path, nargs="+")
     args = parser.parse_args()
     available = {"cuda": has_ptxas(), "gpu": has_gpu()}
     for page in args.pages:
-        run_page(page, args.build.resolve(), args.tmp.resolve(), available)
+        run_page(page, args.build.resolve(), args.tmp.resolve(), available,
+                 args.repo.resolve() if args.repo else None)
 
 
 if __name__ == "__main__":

@@ -34,14 +34,17 @@ cl::SubCommand &inspectSubCommand() {
 namespace {
 namespace fb = megrt::fb;
 
+cl::OptionCategory inspectCategory("megc inspect options");
+
 cl::opt<std::string> artifactFile(cl::Positional, cl::Required,
                                   cl::desc("<model.megc>"),
-                                  cl::sub(inspectSubCommand()));
+                                  cl::sub(inspectSubCommand()),
+                                  cl::cat(inspectCategory));
 cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("Say whether each entry's plan (arena plus parameters and "
              "state, per rank) fits in this much memory, e.g. 80GiB"),
-    cl::init(""), cl::sub(inspectSubCommand()));
+    cl::init(""), cl::sub(inspectSubCommand()), cl::cat(inspectCategory));
 
 std::string typeText(fb::DType dtype,
                      const flatbuffers::Vector<int64_t> *shape) {
