@@ -19,6 +19,8 @@
 #include "megc/Kernels/Pipelines.h"
 
 #include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Transforms/Passes.h"
@@ -236,6 +238,17 @@ static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
              << megabytes(stateBytes(*program)) << ")";
     probe.rematMinSteps = static_cast<unsigned>(taken) + 1;
   }
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> parseModuleFile(llvm::StringRef path,
+                                                  llvm::SourceMgr &sourceMgr,
+                                                  mlir::MLIRContext &context,
+                                                  std::string &error) {
+  std::unique_ptr<llvm::MemoryBuffer> file = mlir::openInputFile(path, &error);
+  if (!file)
+    return nullptr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
 }
 
 mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,

@@ -153,14 +153,10 @@ int runCompile() {
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string error;
-  auto file = mlir::openInputFile(inputFile, &error);
-  if (!file)
-    return fail(error);
-  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+      parseModuleFile(inputFile, sourceMgr, context, error);
   if (!module)
-    return 1;
+    return error.empty() ? 1 : fail(error);
 
   mlir::FailureOr<std::string> result = compileModule(*module, *options);
   if (failed(result))

@@ -13,7 +13,9 @@
 #include "megc/Compiler/CompileOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <string>
 
@@ -26,6 +28,16 @@ void registerCompilerDialects(mlir::DialectRegistry &registry);
 /// reproducers and --mlir-print-ir-*, which name passes by argument) and the
 /// pass manager's command-line options, which every pipeline applies.
 void registerCompilerPasses();
+
+/// Parses the model file `path` (`-`: stdin) into a module, its buffer
+/// kept by `sourceMgr` for located diagnostics (which a
+/// SourceMgrDiagnosticHandler on `context` prints). Null on failure: with
+/// `error` set when the file cannot be read, else after the parser's
+/// diagnostics.
+mlir::OwningOpRef<mlir::ModuleOp> parseModuleFile(llvm::StringRef path,
+                                                  llvm::SourceMgr &sourceMgr,
+                                                  mlir::MLIRContext &context,
+                                                  std::string &error);
 
 /// Adds the front end for `module` to `pm`: inlining, RoPE fusion,
 /// autodiff, precision and optimizer for a training model, FSDP for a model

@@ -240,13 +240,19 @@ module attributes {meg.optimizer = #meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 
 
 // -----
 
-// expected-error @+1 {{expects eps > 0, got 0.000000e+00}}
+// expected-error @+1 {{expects eps > 0 (that f32 can hold), got 0.000000e+00}}
 module attributes {meg.optimizer = #meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.95, eps = 0.0, weight_decay = 0.1>} {}
 
 // -----
 
-// expected-error @+1 {{expects weight_decay >= 0, got -1.000000e-01}}
+// expected-error @+1 {{expects weight_decay >= 0 (that f32 can hold), got -1.000000e-01}}
 module attributes {meg.optimizer = #meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = -0.1>} {}
+
+// -----
+
+// A decay f32 cannot hold would make the update infinite.
+// expected-error @+1 {{expects weight_decay >= 0 (that f32 can hold), got 1.000000e+300}}
+module attributes {meg.optimizer = #meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 1.0e300>} {}
 
 // -----
 
@@ -1955,6 +1961,15 @@ func.func @f(%s: tensor<8x6xf32>, %b: tensor<6xf32>) {
 // -----
 
 func.func @f(%s: tensor<8x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'meg.moe_route' op expects a scaling > 0 that f32 can hold, got 1.000000e+40}}
+  %e, %w = meg.moe_route %s, %b top_k 1 groups 1 top_groups 1 scaling 1.0e40
+      : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x1xi32>, tensor<8x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<8x4xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{'meg.moe_route' op scores each group by its two best experts, but groups of 1 expert have fewer}}
   %e, %w = meg.moe_route %s, %b top_k 1 groups 4 top_groups 1 scaling 1.0
       : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x1xi32>, tensor<8x1xf32>
@@ -2056,7 +2071,7 @@ func.func @bias_missing(%load: tensor<4xf32>) {
 
 meg.param frozen @bias : tensor<4xf32> init #meg.init<zeros>
 func.func @bias_rate(%load: tensor<4xf32>) {
-  // expected-error @+1 {{'meg.expert_bias_update' op expects a finite rate > 0, got 0}}
+  // expected-error @+1 {{'meg.expert_bias_update' op expects a rate > 0 that f32 can hold, got 0}}
   meg.expert_bias_update @bias, %load rate 0.0 : tensor<4xf32>
   return
 }

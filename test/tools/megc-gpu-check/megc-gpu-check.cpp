@@ -239,13 +239,11 @@ int main(int argc, char **argv) {
   SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string error;
-  auto file = mlir::openInputFile(inputFile, &error);
-  if (!file)
-    return fail(error);
-  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-  if (!module || failed(runFrontEnd(*module, *options)))
+      parseModuleFile(inputFile, sourceMgr, context, error);
+  if (!module)
+    return error.empty() ? 1 : fail(error);
+  if (failed(runFrontEnd(*module, *options)))
     return 1;
   mlir::FailureOr<ProgramDesc> program = buildProgram(*module, *options);
   if (failed(program))

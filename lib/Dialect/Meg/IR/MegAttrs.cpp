@@ -268,13 +268,17 @@ LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expects beta1 in [0, 1), got " << beta1;
   if (!(beta2 >= 0.0 && beta2 < 1.0))
     return emitError() << "expects beta2 in [0, 1), got " << beta2;
-  if (!(std::isfinite(eps) && eps > 0.0))
-    return emitError() << "expects eps > 0, got " << eps;
-  if (!(std::isfinite(weightDecay) && weightDecay >= 0.0))
-    return emitError() << "expects weight_decay >= 0, got " << weightDecay;
+  // The update computes in f32: each value must be one f32 can hold.
+  constexpr double kF32Max = std::numeric_limits<float>::max();
+  if (!(eps > 0.0 && eps <= kF32Max))
+    return emitError() << "expects eps > 0 (that f32 can hold), got " << eps;
+  if (!(weightDecay >= 0.0 && weightDecay <= kF32Max))
+    return emitError() << "expects weight_decay >= 0 (that f32 can hold), got "
+                       << weightDecay;
   double clip = clipValue.convertToDouble();
-  if (!(std::isfinite(clip) && clip >= 0.0))
-    return emitError() << "expects clip_grad >= 0 (0: no clipping), got "
+  if (!(clip >= 0.0 && clip <= kF32Max))
+    return emitError() << "expects clip_grad >= 0 (0: no clipping; that f32 "
+                          "can hold), got "
                        << clip;
   return success();
 }
@@ -288,10 +292,12 @@ LogicalResult LrScheduleAttr::verify(
   if (warmup < 0 || decay < 0 || wsdDecay < 0)
     return emitError() << "expects warmup, decay and wsd_decay >= 0, got "
                        << warmup << ", " << decay << " and " << wsdDecay;
-  if (!(std::isfinite(minLr) && minLr >= 0.0) ||
-      !(std::isfinite(initLr) && initLr >= 0.0))
-    return emitError() << "expects min_lr and init_lr >= 0, got " << minLr
-                       << " and " << initLr;
+  constexpr double kF32Max = std::numeric_limits<float>::max();
+  if (!(minLr >= 0.0 && minLr <= kF32Max) ||
+      !(initLr >= 0.0 && initLr <= kF32Max))
+    return emitError() << "expects min_lr and init_lr >= 0 (that f32 can "
+                          "hold), got "
+                       << minLr << " and " << initLr;
   if (kind != LrScheduleKind::constant && decay <= warmup)
     return emitError() << "expects decay (" << decay
                        << " steps) > warmup (" << warmup << " steps) for a "

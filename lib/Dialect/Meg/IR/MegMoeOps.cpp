@@ -8,6 +8,7 @@
 #include "ShapeUtils.h"
 #include "VJPUtils.h"
 
+#include <limits>
 #include <cmath>
 
 using namespace mlir;
@@ -55,8 +56,10 @@ LogicalResult MoeRouteOp::verify() {
                          << topGroups * perGroup
                          << " of the groups it keeps; expected between 1 and "
                          << topGroups * perGroup;
-  if (!(getScaling().convertToDouble() > 0.0))
-    return emitOpError() << "expects a scaling > 0";
+  double scaling = getScaling().convertToDouble();
+  if (!(scaling > 0.0 && scaling <= std::numeric_limits<float>::max()))
+    return emitOpError() << "expects a scaling > 0 that f32 can hold, got "
+                         << scaling;
   if (failed(expectShape(*this, "experts", getExperts(), {tokens, topK})) ||
       failed(expectShape(*this, "weights", getWeights(), {tokens, topK})))
     return failure();
@@ -180,8 +183,9 @@ Grads GatherRowsOp::buildVJP(OpBuilder &b, ValueRange grads) {
 
 LogicalResult ExpertBiasUpdateOp::verify() {
   double rate = getRate().convertToDouble();
-  if (!(rate > 0.0) || !std::isfinite(rate))
-    return emitOpError() << "expects a finite rate > 0, got " << rate;
+  if (!(rate > 0.0 && rate <= std::numeric_limits<float>::max()))
+    return emitOpError() << "expects a rate > 0 that f32 can hold, got "
+                         << rate;
   if (tensorTypeOf(getLoad()).getRank() != 1)
     return emitOpError() << "expects a load [E] (one count per expert), got "
                          << getLoad().getType();
