@@ -2,6 +2,8 @@
 // and counter, so parameter elements can be filled in any order or thread.
 #include "CounterRandom.h"
 
+#include "megrt/Fnv1a.h"
+
 #include "DeterministicMath.h"
 
 #include <cmath>
@@ -18,12 +20,7 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 uint64_t hashName(std::string_view name) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : name) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
+  return fnv1a(name.data(), name.size());
 }
 
 // Mixing the seed before combining keeps nearby seeds and streams from

@@ -2,6 +2,7 @@
 #include "megrt/FileIdentity.h"
 
 #include "Fail.h"
+#include "megrt/Fnv1a.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,12 +19,6 @@ namespace {
 
 constexpr uint64_t kBlock = 1 << 20;
 
-uint64_t fnv1a(const char *data, size_t size, uint64_t hash) {
-  for (size_t i = 0; i < size; ++i)
-    hash = (hash ^ static_cast<uint8_t>(data[i])) * 0x100000001b3ull;
-  return hash;
-}
-
 std::string regularFileIdentity(const std::string &path) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
@@ -31,7 +26,7 @@ std::string regularFileIdentity(const std::string &path) {
   file.seekg(0, std::ios::end);
   auto size = static_cast<uint64_t>(file.tellg());
   std::vector<char> block(std::min(size, kBlock));
-  uint64_t hash = 0xcbf29ce484222325ull;
+  uint64_t hash = kFnv1aBasis;
   auto read = [&](uint64_t offset) {
     file.seekg(static_cast<std::streamoff>(offset));
     file.read(block.data(), static_cast<std::streamsize>(block.size()));

@@ -95,6 +95,26 @@ bool halvesFit(uint64_t value, size_t width, uint64_t bound) {
          (value >> 16) != 0;
 }
 
+/// Calls `f` with the mapped tokens as an array of their storage type.
+template <typename F>
+auto withTokens(TokenDType dtype, const uint8_t *data, F &&f) {
+  switch (dtype) {
+  case TokenDType::U16:
+    return f(reinterpret_cast<const uint16_t *>(data));
+  case TokenDType::I16:
+    return f(reinterpret_cast<const int16_t *>(data));
+  case TokenDType::I32:
+    return f(reinterpret_cast<const int32_t *>(data));
+  case TokenDType::U32:
+    return f(reinterpret_cast<const uint32_t *>(data));
+  case TokenDType::I64:
+    return f(reinterpret_cast<const int64_t *>(data));
+  case TokenDType::U8:
+    break;
+  }
+  return f(data);
+}
+
 bool endsWith(const std::string &text, const std::string &suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -320,26 +340,7 @@ void TokenDataset::scan() {
                  : "");
     }
   };
-  switch (dtype_) {
-  case TokenDType::U8:
-    check(data_);
-    break;
-  case TokenDType::U16:
-    check(reinterpret_cast<const uint16_t *>(data_));
-    break;
-  case TokenDType::I16:
-    check(reinterpret_cast<const int16_t *>(data_));
-    break;
-  case TokenDType::I32:
-    check(reinterpret_cast<const int32_t *>(data_));
-    break;
-  case TokenDType::U32:
-    check(reinterpret_cast<const uint32_t *>(data_));
-    break;
-  case TokenDType::I64:
-    check(reinterpret_cast<const int64_t *>(data_));
-    break;
-  }
+  withTokens(dtype_, data_, check);
   scanSeconds_ = std::chrono::duration<double>(
                      std::chrono::steady_clock::now() - began)
                      .count();
@@ -352,36 +353,9 @@ TokenDataset::~TokenDataset() {
 
 uint64_t TokenDataset::token(uint64_t index) const {
   // Every token was checked when the file was opened.
-  switch (dtype_) {
-  case TokenDType::U8:
-    return data_[index];
-  case TokenDType::U16: {
-    uint16_t v;
-    std::memcpy(&v, data_ + 2 * index, 2);
-    return v;
-  }
-  case TokenDType::I16: {
-    int16_t v;
-    std::memcpy(&v, data_ + 2 * index, 2);
-    return static_cast<uint64_t>(v);
-  }
-  case TokenDType::I32: {
-    int32_t v;
-    std::memcpy(&v, data_ + 4 * index, 4);
-    return static_cast<uint64_t>(v);
-  }
-  case TokenDType::U32: {
-    uint32_t v;
-    std::memcpy(&v, data_ + 4 * index, 4);
-    return v;
-  }
-  case TokenDType::I64: {
-    int64_t v;
-    std::memcpy(&v, data_ + 8 * index, 8);
-    return static_cast<uint64_t>(v);
-  }
-  }
-  return 0;
+  return withTokens(dtype_, data_, [&](auto *tokens) {
+    return static_cast<uint64_t>(tokens[index]);
+  });
 }
 
 /// The window of stream element `streamIndex`: file order, or this epoch's

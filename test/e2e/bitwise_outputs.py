@@ -24,8 +24,8 @@ import argparse
 import hashlib
 import json
 import os
+import pathlib
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -34,6 +34,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util  # noqa: E402
 import mpi_util  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -58,13 +59,8 @@ RUNS = {
 STEPS = 10
 
 
-def run(command, **kwargs):
-    result = subprocess.run([str(c) for c in command], capture_output=True,
-                            text=True, **kwargs)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(map(str, command))} failed:\n{result.stdout}"
-                 f"{result.stderr}")
-    return result.stdout
+def run(command):
+    return e2e_util.run([str(c) for c in command])
 
 
 def host():
@@ -148,7 +144,6 @@ def main():
     parser.add_argument("--bin", default=os.path.join(
         os.environ.get("MEGC_BUILD_DIR", os.path.join(ROOT, "build")), "bin"))
     args = parser.parse_args()
-    import pathlib
     binary = pathlib.Path(args.bin)
     if args.mode == "compare":
         record = json.load(open(args.file))

@@ -36,11 +36,13 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+sys.path.insert(0, os.path.join(ROOT, "test", "fuzz"))
 import mpi_util  # noqa: E402
+import mutate_ir  # noqa: E402
 
-CRASH_MARKERS = ("LLVM ERROR", "Stack dump", "PLEASE submit", "Assertion",
-                 "Segmentation fault", "terminate called", "Aborted",
-                 "core dumped", "Sanitizer")
+# The compiler's crash signs (mutate_ir.py's) and a running program's.
+CRASH_MARKERS = mutate_ir.CRASH_MARKERS + ("Aborted", "core dumped",
+                                           "Sanitizer")
 FLOAT_EDGES = ["0.000000e+00", "-0.000000e+00", "1.401298e-45",
                "1.175494e-38", "3.402823e+38", "-3.402823e+38",
                "6.550400e+04", "1.000000e+30", "-1.000000e+00",

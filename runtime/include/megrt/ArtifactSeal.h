@@ -3,8 +3,10 @@
 #ifndef MEGRT_ARTIFACTSEAL_H
 #define MEGRT_ARTIFACTSEAL_H
 
+#include "megrt/Fnv1a.h"
 #include "megrt/megc_generated.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -33,12 +35,11 @@ inline std::optional<size_t> checksumOffset(const uint8_t *data) {
 /// FNV-1a (64-bit) of `size` bytes, the 8 at `skip` read as zero.
 inline uint64_t artifactChecksum(const uint8_t *data, size_t size,
                                  size_t skip) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < size; ++i) {
-    uint8_t byte = (i >= skip && i < skip + 8) ? 0 : data[i];
-    hash = (hash ^ byte) * 0x100000001b3ull;
-  }
-  return hash;
+  const uint8_t zeros[8] = {};
+  size_t begin = std::min(skip, size), end = std::min(skip + 8, size);
+  uint64_t hash = fnv1a(data, begin);
+  hash = fnv1a(zeros, end - begin, hash);
+  return fnv1a(data + end, size - end, hash);
 }
 
 /// Writes the checksum of a finished artifact into its checksum field;
