@@ -145,14 +145,12 @@ static mlir::LogicalResult checkReservedEntries(mlir::ModuleOp module) {
   if (auto grad = module.lookupSymbol<mlir::func::FuncOp>("grad")) {
     bool gradients = false;
     for (unsigned i = 0; i < grad.getNumResults(); ++i)
-      if (auto name = grad.getResultAttrOfType<mlir::StringAttr>(
-              i, mlir::meg::MegDialect::kNameAttrName))
-        gradients |= name.getValue().starts_with("grad.");
+      gradients |= static_cast<bool>(mlir::meg::gradientParam(grad, i));
     if (!gradients && !module.lookupSymbol("train_step"))
       return grad.emitError()
              << "'grad' is the name of the gradient function meg-autodiff "
-                "builds, but this function returns no grad.<parameter> "
-                "result; rename it";
+                "builds, but no result of this function is a parameter's "
+                "gradient (meg.grad_of); rename it";
   }
   return mlir::success();
 }

@@ -305,6 +305,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
   else
     b.weight(embedName, {c.vocab, c.hidden});
   for (int64_t i = 0; i < c.layers; ++i) {
+    b.beginLayer(i);
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
     b.ones(layer + ".input_layernorm.weight", {c.hidden});
@@ -339,6 +340,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildDeepseek(MLIRContext &context,
       swigluParams(b, mlp + ".shared_experts", c.hidden,
                    c.moeFfn * c.sharedExperts);
   }
+  b.endLayer();
   b.ones("model.norm.weight", {c.hidden});
   if (!c.tieEmbeddings)
     b.linearParams("lm_head", c.hidden, c.vocab, false);

@@ -26,6 +26,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
   declareEmbedders(b, c);
   int64_t mlpHidden = 4 * c.hidden;
   for (int64_t i = 0; i < c.layers; ++i) {
+    b.beginLayer(i);
     std::string block = "single_transformer_blocks." + std::to_string(i);
     b.linearParams(block + ".norm.linear", c.hidden, 3 * c.hidden, true);
     b.linearParams(block + ".proj_mlp", c.hidden, mlpHidden, true);
@@ -35,6 +36,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
     b.ones(block + ".attn.norm_k.weight", {headDim});
     b.linearParams(block + ".proj_out", c.hidden + mlpHidden, c.hidden, true);
   }
+  b.endLayer();
   declareHead(b, c);
 
   SmallVector<Value> args = b.beginFunction("forward", ditInputs(b, c));
@@ -45,6 +47,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
   Value h = b.concat({ctx, x}, 1); // text tokens first, as in Flux
   RopeTables rope = buildRopeTables(b, tokens, *rotaryDim, c.rope);
   for (int64_t i = 0; i < c.layers; ++i) {
+    b.beginLayer(i);
     std::string block = "single_transformer_blocks." + std::to_string(i);
     SmallVector<Value> mod = adaLnChunks(b, cond, block + ".norm.linear", 3);
     Value normed = b.modulate(b.layerNorm(h, c.normEps), mod[0], mod[1]);
@@ -66,6 +69,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildFlux(MLIRContext &context,
         b.linear(b.concat({attn, mlp}, 2), block + ".proj_out", true);
     h = gatedResidual(b, h, mod[2], out);
   }
+  b.endLayer();
   Value image = b.slice(h, {0, c.textSeq, 0}, {c.batch, c.seq, c.hidden},
                         {1, 1, 1});
   b.endFunction({{"prediction", ditHead(b, c, image, cond)}});

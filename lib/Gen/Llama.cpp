@@ -148,6 +148,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
   else
     b.weight(embedName, {c.vocab, c.hidden});
   for (int64_t i = 0; i < c.layers; ++i) {
+    b.beginLayer(i);
     std::string layer = "model.layers." + std::to_string(i);
     std::string attn = layer + ".self_attn";
     b.ones(layer + ".input_layernorm.weight", {c.hidden});
@@ -164,6 +165,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildLlama(MLIRContext &context,
     b.linearParams(layer + ".mlp.up_proj", c.hidden, c.ffn, c.mlpBias);
     b.linearParams(layer + ".mlp.down_proj", c.ffn, c.hidden, c.mlpBias);
   }
+  b.endLayer();
   b.ones("model.norm.weight", {c.hidden});
   if (!c.tieEmbeddings)
     b.linearParams("lm_head", c.hidden, c.vocab, false);

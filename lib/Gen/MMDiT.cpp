@@ -83,10 +83,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildMMDiT(MLIRContext &context,
   ModelBuilder b(context, c.dtype);
   declareEmbedders(b, c);
   for (int64_t i = 0; i < c.layers; ++i) {
+    b.beginLayer(i);
     std::string block = "transformer_blocks." + std::to_string(i);
     declareStream(b, imageStream(block), c.hidden);
     declareStream(b, contextStream(block), c.hidden);
   }
+  b.endLayer();
   declareHead(b, c);
 
   SmallVector<Value> args = b.beginFunction("forward", ditInputs(b, c));
@@ -94,6 +96,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildMMDiT(MLIRContext &context,
   Value ctx = b.linear(args[1], "context_embedder", true);
   Value cond = args[2];
   for (int64_t i = 0; i < c.layers; ++i) {
+    b.beginLayer(i);
     std::string block = "transformer_blocks." + std::to_string(i);
     StreamNames image = imageStream(block), text = contextStream(block);
     Stream xs = streamQKV(b, c, image, x, cond, c.seq);
@@ -106,6 +109,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildMMDiT(MLIRContext &context,
     x = streamFinish(b, c, image, xs, parts[0]);
     ctx = streamFinish(b, c, text, cs, parts[1]);
   }
+  b.endLayer();
   b.endFunction({{"prediction", ditHead(b, c, x, cond)}});
   ditLoss(b, c);
   return b.finish();

@@ -91,8 +91,11 @@ public:
   /// Reads a declared parameter.
   mlir::Value param(llvm::StringRef name);
 
-  /// The ops built between beginLayer(i) and endLayer() are transformer
-  /// layer i's (`meg.layer = i`): the extent meg-remat recomputes.
+  /// The ops built between beginLayer(i) and endLayer(), parameter
+  /// declarations and forward ops alike, are transformer layer i's
+  /// (`meg.layer = i`): the only source of layer extents (meg-remat's
+  /// recompute units, meg-fsdp's gather units, meg-outline-cuda-graphs'
+  /// layer graphs).
   void beginLayer(int64_t index);
   void endLayer();
 

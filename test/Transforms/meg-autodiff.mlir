@@ -3,7 +3,7 @@
 // The gradient function returns the loss and one gradient per trainable
 // parameter, in declaration order; frozen parameters get none.
 // CHECK-LABEL: func.func @grad
-// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<4x4xf32> {meg.name = "grad.w"}, tensor<4xf32> {meg.name = "grad.b"})
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<4x4xf32> {meg.grad_of = @w, meg.name = "grad.w"}, tensor<4xf32> {meg.grad_of = @b, meg.name = "grad.b"})
 // CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: meg.broadcast
 // CHECK: meg.matmul %{{.*}}, %{{.*}} transpose_lhs
@@ -195,7 +195,7 @@ func.func @loss(%x: tensor<2x4x3xf32>, %y: tensor<2x4xi32>) -> tensor<f32> {
 // through meg.moe_route_grad (the selection and the frozen bias none);
 // each gather's source gets the gradient rows its inverse lists, summed.
 // CHECK-LABEL: func.func @grad
-// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<4x8xf32> {meg.name = "grad.router"}, tensor<8x8xf32> {meg.name = "grad.x"})
+// CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<4x8xf32> {meg.grad_of = @router, meg.name = "grad.router"}, tensor<8x8xf32> {meg.grad_of = @x, meg.name = "grad.x"})
 // CHECK: %[[E:.*]], %[[W:.*]] = meg.moe_route
 // CHECK: %{{.*}}, %{{.*}}, %[[P:.*]], %{{.*}}, %{{.*}} = meg.moe_assign %[[E]], %[[W]]
 // CHECK: %[[INV:.*]] = meg.reshape %{{.*}} : tensor<4x4x1xi32> to tensor<16x1xi32>

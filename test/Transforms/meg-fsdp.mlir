@@ -211,3 +211,46 @@ module @experts attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, b
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A layer (meg.layer, as the model's builder records it) is gathered as one
+// unit: @q and @k, both of layer 0, start together before the first use;
+// @model.layers.1.w, named like a layer but without meg.layer, is its own
+// unit, gathered (prefetched) after them.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[Q:.*]] = meg.param_ref @q
+// CHECK: %[[QF:.*]] = meg.all_gather_start %[[Q]]
+// CHECK: %[[K:.*]] = meg.param_ref @k
+// CHECK: %[[KF:.*]] = meg.all_gather_start %[[K]]
+// CHECK: meg.wait %[[QF]]
+// CHECK: meg.wait %[[KF]]
+// CHECK: %[[W:.*]] = meg.param_ref @model.layers.1.w
+// CHECK: %[[WF:.*]] = meg.all_gather_start %[[W]]
+// CHECK: meg.linear %arg0
+// CHECK: meg.wait %[[WF]]
+module attributes {meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = optim_grads_params, mesh = @world, shard = ["dp_shard"]>} {
+  meg.mesh @world [dp_outer = 1, dp_shard = 2, tp = 1]
+  meg.param @q : tensor<4x4xf32> init #meg.init<normal(0.02)> {meg.layer = 0 : i64}
+  meg.param @k : tensor<4x4xf32> init #meg.init<normal(0.02)> {meg.layer = 0 : i64}
+  meg.param @model.layers.1.w : tensor<4x4xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%x: tensor<2x4xf32> {meg.name = "x"}) -> (tensor<2x4xf32> {meg.name = "y"}) {
+    %q = meg.param_ref @q : tensor<4x4xf32>
+    %k = meg.param_ref @k : tensor<4x4xf32>
+    %w = meg.param_ref @model.layers.1.w : tensor<4x4xf32>
+    %a = meg.linear %x, %q : tensor<2x4xf32>, tensor<4x4xf32>
+    %b = meg.linear %a, %w : tensor<2x4xf32>, tensor<4x4xf32>
+    %c = meg.linear %b, %k : tensor<2x4xf32>, tensor<4x4xf32>
+    return %c : tensor<2x4xf32>
+  }
+  func.func @loss(%x: tensor<2x4xf32> {meg.name = "x"}) -> (tensor<f32> {meg.name = "loss"}) {
+    %q = meg.param_ref @q : tensor<4x4xf32>
+    %k = meg.param_ref @k : tensor<4x4xf32>
+    %w = meg.param_ref @model.layers.1.w : tensor<4x4xf32>
+    %a = meg.linear %x, %q : tensor<2x4xf32>, tensor<4x4xf32>
+    %b = meg.linear %a, %w : tensor<2x4xf32>, tensor<4x4xf32>
+    %c = meg.linear %b, %k : tensor<2x4xf32>, tensor<4x4xf32>
+    %l = meg.reduce mean %c dims [0, 1] : tensor<2x4xf32>
+    return %l : tensor<f32>
+  }
+}

@@ -5,8 +5,8 @@
 // skips every update (the count of non-finite values is AdamW's skip) and
 // the step count stays: it advances by 1 + max(-nonfinite, -1).
 // CHECK-DAG: meg.param state @optimizer.step : tensor<f32> init #meg.init<zeros>
-// CHECK-DAG: meg.param state @optimizer.exp_avg.w : tensor<4x4xf32> init #meg.init<zeros>
-// CHECK-DAG: meg.param state @optimizer.exp_avg_sq.w : tensor<4x4xf32> init #meg.init<zeros>
+// CHECK-DAG: meg.param state @optimizer.exp_avg.w : tensor<4x4xf32> init #meg.init<zeros> {meg.state_of = #meg.state_of<exp_avg of @w>}
+// CHECK-DAG: meg.param state @optimizer.exp_avg_sq.w : tensor<4x4xf32> init #meg.init<zeros> {meg.non_negative, meg.state_of = #meg.state_of<exp_avg_sq of @w>}
 // CHECK-NOT: optimizer.exp_avg.frozen
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: -> (tensor<f32> {meg.name = "loss"}, tensor<f32> {meg.name = "nonfinite"})

@@ -6,7 +6,7 @@
 
 meg.mesh @world [dp = 2]
 meg.submesh @world[dp]
-meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
+meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 0 : i64}
 
 func.func @with_collective(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %w = meg.param_ref @model.layers.0.w : tensor<8x8xf32>

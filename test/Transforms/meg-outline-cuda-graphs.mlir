@@ -7,9 +7,9 @@
 // RUN:   | FileCheck %s --check-prefix=CAPTURE
 
 meg.param @embed : tensor<16x8xf32> init #meg.init<normal(0.02)>
-meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
-meg.param @model.layers.1.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
-meg.param @model.layers.2.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
+meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 0 : i64}
+meg.param @model.layers.1.w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 1 : i64}
+meg.param @model.layers.2.w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 2 : i64}
 meg.param @head : tensor<8x8xf32> init #meg.init<normal(0.02)>
 
 // STEP-LABEL: func.func @forward
@@ -50,7 +50,7 @@ func.func @forward(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
 
 meg.mesh @world [dp = 2]
 meg.submesh @world[dp]
-meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
+meg.param @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 0 : i64}
 
 // A collective splits the step; without capture-collectives it stays
 // outside (meg-outline-cuda-graphs-remarks.mlir checks the remark).
@@ -81,8 +81,8 @@ func.func @with_collective(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-meg.param frozen @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
-meg.param @model.layers.1.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
+meg.param frozen @model.layers.0.w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 0 : i64}
+meg.param @model.layers.1.w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 1 : i64}
 meg.param @head : tensor<8x8xf32> init #meg.init<normal(0.02)>
 
 // In a function with a backward, the frozen layer's forward graph is
@@ -103,4 +103,30 @@ func.func @train(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = meg.linear %b, %hw : tensor<4x8xf32>, tensor<8x8xf32>
   %g = meg.matmul %y, %w1 transpose_rhs : tensor<4x8xf32>, tensor<8x8xf32>
   return %g : tensor<4x8xf32>
+}
+
+// -----
+
+// Layers are the ones the model's builder recorded (meg.layer), never read
+// from names: @blocks.7.w, named like a layer but without meg.layer, belongs
+// to none, and @attn_w and @mlp_w, named like no layer, are layer 3.
+meg.param @blocks.7.w : tensor<8x8xf32> init #meg.init<normal(0.02)>
+meg.param @attn_w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 3 : i64}
+meg.param @mlp_w : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 3 : i64}
+
+// LAYER-LABEL: func.func @recorded
+// LAYER: meg.linear %arg0
+// LAYER: meg.graph_region "layers.3.forward"
+// LAYER: meg.param_ref @attn_w
+// LAYER: meg.param_ref @mlp_w
+// LAYER-NOT: meg.graph_region
+// LAYER: return
+func.func @recorded(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %w = meg.param_ref @blocks.7.w : tensor<8x8xf32>
+  %a = meg.param_ref @attn_w : tensor<8x8xf32>
+  %m = meg.param_ref @mlp_w : tensor<8x8xf32>
+  %0 = meg.linear %x, %w : tensor<4x8xf32>, tensor<8x8xf32>
+  %1 = meg.linear %0, %a : tensor<4x8xf32>, tensor<8x8xf32>
+  %2 = meg.linear %1, %m : tensor<4x8xf32>, tensor<8x8xf32>
+  return %2 : tensor<4x8xf32>
 }

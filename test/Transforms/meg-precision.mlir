@@ -5,7 +5,7 @@
 // CHECK-DAG: meg.param state @optimizer.exp_avg.w : tensor<4x4xbf16>
 // CHECK-DAG: meg.param state @optimizer.exp_avg_sq.w : tensor<4x4xf32>
 // CHECK-LABEL: func.func @grad
-// CHECK-SAME: tensor<4x4xbf16> {meg.name = "grad.w"}
+// CHECK-SAME: tensor<4x4xbf16> {meg.grad_of = @w, meg.name = "grad.w"}
 // CHECK: %[[G:.*]] = meg.cast %{{.*}} : tensor<4x4xf32> to tensor<4x4xbf16>
 // CHECK-NOT: meg.cast
 // CHECK: return %{{.*}}, %[[G]]

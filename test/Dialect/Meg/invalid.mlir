@@ -2085,3 +2085,38 @@ func.func @all_to_all_start_type(%x: tensor<8x2xf32>) {
   %f = meg.all_to_all_start %x over @world[ep] : tensor<8x2xf32> -> !meg.future<tensor<4x2xf32>>
   return
 }
+
+// -----
+
+meg.param @w : tensor<4xf32> init #meg.init<zeros>
+// expected-error @+1 {{'meg.param' op 'meg.state_of' must be on a state parameter and name a trainable meg.param, not @w}}
+meg.param @m : tensor<4xf32> init #meg.init<zeros> {meg.state_of = #meg.state_of<exp_avg of @w>}
+
+// -----
+
+meg.param frozen @w : tensor<4xf32> init #meg.init<zeros>
+// expected-error @+1 {{'meg.param' op 'meg.state_of' must be on a state parameter and name a trainable meg.param, not @w}}
+meg.param state @m : tensor<4xf32> init #meg.init<zeros> {meg.state_of = #meg.state_of<exp_avg_sq of @w>}
+
+// -----
+
+// expected-error @+1 {{'meg.state_of' expects a #meg.state_of on a meg.param}}
+func.func @f() attributes {meg.state_of = 1 : i64} {
+  return
+}
+
+// -----
+
+meg.param frozen @w : tensor<4xf32> init #meg.init<zeros>
+// expected-error @+1 {{'meg.grad_of' on result 0 expects a trainable meg.param, not @w}}
+func.func @grad() -> (tensor<4xf32> {meg.grad_of = @w}) {
+  %0 = meg.param_ref @w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'meg.grad_of' on result 0 expects a trainable meg.param, not @missing}}
+func.func @grad(%x: tensor<4xf32>) -> (tensor<4xf32> {meg.grad_of = @missing}) {
+  return %x : tensor<4xf32>
+}

@@ -202,6 +202,12 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
              << (name == kLayerAttrName ? "layer" : "chunk") << ")";
     return success();
   }
+  if (name == kStateOfAttrName) {
+    if (!isa<ParamOp>(op) || !isa<StateOfAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' expects a #meg.state_of on a meg.param";
+    return success();
+  }
   if (name == kRecomputedAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' is a unit attribute";
@@ -276,6 +282,18 @@ LogicalResult MegDialect::verifyRegionArgAttribute(Operation *op, unsigned,
 LogicalResult MegDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                       unsigned resultIndex,
                                                       NamedAttribute attr) {
+  if (attr.getName() == kGradOfAttrName) {
+    auto param = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    auto module = op->getParentOfType<ModuleOp>();
+    auto target =
+        param && module ? module.lookupSymbol<ParamOp>(param) : ParamOp();
+    if (!target || !target.isTrainable())
+      return op->emitError() << "'" << kGradOfAttrName << "' on result "
+                             << resultIndex
+                             << " expects a trainable meg.param, not "
+                             << attr.getValue();
+    return success();
+  }
   if (failed(verifyValueName(op, attr, "result " + std::to_string(resultIndex))))
     return failure();
   return verifyUniqueName(op, resultIndex, /*result=*/true, attr);

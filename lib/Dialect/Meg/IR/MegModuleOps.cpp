@@ -8,6 +8,7 @@
 #include "ShapeUtils.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/IR/TensorSizes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -67,7 +68,50 @@ SmallVector<int64_t> ParamOp::getFullShape() {
   return llvm::to_vector(getTensorType().getShape());
 }
 
+std::optional<int64_t> ParamOp::getLayer() {
+  if (auto layer = (*this)->getAttrOfType<IntegerAttr>(
+          MegDialect::kLayerAttrName))
+    return layer.getInt();
+  return std::nullopt;
+}
+
+StateOfAttr ParamOp::getStateOf() {
+  return (*this)->getAttrOfType<StateOfAttr>(MegDialect::kStateOfAttrName);
+}
+
+ParamOp mlir::meg::gradientParam(FunctionOpInterface func, unsigned index) {
+  auto param = func.getResultAttrOfType<FlatSymbolRefAttr>(
+      index, MegDialect::kGradOfAttrName);
+  if (!param)
+    return {};
+  return SymbolTable::lookupNearestSymbolFrom<ParamOp>(func, param);
+}
+
+void mlir::meg::setGradientParam(FunctionOpInterface func, unsigned index,
+                                 ParamOp param) {
+  func.setResultAttr(index, MegDialect::kGradOfAttrName,
+                     FlatSymbolRefAttr::get(param));
+}
+
+ParamOp mlir::meg::stateParam(ModuleOp module, ParamOp param, StateRole role) {
+  for (ParamOp state : module.getOps<ParamOp>())
+    if (StateOfAttr of = state.getStateOf())
+      if (of.getRole() == role &&
+          of.getParam().getAttr() == param.getSymNameAttr())
+        return state;
+  return {};
+}
+
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (StateOfAttr stateOf = getStateOf()) {
+    auto owner =
+        symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, stateOf.getParam());
+    if (!getState() || !owner || !owner.isTrainable())
+      return emitOpError() << "'" << MegDialect::kStateOfAttrName
+                           << "' must be on a state parameter and name a "
+                              "trainable meg.param, not "
+                           << stateOf.getParam();
+  }
   if (ArrayAttr aliases = getAliasesAttr()) {
     for (Attribute attr : aliases) {
       StringRef alias = cast<StringAttr>(attr).getValue();

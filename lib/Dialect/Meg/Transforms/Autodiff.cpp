@@ -149,6 +149,7 @@ struct MegAutodiffPass
 
     SmallVector<Value> results = {lossValue};
     SmallVector<std::string> names = {"loss"};
+    SmallVector<ParamOp> gradOf = {ParamOp()};
     for (ParamOp param : module.getOps<ParamOp>()) {
       if (!param.isTrainable())
         continue;
@@ -161,15 +162,19 @@ struct MegAutodiffPass
                                        param.getTensorType().getElementType())));
       results.push_back(paramGrad);
       names.push_back(("grad." + param.getSymName()).str());
+      gradOf.push_back(param);
     }
     func::ReturnOp::create(builder, loc, results);
     ret.erase();
     grad.setFunctionType(builder.getFunctionType(
         grad.getArgumentTypes(), ValueRange(results).getTypes()));
     grad.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
-    for (auto [index, resultName] : llvm::enumerate(names))
+    for (auto [index, resultName] : llvm::enumerate(names)) {
       grad.setResultAttr(index, MegDialect::kNameAttrName,
                          builder.getStringAttr(resultName));
+      if (gradOf[index])
+        setGradientParam(grad, index, gradOf[index]);
+    }
     return success();
   }
 };

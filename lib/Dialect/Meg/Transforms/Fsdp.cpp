@@ -33,8 +33,9 @@ namespace {
 /// Where a trainable parameter and its optimizer state live.
 struct Layout {
   ParamOp weight;
-  /// optimizer.main_param.<p>, or null when the weight is its own master.
-  ParamOp master;
+  /// The master copy (meg.state_of main_param), or null when the weight is
+  /// its own master; the AdamW moments.
+  ParamOp master, expAvg, expAvgSq;
   /// The weight's tensor-parallel blocks (#meg.sharding with dim), whose
   /// block this rank's pieces split further; null when it is whole.
   ShardingAttr blocks;
@@ -108,15 +109,16 @@ private:
   bool weightsSharded = false, stateSharded = false, gradsSharded = false,
        outerOptim = false;
   llvm::MapVector<StringRef, Layout> layouts;
+  /// Master copy -> the parameter it trains.
+  llvm::DenseMap<StringAttr, StringAttr> mastered;
 };
 
-/// The unit a parameter is gathered with: its transformer layer, or itself.
-StringRef unitOf(StringRef name) {
-  StringRef prefix = "model.layers.";
-  if (!name.starts_with(prefix))
-    return name;
-  size_t end = name.find('.', prefix.size());
-  return end == StringRef::npos ? name : name.take_front(end);
+/// The unit a parameter is gathered with: its transformer layer
+/// (meg.layer), or itself.
+std::string unitOf(ParamOp param) {
+  if (std::optional<int64_t> layer = param.getLayer())
+    return "layer " + std::to_string(*layer);
+  return param.getSymName().str();
 }
 
 int64_t product(ArrayRef<int64_t> shape) {
@@ -267,13 +269,26 @@ void FsdpRewriter::placeLayout(Layout &layout) {
 }
 
 void FsdpRewriter::shardParameters() {
+  // Each parameter's optimizer state, as meg-optimizer recorded it.
+  llvm::DenseMap<std::pair<StringAttr, unsigned>, ParamOp> states;
+  for (ParamOp state : module.getOps<ParamOp>())
+    if (StateOfAttr of = state.getStateOf())
+      states[{of.getParam().getAttr(), static_cast<unsigned>(of.getRole())}] =
+          state;
+  auto stateOf = [&](ParamOp param, StateRole role) {
+    return states.lookup(
+        {param.getSymNameAttr(), static_cast<unsigned>(role)});
+  };
   for (ParamOp param : module.getOps<ParamOp>()) {
     if (!param.isTrainable())
       continue;
     Layout layout;
     layout.weight = param;
-    layout.master = module.lookupSymbol<ParamOp>(
-        ("optimizer.main_param." + param.getSymName()).str());
+    layout.master = stateOf(param, StateRole::main_param);
+    layout.expAvg = stateOf(param, StateRole::exp_avg);
+    layout.expAvgSq = stateOf(param, StateRole::exp_avg_sq);
+    if (layout.master)
+      mastered[layout.master.getSymNameAttr()] = param.getSymNameAttr();
     layout.blocks = param.getShardingAttr();
     placeLayout(layout);
     int64_t unit = layout.shardSize * (outerOptim ? outerSize : 1);
@@ -301,9 +316,8 @@ void FsdpRewriter::shardParameters() {
   };
   for (auto &[name, layout] : layouts) {
     if (stateSharded) {
-      for (StringRef state : {"optimizer.exp_avg.", "optimizer.exp_avg_sq."})
-        if (auto moment =
-                module.lookupSymbol<ParamOp>((state + name).str()))
+      for (ParamOp moment : {layout.expAvg, layout.expAvgSq})
+        if (moment)
           shard(moment, layout.stateAxes, layout.statePiece, layout);
       if (layout.master)
         shard(layout.master, layout.stateAxes, layout.statePiece, layout);
@@ -429,7 +443,7 @@ LogicalResult FsdpRewriter::gatherWeights(func::FuncOp func) {
       if (isa<AdamWOp>(user))
         continue;
       bool backward = boundary && position[user] > *boundary;
-      Group &group = groups[{unitOf(ref.getName()).str(), backward}];
+      Group &group = groups[{unitOf(it->second.weight), backward}];
       if (position[user] < group.first) {
         group.first = position[user];
         group.firstUser = user;
@@ -583,7 +597,9 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
   for (AdamWOp adamw : body.getOps<AdamWOp>()) {
     auto ref = adamw.getParam().getDefiningOp<ParamRefOp>();
     StringRef name = ref ? ref.getName() : "";
-    name.consume_front("optimizer.main_param.");
+    if (StringAttr trained = mastered.lookup(ref ? ref.getNameAttr().getAttr()
+                                                 : StringAttr()))
+      name = trained.getValue();
     auto it = layouts.find(name);
     if (it == layouts.end())
       return adamw.emitError()
@@ -791,13 +807,12 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
           whole, config.getMesh(), layout.shardAxes,
           builder.getI64IntegerAttr(0));
     }
-    auto moment = [&](StringRef prefix) {
-      return paramRef(
-          module.lookupSymbol<ParamOp>((prefix + name).str()), loc);
-    };
+    if (!layout.expAvg || !layout.expAvgSq)
+      return adamw.emitError() << "meg-fsdp: @" << layout.weight.getSymName()
+                               << " has no AdamW moments (meg.state_of)";
     auto sharded = AdamWOp::create(
-        builder, loc, master, update.grad, moment("optimizer.exp_avg."),
-        moment("optimizer.exp_avg_sq."), adamw.getStep(), adamw.getLr(),
+        builder, loc, master, update.grad, paramRef(layout.expAvg, loc),
+        paramRef(layout.expAvgSq, loc), adamw.getStep(), adamw.getLr(),
         adamw.getGradScale(), adamw.getSkip(), adamw.getConfig());
 
     // The weight from the new master piece.
@@ -814,8 +829,8 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
 
     SmallVector<std::pair<std::string, Value>> writes = {
         {name.str(), weight},
-        {("optimizer.exp_avg." + name).str(), sharded.getNewExpAvg()},
-        {("optimizer.exp_avg_sq." + name).str(), sharded.getNewExpAvgSq()}};
+        {layout.expAvg.getSymName().str(), sharded.getNewExpAvg()},
+        {layout.expAvgSq.getSymName().str(), sharded.getNewExpAvgSq()}};
     if (layout.master)
       writes.push_back(
           {layout.master.getSymName().str(), sharded.getNewParam()});
@@ -890,18 +905,19 @@ void FsdpRewriter::averageOutputs(func::FuncOp func) {
     auto type = cast<RankedTensorType>(operand.get().getType());
     auto name = func.getResultAttrOfType<StringAttr>(
         operand.getOperandNumber(), MegDialect::kNameAttrName);
-    bool gradient = name && name.getValue().starts_with("grad.");
+    ParamOp gradOf = gradientParam(func, operand.getOperandNumber());
+    bool gradient = static_cast<bool>(gradOf);
     // The clipping norm is already that of the reduced gradients, and the
     // count of non-finite values the group's sum.
     if (name && (name.getValue() == "grad_norm" ||
                  name.getValue() == "nonfinite"))
       continue;
     Location loc = ret.getLoc();
-    // A gradient ("grad." and the name) of expert blocks is averaged over
-    // the ranks that hold the same experts (see Layout::blockShare).
+    // A gradient of expert blocks is averaged over the ranks that hold the
+    // same experts (see Layout::blockShare).
     const Layout *layout = nullptr;
     if (gradient) {
-      auto it = layouts.find(name.getValue().drop_front(5));
+      auto it = layouts.find(gradOf.getSymName());
       if (it != layouts.end())
         layout = &it->second;
     }

@@ -64,7 +64,8 @@ struct MegOptimizerPass
   /// A parameter's moments and master copy are sharded as it is (`sharding`).
   void declareState(OpBuilder &builder, ModuleOp module, StringRef stateName,
                     RankedTensorType type, InitAttr init = {},
-                    bool nonNegative = false, ShardingAttr sharding = {}) {
+                    bool nonNegative = false, ShardingAttr sharding = {},
+                    StateOfAttr stateOf = {}) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(*module.getOps<func::FuncOp>().begin());
     if (!init)
@@ -76,6 +77,8 @@ struct MegOptimizerPass
         sharding, /*aliases=*/nullptr, /*parts=*/nullptr);
     if (nonNegative)
       param->setAttr(MegDialect::kNonNegativeAttrName, builder.getUnitAttr());
+    if (stateOf)
+      param->setAttr(MegDialect::kStateOfAttrName, stateOf);
   }
 
   /// A function of the gradient's results over `count` micro-batches: its
@@ -325,14 +328,11 @@ struct MegOptimizerPass
                       : squares;
       };
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
-        auto resultName = step.getResultAttrOfType<StringAttr>(
-            index, MegDialect::kNameAttrName);
-        if (!resultName || !resultName.getValue().starts_with("grad."))
+        ParamOp param = gradientParam(step, index);
+        if (!param)
           continue;
         Value squares = sumOfSquares(builder, loc, value);
-        auto param =
-            module.lookupSymbol<ParamOp>(resultName.getValue().drop_front(5));
-        ShardingAttr sharding = param ? param.getShardingAttr() : nullptr;
+        ShardingAttr sharding = param.getShardingAttr();
         if (sharding && sharding.isBlock()) {
           // One entry per group: the shape and dim do not matter.
           auto group = ShardingAttr::get(builder.getContext(),
@@ -368,15 +368,14 @@ struct MegOptimizerPass
 
     SmallVector<std::pair<std::string, Value>> stores;
     for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
-      auto resultName = step.getResultAttrOfType<StringAttr>(
-          index, MegDialect::kNameAttrName);
-      if (!resultName || !resultName.getValue().starts_with("grad."))
-        continue;
-      StringRef paramName = resultName.getValue().drop_front(5);
-      auto param = module.lookupSymbol<ParamOp>(paramName);
+      ParamOp param = gradientParam(step, index);
       if (!param)
-        return grad.emitError() << "meg-optimizer: result '" << resultName
-                                << "' names no parameter";
+        continue;
+      StringRef paramName = param.getSymName();
+      auto stateOf = [&](StateRole role) {
+        return StateOfAttr::get(builder.getContext(), role,
+                                FlatSymbolRefAttr::get(param));
+      };
       RankedTensorType type = param.getTensorType();
       auto policy = module->getAttrOfType<PrecisionAttr>(
           MegDialect::kPrecisionAttrName);
@@ -386,9 +385,11 @@ struct MegOptimizerPass
       std::string expAvgSq = ("optimizer.exp_avg_sq." + paramName).str();
       ShardingAttr sharding = param.getShardingAttr();
       declareState(builder, module, expAvg, expAvgType, {},
-                   /*nonNegative=*/false, sharding);
+                   /*nonNegative=*/false, sharding,
+                   stateOf(StateRole::exp_avg));
       declareState(builder, module, expAvgSq, expAvgSqType, {},
-                   /*nonNegative=*/true, sharding);
+                   /*nonNegative=*/true, sharding,
+                   stateOf(StateRole::exp_avg_sq));
       // Separate master weights: the optimizer updates a copy in the
       // policy's main_params dtype, and the model weight is its rounding.
       std::string master = paramName.str();
@@ -400,7 +401,8 @@ struct MegOptimizerPass
                      InitAttr::get(builder.getContext(), InitKind::copy,
                                    APFloat(0.0),
                                    FlatSymbolRefAttr::get(param)),
-                     /*nonNegative=*/false, sharding);
+                     /*nonNegative=*/false, sharding,
+                     stateOf(StateRole::main_param));
       }
       auto update = AdamWOp::create(
           builder, loc, read(master, masterType), value,

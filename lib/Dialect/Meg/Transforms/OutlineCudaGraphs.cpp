@@ -13,7 +13,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/Support/Regex.h"
 
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGOUTLINECUDAGRAPHS
@@ -52,35 +51,21 @@ StringRef notCapturable(Operation *op, bool captureCollectives) {
   return {};
 }
 
-/// The layer a parameter belongs to (`...layers.<N>.`, `...blocks.<N>.` as
-/// in `transformer_blocks.<N>.`), or -1.
-int64_t layerOfName(StringRef name) {
-  static const llvm::Regex layerName(
-      "(^|\\.)(layers|[a-z_]*blocks)\\.([0-9]+)\\.");
-  SmallVector<StringRef> groups;
-  int64_t index;
-  if (!layerName.match(name, &groups) || groups[3].getAsInteger(10, index))
-    return -1;
-  return index;
-}
-
 /// Layer of an op that reads no parameter: it goes with the op before it.
 constexpr int64_t kNoParameter = -2;
 
-/// The layer an op works on, from the parameters it reads directly: -1 if
-/// they belong to no layer (embedding, head), kNoParameter if it reads none.
-int64_t layerOf(Operation *op) {
-  int64_t layer = kNoParameter;
-  for (Value operand : op->getOperands())
-    if (auto ref = operand.getDefiningOp<ParamRefOp>())
-      layer = std::max(layer, layerOfName(ref.getName()));
-  return layer;
-}
+/// The phases of a layer's runs, in the order they appear.
+enum class Phase { step, forward, backward, optimizer, other };
 
 struct Run {
   SmallVector<Operation *> ops;
   std::string name;
   int64_t layer = -1;
+  Phase phase = Phase::step;
+  /// Which part of its function (a step run's index) or of its layer (the
+  /// phase, or the occurrence after the optimizer's) the run is: regions
+  /// share I/O buffers only with the previous region of the same part.
+  std::string part;
 };
 
 struct MegOutlineCudaGraphsPass
@@ -95,6 +80,9 @@ struct MegOutlineCudaGraphsPass
           << "'; expected step or layer";
       return signalPassFailure();
     }
+    // A parameter's layer is the one its builder recorded (meg.layer).
+    for (auto param : getOperation().getOps<ParamOp>())
+      paramLayer[param.getSymNameAttr()] = param.getLayer().value_or(-1);
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (func.isPublic() && !func.isExternal())
         outlineFunction(func);
@@ -105,39 +93,52 @@ struct MegOutlineCudaGraphsPass
     bool hasBackward = false;
     llvm::DenseSet<int64_t> layersWithBackward;
     for (const Run &run : runs)
-      if (StringRef(run.name).ends_with(".backward")) {
+      if (run.phase == Phase::backward) {
         hasBackward = true;
         layersWithBackward.insert(run.layer);
       }
     GraphRegionOp previous;
+    const Run *previousRun = nullptr;
     for (Run &run : runs) {
       GraphRegionOp region = outline(run);
       if (!region)
         continue;
       // A frozen layer still has a backward when gradients must pass
       // through it to trainable layers before it.
-      if (scope == "layer" && hasBackward &&
-          StringRef(run.name).ends_with(".forward") &&
+      if (scope == "layer" && hasBackward && run.phase == Phase::forward &&
           !layerTrains(run.layer) && !layersWithBackward.contains(run.layer))
         region.setForwardOnly(true);
       if (shareIoBuffers && previous && region->getNumResults() == 1 &&
           previous->getNumResults() == 1 &&
           llvm::is_contained(region.getInputs(), previous->getResult(0)) &&
-          phaseOf(previous.getName()) == phaseOf(region.getName()))
+          previousRun->part == run.part)
         region.setShareIo(true);
       previous = region;
+      previousRun = &run;
     }
   }
-
-  static StringRef phaseOf(StringRef name) { return name.rsplit('.').second; }
 
   /// Whether any parameter of `layer` is trainable.
   bool layerTrains(int64_t layer) {
     for (auto param : getOperation().getOps<ParamOp>())
-      if (param.isTrainable() && layerOfName(param.getSymName()) == layer)
+      if (param.isTrainable() && param.getLayer() == layer)
         return true;
     return false;
   }
+
+  /// The layer an op works on, from the parameters it reads directly: -1
+  /// if they belong to no layer (embedding, head), kNoParameter if it reads
+  /// none.
+  int64_t layerOf(Operation *op) {
+    int64_t layer = kNoParameter;
+    for (Value operand : op->getOperands())
+      if (auto ref = operand.getDefiningOp<ParamRefOp>())
+        layer = std::max(layer,
+                         paramLayer.lookup_or(ref.getNameAttr().getAttr(), -1));
+    return layer;
+  }
+
+  llvm::DenseMap<StringAttr, int64_t> paramLayer;
 
   void reject(Operation *op, StringRef reason) {
     if (remarks)
@@ -173,16 +174,21 @@ struct MegOutlineCudaGraphsPass
     }
     if (runs.back().ops.empty())
       runs.pop_back();
-    for (auto [index, run] : llvm::enumerate(runs))
-      run.name = (func.getName() + ".step" +
-                  (runs.size() > 1 ? "." + Twine(index) : Twine()))
+    for (auto [index, run] : llvm::enumerate(runs)) {
+      run.part = runs.size() > 1 ? std::to_string(index) : "step";
+      run.name = (func.getName() + "." +
+                  (runs.size() > 1 ? "step." + run.part : run.part))
                      .str();
+    }
     return runs;
   }
 
   /// Runs of capturable ops on one layer; ops of no layer stay outside.
   SmallVector<Run> layerRuns(func::FuncOp func) {
-    static const char *const kPhases[] = {"forward", "backward", "optimizer"};
+    static const Phase kPhases[] = {Phase::forward, Phase::backward,
+                                    Phase::optimizer};
+    static const char *const kPhaseNames[] = {"forward", "backward",
+                                              "optimizer"};
     SmallVector<Run> runs;
     llvm::DenseMap<int64_t, unsigned> seen;
     int64_t current = -1;
@@ -203,9 +209,10 @@ struct MegOutlineCudaGraphsPass
         unsigned occurrence = seen[layer]++;
         Run run;
         run.layer = layer;
-        run.name = "layers." + std::to_string(layer) + "." +
-                   (occurrence < 3 ? kPhases[occurrence]
-                                   : "part" + std::to_string(occurrence));
+        run.phase = occurrence < 3 ? kPhases[occurrence] : Phase::other;
+        run.part = occurrence < 3 ? kPhaseNames[occurrence]
+                                  : "part" + std::to_string(occurrence);
+        run.name = "layers." + std::to_string(layer) + "." + run.part;
         runs.push_back(std::move(run));
       }
       if (layer >= 0)

@@ -63,12 +63,7 @@ struct MegPrecisionPass
     OpBuilder builder(ret);
     for (OpOperand &operand : ret->getOpOperands()) {
       unsigned index = operand.getOperandNumber();
-      auto name = grad.getResultAttrOfType<StringAttr>(
-          index, MegDialect::kNameAttrName);
-      if (!name || !name.getValue().starts_with("grad."))
-        continue;
-      StringRef paramName = name.getValue().drop_front(5);
-      auto param = module.lookupSymbol<ParamOp>(paramName);
+      ParamOp param = gradientParam(grad, index);
       if (!param)
         continue;
       Type paramType = param.getTensorType().getElementType();
@@ -78,7 +73,7 @@ struct MegPrecisionPass
         mlir::emitError(param.getLoc())
             << "meg-precision: the policy keeps main parameters in "
             << policy.getMainParams() << ", which cannot hold parameter @"
-            << paramName << " (" << paramType
+            << param.getSymName() << " (" << paramType
             << ") exactly; use the parameter's dtype or f32";
         return signalPassFailure();
       }

@@ -116,6 +116,15 @@ def Meg_TpLayerKind : I32EnumAttr<"TpLayerKind",
   let genSpecializedAttr = 0;
 }
 
+def Meg_StateRole : I32EnumAttr<"StateRole",
+    "what an optimizer state parameter holds for its parameter", [
+    I32EnumAttrCase<"exp_avg", 0>,
+    I32EnumAttrCase<"exp_avg_sq", 1>,
+    I32EnumAttrCase<"main_param", 2>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -464,6 +473,27 @@ def Meg_TpLayerAttr : Meg_Attr<"TpLayer", "tp_layer"> {
                         DefaultValuedParameter<"int64_t", "0">:$groups);
   let assemblyFormat = "`<` $kind (`,` `groups` `=` $groups^)? `>`";
   let genVerifyDecl = 1;
+}
+
+def Meg_StateOfAttr : Meg_Attr<"StateOf", "state_of"> {
+  let summary = "The optimizer state a state parameter holds, and for whom";
+  let description = [{
+    On a `state` meg.param (`meg.state_of`): the parameter holds the
+    optimizer state `role` of the trainable parameter `param`: AdamW's first
+    (`exp_avg`) or second (`exp_avg_sq`) moment, or the master copy
+    (`main_param`) the update works on when the precision policy keeps main
+    parameters in another dtype. meg-optimizer records it when it declares
+    the state; later passes (meg-fsdp) find a parameter's state through it,
+    never through the state's name.
+
+    ```mlir
+    meg.param state @optimizer.exp_avg.w : tensor<64xf32> init #meg.init<zeros>
+        {meg.state_of = #meg.state_of<exp_avg of @w>}
+    ```
+  }];
+  let parameters = (ins "::mlir::meg::StateRole":$role,
+                        "::mlir::FlatSymbolRefAttr":$param);
+  let assemblyFormat = "`<` $role `of` $param `>`";
 }
 
 #endif // MEGC_DIALECT_MEG_IR_MEGATTRS_TD

@@ -79,7 +79,18 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kNonNegativeAttrName = "meg.non_negative";
     /// On an op: the transformer layer (0, 1, ...) whose forward it is part
     /// of, as the model's builder (megc gen, megc import) records it.
+    /// On a meg.param, the layer it belongs to (set by the same builder).
+    /// Both are the only source of layer extents: meg-remat's recompute
+    /// units, meg-fsdp's gather units, meg-outline-cuda-graphs' layer
+    /// graphs. IR without it has no layers (each parameter is its own
+    /// gather unit, no layer graphs, nothing for meg-remat to recompute).
     static constexpr ::llvm::StringLiteral kLayerAttrName = "meg.layer";
+    /// On a function result: the trainable meg.param (a symbol) whose
+    /// gradient the result is; meg-autodiff records it.
+    static constexpr ::llvm::StringLiteral kGradOfAttrName = "meg.grad_of";
+    /// On a state meg.param: a #meg.state_of saying which optimizer state
+    /// of which parameter it holds; meg-optimizer records it.
+    static constexpr ::llvm::StringLiteral kStateOfAttrName = "meg.state_of";
     /// On an op: the chunk of tokens (0, 1, ...) of the final norm, LM head
     /// and cross-entropy it computes, as meg-chunk-loss splits them; the
     /// backward recomputes each chunk (meg-remat).

@@ -63,6 +63,12 @@ def Meg_ParamOp : Meg_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     /// The shape of the whole parameter: its type's shape, or for a sharded
     /// parameter the shape it is a piece of.
     ::llvm::SmallVector<int64_t> getFullShape();
+    /// The transformer layer the parameter belongs to (`meg.layer`), if
+    /// its builder recorded one.
+    std::optional<int64_t> getLayer();
+    /// For optimizer state: which state of which parameter it holds
+    /// (`meg.state_of`), or null.
+    StateOfAttr getStateOf();
   }];
   let hasVerifier = 1;
 }

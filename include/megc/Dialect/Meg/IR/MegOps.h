@@ -37,4 +37,18 @@ struct ParamResource : public SideEffects::Resource::Base<ParamResource> {
 #define GET_OP_CLASSES
 #include "megc/Dialect/Meg/IR/MegOps.h.inc"
 
+namespace mlir {
+class FunctionOpInterface;
+namespace meg {
+/// The trainable parameter whose gradient result `index` of `func` is
+/// (`meg.grad_of`), or null.
+ParamOp gradientParam(FunctionOpInterface func, unsigned index);
+/// Records that result `index` of `func` is the gradient of `param`.
+void setGradientParam(FunctionOpInterface func, unsigned index, ParamOp param);
+/// The state parameter holding `role` for `param` (`meg.state_of`), or
+/// null.
+ParamOp stateParam(ModuleOp module, ParamOp param, StateRole role);
+} // namespace meg
+} // namespace mlir
+
 #endif // MEGC_DIALECT_MEG_IR_MEGOPS_H

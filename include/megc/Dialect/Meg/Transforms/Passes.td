@@ -141,10 +141,11 @@ def MegOutlineCudaGraphs : Pass<"meg-outline-cuda-graphs", "::mlir::ModuleOp"> {
     one region named `<function>.step` (numbered when a non-capturable op
     splits it); with `scope=layer` each transformer layer's work does, named
     `layers.<N>.forward`, `.backward`, `.optimizer` in the order the layer's
-    runs appear (a layer is recognised by the `layers.<N>.` or
-    `blocks.<N>.` part of the parameter names an op reads; ops reading no
-    parameter belong with the op before them), and the remaining work runs
-    outside graphs as in the reference systems.
+    runs appear (an op belongs to the layer its builder recorded on the
+    parameters it reads, `meg.layer = N` on their `meg.param`, never to one
+    read from their names; ops reading no parameter belong with the op
+    before them), and the remaining work runs outside graphs as in the
+    reference systems.
 
     `share-io-buffers` marks a layer region `share_io` when it is chained:
     it has one result, and one of its inputs is the single result of the
@@ -186,8 +187,9 @@ def MegAutodiff : Pass<"meg-autodiff", "::mlir::ModuleOp"> {
     Adds a function (`name`, default `grad`) with the arguments of the loss
     function (`function`, default `loss`, which must return one scalar)
     that returns the loss and the gradient of the loss with respect to every
-    trainable parameter, named `grad.<parameter>` and in declaration order.
-    The loss is computed as before; the gradients are built in reverse op
+    trainable parameter, named `grad.<parameter>` and in declaration order;
+    each gradient result records its parameter (`meg.grad_of = @p`), which
+    later passes read instead of the name. The loss is computed as before; the gradients are built in reverse op
     order from each op's vector-Jacobian product (the
     `DifferentiableOpInterface`), summing where a value has several uses.
     Frozen parameters get no gradient output, so canonicalization removes
@@ -209,7 +211,7 @@ def MegAutodiff : Pass<"meg-autodiff", "::mlir::ModuleOp"> {
     }
     // after: @loss unchanged, plus
     func.func @grad(%x: tensor<2x4xf32>) -> (tensor<f32> {meg.name = "loss"},
-        tensor<4x4xf32> {meg.name = "grad.w"}) {
+        tensor<4x4xf32> {meg.grad_of = @w, meg.name = "grad.w"}) {
       ... forward ...
       %one = arith.constant dense<1.0> : tensor<f32>
       ... meg.broadcast, meg.matmul (transpose_lhs) ...
@@ -229,8 +231,8 @@ def MegPrecision : Pass<"meg-precision", "::mlir::ModuleOp"> {
   let summary = "Casts gradients to the precision policy's dtypes";
   let description = [{
     Applies the module's `meg.precision` policy to the gradient function
-    built by meg-autodiff (`gradient`, default `grad`): every
-    `grad.<parameter>` result, produced in the compute dtype, is cast to
+    built by meg-autodiff (`gradient`, default `grad`): every gradient
+    result (`meg.grad_of`), produced in the compute dtype, is cast to
     `main_grads` where (and only where) the two differ, so that the
     optimizer consumes gradients in the dtype the policy names. A gradient
     that is a sum over a mesh group (the gradient of a parameter every
@@ -271,7 +273,10 @@ def MegOptimizer : Pass<"meg-optimizer", "::mlir::ModuleOp"> {
     parameters in another dtype than a weight (bf16 weights, f32 master
     weights), the update works on the state `optimizer.main_param.<p>`
     (initialised as `#meg.init<copy(@p)>`) and the weight is stored as its
-    rounding. Parameters and state are written with `meg.param_store` after
+    rounding. Gradients are the results marked `meg.grad_of`, and each state
+    parameter records whose state it is (`meg.state_of =
+    #meg.state_of<exp_avg of @p>`, `exp_avg_sq`, `main_param`), which
+    meg-fsdp reads. Parameters and state are written with `meg.param_store` after
     all reads.
 
     With `meg.micro_batches = N`, `train_step` takes inputs N times the
@@ -560,7 +565,9 @@ def MegFsdp : Pass<"meg-fsdp", "::mlir::ModuleOp"> {
     Sharded parameters become their rank's 1-D piece (`#meg.sharding`): the
     flattened tensor padded with zeros to a multiple of the group size.
     Under `optim_grads_params`, every read of a weight becomes an
-    all-gather over the shard axes, grouped by unit (a transformer layer)
+    all-gather over the shard axes, grouped by unit (a transformer layer:
+    the parameters with the same `meg.layer`; a parameter without one is
+    its own unit)
     and started one unit ahead (`meg.all_gather_start` / `meg.wait`), and
     the backward pass (after the loss) gathers again. Gradients are reduced
     in buckets of `bucket_mb` in the order they become ready, in the policy's
