@@ -27,16 +27,10 @@ using namespace mlir::meg;
 namespace {
 
 /// Work that reads each element where it writes it (with broadcasting).
-bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, NegOp, ExpOp, LogOp, CosOp,
-             SinOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, CastOp, GeluOp, SiluOp,
-             SwigluOp, ModulateOp, GeluGradOp, SiluGradOp, SwigluGradOp>(op);
-}
+bool isElementwise(Operation *op) { return op->hasTrait<Pointwise>(); }
 
-/// Reductions along the last axis whose kernels are loops over rows.
-bool isRowReduction(Operation *op) {
-  return isa<RmsNormOp, LayerNormOp, SoftmaxOp, CrossEntropyOp>(op);
-}
+/// Reductions whose kernels are loops over rows.
+bool isRowReduction(Operation *op) { return op->hasTrait<RowReduction>(); }
 
 /// `x + p` with `p` a matrix product (no bias) that only the add reads and
 /// `x` read by nothing else, of one type: the program builder adds the

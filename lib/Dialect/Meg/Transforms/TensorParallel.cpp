@@ -883,13 +883,11 @@ LogicalResult TensorParallelLayout::visit(Operation *op) {
       llvm::none_of(op->getOperands(),
                     [&](Value value) { return isSplit(value); }))
     return success();
+  if (op->hasTrait<Elementwise>())
+    return visitElementwise(op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](LinearOp linear) { return visitLinear(linear); })
       .Case([&](EmbeddingOp embedding) { return visitEmbedding(embedding); })
-      .Case<AddOp, SubOp, MulOp, DivOp, MaxOp, NegOp, ExpOp, LogOp, CosOp,
-            SinOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, SiluOp, GeluOp, SwigluOp,
-            CastOp, StopGradientOp>(
-          [&](Operation *op) { return visitElementwise(op); })
       .Case([&](RmsNormOp norm) {
         return visitNormalization(norm, norm.getInput());
       })

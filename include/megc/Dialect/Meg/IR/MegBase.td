@@ -116,6 +116,30 @@ def Meg_Dialect : Dialect {
 class Meg_Op<string mnemonic, list<Trait> traits = []>
     : Op<Meg_Dialect, mnemonic, traits>;
 
+// Op classes, as traits (C++ in MegTraits.h). Passes ask for a class with
+// `op->hasTrait<meg::Pointwise>()`, never with a list of ops.
+
+// Each result element is computed from operand elements at indices that
+// are a projection of its own (the operands broadcast, in any way), with no
+// reduction: the ops a loop fusion may put in one kernel.
+def Meg_Pointwise : NativeOpTrait<"Pointwise"> {
+  let cppNamespace = "::mlir::meg";
+}
+// Pointwise with NumPy broadcasting (trailing dimensions aligned, a
+// dimension of size 1 stretches): a value split along a dimension gives a
+// result split along the aligned one, which tensor parallelism relies on.
+// Every elementwise op is pointwise (the list Meg_ElementwiseTraits).
+def Meg_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::mlir::meg";
+}
+defvar Meg_ElementwiseTraits = [Meg_Pointwise, Meg_Elementwise];
+// Reduces along one dimension, independently at each index of the others:
+// its kernel is a loop over rows, and a fusion may hold one of them with
+// pointwise work around it.
+def Meg_RowReduction : NativeOpTrait<"RowReduction"> {
+  let cppNamespace = "::mlir::meg";
+}
+
 // Tensor constraints used across the dialect.
 def Meg_FloatElement : AnyTypeOf<[F32, BF16, F16]>;
 def Meg_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;

@@ -230,7 +230,8 @@ def Meg_CrossEntropyGradOp : Meg_Op<"cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Meg_GeluGradOp : Meg_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+def Meg_GeluGradOp : Meg_Op<"gelu_grad", !listconcat([Pure,
+    SameOperandsAndResultType], Meg_ElementwiseTraits)> {
   let summary = "Input gradient of gelu";
   let description = [{
     `dx = dy * gelu'(x)` for the same approximation as the forward op.
@@ -247,7 +248,8 @@ def Meg_GeluGradOp : Meg_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
   }];
 }
 
-def Meg_SiluGradOp : Meg_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
+def Meg_SiluGradOp : Meg_Op<"silu_grad", !listconcat([Pure,
+    SameOperandsAndResultType], Meg_ElementwiseTraits)> {
   let summary = "Input gradient of silu";
   let description = [{
     `dx = dy * sigmoid(x) * (1 + x * (1 - sigmoid(x)))`.
@@ -261,8 +263,8 @@ def Meg_SiluGradOp : Meg_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
 }
 
-def Meg_SwigluGradOp : Meg_Op<"swiglu_grad", [Pure,
-    SameOperandsAndResultType]> {
+def Meg_SwigluGradOp : Meg_Op<"swiglu_grad", !listconcat([Pure,
+    SameOperandsAndResultType], Meg_ElementwiseTraits)> {
   let summary = "Gradients of swiglu with respect to gate and up";
   let description = [{
     `dgate = dy * up * silu'(gate)`, `dup = dy * silu(gate)`.

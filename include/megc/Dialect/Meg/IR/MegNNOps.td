@@ -84,7 +84,7 @@ def Meg_LinearOp : Meg_Op<"linear", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_RmsNormOp : Meg_Op<"rms_norm", [Meg_VJP, Pure,
+def Meg_RmsNormOp : Meg_Op<"rms_norm", [Meg_VJP, Pure, Meg_RowReduction,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Root-mean-square normalisation over the last dimension";
   let description = [{
@@ -104,7 +104,8 @@ def Meg_RmsNormOp : Meg_Op<"rms_norm", [Meg_VJP, Pure,
   let hasVerifier = 1;
 }
 
-def Meg_LayerNormOp : Meg_Op<"layer_norm", [Meg_VJP, Pure, AttrSizedOperandSegments,
+def Meg_LayerNormOp : Meg_Op<"layer_norm", [Meg_VJP, Pure, Meg_RowReduction,
+    AttrSizedOperandSegments,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Layer normalisation over the last dimension";
   let description = [{
@@ -204,7 +205,8 @@ def Meg_AttentionOp : Meg_Op<"attention", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_GeluOp : Meg_Op<"gelu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
+def Meg_GeluOp : Meg_Op<"gelu", !listconcat([Meg_VJP, Pure,
+    SameOperandsAndResultType], Meg_ElementwiseTraits)> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `x * Phi(x)` exactly (`approximate none`, erf form) or with the tanh
@@ -220,7 +222,8 @@ def Meg_GeluOp : Meg_Op<"gelu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input `approximate` `` $approximate attr-dict `:` type($input)";
 }
 
-def Meg_SiluOp : Meg_Op<"silu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
+def Meg_SiluOp : Meg_Op<"silu", !listconcat([Meg_VJP, Pure,
+    SameOperandsAndResultType], Meg_ElementwiseTraits)> {
   let summary = "Sigmoid linear unit";
   let description = [{
     `x * sigmoid(x)`.
@@ -234,7 +237,8 @@ def Meg_SiluOp : Meg_Op<"silu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Meg_SwigluOp : Meg_Op<"swiglu", [Meg_VJP, Pure, SameOperandsAndResultType]> {
+def Meg_SwigluOp : Meg_Op<"swiglu", !listconcat([Meg_VJP, Pure,
+    SameOperandsAndResultType], Meg_ElementwiseTraits)> {
   let summary = "Gated SiLU: silu(gate) * up";
   let description = [{
     The gated activation of Llama's MLP, `silu(gate) * up`.
@@ -248,7 +252,8 @@ def Meg_SwigluOp : Meg_Op<"swiglu", [Meg_VJP, Pure, SameOperandsAndResultType]> 
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($gate)";
 }
 
-def Meg_SoftmaxOp : Meg_Op<"softmax", [Meg_VJP, Pure, SameOperandsAndResultType]> {
+def Meg_SoftmaxOp : Meg_Op<"softmax", [Meg_VJP, Pure, Meg_RowReduction,
+    SameOperandsAndResultType]> {
   let summary = "Softmax along one dimension";
   let description = [{
     `exp(x - max(x)) / sum(exp(x - max(x)))` along `axis`, in f32.
@@ -263,7 +268,8 @@ def Meg_SoftmaxOp : Meg_Op<"softmax", [Meg_VJP, Pure, SameOperandsAndResultType]
   let hasVerifier = 1;
 }
 
-def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Meg_VJP, Pure]> {
+def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Meg_VJP, Pure,
+    Meg_RowReduction]> {
   let summary = "Token cross-entropy of logits against labels";
   let description = [{
     `logits [..., V]`, `labels [...]` (integer class ids): the mean (or sum)
@@ -360,7 +366,7 @@ def Meg_LabelCountOp : Meg_Op<"label_count", [Pure]> {
   }];
 }
 
-def Meg_ModulateOp : Meg_Op<"modulate", [Meg_VJP, Pure,
+def Meg_ModulateOp : Meg_Op<"modulate", [Meg_VJP, Pure, Meg_Pointwise,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "adaLN modulation: x * (1 + scale) + shift";
   let description = [{

@@ -10,6 +10,7 @@
 
 #include "megc/Dialect/Meg/IR/MegAttrs.h"
 #include "megc/Dialect/Meg/IR/MegDialect.h"
+#include "megc/Dialect/Meg/IR/MegTraits.h"
 #include "megc/Dialect/Meg/IR/MegTypes.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

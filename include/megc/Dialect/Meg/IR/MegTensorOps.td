@@ -19,7 +19,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 class Meg_BinaryOp<string mnemonic, string desc, list<Trait> traits = []>
-    : Meg_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : Meg_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor],
+                                   Meg_ElementwiseTraits)> {
   let summary = "Elementwise " # desc # " with broadcasting";
   let description = [{
     Applies the operation elementwise after broadcasting both operands to a
@@ -48,7 +49,7 @@ def Meg_MaxOp : Meg_BinaryOp<"max", "maximum", [Commutative]>;
 
 class Meg_UnaryOp<string mnemonic, string desc, list<Trait> traits = []>
     : Meg_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
-                                            Meg_VJP])> {
+                                            Meg_VJP], Meg_ElementwiseTraits)> {
   let summary = "Elementwise " # desc;
   let description = [{
     Applies the operation to every element; the result has the operand's
@@ -77,8 +78,8 @@ def Meg_SigmoidOp : Meg_UnaryOp<"sigmoid", "logistic sigmoid">;
 // Casts and shapes
 //===----------------------------------------------------------------------===//
 
-def Meg_StopGradientOp : Meg_Op<"stop_gradient", [Meg_VJP, Pure,
-    AllTypesMatch<["input", "result"]>]> {
+def Meg_StopGradientOp : Meg_Op<"stop_gradient", !listconcat([Meg_VJP, Pure,
+    AllTypesMatch<["input", "result"]>], Meg_ElementwiseTraits)> {
   let summary = "Identity that passes no gradient";
   let description = [{
     The value, treated by meg-autodiff as a constant (PyTorch's `detach`):
@@ -95,7 +96,8 @@ def Meg_StopGradientOp : Meg_Op<"stop_gradient", [Meg_VJP, Pure,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Meg_CastOp : Meg_Op<"cast", [Meg_VJP, Pure, SameOperandsAndResultShape]> {
+def Meg_CastOp : Meg_Op<"cast", !listconcat([Meg_VJP, Pure,
+    SameOperandsAndResultShape], Meg_ElementwiseTraits)> {
   let summary = "Converts the element type of a tensor";
   let description = [{
     Rounds to nearest even when narrowing between floating-point types;
