@@ -1,0 +1,193 @@
+// Parameter and training-state files of a session (CheckpointIO.h).
+#include "CheckpointIO.h"
+
+#include "Fail.h"
+#include "HfCheckpoint.h"
+#include "TensorChecks.h"
+#include "megrt/Safetensors.h"
+
+#include <cstring>
+#include <deque>
+#include <set>
+
+namespace megrt {
+namespace {
+/// `tensor` as a `dtype` tensor of `shape`: a model weight of another
+/// floating-point dtype is converted into `storage` (a bf16 checkpoint into
+/// an f32 model); anything else must match exactly.
+const Tensor &asWeight(const Tensor &tensor, DType dtype, const Shape &shape,
+                       bool convert, const std::string &what,
+                       Tensor &storage) {
+  const Tensor *result = &tensor;
+  if (convert && tensor.dtype() != dtype && isFloatingPoint(tensor.dtype()) &&
+      isFloatingPoint(dtype)) {
+    checkTensorMatches(tensor, tensor.dtype(), shape, what);
+    storage = Tensor::fromFloats(dtype, tensor.shape(), tensor.toFloats());
+    result = &storage;
+  }
+  checkTensorMatches(*result, dtype, shape, what);
+  return *result;
+}
+
+/// The whole tensor of a parameter that model checkpoints hold in parts
+/// (its slices along dim 0, `spec.parts`), in the parameter's dtype: parts
+/// of another floating-point dtype are converted, as whole weights are.
+Tensor stackParts(const std::map<std::string, Tensor> &tensors,
+                  const ParameterSpec &spec, const Shape &whole,
+                  const std::string &path) {
+  Shape partShape(whole.begin() + 1, whole.end());
+  Tensor stacked(spec.dtype, whole);
+  size_t offset = 0;
+  for (size_t e = 0; e < spec.parts.size(); ++e) {
+    auto it = tensors.find(spec.parts[e]);
+    if (it == tensors.end())
+      fail("'", path, "': missing parameter '", spec.name, "' (expected ",
+           formatType(spec.dtype, whole), ") or its part ", e, " '",
+           spec.parts[e], "' (expected ", formatType(spec.dtype, partShape),
+           ")");
+    std::string what = concat("'", path, "': tensor '", spec.parts[e],
+                              "' (part ", e, " of parameter '", spec.name,
+                              "')");
+    Tensor converted;
+    const Tensor &part = asWeight(it->second, spec.dtype, partShape,
+                                  /*convert=*/true, what, converted);
+    std::memcpy(stacked.data() + offset, part.data(), part.sizeBytes());
+    offset += part.sizeBytes();
+  }
+  return stacked;
+}
+
+/// The slices along dim 0 of `whole`, a parameter held in parts, under
+/// the names of its parts (their storage in `owned`).
+void appendParts(std::vector<std::pair<std::string, const Tensor *>> &tensors,
+                 std::deque<Tensor> &owned, const ParameterSpec &spec,
+                 const Tensor &whole) {
+  Shape partShape(whole.shape().begin() + 1, whole.shape().end());
+  size_t offset = 0;
+  for (const std::string &name : spec.parts) {
+    Tensor &part = owned.emplace_back(whole.dtype(), partShape);
+    std::memcpy(part.data(), whole.data() + offset, part.sizeBytes());
+    offset += part.sizeBytes();
+    tensors.emplace_back(name, &part);
+  }
+}
+} // namespace
+
+void loadCheckpointFile(ParameterStore &store, const Program &program,
+                        const std::string &path, bool allowExtra,
+                        bool withState, bool checkFiniteValues,
+                        std::map<std::string, std::string> *metadata) {
+  std::map<std::string, Tensor> tensors =
+      metadata ? readSafetensors(path, metadata) : readCheckpoint(path);
+  const std::vector<ParameterSpec> &specs = program.parameters();
+  auto wanted = [&](const ParameterSpec &spec) {
+    return withState || !spec.state;
+  };
+  // The file's tensor for each wanted parameter: under its name or, failing
+  // that, one of its aliases (a tied lm_head.weight).
+  // A parameter held in parts (stacked experts) is stacked from them
+  // unless the file holds it whole (a training-state file).
+  std::vector<const Tensor *> found(specs.size(), nullptr);
+  std::vector<Tensor> stacked(specs.size());
+  std::set<std::string> known;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ParameterSpec &spec = specs[i];
+    known.insert(spec.name);
+    known.insert(spec.aliases.begin(), spec.aliases.end());
+    known.insert(spec.parts.begin(), spec.parts.end());
+    if (!wanted(spec))
+      continue;
+    auto match = tensors.find(spec.name);
+    for (size_t a = 0; match == tensors.end() && a < spec.aliases.size(); ++a)
+      match = tensors.find(spec.aliases[a]);
+    if (match == tensors.end() && !spec.parts.empty()) {
+      stacked[i] = stackParts(tensors, spec, ParameterStore::fileShape(spec), path);
+      found[i] = &stacked[i];
+      continue;
+    }
+    if (match == tensors.end())
+      fail("'", path, "': missing parameter '", spec.name, "' (expected ",
+           formatType(spec.dtype, spec.shape), ")");
+    found[i] = &match->second;
+  }
+  if (!allowExtra)
+    for (const auto &[name, tensor] : tensors)
+      if (!known.count(name))
+        fail("'", path, "': tensor '", name,
+             "' is not a parameter of the program (pass allowExtra to "
+             "ignore it)");
+  // Check everything before writing anything, so that a bad file leaves the
+  // parameters as they were: names, dtypes, shapes and (unless turned off)
+  // finite values. Model weights of another floating-point dtype
+  // are converted (a bf16 checkpoint into an f32 model); training state must
+  // match exactly.
+  std::vector<Tensor> converted(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!found[i])
+      continue;
+    const ParameterSpec &spec = specs[i];
+    std::string what = concat("'", path, "': parameter '", spec.name, "'");
+    found[i] = &asWeight(*found[i], spec.dtype, ParameterStore::fileShape(spec),
+                         /*convert=*/!spec.state, what, converted[i]);
+    if (checkFiniteValues)
+      checkFinite(*found[i], what);
+    if (spec.nonNegative)
+      checkNonNegative(*found[i], what);
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!found[i])
+      continue;
+    const Tensor &tensor = *found[i];
+    if (specs[i].sharding)
+      store.write(i, store.localPiece(specs[i], tensor).data());
+    else
+      store.write(i, tensor.data());
+  }
+  // Master weights follow newly loaded weights; a full state brings its own.
+  if (!withState)
+    store.refreshCopies();
+}
+
+void saveCheckpointFile(const ParameterStore &store, const Program &program,
+                        const std::string &path, bool withState,
+                        uint64_t maxShardBytes,
+                        const std::map<std::string, std::string> &metadata) {
+  // What is written, by name: a whole parameter from its own tensor (no
+  // copy of a model is made to save it), gathered pieces and experts'
+  // parts from `owned`.
+  std::vector<std::pair<std::string, const Tensor *>> tensors;
+  std::deque<Tensor> owned;
+  const std::vector<ParameterSpec> &specs = program.parameters();
+  bool writer = store.rank() == 0;
+  // Every rank gathers the sharded parameters in the same order.
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!withState && specs[i].state)
+      continue;
+    // Model checkpoints hold stacked experts one tensor per expert, as
+    // Hugging Face's do; training-state files hold them whole.
+    bool inParts = !withState && !specs[i].parts.empty();
+    if (specs[i].sharding) {
+      Tensor full = store.gather(i);
+      if (writer && inParts) {
+        appendParts(tensors, owned, specs[i], full);
+      } else if (writer) {
+        owned.push_back(std::move(full));
+        tensors.emplace_back(specs[i].name, &owned.back());
+      }
+    } else if (writer && inParts) {
+      appendParts(tensors, owned, specs[i], store.read(i));
+    } else if (writer) {
+      tensors.emplace_back(specs[i].name, &store.read(i));
+    }
+  }
+  if (!writer)
+    return;
+  if (!withState && isCheckpointDirectory(path)) {
+    writeCheckpointDirectory(path, tensors, program.hfConfig(),
+                             maxShardBytes);
+    return;
+  }
+  writeSafetensors(path, tensors, metadata);
+}
+
+} // namespace megrt
