@@ -191,7 +191,7 @@ struct CpuLoweringOptions : public PassPipelineOptions<CpuLoweringOptions> {
 struct CudaPipelineOptions : public PassPipelineOptions<CudaPipelineOptions> {
   Option<std::string> cudaArch{*this, "cuda-arch",
                                llvm::cl::desc("CUDA architecture"),
-                               llvm::cl::init("sm_90")};
+                               llvm::cl::init(MEGC_DEFAULT_CUDA_ARCH)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit (libdevice)"),
                               llvm::cl::init("/usr/local/cuda")};

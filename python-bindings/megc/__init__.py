@@ -48,6 +48,7 @@ __all__ = [
     "TensorSpec",
     "bfloat16_to_float32",
     "compile",
+    "compile_flags",
     "float32_to_bfloat16",
     "gen",
     "import_hf",
@@ -94,36 +95,24 @@ def compile(
     memory_budget: str | int | None = ...,
     loss_chunks: int = ...,
 ) -> str: ...
-def compile(
-    source: str | os.PathLike[str],
-    *,
-    target: str | Sequence[str] = "cpu",
-    cuda_arch: str = "sm_90",
-    emit: str = "artifact",
-    no_fuse: bool = False,
-    no_fuse_rope: bool = False,
-    cuda_graphs: str = "none",
-    share_io_buffers: bool = False,
-    capture_collectives: bool = False,
-    cpu: str = "x86-64",
-    recompute: str = "none",
-    memory_budget: str | int | None = None,
-    loss_chunks: int = 1,
-) -> bytes | str:
+def compile(source: str | os.PathLike[str], **options: Any) -> bytes | str:
     """Compiles a model as `megc model.mlir` does.
 
     `source` is meg IR text, or a path (`pathlib.Path`) to a file of it.
-    The options are the driver's flags: `target` ("cpu", "cuda", "cpu,cuda"
-    or a list), `cuda_arch`, `emit` ("artifact" returns the artifact's
-    bytes, "cuda-emulation" the GPU emulator's kernel library; "mlir",
-    "megrt", "kernels", "llvm", "ptx" and "gpu" return text),
+    The options are the driver's flags, declared once for both
+    (include/megc/Compiler/CompileFlags.def; `megc.compile_flags()` lists
+    them), each defaulting as the flag does: `target` ("cpu", "cuda",
+    "cpu,cuda" or a list), `cuda_arch`, `emit` ("artifact" returns the
+    artifact's bytes, "cuda-emulation" the GPU emulator's kernel library;
+    "mlir", "megrt", "kernels", "llvm", "ptx" and "gpu" return text),
     `no_fuse`, `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
     `share_io_buffers`, `capture_collectives` (collectives inside the graph
     regions), `cpu` ("x86-64", or "native" for this host's
     instruction-set extensions), `recompute` ("none", "selective", "full")
     `memory_budget` (bytes per rank as an int, or a size such as "40GiB")
-    and `loss_chunks`. Raises megc.Error with the diagnostics; what a
-    successful compilation reports (warnings) becomes a Python warning.
+    and `loss_chunks`. An unknown option is a TypeError naming it. Raises
+    megc.Error with the diagnostics; what a successful compilation reports
+    (warnings) becomes a Python warning.
     """
     if isinstance(source, os.PathLike):
         name = os.fspath(source)
@@ -131,23 +120,12 @@ def compile(
             text = file.read()
     else:
         name, text = "<string>", source
-    targets = target.split(",") if isinstance(target, str) else list(target)
-    return _megc.compile(
-        text,
-        name,
-        targets,
-        cuda_arch,
-        emit,
-        no_fuse,
-        no_fuse_rope,
-        cuda_graphs,
-        share_io_buffers,
-        capture_collectives,
-        cpu,
-        recompute,
-        "" if memory_budget is None else str(memory_budget),
-        loss_chunks,
-    )
+    return _megc.compile(text, name, options)
+
+
+def compile_flags() -> list[tuple[str, str, str]]:
+    """Every option of megc.compile: (keyword, the driver's flag, kind)."""
+    return _megc.compile_flags()
 
 
 def _as_program(program: ArtifactLike) -> Program:

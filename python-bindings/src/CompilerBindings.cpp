@@ -9,6 +9,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -83,6 +85,77 @@ void warn(const std::optional<std::string> &diagnostics) {
   if (diagnostics &&
       PyErr_WarnEx(PyExc_UserWarning, diagnostics->c_str(), 1) < 0)
     throw nb::python_error();
+}
+
+/// megc.compile's keywords into flags, each converted as its kind in
+/// CompileFlags.def says: String takes a str (an int becomes its decimal
+/// text, None keeps the default), Bool a bool, Int an int, List a str of
+/// comma-separated items or a sequence of str.
+void setFlag(std::string &field, nb::handle value, const char *keyword) {
+  if (value.is_none())
+    return;
+  if (nb::isinstance<nb::str>(value))
+    field = nb::cast<std::string>(value);
+  else if (nb::isinstance<nb::int_>(value) && !nb::isinstance<nb::bool_>(value))
+    field = nb::cast<std::string>(nb::str(value));
+  else
+    throw nb::type_error(
+        (std::string("compile(): ") + keyword + " must be a str").c_str());
+}
+void setFlag(bool &field, nb::handle value, const char *keyword) {
+  if (!nb::isinstance<nb::bool_>(value))
+    throw nb::type_error(
+        (std::string("compile(): ") + keyword + " must be a bool").c_str());
+  field = nb::cast<bool>(value);
+}
+void setFlag(int64_t &field, nb::handle value, const char *keyword) {
+  if (!nb::isinstance<nb::int_>(value) || nb::isinstance<nb::bool_>(value))
+    throw nb::type_error(
+        (std::string("compile(): ") + keyword + " must be an int").c_str());
+  field = nb::cast<int64_t>(value);
+}
+void setFlag(std::vector<std::string> &field, nb::handle value,
+             const char *keyword) {
+  field.clear();
+  if (nb::isinstance<nb::str>(value)) {
+    llvm::SmallVector<llvm::StringRef> items;
+    std::string text = nb::cast<std::string>(value);
+    llvm::StringRef(text).split(items, ',');
+    for (llvm::StringRef item : items)
+      field.push_back(item.str());
+    return;
+  }
+  try {
+    field = nb::cast<std::vector<std::string>>(value);
+  } catch (const nb::cast_error &) {
+    throw nb::type_error((std::string("compile(): ") + keyword +
+                          " must be a str or a sequence of str")
+                             .c_str());
+  }
+}
+
+CompileFlags flagsFromKeywords(const nb::dict &keywords) {
+  CompileFlags flags;
+  for (auto [key, value] : keywords) {
+    std::string name = nb::cast<std::string>(key);
+    bool known = false;
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)     \
+  if (name == python) {                                                      \
+    setFlag(flags.field, value, python);                                     \
+    known = true;                                                            \
+  }
+#include "megc/Compiler/CompileFlags.def"
+    if (!known) {
+      std::string expected;
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)     \
+  expected += std::string(expected.empty() ? "" : ", ") + python;
+#include "megc/Compiler/CompileFlags.def"
+      throw nb::type_error(("compile() got an unexpected keyword argument '" +
+                            name + "'; its options are " + expected)
+                               .c_str());
+    }
+  }
+  return flags;
 }
 
 nb::object compile(const std::string &source, const std::string &sourceName,
@@ -247,40 +320,25 @@ void bindCompiler(nb::module_ &m) {
   m.def(
       "compile",
       [](const std::string &source, const std::string &sourceName,
-         const std::vector<std::string> &targets, const std::string &cudaArch,
-         const std::string &emit, bool noFuse, bool noFuseRope,
-         const std::string &cudaGraphs, bool shareIoBuffers,
-         bool captureCollectives, const std::string &cpu,
-         const std::string &recompute, const std::string &memoryBudget,
-         int64_t lossChunks) {
-        CompileFlags flags;
-        flags.targets = targets;
-        flags.cudaArch = cudaArch;
-        flags.cpu = cpu;
-        flags.emit = emit;
-        flags.noFuse = noFuse;
-        flags.noFuseRope = noFuseRope;
-        flags.cudaGraphs = cudaGraphs;
-        flags.shareIoBuffers = shareIoBuffers;
-        flags.captureCollectives = captureCollectives;
-        flags.recompute = recompute;
-        flags.memoryBudget = memoryBudget;
-        flags.lossChunks = lossChunks;
-        return compile(source, sourceName, flags);
+         const nb::dict &options) {
+        return compile(source, sourceName, flagsFromKeywords(options));
       },
-      nb::arg("source"), nb::arg("source_name"), nb::arg("targets"),
-      nb::arg("cuda_arch"), nb::arg("emit"), nb::arg("no_fuse"),
-      nb::arg("no_fuse_rope"), nb::arg("cuda_graphs"),
-      nb::arg("share_io_buffers"), nb::arg("capture_collectives"),
-      nb::arg("cpu"), nb::arg("recompute"), nb::arg("memory_budget"),
-      nb::arg("loss_chunks"),
-      nb::sig("def compile(source: str, source_name: str, targets: "
-              "collections.abc.Sequence[str], cuda_arch: str, emit: str, "
-              "no_fuse: bool, no_fuse_rope: bool, cuda_graphs: str, "
-              "share_io_buffers: bool, capture_collectives: bool, cpu: str, "
-              "recompute: str, memory_budget: str, loss_chunks: int) -> "
-              "bytes | str"),
+      nb::arg("source"), nb::arg("source_name"), nb::arg("options"),
+      nb::sig("def compile(source: str, source_name: str, options: "
+              "dict[str, object]) -> bytes | str"),
       "Compiles meg IR text as `megc` does; see megc.compile.");
+  m.def(
+      "compile_flags",
+      []() {
+        nb::list flags;
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)     \
+  flags.append(nb::make_tuple(python, "--" flag, #kind));
+#include "megc/Compiler/CompileFlags.def"
+        return flags;
+      },
+      nb::sig("def compile_flags() -> list[tuple[str, str, str]]"),
+      "Every option of megc.compile as CompileFlags.def declares it: "
+      "(keyword, driver flag, kind).");
   m.def("generate", &generate, nb::arg("preset"), nb::arg("settings"),
         nb::sig("def generate(preset: str, settings: dict[str, object]) -> "
                 "str"),

@@ -3,6 +3,9 @@ IR from megc.gen as `megc gen`, the same artifact from megc.compile as
 `megc`, and the same outputs, parameters and training state from a Session
 as from `megc-run`."""
 
+import inspect
+import typing
+
 import numpy as np
 import pytest
 
@@ -61,6 +64,24 @@ def test_gen_matches_cli(tools, preset, settings):
                                     for k, v in cli["precision"].items())
     want = tools.run("megc", "gen", preset, *args, *flags(cli)).decode()
     assert getattr(megc.gen, preset)(**settings) == want
+
+
+def test_compile_options_are_the_drivers_flags(tools):
+    """megc.compile's keywords and megc's flags come from one declaration
+    (CompileFlags.def): every keyword is a flag of `megc --help`, and the
+    typed signatures of megc.compile name exactly those keywords."""
+    flags = megc.compile_flags()
+    keywords = {keyword for keyword, _, _ in flags}
+    assert {"target", "cuda_arch", "emit", "memory_budget"} <= keywords
+    help_text = tools.run("megc", "--help").decode()
+    for keyword, flag, kind in flags:
+        assert f"  {flag}" in help_text, flag
+        assert kind in ("String", "Bool", "Int", "List")
+    overloads = typing.get_overloads(megc.compile)
+    assert overloads
+    for overload in overloads:
+        names = set(inspect.signature(overload).parameters) - {"source"}
+        assert names == keywords
 
 
 @pytest.mark.parametrize("emit", ["artifact", "mlir", "megrt"])

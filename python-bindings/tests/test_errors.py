@@ -102,6 +102,15 @@ def test_bad_compile_options(llama_ir):
         megc.compile(llama_ir, memory_budget=0)
     with pytest.raises(megc.Error, match="cannot be met"):
         megc.compile(llama_ir, memory_budget="1KB")
+    with pytest.raises(TypeError, match="unexpected keyword argument "
+                       "'cuda_graph'; its options are emit, target, "):
+        megc.compile(llama_ir, cuda_graph="step")
+    with pytest.raises(TypeError, match="no_fuse must be a bool"):
+        megc.compile(llama_ir, no_fuse="yes")
+    with pytest.raises(TypeError, match="loss_chunks must be an int"):
+        megc.compile(llama_ir, loss_chunks=2.0)
+    with pytest.raises(TypeError, match="target must be a str or a sequence"):
+        megc.compile(llama_ir, target=[1])
 
 
 def test_fatal_llvm_errors_raise(llama_ir):

@@ -32,76 +32,22 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
 cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(compileCategory));
-cl::opt<std::string> emit("emit",
-                          cl::desc("What to write: artifact (default), mlir "
-                                   "(the IR after the front end), megrt (the "
-                                   "program as text), kernels (the kernel "
-                                   "functions the back end compiles), llvm "
-                                   "(the CPU code's optimised LLVM IR), "
-                                   "ptx, gpu (the GPU kernels as the NVVM "
-                                   "conversion receives them) or "
-                                   "cuda-emulation (those kernels as a "
-                                   "shared object for the GPU emulator)"),
-                          cl::init("artifact"), cl::cat(compileCategory));
-cl::list<std::string> targets("target",
-                              cl::desc("Targets to generate code for: cpu, "
-                                       "cuda (default cpu)"),
-                              cl::CommaSeparated, cl::cat(compileCategory));
-cl::opt<std::string>
-    cudaArch("cuda-arch",
-             cl::desc("GPU architecture for --target=cuda: sm_90, sm_90a, "
-                      "sm_100, sm_100a, ..."),
-             cl::init("sm_90"), cl::cat(compileCategory));
-
-cl::opt<std::string>
-    cpu("cpu",
-        cl::desc("CPU code: x86-64 (default, any x86-64 host) or native (also "
-                 "this host's instruction-set extensions)"),
-        cl::init("x86-64"), cl::cat(compileCategory));
-
-cl::opt<bool> noFuseRope("no-fuse-rope",
-                         cl::desc("Keep RoPE unfused (skip meg-fuse-rope)"),
-                         cl::init(false), cl::cat(compileCategory));
-
-cl::opt<bool> noFuse("no-fuse", cl::desc("One kernel per op (skip meg-fuse)"),
-                     cl::init(false), cl::cat(compileCategory));
-
-cl::opt<std::string> cudaGraphs(
-    "cuda-graphs",
-    cl::desc("Outline CUDA graph regions: none (default), step or layer"),
-    cl::init("none"), cl::cat(compileCategory));
-cl::opt<bool> shareIoBuffers(
-    "share-io-buffers",
-    cl::desc("Chain single-input/single-output layer graphs (with "
-             "--cuda-graphs=layer)"),
-    cl::init(false), cl::cat(compileCategory));
-cl::opt<bool> captureCollectives(
-    "capture-collectives",
-    cl::desc("Capture collectives (NCCL) inside the CUDA graph regions "
-             "instead of splitting the regions at them (with --cuda-graphs)"),
-    cl::init(false), cl::cat(compileCategory));
-
-cl::opt<std::string> recompute(
-    "recompute",
-    cl::desc("Recompute activations in the backward: none (default), "
-             "selective (each layer's normalizations, RoPE, attention and "
-             "activations; its matrix products are kept) or full (whole "
-             "layers from their inputs)"),
-    cl::init("none"), cl::cat(compileCategory));
-cl::opt<std::string> memoryBudget(
-    "memory-budget",
-    cl::desc("Bytes per rank every entry's plan (arena plus parameters and "
-             "state) must fit in, e.g. 40GiB: megc recomputes layers, as "
-             "few as it can, until it does"),
-    cl::init(""), cl::cat(compileCategory));
-
-cl::opt<int64_t> lossChunks(
-    "loss-chunks",
-    cl::desc("Run the loss's final norm, LM head and cross-entropy over this "
-             "many chunks of tokens (recomputed in the backward), so that the "
-             "full logits never exist at once; it must divide the tokens "
-             "(default 1)"),
-    cl::init(1), cl::cat(compileCategory));
+// One option per line of CompileFlags.def, named `<field>Flag`.
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)            \
+  MEGC_COMPILE_FLAG_OPTION_##kind(field, flag, value, help)
+#define MEGC_COMPILE_FLAG_OPTION_List(field, flag, value, help)              \
+  cl::list<std::string> field##Flag(flag, cl::desc(help), cl::CommaSeparated, \
+                                    cl::cat(compileCategory));
+#define MEGC_COMPILE_FLAG_OPTION_String(field, flag, value, help)            \
+  cl::opt<std::string> field##Flag(flag, cl::desc(help), cl::init(value),     \
+                                   cl::cat(compileCategory));
+#define MEGC_COMPILE_FLAG_OPTION_Bool(field, flag, value, help)              \
+  cl::opt<bool> field##Flag(flag, cl::desc(help), cl::init(value),            \
+                            cl::cat(compileCategory));
+#define MEGC_COMPILE_FLAG_OPTION_Int(field, flag, value, help)               \
+  cl::opt<int64_t> field##Flag(flag, cl::desc(help), cl::init(value),         \
+                               cl::cat(compileCategory));
+#include "megc/Compiler/CompileFlags.def"
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "megc") << message << "\n";
@@ -129,18 +75,9 @@ bool hasCompileInput() { return !inputFile.empty(); }
 
 int runCompile() {
   CompileFlags flags;
-  flags.targets = targets;
-  flags.cudaArch = cudaArch;
-  flags.cpu = cpu;
-  flags.emit = emit;
-  flags.noFuse = noFuse;
-  flags.noFuseRope = noFuseRope;
-  flags.cudaGraphs = cudaGraphs;
-  flags.shareIoBuffers = shareIoBuffers;
-  flags.captureCollectives = captureCollectives;
-  flags.recompute = recompute;
-  flags.lossChunks = lossChunks;
-  flags.memoryBudget = memoryBudget;
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)            \
+  flags.field = field##Flag;
+#include "megc/Compiler/CompileFlags.def"
   Expected<CompileOptions> options = parseCompileFlags(flags);
   if (!options)
     return fail(toString(options.takeError()));

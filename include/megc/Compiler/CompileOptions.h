@@ -70,23 +70,20 @@ struct CompileOptions {
   }
 };
 
+/// The C++ type of each kind of CompileFlags.def.
+using CompileFlagString = std::string;
+using CompileFlagBool = bool;
+using CompileFlagInt = int64_t;
+using CompileFlagList = std::vector<std::string>;
+
 /// The compile options as the user spells them: megc's flags and
-/// megc.compile's keywords, one field each.
+/// megc.compile's keywords, one field each, as CompileFlags.def declares
+/// them (`targets`: cpu and/or cuda, empty meaning cpu; `memoryBudget`: a
+/// size such as 40GiB, 512MB or 1000000 bytes, empty for none).
 struct CompileFlags {
-  /// `cpu` and/or `cuda`; empty means cpu.
-  std::vector<std::string> targets;
-  std::string cudaArch = "sm_90";
-  std::string cpu = "x86-64";
-  std::string emit = "artifact";
-  bool noFuse = false;
-  bool noFuseRope = false;
-  std::string cudaGraphs = "none";
-  bool shareIoBuffers = false;
-  bool captureCollectives = false;
-  std::string recompute = "none";
-  int64_t lossChunks = 1;
-  /// A size such as 40GiB, 512MB or 1000000 (bytes); empty: none.
-  std::string memoryBudget;
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)            \
+  CompileFlag##kind field = value;
+#include "megc/Compiler/CompileFlags.def"
 };
 
 /// A size in bytes as a user writes it: a number with an optional unit

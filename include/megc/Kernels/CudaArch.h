@@ -13,6 +13,10 @@
 
 #include <string>
 
+/// The architecture megc compiles CUDA code for unless told otherwise (a
+/// macro, so that ODS pass options and CompileFlags.def can name it).
+#define MEGC_DEFAULT_CUDA_ARCH "sm_90"
+
 namespace megc {
 
 /// A CUDA architecture such as sm_90, sm_90a or sm_100a, parsed once.

@@ -8,6 +8,7 @@
 #define MEGC_KERNELS_PASSES_H
 
 #include "megc/Dialect/Meg/IR/MegDialect.h"
+#include "megc/Kernels/CudaArch.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

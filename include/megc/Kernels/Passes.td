@@ -206,7 +206,8 @@ def MegSelectKernelStrategy
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"128",
            "CPU vector register width in bits (128 for baseline x86-64, "
            "512 with AVX-512)">,
-    Option<"cudaArch", "cuda-arch", "std::string", /*default=*/"\"sm_90\"",
+    Option<"cudaArch", "cuda-arch", "std::string",
+           /*default=*/"MEGC_DEFAULT_CUDA_ARCH",
            "CUDA architecture for target=cuda">
   ];
   let dependentDialects = ["::mlir::meg::MegDialect"];
@@ -254,7 +255,8 @@ def MegDistributeWorkgroups
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "The target whose grid limits size the dispatches after the one "
            "the strategy describes: cpu or cuda">,
-    Option<"cudaArch", "cuda-arch", "std::string", /*default=*/"\"sm_90\"",
+    Option<"cudaArch", "cuda-arch", "std::string",
+           /*default=*/"MEGC_DEFAULT_CUDA_ARCH",
            "CUDA architecture for target=cuda">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
