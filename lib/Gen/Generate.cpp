@@ -3,6 +3,9 @@
 // Checks which settings apply to the chosen preset, builds the model, then
 // adds the AdamW configuration, the precision policy and frozen parameters.
 //
+// Over 600 lines: one settings table per preset and the checks that each
+// setting applies to the preset chosen.
+//
 //===----------------------------------------------------------------------===//
 
 #include "megc/Gen/Generate.h"

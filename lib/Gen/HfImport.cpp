@@ -7,6 +7,10 @@
 // whatever is left at the end is an error, so a field megc does not
 // implement cannot be dropped unnoticed.
 //
+// Over 600 lines: two model families' config readers (Llama and its
+// relatives, DeepSeek-V3), which share the field reader and its check that
+// nothing is left unread.
+//
 //===----------------------------------------------------------------------===//
 
 #include "megc/Gen/HfImport.h"

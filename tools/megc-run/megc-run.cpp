@@ -10,6 +10,9 @@
 // steps and writes outputs and checkpoints; a rank that fails prints its
 // error and exits at once, which ends the job.
 //
+// Over 600 lines: a tool's whole command line (flags, inputs, the step
+// loop, checkpoints); the work is the runtime's, this file only drives it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "megrt/Error.h"

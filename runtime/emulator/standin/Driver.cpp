@@ -7,6 +7,10 @@
 // against an H100's limits, dynamic shared memory against the opt-in and
 // what the kernel needs, every pointer a kernel or copy gets against the
 // allocations, captures against what a capture may hold.
+//
+// Over 600 lines: one function per driver call megrt makes, each with its
+// checks; they share the allocation table and the launch checker.
+
 #include "RuntimeKernels.h"
 #include "Standin.h"
 
