@@ -58,7 +58,6 @@ FailureOr<ProgramDesc> ProgramBuilder::build() {
   return std::move(program);
 }
 
-
 uint32_t ProgramBuilder::addBuffer(BufferKind kind, uint32_t index,
                                    RankedTensorType type, int32_t aliasOf) {
   BufferDesc buffer;

@@ -62,7 +62,8 @@ uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
   kernel.setName(name);
   // Results updated in place take no argument of their own.
   unsigned inPlace = 0;
-  if (auto attr = kernel->getAttrOfType<DenseI64ArrayAttr>(MegDialect::kInPlaceAttrName))
+  if (auto attr = kernel->getAttrOfType<DenseI64ArrayAttr>(
+          MegDialect::kInPlaceAttrName))
     inPlace =
         llvm::count_if(attr.asArrayRef(), [](int64_t arg) { return arg >= 0; });
   program.kernels.push_back(
@@ -139,7 +140,8 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
       inPlace[index] = llvm::find(inputs, state) - inputs.begin();
   }
   if (llvm::any_of(inPlace, [](int64_t arg) { return arg >= 0; }))
-    kernel->setAttr(MegDialect::kInPlaceAttrName, builder.getDenseI64ArrayAttr(inPlace));
+    kernel->setAttr(MegDialect::kInPlaceAttrName,
+                    builder.getDenseI64ArrayAttr(inPlace));
 
   LaunchCommand launch;
   launch.kernel = kernelIndex(kernel, kernelLabel(op));

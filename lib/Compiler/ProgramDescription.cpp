@@ -27,8 +27,7 @@ LogicalResult ProgramBuilder::describeParameters() {
             cast<StringAttr>(alias).str());
     if (ArrayAttr parts = param.getPartsAttr())
       for (Attribute part : parts)
-        program.parameters.back().parts.push_back(
-            cast<StringAttr>(part).str());
+        program.parameters.back().parts.push_back(cast<StringAttr>(part).str());
     if (ShardingAttr sharding = param.getShardingAttr()) {
       FailureOr<uint32_t> group =
           submeshIndex(param, sharding.getMesh(), sharding.getAxes());
@@ -55,8 +54,7 @@ LogicalResult ProgramBuilder::describeLrSchedule() {
       module->getAttrOfType<LrScheduleAttr>(MegDialect::kLrScheduleAttrName);
   if (!schedule || !schedule.getLrParam())
     return success();
-  auto adamw =
-      module->getAttrOfType<AdamWAttr>(MegDialect::kOptimizerAttrName);
+  auto adamw = module->getAttrOfType<AdamWAttr>(MegDialect::kOptimizerAttrName);
   auto lr = paramIndex.find(schedule.getLrParam().getValue());
   auto step = paramIndex.find(
       schedule.getStepParam() ? schedule.getStepParam().getValue() : "");

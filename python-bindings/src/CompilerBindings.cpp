@@ -139,15 +139,15 @@ CompileFlags flagsFromKeywords(const nb::dict &keywords) {
   for (auto [key, value] : keywords) {
     std::string name = nb::cast<std::string>(key);
     bool known = false;
-#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)     \
-  if (name == python) {                                                      \
-    setFlag(flags.field, value, python);                                     \
-    known = true;                                                            \
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)       \
+  if (name == python) {                                                        \
+    setFlag(flags.field, value, python);                                       \
+    known = true;                                                              \
   }
 #include "megc/Compiler/CompileFlags.def"
     if (!known) {
       std::string expected;
-#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)     \
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)       \
   expected += std::string(expected.empty() ? "" : ", ") + python;
 #include "megc/Compiler/CompileFlags.def"
       throw nb::type_error(("compile() got an unexpected keyword argument '" +
@@ -331,7 +331,7 @@ void bindCompiler(nb::module_ &m) {
       "compile_flags",
       []() {
         nb::list flags;
-#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)     \
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, defaultValue, help)       \
   flags.append(nb::make_tuple(python, "--" flag, #kind));
 #include "megc/Compiler/CompileFlags.def"
         return flags;

@@ -16,8 +16,7 @@ namespace {
 /// floating-point dtype is converted into `storage` (a bf16 checkpoint into
 /// an f32 model); anything else must match exactly.
 const Tensor &asWeight(const Tensor &tensor, DType dtype, const Shape &shape,
-                       bool convert, const std::string &what,
-                       Tensor &storage) {
+                       bool convert, const std::string &what, Tensor &storage) {
   const Tensor *result = &tensor;
   if (convert && tensor.dtype() != dtype && isFloatingPoint(tensor.dtype()) &&
       isFloatingPoint(dtype)) {
@@ -45,9 +44,9 @@ Tensor stackParts(const std::map<std::string, Tensor> &tensors,
            formatType(spec.dtype, whole), ") or its part ", e, " '",
            spec.parts[e], "' (expected ", formatType(spec.dtype, partShape),
            ")");
-    std::string what = concat("'", path, "': tensor '", spec.parts[e],
-                              "' (part ", e, " of parameter '", spec.name,
-                              "')");
+    std::string what =
+        concat("'", path, "': tensor '", spec.parts[e], "' (part ", e,
+               " of parameter '", spec.name, "')");
     Tensor converted;
     const Tensor &part = asWeight(it->second, spec.dtype, partShape,
                                   /*convert=*/true, what, converted);
@@ -101,7 +100,8 @@ void loadCheckpointFile(ParameterStore &store, const Program &program,
     for (size_t a = 0; match == tensors.end() && a < spec.aliases.size(); ++a)
       match = tensors.find(spec.aliases[a]);
     if (match == tensors.end() && !spec.parts.empty()) {
-      stacked[i] = stackParts(tensors, spec, ParameterStore::fileShape(spec), path);
+      stacked[i] =
+          stackParts(tensors, spec, ParameterStore::fileShape(spec), path);
       found[i] = &stacked[i];
       continue;
     }
@@ -183,8 +183,7 @@ void saveCheckpointFile(const ParameterStore &store, const Program &program,
   if (!writer)
     return;
   if (!withState && isCheckpointDirectory(path)) {
-    writeCheckpointDirectory(path, tensors, program.hfConfig(),
-                             maxShardBytes);
+    writeCheckpointDirectory(path, tensors, program.hfConfig(), maxShardBytes);
     return;
   }
   writeSafetensors(path, tensors, metadata);

@@ -40,8 +40,8 @@ void forEachBlockRun(const Shape &fullShape, const Shape &blockShape, int dim,
     inner *= fullShape[d];
   int64_t run = blockShape[dim] * inner;
   for (int64_t first = 0; run > 0 && first < elements; first += run)
-    copy(first, blockElementIndex(fullShape, dim, blockShape[dim], index, first),
-         run);
+    copy(first,
+         blockElementIndex(fullShape, dim, blockShape[dim], index, first), run);
 }
 
 } // namespace
@@ -155,8 +155,7 @@ Tensor ParameterStore::localPiece(const ParameterSpec &spec,
                   layout_.indexInGroup(blockGroup(sharding), rank_),
                   [&](int64_t inBlock, int64_t inWhole, int64_t count) {
                     std::memcpy(block.data() + inBlock * bytes,
-                                full.data() + inWhole * bytes,
-                                count * bytes);
+                                full.data() + inWhole * bytes, count * bytes);
                   });
   if (sharding.blockSubmesh)
     return pieceOf(block, pieceStart(spec), spec.shape);
@@ -190,15 +189,12 @@ Tensor ParameterStore::gather(size_t index) const {
         continue;
       int64_t first = layout_.indexInGroup(submesh, peer) * spec.shape[0];
       int64_t index = layout_.indexInGroup(blocks, peer);
-      const uint8_t *data =
-          pieces.data() + static_cast<size_t>(peer) * bytes;
-      for (int64_t i = 0; i < spec.shape[0] && first + i < blockElements;
-           ++i)
-        std::memcpy(full.data() +
-                        blockElementIndex(sharding.fullShape, *sharding.dim,
-                                          block[*sharding.dim], index,
-                                          first + i) *
-                            elementBytes,
+      const uint8_t *data = pieces.data() + static_cast<size_t>(peer) * bytes;
+      for (int64_t i = 0; i < spec.shape[0] && first + i < blockElements; ++i)
+        std::memcpy(full.data() + blockElementIndex(
+                                      sharding.fullShape, *sharding.dim,
+                                      block[*sharding.dim], index, first + i) *
+                                      elementBytes,
                     data + i * elementBytes, elementBytes);
     }
     return full;
@@ -207,16 +203,14 @@ Tensor ParameterStore::gather(size_t index) const {
     for (int peer = 0; peer < world_->size(); ++peer) {
       if (layout_.groupOf(submesh, peer) != group)
         continue;
-      const uint8_t *block =
-          pieces.data() + static_cast<size_t>(peer) * bytes;
-      forEachBlockRun(
-          spec.sharding->fullShape, spec.shape, *spec.sharding->dim,
-          layout_.indexInGroup(submesh, peer),
-          [&](int64_t inBlock, int64_t inWhole, int64_t count) {
-            std::memcpy(full.data() + inWhole * elementBytes,
-                        block + inBlock * elementBytes,
-                        count * elementBytes);
-          });
+      const uint8_t *block = pieces.data() + static_cast<size_t>(peer) * bytes;
+      forEachBlockRun(spec.sharding->fullShape, spec.shape, *spec.sharding->dim,
+                      layout_.indexInGroup(submesh, peer),
+                      [&](int64_t inBlock, int64_t inWhole, int64_t count) {
+                        std::memcpy(full.data() + inWhole * elementBytes,
+                                    block + inBlock * elementBytes,
+                                    count * elementBytes);
+                      });
     }
     return full;
   }
@@ -229,8 +223,7 @@ Tensor ParameterStore::gather(size_t index) const {
                                      spec.shape[0]);
     if (first >= total)
       continue;
-    size_t count =
-        std::min(static_cast<size_t>(spec.shape[0]), total - first);
+    size_t count = std::min(static_cast<size_t>(spec.shape[0]), total - first);
     std::memcpy(full.data() + first * elementBytes,
                 pieces.data() + static_cast<size_t>(peer) * bytes,
                 count * elementBytes);

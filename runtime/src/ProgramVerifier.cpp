@@ -170,7 +170,6 @@ void verifyParameter(const fb::Parameter &param, const MeshVerifier &mesh,
   }
 }
 
-
 /// CUDA's limit on the threads of one block, on every architecture so far.
 constexpr uint64_t kMaxThreadsPerBlock = 1024;
 
@@ -292,4 +291,3 @@ void verifyProgramSemantics(const fb::Program &program) {
 }
 
 } // namespace megrt
-

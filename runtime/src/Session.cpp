@@ -218,16 +218,15 @@ void checkHostMemory(const Program &program, const std::string &device) {
 Session::Session(Program program, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(program), std::move(options))) {
   checkHostMemory(impl_->program, impl_->options.device);
-  impl_->store = std::make_unique<ParameterStore>(
-      impl_->program, impl_->layout, impl_->rank, impl_->world);
+  impl_->store = std::make_unique<ParameterStore>(impl_->program, impl_->layout,
+                                                  impl_->rank, impl_->world);
   unsigned threads = impl_->options.threads;
   impl_->pool =
       std::make_unique<ThreadPool>(threads ? threads : defaultCpuThreads());
-  impl_->device =
-      createDevice(impl_->options.device, impl_->program,
-                   impl_->store->tensors(),
-                   {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world,
-                    impl_->pool.get(), impl_->options.kernelObserver});
+  impl_->device = createDevice(
+      impl_->options.device, impl_->program, impl_->store->tensors(),
+      {impl_->options.cudaGraphs, impl_->trace.get(), impl_->world,
+       impl_->pool.get(), impl_->options.kernelObserver});
   impl_->store->attach(impl_->device.get());
   initialize(impl_->options.seed, impl_->options.initializeWeights);
 }
@@ -268,8 +267,8 @@ std::map<std::string, std::string> Session::loadState(const std::string &path) {
 
 void Session::load(const std::string &path, bool allowExtra, bool withState,
                    std::map<std::string, std::string> *metadata) {
-  loadCheckpointFile(*impl_->store, impl_->program, path, allowExtra,
-                     withState, impl_->options.checkFinite, metadata);
+  loadCheckpointFile(*impl_->store, impl_->program, path, allowExtra, withState,
+                     impl_->options.checkFinite, metadata);
 }
 
 void Session::saveParameters(const std::string &path,

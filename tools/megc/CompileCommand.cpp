@@ -33,19 +33,19 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(compileCategory));
 // One option per line of CompileFlags.def, named `<field>Flag`.
-#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)            \
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)              \
   MEGC_COMPILE_FLAG_OPTION_##kind(field, flag, value, help)
-#define MEGC_COMPILE_FLAG_OPTION_List(field, flag, value, help)              \
-  cl::list<std::string> field##Flag(flag, cl::desc(help), cl::CommaSeparated, \
+#define MEGC_COMPILE_FLAG_OPTION_List(field, flag, value, help)                \
+  cl::list<std::string> field##Flag(flag, cl::desc(help), cl::CommaSeparated,  \
                                     cl::cat(compileCategory));
-#define MEGC_COMPILE_FLAG_OPTION_String(field, flag, value, help)            \
-  cl::opt<std::string> field##Flag(flag, cl::desc(help), cl::init(value),     \
+#define MEGC_COMPILE_FLAG_OPTION_String(field, flag, value, help)              \
+  cl::opt<std::string> field##Flag(flag, cl::desc(help), cl::init(value),      \
                                    cl::cat(compileCategory));
-#define MEGC_COMPILE_FLAG_OPTION_Bool(field, flag, value, help)              \
-  cl::opt<bool> field##Flag(flag, cl::desc(help), cl::init(value),            \
+#define MEGC_COMPILE_FLAG_OPTION_Bool(field, flag, value, help)                \
+  cl::opt<bool> field##Flag(flag, cl::desc(help), cl::init(value),             \
                             cl::cat(compileCategory));
-#define MEGC_COMPILE_FLAG_OPTION_Int(field, flag, value, help)               \
-  cl::opt<int64_t> field##Flag(flag, cl::desc(help), cl::init(value),         \
+#define MEGC_COMPILE_FLAG_OPTION_Int(field, flag, value, help)                 \
+  cl::opt<int64_t> field##Flag(flag, cl::desc(help), cl::init(value),          \
                                cl::cat(compileCategory));
 #include "megc/Compiler/CompileFlags.def"
 
@@ -75,7 +75,7 @@ bool hasCompileInput() { return !inputFile.empty(); }
 
 int runCompile() {
   CompileFlags flags;
-#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)            \
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)              \
   flags.field = field##Flag;
 #include "megc/Compiler/CompileFlags.def"
   Expected<CompileOptions> options = parseCompileFlags(flags);

@@ -81,7 +81,7 @@ using CompileFlagList = std::vector<std::string>;
 /// them (`targets`: cpu and/or cuda, empty meaning cpu; `memoryBudget`: a
 /// size such as 40GiB, 512MB or 1000000 bytes, empty for none).
 struct CompileFlags {
-#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)            \
+#define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)              \
   CompileFlag##kind field = value;
 #include "megc/Compiler/CompileFlags.def"
 };

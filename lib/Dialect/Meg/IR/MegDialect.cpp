@@ -204,8 +204,8 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kStateOfAttrName) {
     if (!isa<ParamOp>(op) || !isa<StateOfAttr>(attr.getValue()))
-      return op->emitError() << "'" << name
-                             << "' expects a #meg.state_of on a meg.param";
+      return op->emitError()
+             << "'" << name << "' expects a #meg.state_of on a meg.param";
     return success();
   }
   if (name == kRecomputedAttrName) {
@@ -288,10 +288,9 @@ LogicalResult MegDialect::verifyRegionResultAttribute(Operation *op, unsigned,
     auto target =
         param && module ? module.lookupSymbol<ParamOp>(param) : ParamOp();
     if (!target || !target.isTrainable())
-      return op->emitError() << "'" << kGradOfAttrName << "' on result "
-                             << resultIndex
-                             << " expects a trainable meg.param, not "
-                             << attr.getValue();
+      return op->emitError()
+             << "'" << kGradOfAttrName << "' on result " << resultIndex
+             << " expects a trainable meg.param, not " << attr.getValue();
     return success();
   }
   if (failed(verifyValueName(op, attr, "result " + std::to_string(resultIndex))))

@@ -69,8 +69,8 @@ SmallVector<int64_t> ParamOp::getFullShape() {
 }
 
 std::optional<int64_t> ParamOp::getLayer() {
-  if (auto layer = (*this)->getAttrOfType<IntegerAttr>(
-          MegDialect::kLayerAttrName))
+  if (auto layer =
+          (*this)->getAttrOfType<IntegerAttr>(MegDialect::kLayerAttrName))
     return layer.getInt();
   return std::nullopt;
 }

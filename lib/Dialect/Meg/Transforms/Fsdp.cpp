@@ -280,8 +280,7 @@ void FsdpRewriter::shardParameters() {
       states[{of.getParam().getAttr(), static_cast<unsigned>(of.getRole())}] =
           state;
   auto stateOf = [&](ParamOp param, StateRole role) {
-    return states.lookup(
-        {param.getSymNameAttr(), static_cast<unsigned>(role)});
+    return states.lookup({param.getSymNameAttr(), static_cast<unsigned>(role)});
   };
   for (ParamOp param : module.getOps<ParamOp>()) {
     if (!param.isTrainable())
@@ -601,8 +600,8 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
   for (AdamWOp adamw : body.getOps<AdamWOp>()) {
     auto ref = adamw.getParam().getDefiningOp<ParamRefOp>();
     StringRef name = ref ? ref.getName() : "";
-    if (StringAttr trained = mastered.lookup(ref ? ref.getNameAttr().getAttr()
-                                                 : StringAttr()))
+    if (StringAttr trained =
+            mastered.lookup(ref ? ref.getNameAttr().getAttr() : StringAttr()))
       name = trained.getValue();
     auto it = layouts.find(name);
     if (it == layouts.end())

@@ -399,8 +399,7 @@ struct MegOptimizerPass
         masterType = type.clone(policy.getMainParams());
         declareState(builder, module, master, masterType,
                      InitAttr::get(builder.getContext(), InitKind::copy,
-                                   APFloat(0.0),
-                                   FlatSymbolRefAttr::get(param)),
+                                   APFloat(0.0), FlatSymbolRefAttr::get(param)),
                      /*nonNegative=*/false, sharding,
                      stateOf(StateRole::main_param));
       }

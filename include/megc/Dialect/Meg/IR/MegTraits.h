@@ -1,9 +1,10 @@
 //===- MegTraits.h - op classes of the meg dialect --------------*- C++ -*-===//
 //
 // The traits that classify meg ops (Meg_Pointwise, Meg_Elementwise,
-// Meg_RowReduction in MegBase.td, which documents them). They carry no verification: a trait
-// is the op's definition saying which class it is in, so that passes ask
-// `op->hasTrait<meg::Elementwise>()` instead of keeping lists of ops.
+// Meg_RowReduction in MegBase.td, which documents them). They carry no
+// verification: a trait is the op's definition saying which class it is in, so
+// that passes ask `op->hasTrait<meg::Elementwise>()` instead of keeping lists
+// of ops.
 //
 //===----------------------------------------------------------------------===//
 
