@@ -93,15 +93,6 @@ void mlir::meg::setGradientParam(FunctionOpInterface func, unsigned index,
                      FlatSymbolRefAttr::get(param));
 }
 
-ParamOp mlir::meg::stateParam(ModuleOp module, ParamOp param, StateRole role) {
-  for (ParamOp state : module.getOps<ParamOp>())
-    if (StateOfAttr of = state.getStateOf())
-      if (of.getRole() == role &&
-          of.getParam().getAttr() == param.getSymNameAttr())
-        return state;
-  return {};
-}
-
 LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (StateOfAttr stateOf = getStateOf()) {
     auto owner =

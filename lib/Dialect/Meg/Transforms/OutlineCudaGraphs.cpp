@@ -54,14 +54,18 @@ StringRef notCapturable(Operation *op, bool captureCollectives) {
 /// Layer of an op that reads no parameter: it goes with the op before it.
 constexpr int64_t kNoParameter = -2;
 
-/// The phases of a layer's runs, in the order they appear.
-enum class Phase { step, forward, backward, optimizer, other };
+/// A layer's runs in the order they appear: its forward, its backward and
+/// its optimizer work; later ones are numbered parts.
+constexpr unsigned kForward = 0, kBackward = 1;
+const char *const kLayerParts[] = {"forward", "backward", "optimizer"};
 
 struct Run {
   SmallVector<Operation *> ops;
   std::string name;
   int64_t layer = -1;
-  Phase phase = Phase::step;
+  /// Which of its layer's runs this is (kForward, kBackward, ...); none for
+  /// a step run.
+  std::optional<unsigned> occurrence;
   /// Which part of its function (a step run's index) or of its layer (the
   /// phase, or the occurrence after the optimizer's) the run is: regions
   /// share I/O buffers only with the previous region of the same part.
@@ -93,7 +97,7 @@ struct MegOutlineCudaGraphsPass
     bool hasBackward = false;
     llvm::DenseSet<int64_t> layersWithBackward;
     for (const Run &run : runs)
-      if (run.phase == Phase::backward) {
+      if (run.occurrence == kBackward) {
         hasBackward = true;
         layersWithBackward.insert(run.layer);
       }
@@ -105,7 +109,7 @@ struct MegOutlineCudaGraphsPass
         continue;
       // A frozen layer still has a backward when gradients must pass
       // through it to trainable layers before it.
-      if (scope == "layer" && hasBackward && run.phase == Phase::forward &&
+      if (scope == "layer" && hasBackward && run.occurrence == kForward &&
           !layerTrains(run.layer) && !layersWithBackward.contains(run.layer))
         region.setForwardOnly(true);
       if (shareIoBuffers && previous && region->getNumResults() == 1 &&
@@ -185,10 +189,6 @@ struct MegOutlineCudaGraphsPass
 
   /// Runs of capturable ops on one layer; ops of no layer stay outside.
   SmallVector<Run> layerRuns(func::FuncOp func) {
-    static const Phase kPhases[] = {Phase::forward, Phase::backward,
-                                    Phase::optimizer};
-    static const char *const kPhaseNames[] = {"forward", "backward",
-                                              "optimizer"};
     SmallVector<Run> runs;
     llvm::DenseMap<int64_t, unsigned> seen;
     int64_t current = -1;
@@ -209,9 +209,10 @@ struct MegOutlineCudaGraphsPass
         unsigned occurrence = seen[layer]++;
         Run run;
         run.layer = layer;
-        run.phase = occurrence < 3 ? kPhases[occurrence] : Phase::other;
-        run.part = occurrence < 3 ? kPhaseNames[occurrence]
-                                  : "part" + std::to_string(occurrence);
+        run.occurrence = occurrence;
+        run.part = occurrence < std::size(kLayerParts)
+                       ? kLayerParts[occurrence]
+                       : "part" + std::to_string(occurrence);
         run.name = "layers." + std::to_string(layer) + "." + run.part;
         runs.push_back(std::move(run));
       }

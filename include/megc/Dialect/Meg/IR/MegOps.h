@@ -46,9 +46,6 @@ namespace meg {
 ParamOp gradientParam(FunctionOpInterface func, unsigned index);
 /// Records that result `index` of `func` is the gradient of `param`.
 void setGradientParam(FunctionOpInterface func, unsigned index, ParamOp param);
-/// The state parameter holding `role` for `param` (`meg.state_of`), or
-/// null.
-ParamOp stateParam(ModuleOp module, ParamOp param, StateRole role);
 } // namespace meg
 } // namespace mlir
 
