@@ -163,8 +163,11 @@ def trace_classes(path, classes, sizes):
     for e in events:
         if e["cat"] in ("entry", "graph"):
             continue
-        cls = {"gemm": "GEMM", "copy": "copy", "collective": "collective",
-               "embedding_grad": "embedding gradient"}.get(e["cat"])
+        cls = {"gemm": "GEMM", "copy": "copy", "collective": "collective"
+               }.get(e["cat"])
+        if e["cat"] == "library":
+            cls = {"embedding_grad": "embedding gradient"}.get(e["name"],
+                                                               e["name"])
         if cls is None and e["cat"] == "attention":
             cls = "attention backward" if e["name"].endswith("grad") else \
                 "attention"

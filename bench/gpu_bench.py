@@ -178,7 +178,7 @@ def kernel_report(folder, out, runs_label, copy_bw, rows):
     for event in events["traceEvents"]:
         if event.get("cat") == "entry":
             runs += 1
-        elif event.get("cat") in ("kernel", "attention", "embedding_grad"):
+        elif event.get("cat") in ("kernel", "attention", "library"):
             name = event["name"]
             seconds[name] = seconds.get(name, 0.0) + event["dur"] / 1e6
             # Which kernels ran an attention: cuDNN's or megrt's (and why).
@@ -237,7 +237,7 @@ def llama_kernels(megc_run, out, rows, copy_bw):
         if event.get("cat") == "entry":
             runs += 1
         elif event.get("cat") in ("kernel", "gemm", "copy", "attention",
-                                  "embedding_grad"):
+                                  "library"):
             name = event["name"]
             kind = (name.split("_", 1)[1] if event["cat"] == "kernel"
                     else name)

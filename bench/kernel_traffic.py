@@ -84,8 +84,8 @@ def per_command(path, entry_name):
         if launch:
             kernels[launch[0]] = kernels.get(launch[0], 0) + launch[1]
             continue
-        m = re.match(r"  embedding_grad (%b\d+) = scatter_add\((%b\d+) by "
-                     r"(%b\d+)", line)
+        m = re.match(r"  library embedding_grad\(grad (%b\d+), ids (%b\d+)"
+                     r".* -> table (%b\d+)\)", line)
         if m:
             kernels["embedding_grad"] = kernels.get("embedding_grad", 0) + sum(
                 buffers[b] for b in m.groups())

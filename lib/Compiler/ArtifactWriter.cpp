@@ -243,13 +243,12 @@ private:
                               attention->out, &dims, dtype, attention->stats);
       return fb::CreateCommand(builder, fb::CommandOp::Attention, op.Union());
     }
-    if (auto *embedding = std::get_if<EmbeddingGradCommand>(&command)) {
-      auto op = fb::CreateEmbeddingGrad(
-          builder, embedding->grad, embedding->ids, embedding->firstRow,
-          embedding->table, embedding->scratch, embedding->tokens,
-          embedding->vocab, embedding->dim, dtype);
-      return fb::CreateCommand(builder, fb::CommandOp::EmbeddingGrad,
-                               op.Union());
+    if (auto *call = std::get_if<LibraryCallCommand>(&command)) {
+      auto op =
+          fb::CreateLibraryCall(builder, builder.CreateString(call->kernel),
+                                builder.CreateVector(call->operands),
+                                builder.CreateVector(call->params));
+      return fb::CreateCommand(builder, fb::CommandOp::LibraryCall, op.Union());
     }
     if (auto *collective = std::get_if<CollectiveCommand>(&command)) {
       fb::CollectiveKind kind = fb::CollectiveKind::all_reduce;
@@ -299,8 +298,6 @@ private:
         dtype = dtypeOf(entry.buffers[gemm->c].type.getElementType());
       if (auto *attention = std::get_if<AttentionCommand>(&cmd))
         dtype = dtypeOf(entry.buffers[attention->q].type.getElementType());
-      if (auto *embedding = std::get_if<EmbeddingGradCommand>(&cmd))
-        dtype = dtypeOf(entry.buffers[embedding->table].type.getElementType());
       if (auto *collective = std::get_if<CollectiveCommand>(&cmd))
         dtype = dtypeOf(entry.buffers[collective->src].type.getElementType());
       commands.push_back(command(cmd));

@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ProgramBuilder.h"
-#include "megrt/EmbeddingGradScratch.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -281,44 +280,33 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
   return success();
 }
 
-/// The table gradient as the runtime's scatter-add (EmbeddingGrad): each
-/// row sums the gradient rows of its tokens in token order, after a stable
-/// counting sort of the tokens by row in the command's scratch. Its work and
-/// traffic are those of reading the gradient and writing the table once,
-/// where a one-hot product would compare every token with every row.
+/// The table gradient as the runtime's library kernel embedding_grad (a
+/// deterministic scatter-add): each row sums the gradient rows of its tokens
+/// in token order. Its work and traffic are those of reading the gradient
+/// and writing the table once, where a one-hot product would compare every
+/// token with every row.
 LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
   auto table = cast<RankedTensorType>(op.getType());
   auto ids = cast<RankedTensorType>(op.getIds().getType());
-  EmbeddingGradCommand command;
-  command.vocab = table.getDimSize(0);
-  command.dim = table.getDimSize(1);
-  command.tokens = product(ids.getShape());
-  // The runtime sorts with i32 offsets and token numbers.
-  int64_t scratchElements =
-      megrt::embeddingGradScratch(command.tokens, command.vocab).elements;
-  if (scratchElements > megrt::kMaxEmbeddingGradScratch)
-    return op.emitOpError()
-           << "has " << command.tokens << " tokens and " << command.vocab
-           << " rows: the runtime sorts them with i32 offsets, which needs "
-              "vocab + 1 + 2 * tokens below 2^31";
   FailureOr<uint32_t> grad = bufferFor(op.getGrad());
   FailureOr<uint32_t> idsBuffer = bufferFor(op.getIds());
   if (failed(grad) || failed(idsBuffer))
     return failure();
-  command.grad = *grad;
-  command.ids = *idsBuffer;
-  if (Value firstRow = op.getFirstRow()) {
-    FailureOr<uint32_t> first = bufferFor(firstRow);
-    if (failed(first))
+  int32_t firstRow = -1;
+  if (Value first = op.getFirstRow()) {
+    FailureOr<uint32_t> buffer = bufferFor(first);
+    if (failed(buffer))
       return failure();
-    command.firstRow = static_cast<int32_t>(*first);
+    firstRow = static_cast<int32_t>(*buffer);
   }
-  command.scratch =
-      addBuffer(BufferKind::Arena, 0,
-                RankedTensorType::get({scratchElements}, builder.getI32Type()));
-  command.table = resultBuffer(op.getResult());
-  buffers[op.getResult()] = command.table;
-  entry->commands.push_back(command);
+  uint32_t result = resultBuffer(op.getResult());
+  buffers[op.getResult()] = result;
+  // Operands and parameters in the order of megrt/LibraryKernels.def.
+  entry->commands.push_back(LibraryCallCommand{
+      "embedding_grad",
+      {static_cast<int32_t>(*grad), static_cast<int32_t>(*idsBuffer), firstRow,
+       static_cast<int32_t>(result)},
+      {product(ids.getShape()), table.getDimSize(0), table.getDimSize(1)}});
   return success();
 }
 

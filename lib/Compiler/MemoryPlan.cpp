@@ -53,11 +53,11 @@ std::vector<uint32_t> buffersOf(const Command &command) {
       used.push_back(static_cast<uint32_t>(attention->stats));
     return used;
   }
-  if (auto *embedding = std::get_if<EmbeddingGradCommand>(&command)) {
-    std::vector<uint32_t> used = {embedding->grad, embedding->ids,
-                                  embedding->table, embedding->scratch};
-    if (embedding->firstRow >= 0)
-      used.push_back(static_cast<uint32_t>(embedding->firstRow));
+  if (auto *call = std::get_if<LibraryCallCommand>(&command)) {
+    std::vector<uint32_t> used;
+    for (int32_t operand : call->operands)
+      if (operand >= 0)
+        used.push_back(static_cast<uint32_t>(operand));
     return used;
   }
   if (auto *collective = std::get_if<CollectiveCommand>(&command))

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "megc/Compiler/Program.h"
+#include "megrt/LibraryKernels.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -84,6 +85,30 @@ void printSubmesh(llvm::raw_ostream &os, const ProgramDesc &program,
   os << "@" << (program.mesh ? program.mesh->name : "?") << "[";
   llvm::interleaveComma(program.submeshes[index], os);
   os << "]";
+}
+
+/// "library embedding_grad(grad %b3, ids %b0 -> table %b7) tokens 16 vocab
+/// 32 dim 8": the operands the call passes and the parameters, named by the
+/// kernel's signature.
+void printLibraryCall(llvm::raw_ostream &os, const LibraryCallCommand &call) {
+  const megrt::LibraryKernelSignature *kernel =
+      megrt::findLibraryKernel(call.kernel);
+  os << "library " << call.kernel << "(";
+  bool first = true, writes = false;
+  for (auto [index, operand] : llvm::enumerate(call.operands)) {
+    if (operand < 0)
+      continue;
+    bool written = kernel->operands[index].writes;
+    os << (written && !writes ? " -> "
+           : first            ? ""
+                              : ", ")
+       << kernel->operands[index].name << " %b" << operand;
+    writes = writes || written;
+    first = false;
+  }
+  os << ")";
+  for (auto [index, param] : llvm::enumerate(call.params))
+    os << " " << kernel->params[index] << " " << param;
 }
 
 } // namespace
@@ -172,13 +197,8 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
            << " h " << a->heads << " hkv " << a->kvHeads << " d " << a->headDim
            << " dv " << a->valueDim << (a->causal ? " causal" : "") << " scale "
            << a->scale;
-      } else if (auto *e = std::get_if<EmbeddingGradCommand>(&command)) {
-        os << "embedding_grad %b" << e->table << " = scatter_add(%b" << e->grad
-           << " by %b" << e->ids;
-        if (e->firstRow >= 0)
-          os << " rows from %b" << e->firstRow;
-        os << ") tokens " << e->tokens << " vocab " << e->vocab << " dim "
-           << e->dim << " scratch %b" << e->scratch;
+      } else if (auto *call = std::get_if<LibraryCallCommand>(&command)) {
+        printLibraryCall(os, *call);
       } else if (auto *c = std::get_if<CollectiveCommand>(&command)) {
         static const char *const kNames[] = {"all_gather", "reduce_scatter",
                                              "all_reduce", "shard_slice",

@@ -2,10 +2,10 @@
 #include "EntryVerifier.h"
 
 #include "AttentionCommand.h"
-#include "EmbeddingGradCommand.h"
 #include "Fail.h"
 #include "FbTypes.h"
 #include "VerifierChecks.h"
+#include "library/LibraryCall.h"
 
 #include <climits>
 #include <cmath>
@@ -168,8 +168,8 @@ private:
                               where + " (collective)");
     case fb::CommandOp::Wait:
       return verifyWait(*command->op_as_Wait(), index, where + " (wait)");
-    case fb::CommandOp::EmbeddingGrad:
-      return verifyEmbeddingGrad(*command, where + " (embedding_grad)");
+    case fb::CommandOp::LibraryCall:
+      return verifyLibrary(*command->op_as_LibraryCall(), where);
     }
     fail(where, ": unknown operation type ",
          static_cast<int>(command->op_type()),
@@ -239,54 +239,13 @@ private:
     }
   }
 
-  /// Dimensions positive and small enough for the i32 sort, a
-  /// floating-point dtype, and every operand a buffer of its dtype and
-  /// exactly its size.
-  void verifyEmbeddingGrad(const fb::Command &command,
-                           const std::string &where) {
-    const fb::EmbeddingGrad &e = *command.op_as_EmbeddingGrad();
-    if (!isValid(e.dtype()) || !isFloatingPoint(toDType(e.dtype())))
-      fail(where, ": expected a floating-point dtype, found value ",
-           static_cast<int>(e.dtype()));
-    if (e.tokens() < 1 || e.vocab() < 1 || e.dim() < 1)
-      fail(where, ": tokens ", e.tokens(), ", vocab ", e.vocab(), " and dim ",
-           e.dim(), " must be positive");
-    if (e.vocab() > kMaxEmbeddingGradScratch ||
-        e.tokens() > kMaxEmbeddingGradScratch ||
-        embeddingGradScratch(e.tokens(), e.vocab()).elements >
-            kMaxEmbeddingGradScratch)
-      fail(where, ": vocab ", e.vocab(), " + 1 + 2 * tokens ", e.tokens(),
-           " must stay below 2^31");
-    EmbeddingGradOperands ops = *embeddingGradOperands(command, entry_);
-    const EmbeddingGradShape &s = ops.shape;
-    auto operand = [&](uint32_t index, const char *role,
-                       std::initializer_list<fb::DType> dtypes, int64_t rows,
-                       int64_t columns) {
-      const fb::Buffer &buffer = bufferAt(index, where, role);
-      int64_t want;
-      if (__builtin_mul_overflow(rows, columns, &want))
-        fail(where, ": ", role, " size overflows");
-      bool dtypeOk = false;
-      for (fb::DType dtype : dtypes)
-        dtypeOk = dtypeOk || buffer.dtype() == dtype;
-      if (!dtypeOk || numElements(toShape(buffer.shape()), where) != want)
-        fail(where, ": ", role, " (buffer ", index, ", ",
-             formatType(toDType(buffer.dtype()), toShape(buffer.shape())),
-             ") is not ", want, " elements of ",
-             dtypes.size() == 1 ? dtypeName(toDType(*dtypes.begin()))
-                                : "i32 or i64",
-             " for ", describeEmbeddingGrad(s));
-    };
-    operand(ops.grad, "grad", {e.dtype()}, s.tokens, s.dim);
-    operand(ops.table, "table", {e.dtype()}, s.vocab, s.dim);
-    operand(ops.ids, "ids", {fb::DType::i32, fb::DType::i64}, s.tokens, 1);
-    operand(ops.scratch, "scratch", {fb::DType::i32},
-            embeddingGradScratch(s).elements, 1);
-    if (ops.firstRow < -1)
-      fail(where, ": first_row ", ops.firstRow, " is neither -1 nor a buffer");
-    if (ops.firstRow >= 0)
-      operand(static_cast<uint32_t>(ops.firstRow), "first_row",
-              {fb::DType::i32}, 1, 1);
+  /// What the kernel's signature says (libraryCallOf), then the kernel's
+  /// own checks.
+  void verifyLibrary(const fb::LibraryCall &call, std::string where) {
+    std::string name = toString(call.name());
+    checkPrintableName(name, where + ": the library kernel's name");
+    where += concat(" (", name, ")");
+    verifyLibraryCall(libraryCallOf(call, entry_, where), where);
   }
 
   void verifyLaunch(const fb::KernelLaunch &launch, const std::string &where) {

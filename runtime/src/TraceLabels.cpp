@@ -5,6 +5,7 @@
 #include "AttentionCommand.h"
 
 #include "FbTypes.h"
+#include "megrt/LibraryKernels.h"
 
 #include <string>
 #include <utility>
@@ -84,12 +85,13 @@ TraceLabel commandLabel(const fb::Program &program, const fb::Command &command,
     const char *name = attention->backward ? "attention_grad" : "attention";
     return {name, "attention", args.str()};
   }
-  if (const fb::EmbeddingGrad *embedding = command.op_as_EmbeddingGrad()) {
-    args.number("tokens", embedding->tokens())
-        .number("vocab", embedding->vocab())
-        .number("dim", embedding->dim())
-        .text("dtype", dtypeName(toDType(embedding->dtype())));
-    return {"embedding_grad", "embedding_grad", args.str()};
+  if (const fb::LibraryCall *call = command.op_as_LibraryCall()) {
+    // Verification has checked the call against its kernel's signature.
+    const LibraryKernelSignature &kernel =
+        *findLibraryKernel(toString(call->name()));
+    for (uint32_t i = 0; i < sizeOf(call->params()); ++i)
+      args.number(kernel.params[i], call->params()->Get(i));
+    return {kernel.name, "library", args.str()};
   }
   if (const fb::Collective *collective = command.op_as_Collective())
     return collectiveLabel(program, *collective, args);

@@ -78,11 +78,11 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
                              c->count, c->src, c->dst, c->async);
     return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());
   }
-  if (const auto *e = std::get_if<EmbeddingGradDesc>(&desc)) {
-    auto op = fb::CreateEmbeddingGrad(builder, e->grad, e->ids, e->firstRow,
-                                      e->table, e->scratch, e->tokens, e->vocab,
-                                      e->dim, e->dtype);
-    return fb::CreateCommand(builder, fb::CommandOp::EmbeddingGrad, op.Union());
+  if (const auto *call = std::get_if<LibraryCallDesc>(&desc)) {
+    auto op = fb::CreateLibraryCall(builder, builder.CreateString(call->name),
+                                    builder.CreateVector(call->operands),
+                                    builder.CreateVector(call->params));
+    return fb::CreateCommand(builder, fb::CommandOp::LibraryCall, op.Union());
   }
   if (const auto *a = std::get_if<AttentionDesc>(&desc)) {
     fb::AttentionDims dims(a->batch, a->seqQ, a->seqKv, a->heads, a->kvHeads,

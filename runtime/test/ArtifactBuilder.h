@@ -93,11 +93,11 @@ struct WaitDesc {
   uint32_t collective = 0;
 };
 
-struct EmbeddingGradDesc {
-  uint32_t grad = 0, ids = 0, table = 0, scratch = 0;
-  int32_t firstRow = -1;
-  int64_t tokens = 1, vocab = 1, dim = 1;
-  fb::DType dtype = fb::DType::f32;
+/// A LibraryCall: operands are buffer indices (-1: left out).
+struct LibraryCallDesc {
+  std::string name;
+  std::vector<int32_t> operands;
+  std::vector<int64_t> params;
 };
 
 /// An Attention command, or with `backward` an AttentionGrad; `stats` -1:
@@ -117,7 +117,7 @@ struct AttentionDesc {
 /// std::monostate writes a command without an operation.
 using CommandDesc =
     std::variant<LaunchDesc, GemmDesc, CopyDesc, CollectiveDesc, WaitDesc,
-                 EmbeddingGradDesc, AttentionDesc, std::monostate>;
+                 LibraryCallDesc, AttentionDesc, std::monostate>;
 
 struct GraphDesc {
   std::string name;

@@ -1,8 +1,7 @@
-// The embedding gradient (EmbeddingGrad command): the CPU scatter-add
-// against a naive reference that adds each token's row into its id's row
-// in token order, and the CUDA kernels against the CPU, bit for bit.
-#include "EmbeddingGradCommand.h"
-#include "cpu/CpuEmbeddingGrad.h"
+// The embedding gradient (the embedding_grad library kernel): the CPU
+// scatter-add against a naive reference that adds each token's row into its
+// id's row in token order, and the CUDA kernels against the CPU, bit for bit.
+#include "library/EmbeddingGrad.h"
 #include "cpu/ThreadPool.h"
 #include "megrt/Error.h"
 #include "megrt/HalfFloat.h"

@@ -48,11 +48,12 @@ TEST(ProgramVerifier, InputAndOutputIndexOutOfRange) {
             "(output count 1)");
 }
 
-/// The sample with an embedding gradient of 3 tokens into a 4 x 2 table
-/// appended to its forward entry (buffers after the sample's, in a grown
-/// arena); `breakIt` then changes it.
+/// The sample with an embedding_grad library call of 3 tokens into a 4 x 2
+/// table appended to its forward entry (buffers after the sample's, in a
+/// grown arena; operands grad 5, ids 6, first_row -1, table 7); `breakIt`
+/// then changes it.
 std::string embeddingGradErrorAfter(
-    const std::function<void(EntryDesc &, EmbeddingGradDesc &)> &breakIt) {
+    const std::function<void(EntryDesc &, LibraryCallDesc &)> &breakIt) {
   return errorAfter([&](ProgramDesc &d) {
     EntryDesc &entry = forward(d);
     uint64_t at = (entry.arenaBytes + 63) / 64 * 64;
@@ -60,16 +61,13 @@ std::string embeddingGradErrorAfter(
       entry.buffers.push_back(
           {fb::BufferKind::arena, 0, at, dtype, std::move(shape), {}});
       at += (bytes + 63) / 64 * 64;
-      return static_cast<uint32_t>(entry.buffers.size() - 1);
+      return static_cast<int32_t>(entry.buffers.size() - 1);
     };
-    EmbeddingGradDesc e;
-    e.tokens = 3;
-    e.vocab = 4;
-    e.dim = 2;
-    e.grad = add(fb::DType::f32, {3, 2}, 24);
-    e.ids = add(fb::DType::i32, {3}, 12);
-    e.table = add(fb::DType::f32, {4, 2}, 32);
-    e.scratch = add(fb::DType::i32, {4 + 1 + 2 * 3}, 44);
+    LibraryCallDesc e{"embedding_grad", {}, {3, 4, 2}};
+    e.operands.push_back(add(fb::DType::f32, {3, 2}, 24));
+    e.operands.push_back(add(fb::DType::i32, {3}, 12));
+    e.operands.push_back(-1);
+    e.operands.push_back(add(fb::DType::f32, {4, 2}, 32));
     entry.arenaBytes = at;
     breakIt(entry, e);
     entry.commands.push_back(e);
@@ -77,50 +75,79 @@ std::string embeddingGradErrorAfter(
 }
 
 TEST(ProgramVerifier, AcceptsAnEmbeddingGradient) {
-  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, EmbeddingGradDesc &) {}),
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, LibraryCallDesc &) {}),
             "(loaded)");
+}
+
+TEST(ProgramVerifier, LibraryCallsFollowTheirKernelsSignature) {
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, LibraryCallDesc &e) { e.name = "scatter"; }),
+            "entry 'forward', command 2 (scatter): no library kernel is "
+            "called 'scatter' (this runtime has embedding_grad; written by a "
+            "newer compiler?)");
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, LibraryCallDesc &e) { e.name = "bad name"; }),
+            "entry 'forward', command 2: the library kernel's name has a name "
+            "with byte 0x20 at 3, which is not printable ASCII");
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, LibraryCallDesc &e) { e.operands.pop_back(); }),
+            "entry 'forward', command 2 (embedding_grad): embedding_grad takes "
+            "4 operands, the call passes 3");
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, LibraryCallDesc &e) { e.params.push_back(1); }),
+            "entry 'forward', command 2 (embedding_grad): embedding_grad takes "
+            "3 parameters, the call passes 4");
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, LibraryCallDesc &e) { e.operands[1] = -1; }),
+            "entry 'forward', command 2 (embedding_grad): embedding_grad needs "
+            "its operand ids");
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, LibraryCallDesc &e) { e.operands[0] = 99; }),
+            "entry 'forward', command 2 (embedding_grad): grad buffer index 99 "
+            "is out of range (buffer count 8)");
+  EXPECT_EQ(embeddingGradErrorAfter(
+                [](EntryDesc &, LibraryCallDesc &e) { e.operands[2] = -2; }),
+            "entry 'forward', command 2 (embedding_grad): first_row buffer "
+            "index -2 is out of range (buffer count 8)");
 }
 
 TEST(ProgramVerifier, EmbeddingGradientOperandsMustFitItsShape) {
   EXPECT_EQ(embeddingGradErrorAfter(
-                [](EntryDesc &, EmbeddingGradDesc &e) { e.vocab = 5; }),
+                [](EntryDesc &, LibraryCallDesc &e) { e.params[1] = 5; }),
             "entry 'forward', command 2 (embedding_grad): table (buffer 7, "
             "f32[4,2]) is not 10 elements of f32 for embedding_grad f32 T=3 "
             "V=5 D=2");
-  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &entry, EmbeddingGradDesc &e) {
-              entry.buffers[e.scratch].shape = {10};
-            }),
-            "entry 'forward', command 2 (embedding_grad): scratch (buffer 8, "
-            "i32[10]) is not 11 elements of i32 for embedding_grad f32 T=3 "
-            "V=4 D=2");
-  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &entry, EmbeddingGradDesc &e) {
-              entry.buffers[e.ids].dtype = fb::DType::f32;
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &entry, LibraryCallDesc &e) {
+              entry.buffers[e.operands[1]].dtype = fb::DType::f32;
             }),
             "entry 'forward', command 2 (embedding_grad): ids (buffer 6, "
             "f32[3]) is not 3 elements of i32 or i64 for embedding_grad f32 "
             "T=3 V=4 D=2");
   EXPECT_EQ(embeddingGradErrorAfter(
-                [](EntryDesc &, EmbeddingGradDesc &e) { e.firstRow = 6; }),
+                [](EntryDesc &, LibraryCallDesc &e) { e.operands[2] = 6; }),
             "entry 'forward', command 2 (embedding_grad): first_row (buffer "
             "6, i32[3]) is not 1 elements of i32 for embedding_grad f32 T=3 "
             "V=4 D=2");
-  EXPECT_THAT(embeddingGradErrorAfter(
-                  [](EntryDesc &, EmbeddingGradDesc &e) { e.grad = 99; }),
-              HasSubstr("grad buffer index 99 is out of range"));
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &entry, LibraryCallDesc &e) {
+              entry.buffers[e.operands[0]].dtype = fb::DType::bf16;
+            }),
+            "entry 'forward', command 2 (embedding_grad): grad (buffer 5, "
+            "bf16[3,2]) is not 6 elements of f32 for embedding_grad f32 T=3 "
+            "V=4 D=2");
 }
 
 TEST(ProgramVerifier, EmbeddingGradientNeedsPositiveSizesAndAFloatDType) {
   EXPECT_EQ(embeddingGradErrorAfter(
-                [](EntryDesc &, EmbeddingGradDesc &e) { e.tokens = 0; }),
+                [](EntryDesc &, LibraryCallDesc &e) { e.params[0] = 0; }),
             "entry 'forward', command 2 (embedding_grad): tokens 0, vocab 4 "
             "and dim 2 must be positive");
-  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, EmbeddingGradDesc &e) {
-              e.dtype = fb::DType::i32;
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &entry, LibraryCallDesc &e) {
+              entry.buffers[e.operands[3]].dtype = fb::DType::i32;
             }),
             "entry 'forward', command 2 (embedding_grad): expected a "
-            "floating-point dtype, found value 3");
-  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, EmbeddingGradDesc &e) {
-              e.tokens = int64_t{1} << 30;
+            "floating-point table, found i32");
+  EXPECT_EQ(embeddingGradErrorAfter([](EntryDesc &, LibraryCallDesc &e) {
+              e.params[0] = int64_t{1} << 30;
             }),
             "entry 'forward', command 2 (embedding_grad): vocab 4 + 1 + 2 * "
             "tokens 1073741824 must stay below 2^31");

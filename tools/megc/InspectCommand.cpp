@@ -343,8 +343,13 @@ int runInspect() {
       os << ")\n";
       std::map<std::string, int> counts;
       if (entry->commands())
-        for (const fb::Command *command : *entry->commands())
-          ++counts[EnumNameCommandOp(command->op_type())];
+        for (const fb::Command *command : *entry->commands()) {
+          // A library call counts under its kernel's name.
+          const fb::LibraryCall *call = command->op_as_LibraryCall();
+          ++counts[call && call->name()
+                       ? call->name()->str()
+                       : EnumNameCommandOp(command->op_type())];
+        }
       os << "  commands:";
       for (auto &[name, count] : counts)
         os << " " << name << " " << count;

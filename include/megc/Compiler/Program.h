@@ -76,15 +76,14 @@ struct AttentionCommand {
   float scale;
 };
 
-/// The table gradient of an embedding (runtime/schema/megc.fbs,
-/// EmbeddingGrad): a scatter-add of grad's rows into table's rows by id,
-/// each row summed in token order; scratch holds vocab + 1 + 2 * tokens i32
-/// for the runtime's counting sort.
-struct EmbeddingGradCommand {
-  uint32_t grad, ids, table, scratch;
-  /// The buffer of the i32 first row of a vocab-parallel block, or -1.
-  int32_t firstRow = -1;
-  int64_t tokens, vocab, dim;
+/// A call of the runtime's library kernel `kernel` (runtime/schema/megc.fbs,
+/// LibraryCall; megrt/LibraryKernels.def lists the kernels with their
+/// operands and parameters): per operand its buffer, or -1 for an optional
+/// one left out; the integer parameters in the kernel's order.
+struct LibraryCallCommand {
+  std::string kernel;
+  std::vector<int32_t> operands;
+  std::vector<int64_t> params;
 };
 
 /// A collective over the registered submesh ProgramDesc::submeshes[submesh]
@@ -108,7 +107,7 @@ struct WaitCommand {
 };
 using Command =
     std::variant<LaunchCommand, GemmCommand, CopyCommand, AttentionCommand,
-                 EmbeddingGradCommand, CollectiveCommand, WaitCommand>;
+                 LibraryCallCommand, CollectiveCommand, WaitCommand>;
 
 struct TensorSpec {
   std::string name;

@@ -7,10 +7,11 @@
 #include "FbTypes.h"
 #include "TraceLabels.h"
 #include "cpu/CpuAttention.h"
-#include "cpu/CpuEmbeddingGrad.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 namespace megrt {
 namespace {
@@ -37,6 +38,18 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
   std::vector<uint8_t *> buffers;
   for (uint32_t i = 0; i < sizeOf(entry.buffers()); ++i)
     buffers.push_back(resolve(*entry.buffers()->Get(i), parameters));
+  // Library calls get their scratch's address when they are prepared.
+  std::string where = concat("entry '", toString(entry.name()), "'");
+  std::vector<std::optional<LibraryCallInfo>> calls(sizeOf(entry.commands()));
+  uint64_t libraryScratchSize = 0;
+  for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i)
+    if (const fb::LibraryCall *call =
+            entry.commands()->Get(i)->op_as_LibraryCall()) {
+      calls[i] = libraryCallOf(*call, entry, concat(where, ", command ", i));
+      libraryScratchSize =
+          std::max(libraryScratchSize, libraryScratchBytes(*calls[i]));
+    }
+  libraryScratch_ = AlignedBuffer(libraryScratchSize);
 
   for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i) {
     const fb::Command *command = entry.commands()->Get(i);
@@ -90,16 +103,13 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
           a->stats >= 0 ? reinterpret_cast<float *>(
                               buffers[static_cast<uint32_t>(a->stats)])
                         : nullptr});
-    } else if (std::optional<EmbeddingGradOperands> e =
-                   embeddingGradOperands(*command, entry)) {
-      // Verification keeps every buffer's offset a multiple of its element
-      // size, so the i32 buffers are aligned.
-      commands_.emplace_back(EmbeddingGrad{
-          e->shape, buffers[e->grad], buffers[e->ids],
-          e->firstRow >= 0 ? reinterpret_cast<const int32_t *>(
-                                 buffers[static_cast<uint32_t>(e->firstRow)])
-                           : nullptr,
-          buffers[e->table], reinterpret_cast<int32_t *>(buffers[e->scratch])});
+    } else if (calls[i]) {
+      std::vector<void *> operands;
+      for (int32_t operand : calls[i]->operands)
+        operands.push_back(
+            operand >= 0 ? buffers[static_cast<uint32_t>(operand)] : nullptr);
+      commands_.emplace_back(LibraryCall{
+          prepareCpuLibraryCall(*calls[i], operands, libraryScratch_.data())});
     } else if (const fb::Collective *c = command->op_as_Collective()) {
       if (c->kind() == fb::CollectiveKind::slice) {
         SliceCopy slice = toSliceCopy(*c, groups);
@@ -213,9 +223,8 @@ void CpuEntry::run(Command &command) {
                         a->stats, a->gradQ, a->gradK, a->gradV);
     else
       attentionForward(pool_, a->shape, a->q, a->k, a->v, a->out, a->stats);
-  } else if (auto *e = std::get_if<EmbeddingGrad>(&command)) {
-    embeddingGrad(pool_, e->shape, e->grad, e->ids, e->firstRow, e->table,
-                  e->scratch);
+  } else if (auto *call = std::get_if<LibraryCall>(&command)) {
+    call->run(pool_);
   } else if (auto *copy = std::get_if<Copy>(&command)) {
     // Verification allows overlapping source and destination.
     std::memmove(copy->dst, copy->src, copy->bytes);

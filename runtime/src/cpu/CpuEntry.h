@@ -6,12 +6,12 @@
 #include "AttentionShape.h"
 #include "CollectiveCommand.h"
 #include "Device.h"
-#include "EmbeddingGradCommand.h"
 #include "GraphRegions.h"
 #include "Trace.h"
 #include "cpu/CpuGemm.h"
 #include "cpu/CpuModule.h"
 #include "cpu/ThreadPool.h"
+#include "library/LibraryCall.h"
 #include "megrt/AlignedBuffer.h"
 #include "megrt/Tensor.h"
 #include "megrt/megc_generated.h"
@@ -80,20 +80,16 @@ private:
     /// null.
     float *stats;
   };
-  /// The operands of EmbeddingGradOperands resolved to addresses.
-  struct EmbeddingGrad {
-    EmbeddingGradShape shape;
-    const uint8_t *grad, *ids;
-    /// Null for a whole table.
-    const int32_t *firstRow;
-    uint8_t *table;
-    int32_t *scratch;
+  /// A LibraryCall prepared by its kernel (the scratch is the entry's
+  /// libraryScratch_).
+  struct LibraryCall {
+    CpuLibraryRun run;
   };
   /// Completes the async collective at command `collective`.
   struct Wait {
     uint32_t collective;
   };
-  using Command = std::variant<Launch, CpuGemm, Copy, Attention, EmbeddingGrad,
+  using Command = std::variant<Launch, CpuGemm, Copy, Attention, LibraryCall,
                                CollectiveCall, Wait>;
 
   uint8_t *resolve(const fb::Buffer &buffer, std::vector<Tensor> &parameters);
@@ -105,6 +101,8 @@ private:
 
   ThreadPool &pool_;
   AlignedBuffer arena_;
+  /// The scratch of the library calls (the largest any one needs).
+  AlignedBuffer libraryScratch_;
   std::vector<Tensor> inputs_;
   std::vector<Tensor> outputs_;
   std::vector<Command> commands_;

@@ -84,8 +84,7 @@ CudaDevice::CudaDevice(const Program &program, int ordinal,
   if (hasCommand(flatbufferOf(program),
                  {fb::CommandOp::Attention, fb::CommandOp::AttentionGrad}))
     attention_ = std::make_unique<CudaAttention>(context_);
-  if (hasCommand(flatbufferOf(program), {fb::CommandOp::EmbeddingGrad}))
-    embeddingGrad_ = std::make_unique<CudaEmbeddingGrad>(context_);
+  library_ = std::make_unique<CudaLibrary>(flatbufferOf(program), context_);
   openCudnn();
   if (options_.trace)
     traceOrigin_ = std::make_unique<CudaEvent>(
@@ -186,7 +185,7 @@ CudaEntry &CudaDevice::prepare(size_t index) {
         concat("entry '", program_.entries()[index].name, "'"),
         CudaEntryResources{
             program, module_, parameterAddresses_, scratch_.get(),
-            cublas_.get(), attention_.get(), embeddingGrad_.get(), cudnn_.get(),
+            cublas_.get(), attention_.get(), *library_, cudnn_.get(),
             cudnnUnavailable_, context_.computeMajor(),
             [this](const std::string &line) { report(line); }, groups_},
         options_);

@@ -8,9 +8,9 @@
 #include "cuda/CublasLt.h"
 #include "cuda/CudaAttention.h"
 #include "cuda/CudaContext.h"
-#include "cuda/CudaEmbeddingGrad.h"
 #include "cuda/CudaEntry.h"
 #include "cuda/CudaEvent.h"
+#include "cuda/CudaLibrary.h"
 #include "cuda/CudaModule.h"
 #include "cuda/CudnnAttention.h"
 #include "cuda/DeviceMemory.h"
@@ -60,8 +60,8 @@ private:
   DeviceMemory scratch_;
   std::unique_ptr<CublasLtContext> cublas_;
   std::unique_ptr<CudaAttention> attention_;
-  /// Null without an EmbeddingGrad command.
-  std::unique_ptr<CudaEmbeddingGrad> embeddingGrad_;
+  /// The library kernels the program calls.
+  std::unique_ptr<CudaLibrary> library_;
   /// Null without a bf16 or f16 attention that cuDNN could run, or when
   /// cuDNN is not available, for the reason in cudnnUnavailable_.
   std::unique_ptr<CudnnAttention> cudnn_;

@@ -1,4 +1,4 @@
-// The embedding gradient on a CUDA device: the kernels of
+// The embedding_grad library kernel on a CUDA device: the kernels of
 // cuda/embedding/EmbeddingGrad.cu launched through the driver API.
 #include "cuda/CudaEmbeddingGrad.h"
 
@@ -62,6 +62,26 @@ CudaEmbeddingGrad::CudaEmbeddingGrad(const CudaContext &context)
 }
 
 CudaEmbeddingGrad::~CudaEmbeddingGrad() = default;
+
+CudaLibraryRun
+CudaEmbeddingGrad::prepare(const LibraryCallInfo &call,
+                           const std::vector<CUdeviceptr> &operands,
+                           CUdeviceptr scratch) const {
+  const LibraryKernelSignature &k = *call.kernel;
+  EmbeddingGradShape shape = embeddingGradShape(call);
+  CUdeviceptr grad = operands[k.operand("grad")];
+  CUdeviceptr ids = operands[k.operand("ids")];
+  CUdeviceptr firstRow = operands[k.operand("first_row")];
+  CUdeviceptr table = operands[k.operand("table")];
+  return [this, shape, grad, ids, firstRow, table, scratch](CUstream stream) {
+    run(shape, grad, ids, firstRow, table, scratch, stream);
+  };
+}
+
+std::unique_ptr<CudaLibraryKernel>
+library::cuda_embedding_grad(const CudaContext &context) {
+  return std::make_unique<CudaEmbeddingGrad>(context);
+}
 
 void CudaEmbeddingGrad::run(const EmbeddingGradShape &shape, CUdeviceptr grad,
                             CUdeviceptr ids, CUdeviceptr firstRow,

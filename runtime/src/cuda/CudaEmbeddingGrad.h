@@ -1,12 +1,13 @@
-// The embedding gradient on a CUDA device: the kernels of
+// The embedding_grad library kernel on a CUDA device: the kernels of
 // cuda/embedding/EmbeddingGrad.cu, embedded in the runtime as a fatbin,
 // loaded into a context and launched through the driver API.
 #ifndef MEGRT_SRC_CUDA_CUDAEMBEDDINGGRAD_H
 #define MEGRT_SRC_CUDA_CUDAEMBEDDINGGRAD_H
 
-#include "EmbeddingGradCommand.h"
 #include "cuda/CudaContext.h"
+#include "cuda/CudaLibrary.h"
 #include "cuda/EmbeddedModule.h"
+#include "library/EmbeddingGrad.h"
 
 #include <cuda.h>
 
@@ -17,17 +18,21 @@
 namespace megrt {
 
 /// The embedding-gradient kernels loaded into one context.
-class CudaEmbeddingGrad {
+class CudaEmbeddingGrad : public CudaLibraryKernel {
 public:
   /// Loads the embedded module into `context` (which must outlive this
   /// object). Fails in a runtime built without nvcc and on devices older
   /// than compute capability 9.0.
   explicit CudaEmbeddingGrad(const CudaContext &context);
-  ~CudaEmbeddingGrad();
+  ~CudaEmbeddingGrad() override;
   CudaEmbeddingGrad(const CudaEmbeddingGrad &) = delete;
   CudaEmbeddingGrad &operator=(const CudaEmbeddingGrad &) = delete;
 
-  /// Enqueues EmbeddingGrad's semantics (EmbeddingGradCommand.h) on
+  CudaLibraryRun prepare(const LibraryCallInfo &call,
+                         const std::vector<CUdeviceptr> &operands,
+                         CUdeviceptr scratch) const override;
+
+  /// Enqueues embedding_grad's semantics (megrt/LibraryKernels.def) on
   /// `stream`: table from grad and ids, with the i32 first row at
   /// `firstRow` (0: none); `scratch` holds embeddingGradScratch(shape) i32,
   /// 4-byte aligned, unused by other work until the launches finish.

@@ -4,13 +4,13 @@
 #include "cuda/CudaEntry.h"
 
 #include "AttentionCommand.h"
-#include "EmbeddingGradCommand.h"
 
 #include "Fail.h"
 #include "FbTypes.h"
 #include "cuda/CudaDriver.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace megrt {
 namespace {
@@ -59,6 +59,19 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
   parametersUsed_.erase(
       std::unique(parametersUsed_.begin(), parametersUsed_.end()),
       parametersUsed_.end());
+
+  // Library calls get their scratch's address when they are prepared.
+  std::vector<std::optional<LibraryCallInfo>> calls(sizeOf(entry.commands()));
+  uint64_t libraryScratchSize = 0;
+  for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i)
+    if (const fb::LibraryCall *call =
+            entry.commands()->Get(i)->op_as_LibraryCall()) {
+      calls[i] = libraryCallOf(*call, entry, concat(where, ", command ", i));
+      libraryScratchSize =
+          std::max(libraryScratchSize, libraryScratchBytes(*calls[i]));
+    }
+  libraryScratch_ = DeviceMemory(libraryScratchSize,
+                                 where + ": scratch of the library calls");
 
   size_t copyTempBytes = 0;
   size_t attentionScratchBytes = 0;
@@ -110,14 +123,14 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
           a->backward ? buffers[a->gradV] : 0,
           a->stats >= 0 ? buffers[static_cast<uint32_t>(a->stats)] : 0,
           resources.attention, choice.cudnn});
-    } else if (std::optional<EmbeddingGradOperands> e =
-                   embeddingGradOperands(*command, entry)) {
-      // The device loads the embedding-gradient kernels for any program
-      // with one.
-      commands_.emplace_back(EmbeddingGrad{
-          e->shape, buffers[e->grad], buffers[e->ids],
-          e->firstRow >= 0 ? buffers[static_cast<uint32_t>(e->firstRow)] : 0,
-          buffers[e->table], buffers[e->scratch], resources.embeddingGrad});
+    } else if (calls[i]) {
+      std::vector<CUdeviceptr> operands;
+      for (int32_t operand : calls[i]->operands)
+        operands.push_back(
+            operand >= 0 ? buffers[static_cast<uint32_t>(operand)] : 0);
+      commands_.emplace_back(
+          LibraryCall{resources.library.kernel(*calls[i]).prepare(
+              *calls[i], operands, libraryScratch_.get())});
     } else if (const fb::Collective *c = command->op_as_Collective()) {
       CUdeviceptr src = buffers[c->src()];
       CUdeviceptr dst = buffers[c->dst()];
@@ -290,9 +303,8 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
                            stream);
     else
       a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, a->stats, stream);
-  } else if (const auto *e = std::get_if<EmbeddingGrad>(&command)) {
-    e->kernels->run(e->shape, e->grad, e->ids, e->firstRow, e->table,
-                    e->scratch, stream);
+  } else if (const auto *call = std::get_if<LibraryCall>(&command)) {
+    call->run(stream);
   } else if (const auto *copy = std::get_if<Copy>(&command)) {
     runCopy(*copy, stream);
   } else {

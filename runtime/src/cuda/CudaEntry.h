@@ -8,10 +8,10 @@
 #include "Device.h"
 #include "GraphRegions.h"
 #include "cuda/CudaAttention.h"
-#include "cuda/CudaEmbeddingGrad.h"
 #include "cuda/CudaEntryTrace.h"
 #include "cuda/CudaGemm.h"
 #include "cuda/CudaGraph.h"
+#include "cuda/CudaLibrary.h"
 #include "cuda/CudaModule.h"
 #include "cuda/CudnnAttention.h"
 #include "cuda/DeviceMemory.h"
@@ -39,8 +39,8 @@ struct CudaEntryResources {
   const CublasLtContext *cublas;
   /// Null when the program has no Attention or AttentionGrad command.
   const CudaAttention *attention;
-  /// Null when the program has no EmbeddingGrad command.
-  const CudaEmbeddingGrad *embeddingGrad;
+  /// The library kernels the program calls.
+  const CudaLibrary &library;
   /// cuDNN's attention, which an entry prepares its shapes on; null where
   /// it is not available, for the reason in cudnnUnavailable.
   CudnnAttention *cudnn;
@@ -117,19 +117,17 @@ private:
     const CudaAttention *kernels;
     const CudnnAttention *cudnn;
   };
-  /// The operands of EmbeddingGradOperands resolved to device addresses
-  /// (firstRow 0: none).
-  struct EmbeddingGrad {
-    EmbeddingGradShape shape;
-    CUdeviceptr grad, ids, firstRow, table, scratch;
-    const CudaEmbeddingGrad *kernels;
+  /// A LibraryCall prepared by its kernel (the scratch is the entry's
+  /// libraryScratch_).
+  struct LibraryCall {
+    CudaLibraryRun run;
   };
   /// Completes the async collective at command `collective`.
   struct Wait {
     uint32_t collective;
   };
   /// One per command of the artifact, in order (a slice is a Copy).
-  using Command = std::variant<Kernel, CudaGemm, Copy, Attention, EmbeddingGrad,
+  using Command = std::variant<Kernel, CudaGemm, Copy, Attention, LibraryCall,
                                CollectiveCall, Wait>;
 
   CUdeviceptr resolve(const fb::Buffer &buffer,
@@ -154,6 +152,8 @@ private:
   /// The scratch of the attention commands (the largest any one needs),
   /// allocated with the entry for the same reason.
   DeviceMemory attentionScratch_;
+  /// The scratch of the library calls (the largest any one needs).
+  DeviceMemory libraryScratch_;
   std::vector<Command> commands_;
   std::vector<uint32_t> parametersUsed_;
   std::vector<GraphRegion> regions_;

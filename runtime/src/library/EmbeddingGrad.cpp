@@ -1,8 +1,11 @@
-// The embedding gradient on the CPU: a deterministic scatter-add.
-#include "cpu/CpuEmbeddingGrad.h"
+// The embedding_grad library kernel: its checks, its scratch, and its CPU
+// implementation (a deterministic scatter-add).
+#include "library/EmbeddingGrad.h"
 
+#include "FbTypes.h"
 #include "cpu/ThreadPool.h"
 #include "megrt/HalfFloat.h"
+#include "megrt/Shape.h"
 
 #include <algorithm>
 #include <cstring>
@@ -62,6 +65,82 @@ void storeRow(DType dtype, const float *sum, int64_t dim, void *table,
 }
 
 } // namespace
+
+EmbeddingGradShape embeddingGradShape(const LibraryCallInfo &call) {
+  return {call.param("tokens"), call.param("vocab"), call.param("dim"),
+          call.dtype("table"), call.dtype("ids") == DType::I64};
+}
+
+namespace library {
+
+/// Dimensions positive and small enough for the i32 sort, a floating-point
+/// dtype, and every operand a buffer of its dtype and exactly its size.
+void verify_embedding_grad(const LibraryCallInfo &call,
+                           const std::string &where) {
+  int64_t tokens = call.param("tokens"), vocab = call.param("vocab"),
+          dim = call.param("dim");
+  if (!isFloatingPoint(call.dtype("table")))
+    fail(where, ": expected a floating-point table, found ",
+         dtypeName(call.dtype("table")));
+  if (tokens < 1 || vocab < 1 || dim < 1)
+    fail(where, ": tokens ", tokens, ", vocab ", vocab, " and dim ", dim,
+         " must be positive");
+  if (vocab > kMaxEmbeddingGradScratch || tokens > kMaxEmbeddingGradScratch ||
+      embeddingGradScratch(tokens, vocab).elements > kMaxEmbeddingGradScratch)
+    fail(where, ": vocab ", vocab, " + 1 + 2 * tokens ", tokens,
+         " must stay below 2^31");
+  EmbeddingGradShape s = embeddingGradShape(call);
+  auto operand = [&](const char *name, std::initializer_list<DType> dtypes,
+                     int64_t rows, int64_t columns) {
+    const fb::Buffer *buffer = call.buffer(name);
+    if (!buffer)
+      return;
+    int64_t want;
+    if (__builtin_mul_overflow(rows, columns, &want))
+      fail(where, ": ", name, " size overflows");
+    bool dtypeOk = false;
+    for (DType dtype : dtypes)
+      dtypeOk = dtypeOk || toDType(buffer->dtype()) == dtype;
+    if (!dtypeOk || numElements(toShape(buffer->shape()), where) != want)
+      fail(where, ": ", name, " (buffer ",
+           call.operands[call.kernel->operand(name)], ", ",
+           formatType(toDType(buffer->dtype()), toShape(buffer->shape())),
+           ") is not ", want, " elements of ",
+           dtypes.size() == 1 ? dtypeName(*dtypes.begin()) : "i32 or i64",
+           " for ", describeEmbeddingGrad(s));
+  };
+  operand("grad", {s.dtype}, tokens, dim);
+  operand("table", {s.dtype}, vocab, dim);
+  operand("ids", {DType::I32, DType::I64}, tokens, 1);
+  operand("first_row", {DType::I32}, 1, 1);
+}
+
+uint64_t scratch_embedding_grad(const LibraryCallInfo &call) {
+  return static_cast<uint64_t>(
+             embeddingGradScratch(call.param("tokens"), call.param("vocab"))
+                 .elements) *
+         sizeof(int32_t);
+}
+
+CpuLibraryRun cpu_embedding_grad(const LibraryCallInfo &call,
+                                 const std::vector<void *> &operands,
+                                 uint8_t *scratch) {
+  const LibraryKernelSignature &k = *call.kernel;
+  EmbeddingGradShape shape = embeddingGradShape(call);
+  const void *grad = operands[k.operand("grad")];
+  const void *ids = operands[k.operand("ids")];
+  // Verification keeps every buffer's offset a multiple of its element
+  // size, and the scratch is 64-byte aligned, so the i32 data are aligned.
+  const auto *firstRow =
+      static_cast<const int32_t *>(operands[k.operand("first_row")]);
+  void *table = operands[k.operand("table")];
+  auto *sort = reinterpret_cast<int32_t *>(scratch);
+  return [=](ThreadPool &pool) {
+    embeddingGrad(pool, shape, grad, ids, firstRow, table, sort);
+  };
+}
+
+} // namespace library
 
 void embeddingGrad(ThreadPool &pool, const EmbeddingGradShape &s,
                    const void *grad, const void *ids, const int32_t *firstRow,
