@@ -10,7 +10,7 @@
 
 #include "DispatchPlan.h"
 
-#include "megc/Kernels/CudaArch.h"
+#include "megc/Target/CudaArch.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -211,34 +211,25 @@ Value baseOf(Value value) {
 
 GridLimits cpuGridLimits() { return GridLimits(); }
 
-llvm::Expected<TargetGrid> targetGrid(StringRef target, unsigned vectorBits,
-                                      StringRef cudaArch) {
+TargetGrid targetGrid(meg::TargetAttr target) {
   // Every kernel computes in f32 (16-bit values are widened).
   constexpr unsigned kComputeBits = 32;
-  auto error = [](const Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-  };
   TargetGrid grid;
-  if (target == "cpu") {
-    if (vectorBits < kComputeBits || !llvm::isPowerOf2_32(vectorBits))
-      return error("vector-bits " + Twine(vectorBits) +
-                   " is not a power of two of at least " + Twine(kComputeBits));
+  if (!target.isCuda()) {
+    // The attribute's verifier keeps the width a power of two of at least
+    // one f32.
     grid.limits = cpuGridLimits();
-    grid.vectorWidth = vectorBits / kComputeBits;
+    grid.vectorWidth = target.getVectorBits() / kComputeBits;
     return grid;
   }
-  if (target != "cuda")
-    return error("unknown target '" + target + "'; expected cpu or cuda");
-  llvm::Expected<CudaArch> arch = CudaArch::parse(cudaArch, "cuda-arch");
-  if (!arch)
-    return arch.takeError();
+  CudaArch arch = target.getCudaArch();
   // A block's threads each take at least one vector of its tile; grids of
   // about as many blocks as the GPU keeps resident, which bounds the
   // partials of a column reduction to that many rows.
-  grid.vectorWidth = arch->vectorBytes() * 8 / kComputeBits;
-  grid.limits.minWork = arch->threadsPerBlock() * grid.vectorWidth;
-  grid.limits.maxGrid = static_cast<int64_t>(arch->multiprocessors()) *
-                        arch->blocksPerMultiprocessor();
+  grid.vectorWidth = arch.vectorBytes() * 8 / kComputeBits;
+  grid.limits.minWork = arch.threadsPerBlock() * grid.vectorWidth;
+  grid.limits.maxGrid = static_cast<int64_t>(arch.multiprocessors()) *
+                        arch.blocksPerMultiprocessor();
   return grid;
 }
 

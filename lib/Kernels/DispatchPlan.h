@@ -57,11 +57,7 @@ struct TargetGrid {
   GridLimits limits;
   int64_t vectorWidth = 1;
 };
-/// `target` is "cpu" (vectors of `vectorBits`) or "cuda" (`cudaArch`); the
-/// error names what is wrong with the options.
-llvm::Expected<TargetGrid> targetGrid(llvm::StringRef target,
-                                      unsigned vectorBits,
-                                      llvm::StringRef cudaArch);
+TargetGrid targetGrid(mlir::meg::TargetAttr target);
 
 /// One dispatch: its domain (the leading loop extents of its nests), the
 /// workgroup tile of the domain, and its nests in order.

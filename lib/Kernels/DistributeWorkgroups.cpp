@@ -312,24 +312,12 @@ struct MegDistributeWorkgroupsPass
     : public impl::MegDistributeWorkgroupsBase<MegDistributeWorkgroupsPass> {
   using Base::Base;
 
-  LogicalResult initialize(MLIRContext *context) override {
-    llvm::Expected<TargetGrid> grid =
-        targetGrid(target, /*vectorBits=*/128, cudaArch);
-    if (!grid)
-      return emitError(UnknownLoc::get(context))
-             << "meg-distribute-workgroups: "
-             << llvm::toString(grid.takeError());
-    limits = grid->limits;
-    return success();
-  }
-
   void runOnOperation() override {
+    GridLimits limits = targetGrid(meg::TargetAttr::of(getOperation())).limits;
     for (auto kernel : getOperation().getOps<func::FuncOp>())
       if (failed(KernelDistributor(kernel, limits).run()))
         return signalPassFailure();
   }
-
-  GridLimits limits;
 };
 
 } // namespace

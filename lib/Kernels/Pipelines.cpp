@@ -87,10 +87,8 @@ void addHostToLlvm(OpPassManager &pm) {
 } // namespace
 
 void buildCpuDistributionPipeline(OpPassManager &pm, unsigned vectorBits) {
-  MegSelectKernelStrategyOptions strategy;
-  strategy.target = "cpu";
-  strategy.vectorBits = vectorBits;
-  pm.addPass(createMegSelectKernelStrategy(strategy));
+  pm.addPass(createMegSetCpuTarget(vectorBits));
+  pm.addPass(createMegSelectKernelStrategy());
   pm.addPass(createMegDistributeWorkgroups());
   pm.addPass(createMegOutlineCpuDispatches());
   // After outlining: before, it would fold the forall of a one-workgroup
@@ -116,14 +114,9 @@ void buildGpuMappingPipeline(OpPassManager &pm, const CudaArch &arch) {
   // A softmax's or cross-entropy's row statistics in one read of the row:
   // the warp and block reductions combine (maximum, sum) pairs.
   pm.addNestedPass<func::FuncOp>(createMegOnlineSoftmax());
-  MegSelectKernelStrategyOptions strategy;
-  strategy.target = "cuda";
-  strategy.cudaArch = arch.name();
-  pm.addPass(createMegSelectKernelStrategy(strategy));
-  MegDistributeWorkgroupsOptions distribution;
-  distribution.target = "cuda";
-  distribution.cudaArch = arch.name();
-  pm.addPass(createMegDistributeWorkgroups(distribution));
+  pm.addPass(createMegSetCudaTarget(arch));
+  pm.addPass(createMegSelectKernelStrategy());
+  pm.addPass(createMegDistributeWorkgroups());
   MegMapKernelsToGpuOptions mapping;
   mapping.threadsPerBlock = arch.threadsPerBlock();
   mapping.stageBytes = arch.stageBytes();

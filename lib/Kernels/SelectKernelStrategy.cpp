@@ -25,19 +25,11 @@ struct MegSelectKernelStrategyPass
     : public impl::MegSelectKernelStrategyBase<MegSelectKernelStrategyPass> {
   using Base::Base;
 
-  LogicalResult initialize(MLIRContext *context) override {
-    llvm::Expected<TargetGrid> grid = targetGrid(target, vectorBits, cudaArch);
-    if (!grid)
-      return emitError(UnknownLoc::get(context))
-             << "meg-select-kernel-strategy: "
-             << llvm::toString(grid.takeError());
-    limits = grid->limits;
-    vectorWidth = grid->vectorWidth;
-    return success();
-  }
-
   void runOnOperation() override {
     MLIRContext *context = &getContext();
+    TargetGrid grid = targetGrid(meg::TargetAttr::of(getOperation()));
+    GridLimits limits = grid.limits;
+    int64_t vectorWidth = grid.vectorWidth;
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {
       meg::KernelStrategyAttr strategy;
       SmallVector<Operation *> steps = kernelSteps(kernel);
@@ -57,9 +49,6 @@ struct MegSelectKernelStrategyPass
       kernel->setAttr(meg::MegDialect::kKernelStrategyAttrName, strategy);
     }
   }
-
-  GridLimits limits;
-  int64_t vectorWidth = 1;
 };
 
 } // namespace

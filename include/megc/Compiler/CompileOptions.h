@@ -9,7 +9,7 @@
 #ifndef MEGC_COMPILER_COMPILEOPTIONS_H
 #define MEGC_COMPILER_COMPILEOPTIONS_H
 
-#include "megc/Kernels/CudaArch.h"
+#include "megc/Target/CudaArch.h"
 
 #include "llvm/Support/Error.h"
 

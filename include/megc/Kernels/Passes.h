@@ -8,7 +8,7 @@
 #define MEGC_KERNELS_PASSES_H
 
 #include "megc/Dialect/Meg/IR/MegDialect.h"
-#include "megc/Kernels/CudaArch.h"
+#include "megc/Target/CudaArch.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,6 +32,11 @@ namespace megc {
 
 #define GEN_PASS_REGISTRATION
 #include "megc/Kernels/Passes.h.inc"
+
+/// meg-set-target for a target already parsed (the driver's options): the
+/// CPU with vector registers of `vectorBits`, or CUDA `arch`.
+std::unique_ptr<mlir::Pass> createMegSetCpuTarget(unsigned vectorBits);
+std::unique_ptr<mlir::Pass> createMegSetCudaTarget(const CudaArch &arch);
 
 } // namespace megc
 

@@ -167,6 +167,28 @@ def MegOnlineSoftmax : Pass<"meg-online-softmax", "::mlir::func::FuncOp"> {
                            "::mlir::linalg::LinalgDialect"];
 }
 
+def MegSetTarget : Pass<"meg-set-target", "::mlir::ModuleOp"> {
+  let summary = "Records the device the kernels are for as #meg.target";
+  let description = [{
+    Parses its options once into the module's `meg.target`
+    (`#meg.target<cpu, vector_bits = N>` or `#meg.target<cuda, arch =
+    "sm_NN">`), which the kernel passes read. The driver records the same
+    attribute from `--target`, `--cpu` and `--cuda-arch`; this pass is how
+    `megc-opt` pipelines and tests choose a target.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "The device: cpu or cuda">,
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"128",
+           "CPU vector register width in bits (128 for baseline x86-64, "
+           "512 with AVX-512)">,
+    Option<"cudaArch", "cuda-arch", "std::string",
+           /*default=*/"MEGC_DEFAULT_CUDA_ARCH",
+           "CUDA architecture for target=cuda">
+  ];
+  let dependentDialects = ["::mlir::meg::MegDialect"];
+}
+
 def MegSelectKernelStrategy
     : Pass<"meg-select-kernel-strategy", "::mlir::ModuleOp"> {
   let summary = "Classifies every kernel and records its strategy";
@@ -176,15 +198,16 @@ def MegSelectKernelStrategy
     from the outside in, classifies the kernel as `pointwise`,
     `row_reduction`, `column_reduction`, `full_reduction` or `serial`, and
     picks the workgroup tile of those dimensions and the vector width for
-    `target`. The choice is recorded on the function as
+    the module's `meg.target` (`#meg.target`; the CPU with 128-bit vectors
+    without one). The choice is recorded on the function as
     `meg.kernel_strategy` (see `#meg.kernel_strategy`); nothing else
     changes. The tiles depend on the shapes and the target only, never on
     the number of threads that will run them.
 
     CPU: at most 256 workgroups of at least 16K elements each (fewer for
     small kernels, one below that), outer dimensions split first, tiles
-    whose inputs fit in 256 KB where possible; the vector width is
-    `vector-bits` over the element size. CUDA: tiles of at least one
+    whose inputs fit in 256 KB where possible; the vector width is the
+    target's `vector_bits` over the element size. CUDA: tiles of at least one
     128-bit vector per thread of a block, and at most 8 blocks per
     streaming multiprocessor of the architecture (1056 on sm_90).
 
@@ -200,16 +223,6 @@ def MegSelectKernelStrategy
                     domain = [2, 256], tile = [1, 16], vector = 4>} {...}
     ```
   }];
-  let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "The target the tiles are chosen for: cpu or cuda">,
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"128",
-           "CPU vector register width in bits (128 for baseline x86-64, "
-           "512 with AVX-512)">,
-    Option<"cudaArch", "cuda-arch", "std::string",
-           /*default=*/"MEGC_DEFAULT_CUDA_ARCH",
-           "CUDA architecture for target=cuda">
-  ];
   let dependentDialects = ["::mlir::meg::MegDialect"];
 }
 
@@ -251,15 +264,8 @@ def MegDistributeWorkgroups
     }
     ```
   }];
-  let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "The target whose grid limits size the dispatches after the one "
-           "the strategy describes: cpu or cuda">,
-    Option<"cudaArch", "cuda-arch", "std::string",
-           /*default=*/"MEGC_DEFAULT_CUDA_ARCH",
-           "CUDA architecture for target=cuda">
-  ];
-  let dependentDialects = ["::mlir::scf::SCFDialect",
+  let dependentDialects = ["::mlir::meg::MegDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect"];

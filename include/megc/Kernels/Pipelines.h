@@ -9,7 +9,7 @@
 #ifndef MEGC_KERNELS_PIPELINES_H
 #define MEGC_KERNELS_PIPELINES_H
 
-#include "megc/Kernels/CudaArch.h"
+#include "megc/Target/CudaArch.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -24,8 +24,8 @@ namespace megc {
 void buildKernelBufferizationPipeline(mlir::OpPassManager &pm);
 
 /// Strategy and dispatch grid for the CPU (`meg-distribute-cpu-kernels`):
-/// meg-select-kernel-strategy{target=cpu}, meg-distribute-workgroups,
-/// meg-outline-cpu-dispatches, canonicalize.
+/// meg-set-target (cpu, `vectorBits`), meg-select-kernel-strategy,
+/// meg-distribute-workgroups, meg-outline-cpu-dispatches, canonicalize.
 void buildCpuDistributionPipeline(mlir::OpPassManager &pm, unsigned vectorBits);
 
 /// The dispatch functions to the LLVM dialect (`meg-lower-cpu-kernels`):
@@ -35,8 +35,9 @@ void buildCpuDistributionPipeline(mlir::OpPassManager &pm, unsigned vectorBits);
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm, bool fma);
 
 /// Strategy and GPU launches for `arch` (`meg-map-cuda-kernels`):
-/// meg-select-kernel-strategy{target=cuda}, meg-map-kernels-to-gpu,
-/// gpu-kernel-outlining, canonicalize.
+/// meg-set-target (cuda, `arch`), meg-select-kernel-strategy,
+/// meg-distribute-workgroups, meg-map-kernels-to-gpu, gpu-kernel-outlining,
+/// canonicalize.
 void buildGpuMappingPipeline(mlir::OpPassManager &pm, const CudaArch &arch);
 
 /// The device passes before the NVVM conversion, nested on every gpu.module

@@ -2120,3 +2120,37 @@ func.func @grad() -> (tensor<4xf32> {meg.grad_of = @w}) {
 func.func @grad(%x: tensor<4xf32>) -> (tensor<4xf32> {meg.grad_of = @missing}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{vector_bits 48 is not a power of two from 32 to 512}}
+func.func @f() attributes {t = #meg.target<cpu, vector_bits = 48>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unsupported arch 'sm_80'; expected sm_90 or newer}}
+func.func @f() attributes {t = #meg.target<cuda, arch = "sm_80">} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown target 'tpu'; expected cpu or cuda}}
+func.func @f() attributes {t = #meg.target<tpu, vector_bits = 128>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'meg.target' is only valid on a builtin.module}}
+func.func @f() attributes {meg.target = #meg.target<cpu, vector_bits = 128>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'meg.target' expects a #meg.target attribute}}
+module attributes {meg.target = "sm_90"} {
+}

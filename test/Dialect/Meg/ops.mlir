@@ -455,6 +455,15 @@ func.func @regions(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>)
 
 // Kernel strategies and in-place updates on kernel functions, as the back
 // end records them.
+// The device of a module's kernels (meg.target on a module).
+// CHECK-LABEL: func.func @targets
+// CHECK-SAME: cpu = #meg.target<cpu, vector_bits = 512>, cuda = #meg.target<cuda, arch = "sm_100a">, family = #meg.target<cuda, arch = "sm_120f">
+func.func @targets() attributes {cpu = #meg.target<cpu, vector_bits = 512>,
+    cuda = #meg.target<cuda, arch = "sm_100a">,
+    family = #meg.target<cuda, arch = "sm_120f">} {
+  return
+}
+
 // CHECK-LABEL: func.func @kernel_strategy
 // CHECK-SAME: meg.kernel_strategy = #meg.kernel_strategy<column_reduction, domain = [2, 256], tile = [1, 16], vector = 16>
 func.func @kernel_strategy(%x: memref<4xf32>) attributes {

@@ -164,6 +164,12 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a JSON object";
     return expectModule();
   }
+  if (name == kTargetAttrName) {
+    if (!isa<TargetAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' expects a #meg.target attribute";
+    return expectModule();
+  }
   if (name == kKernelStrategyAttrName) {
     if (!isa<KernelStrategyAttr>(attr.getValue()))
       return op->emitError()

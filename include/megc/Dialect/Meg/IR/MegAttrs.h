@@ -11,6 +11,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "megc/Target/CudaArch.h"
+
 #include "megc/Dialect/Meg/IR/MegEnums.h.inc"
 
 namespace mlir::meg {

@@ -107,6 +107,14 @@ def Meg_KernelStrategyKind : I32EnumAttr<"KernelStrategyKind",
   let genSpecializedAttr = 0;
 }
 
+def Meg_TargetKind : I32EnumAttr<"TargetKind",
+    "the kind of device kernels are compiled for", [
+    I32EnumAttrCase<"cpu", 0>,
+    I32EnumAttrCase<"cuda", 1>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+
 def Meg_TpLayerKind : I32EnumAttr<"TpLayerKind",
     "how a layer splits over tensor-parallel ranks", [
     I32EnumAttrCase<"column", 0>,
@@ -423,6 +431,42 @@ def Meg_KernelStrategyAttr : Meg_Attr<"KernelStrategy", "kernel_strategy"> {
   let extraClassDeclaration = [{
     /// Workgroups in the dispatch grid: prod(domain[i] / tile[i]).
     int64_t getGridSize() const;
+  }];
+}
+
+def Meg_TargetAttr : Meg_Attr<"Target", "target"> {
+  let summary = "The device a module's kernels are compiled for";
+  let description = [{
+    The module attribute `meg.target`: what the kernel passes
+    (`meg-select-kernel-strategy`, `meg-distribute-workgroups`) size their
+    grids and vectors for, parsed once (by the driver from `--target`,
+    `--cpu` and `--cuda-arch`, or by `meg-set-target`) and read from here.
+    `cpu`: vector registers of `vector_bits` (128 for baseline x86-64, 256
+    with AVX2, 512 with AVX-512). `cuda`: the architecture, from which the
+    block size, the vector width, the multiprocessors and the shared memory
+    follow (`megc/Target/CudaArch.h`). A module without `meg.target` is for
+    the CPU with 128-bit vectors.
+
+    ```mlir
+    module attributes {meg.target = #meg.target<cuda, arch = "sm_90a">} {}
+    module attributes {meg.target = #meg.target<cpu, vector_bits = 512>} {}
+    ```
+  }];
+  let parameters = (ins "::mlir::meg::TargetKind":$kind,
+                        "unsigned":$vectorBits,
+                        "unsigned":$cudaMajor, "unsigned":$cudaMinor,
+                        "char":$cudaSuffix);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static TargetAttr getCpu(::mlir::MLIRContext *context, unsigned vectorBits);
+    static TargetAttr getCuda(::mlir::MLIRContext *context,
+                              const ::megc::CudaArch &arch);
+    /// The module's meg.target, or the CPU with 128-bit vectors.
+    static TargetAttr of(::mlir::Operation *module);
+    bool isCuda() const { return getKind() == TargetKind::cuda; }
+    /// The architecture of a cuda target.
+    ::megc::CudaArch getCudaArch() const;
   }];
 }
 

@@ -68,6 +68,8 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kHfConfigAttrName = "meg.hf_config";
     /// Names an entry point's argument or result (`input_ids`, `logits`).
     static constexpr ::llvm::StringLiteral kNameAttrName = "meg.name";
+    /// The module's #meg.target: the device its kernels are for.
+    static constexpr ::llvm::StringLiteral kTargetAttrName = "meg.target";
     /// A kernel function's #meg.kernel_strategy.
     static constexpr ::llvm::StringLiteral kKernelStrategyAttrName =
         "meg.kernel_strategy";

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "megc/Kernels/CudaArch.h"
+#include "megc/Target/CudaArch.h"
 
 #include "llvm/ADT/Twine.h"
 
