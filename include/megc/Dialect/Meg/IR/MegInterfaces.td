@@ -34,6 +34,29 @@ def Meg_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
 
 def Meg_VJP : DeclareOpInterfaceMethods<Meg_DifferentiableOpInterface>;
 
+def Meg_TensorParallelOpInterface : OpInterface<"TensorParallelOpInterface"> {
+  let description = [{
+    An op's sharding rule for `meg-tensor-parallel`: given the layouts of
+    its operands over the tensor-parallel group (`TpLayout`, through the
+    pass's `TensorParallelRewriter`), it gives its results their layouts,
+    inserting the collectives it needs (gathering an operand whole, taking
+    this rank's block, completing a partial sum) or rewriting itself (a
+    row-parallel layer, a vocab-parallel loss). The pass calls it only when
+    an operand is split or the op records a `#meg.tp_layer`. Ops with the
+    `Elementwise` trait share one rule in the pass; any other op runs on
+    whole values (its split operands gathered).
+  }];
+  let cppNamespace = "::mlir::meg";
+  let methods = [
+    InterfaceMethod<
+      "Lays the op out over the group from its operands' layouts.",
+      "::llvm::LogicalResult", "layOutOverTensorParallelGroup",
+      (ins "::mlir::meg::TensorParallelRewriter &":$rewriter)>
+  ];
+}
+
+def Meg_TP : DeclareOpInterfaceMethods<Meg_TensorParallelOpInterface>;
+
 def Meg_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   let description = [{
     A collective over a group of a mesh (`mesh` and `axes` attributes): the

@@ -14,7 +14,7 @@ include "megc/Dialect/Meg/IR/MegInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Meg_EmbeddingOp : Meg_Op<"embedding", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_EmbeddingOp : Meg_Op<"embedding", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
     `result[..., :] = table[ids[...], :]`; the result has the ids' shape
@@ -63,7 +63,7 @@ def Meg_MatmulOp : Meg_Op<"matmul", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_LinearOp : Meg_Op<"linear", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_LinearOp : Meg_Op<"linear", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Affine layer with a [out, in] weight";
   let description = [{
     `result = input @ weight^T (+ bias)` with the weight laid out
@@ -84,7 +84,7 @@ def Meg_LinearOp : Meg_Op<"linear", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_RmsNormOp : Meg_Op<"rms_norm", [Meg_VJP, Pure, Meg_RowReduction,
+def Meg_RmsNormOp : Meg_Op<"rms_norm", [Meg_VJP, Meg_TP, Pure, Meg_RowReduction,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Root-mean-square normalisation over the last dimension";
   let description = [{
@@ -104,7 +104,7 @@ def Meg_RmsNormOp : Meg_Op<"rms_norm", [Meg_VJP, Pure, Meg_RowReduction,
   let hasVerifier = 1;
 }
 
-def Meg_LayerNormOp : Meg_Op<"layer_norm", [Meg_VJP, Pure, Meg_RowReduction,
+def Meg_LayerNormOp : Meg_Op<"layer_norm", [Meg_VJP, Meg_TP, Pure, Meg_RowReduction,
     AttrSizedOperandSegments,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Layer normalisation over the last dimension";
@@ -130,7 +130,7 @@ def Meg_LayerNormOp : Meg_Op<"layer_norm", [Meg_VJP, Pure, Meg_RowReduction,
   let hasVerifier = 1;
 }
 
-def Meg_RopeOp : Meg_Op<"rope", [Meg_VJP, Pure, AllTypesMatch<["input", "result"]>]> {
+def Meg_RopeOp : Meg_Op<"rope", [Meg_VJP, Meg_TP, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Fused rotary position embedding";
   let description = [{
     Rotates the first `rotary_dim` channels of every head by position
@@ -167,7 +167,7 @@ def Meg_RopeOp : Meg_Op<"rope", [Meg_VJP, Pure, AllTypesMatch<["input", "result"
   let hasVerifier = 1;
 }
 
-def Meg_AttentionOp : Meg_Op<"attention", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_AttentionOp : Meg_Op<"attention", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Scaled dot-product attention with grouped KV heads";
   let description = [{
     `softmax(q k^T * scale (+ causal mask)) v` per head, in the bshd layout:
@@ -252,7 +252,7 @@ def Meg_SwigluOp : Meg_Op<"swiglu", !listconcat([Meg_VJP, Pure,
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($gate)";
 }
 
-def Meg_SoftmaxOp : Meg_Op<"softmax", [Meg_VJP, Pure, Meg_RowReduction,
+def Meg_SoftmaxOp : Meg_Op<"softmax", [Meg_VJP, Meg_TP, Pure, Meg_RowReduction,
     SameOperandsAndResultType]> {
   let summary = "Softmax along one dimension";
   let description = [{
@@ -268,7 +268,7 @@ def Meg_SoftmaxOp : Meg_Op<"softmax", [Meg_VJP, Pure, Meg_RowReduction,
   let hasVerifier = 1;
 }
 
-def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Meg_VJP, Pure,
+def Meg_CrossEntropyOp : Meg_Op<"cross_entropy", [Meg_VJP, Meg_TP, Pure,
     Meg_RowReduction]> {
   let summary = "Token cross-entropy of logits against labels";
   let description = [{

@@ -12,6 +12,7 @@
 #include "megc/Dialect/Meg/IR/MegDialect.h"
 #include "megc/Dialect/Meg/IR/MegTraits.h"
 #include "megc/Dialect/Meg/IR/MegTypes.h"
+#include "megc/Dialect/Meg/IR/TensorParallelRewriter.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"

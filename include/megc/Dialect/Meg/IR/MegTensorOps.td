@@ -114,7 +114,7 @@ def Meg_CastOp : Meg_Op<"cast", !listconcat([Meg_VJP, Pure,
   let hasCanonicalizer = 1;
 }
 
-def Meg_ReshapeOp : Meg_Op<"reshape", [Meg_VJP, Pure]> {
+def Meg_ReshapeOp : Meg_Op<"reshape", [Meg_VJP, Meg_TP, Pure]> {
   let summary = "Reinterprets a tensor with another shape";
   let description = [{
     The element order (row-major) is kept; the element count must match.
@@ -130,7 +130,7 @@ def Meg_ReshapeOp : Meg_Op<"reshape", [Meg_VJP, Pure]> {
   let hasFolder = 1;
 }
 
-def Meg_TransposeOp : Meg_Op<"transpose", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_TransposeOp : Meg_Op<"transpose", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     Result dimension `i` is input dimension `permutation[i]`.
@@ -145,7 +145,7 @@ def Meg_TransposeOp : Meg_Op<"transpose", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Meg_SliceOp : Meg_Op<"slice", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_SliceOp : Meg_Op<"slice", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Extracts a strided slice";
   let description = [{
     Takes `sizes[i]` elements along dimension `i`, starting at `offsets[i]`
@@ -167,7 +167,7 @@ def Meg_SliceOp : Meg_Op<"slice", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Meg_ConcatOp : Meg_Op<"concat", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_ConcatOp : Meg_Op<"concat", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Concatenates tensors along one dimension";
   let description = [{
     All inputs have the same rank and element type and agree on every
@@ -183,7 +183,7 @@ def Meg_ConcatOp : Meg_Op<"concat", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Meg_SplitOp : Meg_Op<"split", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_SplitOp : Meg_Op<"split", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Splits a tensor into pieces along one dimension";
   let description = [{
     Result `i` holds `sizes[i]` consecutive elements along `axis`; the sizes
@@ -215,7 +215,7 @@ def Meg_IotaOp : Meg_Op<"iota", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Meg_BroadcastOp : Meg_Op<"broadcast", [Meg_VJP, Pure]> {
+def Meg_BroadcastOp : Meg_Op<"broadcast", [Meg_VJP, Meg_TP, Pure]> {
   let summary = "Broadcasts a tensor to a larger shape";
   let description = [{
     NumPy broadcasting to the result shape: trailing dimensions aligned,
@@ -232,7 +232,7 @@ def Meg_BroadcastOp : Meg_Op<"broadcast", [Meg_VJP, Pure]> {
   let hasFolder = 1;
 }
 
-def Meg_ReduceOp : Meg_Op<"reduce", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_ReduceOp : Meg_Op<"reduce", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
   let summary = "Reduces a tensor over some dimensions";
   let description = [{
     Sums, averages or takes the maximum over `dims` (distinct, increasing).
