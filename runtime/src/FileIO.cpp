@@ -87,17 +87,101 @@ void InputFile::read(uint64_t offset, void *out, size_t count) const {
   }
 }
 
-void writeFile(const std::string &path,
-               const std::vector<std::pair<const void *, size_t>> &chunks) {
+namespace {
+
+/// Writes all of `size` bytes at `data` to `fd`.
+bool writeAll(int fd, const void *data, size_t size) {
+  const auto *bytes = static_cast<const uint8_t *>(data);
+  while (size > 0) {
+    ssize_t wrote = ::write(fd, bytes, size);
+    if (wrote < 0 && errno == EINTR)
+      continue;
+    if (wrote <= 0)
+      return false;
+    bytes += wrote;
+    size -= static_cast<size_t>(wrote);
+  }
+  return true;
+}
+
+/// Flushes a directory's entries (a rename into it) to the disk.
+void syncDirectory(const std::string &dir, const std::string &path) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    fail("cannot flush the directory of '", path, "': ", std::strerror(errno));
+  int result = ::fsync(fd);
+  int error = errno;
+  ::close(fd);
+  // Some file systems cannot flush a directory; the rename is done anyway.
+  if (result != 0 && error != EINVAL && error != EROFS)
+    fail("cannot flush the directory of '", path, "': ", std::strerror(error));
+}
+
+/// A path that is not a regular file to replace (a terminal, a pipe,
+/// /dev/null): written in place.
+bool isSpecialFile(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
+}
+
+void writeInPlace(const std::string &path,
+                  const std::vector<std::pair<const void *, size_t>> &chunks) {
   FilePtr file(std::fopen(path.c_str(), "wb"));
   if (!file)
     fail("cannot open '", path, "' for writing: ", std::strerror(errno));
   for (const auto &[data, size] : chunks)
     if (size && std::fwrite(data, 1, size, file.get()) != size)
       fail("cannot write '", path, "': ", std::strerror(errno));
-  // fclose flushes; a full disk may only show up here.
   if (std::fclose(file.release()) != 0)
     fail("cannot write '", path, "': ", std::strerror(errno));
+}
+
+} // namespace
+
+void writeFile(const std::string &path,
+               const std::vector<std::pair<const void *, size_t>> &chunks) {
+  if (isSpecialFile(path))
+    return writeInPlace(path, chunks);
+  // Written under a temporary name in the same directory, flushed, then
+  // renamed over `path` and the directory flushed: a crash or a full disk
+  // leaves either the previous file or the whole new one, never a part.
+  std::string::size_type slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string temporary = concat(slash == std::string::npos ? "" : dir + "/",
+                                 ".", name, ".tmp-", ::getpid());
+  int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0)
+    fail("cannot open '", path, "' for writing: ", std::strerror(errno));
+  auto abandon = [&](const char *what) {
+    int error = errno;
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    fail("cannot ", what, " '", path, "': ", std::strerror(error ? error : EIO),
+         " (the file is unchanged)");
+  };
+  for (const auto &[data, size] : chunks)
+    if (size && !writeAll(fd, data, size))
+      abandon("write");
+  // A full disk may only show up when the data is flushed.
+  if (::fsync(fd) != 0)
+    abandon("write");
+  if (::close(fd) != 0) {
+    int error = errno;
+    ::unlink(temporary.c_str());
+    fail("cannot write '", path, "': ", std::strerror(error),
+         " (the file is unchanged)");
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    ::unlink(temporary.c_str());
+    fail("cannot replace '", path, "': ", std::strerror(error),
+         " (the file is unchanged)");
+  }
+  syncDirectory(dir, path);
 }
 
 } // namespace megrt

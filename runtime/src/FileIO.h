@@ -35,7 +35,12 @@ private:
   std::vector<uint8_t> contents_;
 };
 
-/// Writes the chunks in order, replacing the file.
+/// Writes the chunks in order, replacing the file atomically and durably:
+/// under a temporary name (".NAME.tmp-PID" beside it), flushed, renamed
+/// over `path`, the directory flushed. A crash or an error (a full disk, a
+/// read-only directory) leaves the previous file as it was, and the error
+/// names `path`. A path that exists and is not a regular file (a pipe,
+/// /dev/null) is written in place.
 void writeFile(const std::string &path,
                const std::vector<std::pair<const void *, size_t>> &chunks);
 

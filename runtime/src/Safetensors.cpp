@@ -158,12 +158,16 @@ void checkTiling(std::vector<TensorEntry> entries, uint64_t dataBytes,
 
 } // namespace
 
-std::map<std::string, Tensor>
-readSafetensors(const std::string &path,
-                std::map<std::string, std::string> *metadata) {
-  // The header first, then each tensor read straight into its storage: a
-  // checkpoint is never held twice.
-  InputFile input(path);
+namespace {
+
+/// A file's tensors as its header lays them out, checked against its size.
+struct Layout {
+  std::vector<TensorEntry> entries;
+  uint64_t dataStart = 0;
+};
+
+Layout readLayout(const InputFile &input, const std::string &path,
+                  std::map<std::string, std::string> *metadata) {
   uint64_t fileBytes = input.size();
   std::string file = concat("safetensors file '", path, "'");
   if (fileBytes < kLengthBytes)
@@ -178,7 +182,8 @@ readSafetensors(const std::string &path,
     fail(file, " is truncated: header length ", headerBytes, " exceeds the ",
          fileBytes - kLengthBytes, " bytes after the length field");
   uint64_t dataBytes = fileBytes - kLengthBytes - headerBytes;
-  uint64_t dataStart = kLengthBytes + headerBytes;
+  Layout layout;
+  layout.dataStart = kLengthBytes + headerBytes;
   std::string headerText(headerBytes, '\0');
   input.read(kLengthBytes, headerText.data(), headerBytes);
 
@@ -191,7 +196,6 @@ readSafetensors(const std::string &path,
   if (header.kind != JsonValue::Kind::Object)
     fail(file, ": header is ", header.kindName(), ", expected an object");
 
-  std::vector<TensorEntry> entries;
   for (const auto &[name, info] : header.members) {
     if (name == "__metadata__") {
       if (!metadata)
@@ -210,18 +214,35 @@ readSafetensors(const std::string &path,
     if (name.empty() || !isCleanName(name))
       fail(file, ": a tensor name is ", name.empty() ? "empty" : "not valid "
            "UTF-8 or holds a NUL byte", " (", quoteJson(name), ")");
-    entries.push_back(parseTensorEntry(name, info, dataBytes,
-                                       concat(file, ": tensor '", name, "'")));
+    layout.entries.push_back(parseTensorEntry(
+        name, info, dataBytes, concat(file, ": tensor '", name, "'")));
   }
-  checkTiling(entries, dataBytes, file);
+  checkTiling(layout.entries, dataBytes, file);
+  return layout;
+}
 
+} // namespace
+
+std::map<std::string, Tensor>
+readSafetensors(const std::string &path,
+                std::map<std::string, std::string> *metadata) {
+  // The header first, then each tensor read straight into its storage: a
+  // checkpoint is never held twice.
+  InputFile input(path);
+  Layout layout = readLayout(input, path, metadata);
   std::map<std::string, Tensor> tensors;
-  for (const TensorEntry &entry : entries) {
+  for (const TensorEntry &entry : layout.entries) {
     Tensor tensor(entry.dtype, entry.shape);
-    input.read(dataStart + entry.begin, tensor.data(), entry.end - entry.begin);
+    input.read(layout.dataStart + entry.begin, tensor.data(),
+               entry.end - entry.begin);
     tensors.emplace(entry.name, std::move(tensor));
   }
   return tensors;
+}
+
+void checkSafetensors(const std::string &path) {
+  InputFile input(path);
+  readLayout(input, path, nullptr);
 }
 
 void writeSafetensors(const std::string &path,

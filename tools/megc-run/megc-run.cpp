@@ -18,6 +18,7 @@
 #include "megrt/Error.h"
 #include "megrt/FileIdentity.h"
 #include "megrt/Npy.h"
+#include "megrt/Safetensors.h"
 #include "megrt/Session.h"
 #include "megrt/TokenDataset.h"
 
@@ -36,6 +37,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -386,6 +389,25 @@ listCheckpoints(const std::string &dir) {
   return found;
 }
 
+/// Removes what saves into `dir` killed before their rename left behind
+/// (".step-NNNNNNNN.safetensors.tmp-PID"): never a checkpoint, each as
+/// large as one. Returns how many.
+int removeStaleTemporaries(const std::string &dir) {
+  int removed = 0;
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    long long step = 0, pid = 0;
+    char tail[32];
+    if (std::sscanf(name.c_str(), ".step-%8lld.%31[a-z].tmp-%lld", &step, tail,
+                    &pid) == 3 &&
+        std::string(tail) == "safetensors" && pid != ::getpid() &&
+        std::filesystem::remove(entry.path(), error))
+      ++removed;
+  }
+  return removed;
+}
+
 /// A one-line rendering of a scalar output, or empty for larger tensors;
 /// `digits` significant digits (9 round-trip an f32).
 std::string scalarText(const megrt::Tensor &tensor, int digits = 6) {
@@ -462,8 +484,25 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     if (checkpoints.empty())
       throw megrt::Error("--resume: '" + options.resume +
                          "' holds no step-NNNNNNNN.safetensors checkpoint");
-    statePath = checkpoints.back().second;
-    firstStep = checkpoints.back().first + 1;
+    // The newest whole one: a file cut short (by a crash during a save of
+    // an older megc, or damaged since) is skipped, and said so.
+    for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
+      try {
+        megrt::checkSafetensors(it->second);
+      } catch (const megrt::Error &error) {
+        if (lead)
+          std::cerr << "megc-run: warning: --resume skips an incomplete "
+                       "checkpoint: "
+                    << error.what() << std::endl;
+        continue;
+      }
+      statePath = it->second;
+      firstStep = it->first + 1;
+      break;
+    }
+    if (statePath.empty())
+      throw megrt::Error("--resume: no checkpoint in '" + options.resume +
+                         "' is whole (each was skipped above)");
   }
   // The ranks agree on what they run before any of it: a difference stops
   // every rank, naming the option.
@@ -573,8 +612,13 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       metadata[kDataPositionKey] = std::to_string(data->position());
     session.saveState(path, metadata);
   };
-  if (options.saveEvery && lead)
+  if (options.saveEvery && lead) {
     std::filesystem::create_directories(options.saveDir);
+    if (int removed = removeStaleTemporaries(options.saveDir))
+      std::cout << "megc-run: removed " << removed
+                << " unfinished checkpoint file(s) of an earlier run from '"
+                << options.saveDir << "'" << std::endl;
+  }
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     if (data)
       data->next(rows, inputs["input_ids"], inputs["labels"]);

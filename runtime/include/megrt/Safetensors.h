@@ -17,7 +17,13 @@ std::map<std::string, Tensor>
 readSafetensors(const std::string &path,
                 std::map<std::string, std::string> *metadata = nullptr);
 
-/// Writes the tensors in name order with an 8-byte aligned header.
+/// Checks what readSafetensors checks without reading the tensors' data: a
+/// whole header whose tensors tile a data section that the file holds
+/// entirely (a file cut short by a crash fails). Errors name the file.
+void checkSafetensors(const std::string &path);
+
+/// Writes the tensors in name order with an 8-byte aligned header, as
+/// writeFile writes (atomically: the file is whole or not there).
 /// `metadata` becomes the header's "__metadata__" object when not empty.
 void writeSafetensors(const std::string &path,
                       const std::map<std::string, Tensor> &tensors,
