@@ -115,6 +115,10 @@ public:
                  comm::ReduceOp, void *) override {
     return ++started_;
   }
+  uint64_t startExchange(const void *, int, void *, int, size_t, DType,
+                         void *) override {
+    return ++started_;
+  }
   void wait(uint64_t handle) override {
     waited_.push_back(handle);
     if (handle >= failAt_)

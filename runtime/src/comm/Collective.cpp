@@ -49,6 +49,34 @@ std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                 groupSize, groupSize == 1 ? " rank" : " ranks");
 }
 
+std::string describeExchange(DType dtype, size_t count, int sendTo,
+                             int recvFrom, int groupSize) {
+  std::string sides;
+  if (sendTo >= 0)
+    sides = concat("send to rank ", sendTo);
+  if (recvFrom >= 0)
+    sides += concat(sides.empty() ? "" : ", ", "receive from rank ", recvFrom);
+  return concat("exchange (", dtypeName(dtype), ", ", count,
+                count == 1 ? " element" : " elements", ": ", sides,
+                ") on a group of ", groupSize,
+                groupSize == 1 ? " rank" : " ranks");
+}
+
+void checkExchange(DType dtype, size_t count, int sendTo, int recvFrom,
+                   int groupSize) {
+  if (static_cast<uint8_t>(dtype) > static_cast<uint8_t>(DType::I64))
+    fail("exchange: invalid dtype value ", static_cast<int>(dtype));
+  if (sendTo < 0 && recvFrom < 0)
+    fail("exchange of ", count,
+         " elements with neither a rank to send to "
+         "nor one to receive from");
+  for (int peer : {sendTo, recvFrom})
+    if (peer < -1 || peer >= groupSize)
+      fail(describeExchange(dtype, count, sendTo, recvFrom, groupSize),
+           ": rank ", peer, " is not in the group (ranks 0 to ", groupSize - 1,
+           ", or -1 for no peer)");
+}
+
 std::string timeoutMessage(const std::string &what, double timeoutSeconds) {
   return concat(what, " did not complete within ", timeoutSeconds,
                 " s; a peer rank may have died or stalled (MEGRT_COMM_TIMEOUT "

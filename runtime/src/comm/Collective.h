@@ -28,6 +28,16 @@ std::string timeoutMessage(const std::string &what, double timeoutSeconds);
 void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                      size_t count, int groupSize);
 
+/// "exchange (f32, 8 elements: send to rank 2, receive from rank 0) on a
+/// group of 4 ranks", for messages.
+std::string describeExchange(DType dtype, size_t count, int sendTo,
+                             int recvFrom, int groupSize);
+
+/// Throws megrt::Error unless every backend can run the exchange: a valid
+/// dtype, peers that are ranks of the group or -1, and one side at least.
+void checkExchange(DType dtype, size_t count, int sendTo, int recvFrom,
+                   int groupSize);
+
 /// Elements of src and of dst for `count` as start() takes it.
 size_t sourceCount(CollectiveKind kind, size_t count, int groupSize);
 size_t destinationCount(CollectiveKind kind, size_t count, int groupSize);

@@ -53,6 +53,19 @@ public:
                          size_t count, DType dtype, ReduceOp op,
                          void *stream) = 0;
 
+  /// Starts this rank's part of a point-to-point exchange: `count` elements
+  /// of `send` go to the group's rank `sendTo`, and `count` elements from
+  /// rank `recvFrom` arrive in `recv`; a side whose rank is -1 is left out
+  /// (a pipeline's first and last stage), and each side pairs with the
+  /// opposite side of the peer's exchange. Pipeline stages pass activations
+  /// and their gradients to their neighbours with it, and a ring passes
+  /// blocks around. Returns the handle for wait(), which bounds it by the
+  /// timeout and names the peers; the buffers stay untouched until then.
+  /// For a Cuda group, `stream` is the CUstream it is ordered on.
+  virtual uint64_t startExchange(const void *send, int sendTo, void *recv,
+                                 int recvFrom, size_t count, DType dtype,
+                                 void *stream) = 0;
+
   /// Completes a started collective. For a Cuda group the host blocks until
   /// the collective's work on the GPU is done (so not while the stream is
   /// being captured into a CUDA graph); later work on the stream follows it

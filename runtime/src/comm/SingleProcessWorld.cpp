@@ -24,11 +24,26 @@ public:
     return pending_.add(kind);
   }
 
+  uint64_t startExchange(const void *send, int sendTo, void *recv, int recvFrom,
+                         size_t count, DType dtype, void *) override {
+    checkExchange(dtype, count, sendTo, recvFrom, 1);
+    // The only peer is this rank: what it sends is what it receives, and a
+    // side without the other would wait forever.
+    if ((sendTo < 0) != (recvFrom < 0))
+      fail(describeExchange(dtype, count, sendTo, recvFrom, 1),
+           ": in a group of one rank, a send to itself needs the matching "
+           "receive in the same exchange");
+    if (count && send != recv)
+      std::memmove(recv, send, count * elementSize(dtype));
+    return pending_.add(CollectiveKind::AllGather);
+  }
+
   void wait(uint64_t handle) override {
     pending_.take(handle, "the single-process host group");
   }
 
 private:
+  /// Nothing is left to do at wait(): the kinds are unused.
   PendingCollectives<CollectiveKind> pending_;
 };
 

@@ -43,6 +43,38 @@ TEST(MpiWorldTest, MatchesLauncher) {
   }
 }
 
+// Blocks passed around a ring, and a pipeline's activations forward and
+// gradients backward at once (the first rank only sends forward, the last
+// only receives), each started before either is waited for.
+TEST(MpiWorldTest, ExchangesPairSendsWithReceives) {
+  std::unique_ptr<Group> group = wholeWorld();
+  int rank = group->rank(), size = group->size();
+  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  std::vector<float> mine = rankValues(rank, kCount), ring(kCount, -1);
+  group->wait(group->startExchange(mine.data(), next, ring.data(), previous,
+                                   kCount, DType::F32, nullptr));
+  EXPECT_EQ(ring, rankValues(previous, kCount));
+
+  std::vector<float> forward(kCount, -1), backward(kCount, -1);
+  std::vector<float> gradient = rankValues(rank + size, kCount);
+  uint64_t activations = group->startExchange(
+      mine.data(), rank + 1 < size ? rank + 1 : -1, forward.data(),
+      rank > 0 ? rank - 1 : -1, kCount, DType::F32, nullptr);
+  uint64_t gradients = group->startExchange(
+      gradient.data(), rank > 0 ? rank - 1 : -1, backward.data(),
+      rank + 1 < size ? rank + 1 : -1, kCount, DType::F32, nullptr);
+  group->wait(gradients);
+  group->wait(activations);
+  if (rank > 0)
+    EXPECT_EQ(forward, rankValues(rank - 1, kCount));
+  else
+    EXPECT_EQ(forward, std::vector<float>(kCount, -1));
+  if (rank + 1 < size)
+    EXPECT_EQ(backward, rankValues(rank + 1 + size, kCount));
+  else
+    EXPECT_EQ(backward, std::vector<float>(kCount, -1));
+}
+
 TEST(MpiWorldTest, BroadcastAndAllGatherBytes) {
   int root = world().size() - 1;
   int message[2] = {0, 0};

@@ -115,6 +115,36 @@ TEST(SingleProcessWorldTest, RejectsWhatNoBackendRuns) {
               HasSubstr("broadcast from rank 1 in a single-process world"));
 }
 
+TEST(SingleProcessWorldTest, AnExchangeWithItselfIsACopy) {
+  SingleProcessWorld world;
+  std::unique_ptr<Group> group = world.split(0, 0, MemorySpace::Host);
+  std::vector<float> send = {1, -2.5f, 3}, recv(3);
+  group->wait(group->startExchange(send.data(), 0, recv.data(), 0, 3,
+                                   DType::F32, nullptr));
+  EXPECT_THAT(recv, ElementsAre(1, -2.5f, 3));
+  float value = 0;
+  EXPECT_THAT(
+      errorOf([&] {
+        group->startExchange(&value, 0, nullptr, -1, 1, DType::F32, nullptr);
+      }),
+      HasSubstr("exchange (f32, 1 element: send to rank 0) on a group of 1 "
+                "rank: in a group of one rank, a send to itself needs the "
+                "matching receive in the same exchange"));
+  EXPECT_THAT(
+      errorOf([&] {
+        group->startExchange(&value, 1, &value, 0, 1, DType::F32, nullptr);
+      }),
+      HasSubstr("exchange (f32, 1 element: send to rank 1, receive from rank "
+                "0) on a group of 1 rank: rank 1 is not in the group (ranks 0 "
+                "to 0, or -1 for no peer)"));
+  EXPECT_THAT(errorOf([&] {
+                group->startExchange(nullptr, -1, nullptr, -1, 4, DType::F32,
+                                     nullptr);
+              }),
+              HasSubstr("exchange of 4 elements with neither a rank to send "
+                        "to nor one to receive from"));
+}
+
 TEST(SingleProcessWorldTest, WorldHelpersCopy) {
   SingleProcessWorld world;
   int in = 42, out = 0;

@@ -92,6 +92,36 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
   return pending_.add(std::move(pending));
 }
 
+uint64_t MpiGroup::startExchange(const void *send, int sendTo, void *recv,
+                                 int recvFrom, size_t count, DType dtype,
+                                 void *) {
+  checkExchange(dtype, count, sendTo, recvFrom, size_);
+  Pending pending;
+  pending.what = concat("rank ", worldRank_, ": ",
+                        describeExchange(dtype, count, sendTo, recvFrom, size_),
+                        " (color ", color_, ")");
+  if (count > static_cast<size_t>(INT_MAX))
+    fail(pending.what,
+         ": MPI counts are ints; split the exchange into pieces "
+         "of at most ",
+         INT_MAX, " elements");
+  std::unique_lock<std::mutex> lock = lockMpi();
+  checkMpiUsable(pending.what);
+  MPI_Datatype type = mpiDatatype(dtype);
+  int n = static_cast<int>(count);
+  // One tag for every exchange: messages between two ranks of a
+  // communicator arrive in the order they were sent, which is the order
+  // both ranks issue their exchanges in.
+  constexpr int kTag = 7;
+  if (recvFrom >= 0)
+    checkMpi(MPI_Irecv(recv, n, type, recvFrom, kTag, comm_, &pending.second),
+             "MPI_Irecv", pending.what);
+  if (sendTo >= 0)
+    checkMpi(MPI_Isend(send, n, type, sendTo, kTag, comm_, &pending.request),
+             "MPI_Isend", pending.what);
+  return pending_.add(std::move(pending));
+}
+
 void MpiGroup::wait(uint64_t handle) {
   Pending pending;
   {
@@ -99,7 +129,10 @@ void MpiGroup::wait(uint64_t handle) {
     pending = pending_.take(
         handle, concat("rank ", worldRank_, ": the group of color ", color_));
   }
-  waitForRequest(pending.request, timeoutSeconds_, pending.what);
+  if (pending.request != MPI_REQUEST_NULL)
+    waitForRequest(pending.request, timeoutSeconds_, pending.what);
+  if (pending.second != MPI_REQUEST_NULL)
+    waitForRequest(pending.second, timeoutSeconds_, pending.what);
   if (pending.average)
     divideInPlace(pending.dst, pending.count, pending.dtype, size_);
 }

@@ -25,11 +25,15 @@ public:
 
   uint64_t start(CollectiveKind kind, const void *src, void *dst, size_t count,
                  DType dtype, ReduceOp op, void *stream) override;
+  uint64_t startExchange(const void *send, int sendTo, void *recv, int recvFrom,
+                         size_t count, DType dtype, void *stream) override;
   void wait(uint64_t handle) override;
 
 private:
   struct Pending {
     MPI_Request request = MPI_REQUEST_NULL;
+    /// An exchange's receive (its send is `request`).
+    MPI_Request second = MPI_REQUEST_NULL;
     void *dst = nullptr;
     size_t count = 0;
     DType dtype = DType::F32;

@@ -176,6 +176,49 @@ uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
   return pending_.add(std::move(pending));
 }
 
+uint64_t NcclGroup::startExchange(const void *send, int sendTo, void *recv,
+                                  int recvFrom, size_t count, DType dtype,
+                                  void *stream) {
+  checkExchange(dtype, count, sendTo, recvFrom, size_);
+  std::string what =
+      concat("rank ", worldRank_, ": ",
+             describeExchange(dtype, count, sendTo, recvFrom, size_),
+             " (color ", color_, ", NCCL)");
+  checkUsable(what);
+  const CudaDriver &driver = cudaDriver();
+  auto cuStream = static_cast<CUstream>(stream);
+  Pending pending{Event(what), Event(what), what};
+  checkCuda(driver.cuEventRecord(pending.begin.get(), cuStream),
+            "cuEventRecord", what);
+  const NcclLibrary &library = nccl();
+  ncclDataType_t type = ncclType(dtype);
+  const char *call = "ncclGroupStart";
+  ncclResult_t result = library.ncclGroupStart();
+  if (result == ncclSuccess && sendTo >= 0) {
+    call = "ncclSend";
+    result = library.ncclSend(send, count, type, sendTo, comm_, cuStream);
+  }
+  if (result == ncclSuccess && recvFrom >= 0) {
+    call = "ncclRecv";
+    result = library.ncclRecv(recv, count, type, recvFrom, comm_, cuStream);
+  }
+  ncclResult_t ended = library.ncclGroupEnd();
+  if (result == ncclSuccess) {
+    call = "ncclGroupEnd";
+    result = ended;
+  }
+  try {
+    completeNccl(result, call, comm_, deadlineAfter(timeoutSeconds_),
+                 timeoutSeconds_, what);
+  } catch (const Error &) {
+    comm_ = nullptr;
+    throw;
+  }
+  checkCuda(driver.cuEventRecord(pending.end.get(), cuStream), "cuEventRecord",
+            what);
+  return pending_.add(std::move(pending));
+}
+
 void NcclGroup::enqueueCaptured(CollectiveKind kind, const void *src, void *dst,
                                 size_t count, DType dtype, ReduceOp op,
                                 void *stream) {

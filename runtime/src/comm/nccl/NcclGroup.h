@@ -30,6 +30,10 @@ public:
   /// Enqueues the collective on `stream` (a CUstream) between two events.
   uint64_t start(CollectiveKind kind, const void *src, void *dst, size_t count,
                  DType dtype, ReduceOp op, void *stream) override;
+  /// Enqueues the exchange (ncclSend and ncclRecv in one group) on
+  /// `stream` between two events.
+  uint64_t startExchange(const void *send, int sendTo, void *recv, int recvFrom,
+                         size_t count, DType dtype, void *stream) override;
   /// Blocks the host until the collective's work on the GPU is done (its
   /// second event), polling NCCL for asynchronous errors; on an error or at
   /// the timeout, aborts the communicator and throws. Not for use while the
