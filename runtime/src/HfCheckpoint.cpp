@@ -8,9 +8,12 @@
 #include "Json.h"
 #include "megrt/Safetensors.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <set>
+
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -21,6 +24,21 @@ constexpr const char *kSingleFile = "model.safetensors";
 constexpr const char *kIndexFile = "model.safetensors.index.json";
 // transformers refuses safetensors files whose metadata lacks a format.
 const std::map<std::string, std::string> kMetadata = {{"format", "pt"}};
+/// The key, in a sharded save's index "metadata" and each shard's
+/// "__metadata__", of the id that save wrote them all with: shards of two
+/// saves under one index (a save interrupted after some of its shards) are
+/// an error instead of a model that mixes them.
+constexpr const char *kSaveIdKey = "megc_save_id";
+
+/// An id no other save of this or another process writes: the time, the
+/// process and a count.
+std::string newSaveId() {
+  static uint64_t count = 0;
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return concat(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), "-",
+      ::getpid(), "-", ++count);
+}
 
 /// A shard name from the index: a plain file name, so that an index cannot
 /// send the reader outside the checkpoint's directory.
@@ -48,6 +66,13 @@ std::map<std::string, Tensor> readSharded(const fs::path &dir) {
         map = &value;
   if (!map || map->kind != JsonValue::Kind::Object)
     fail("'", index, "': expected an object with a \"weight_map\" object");
+  // The id of the save that wrote the index, if it recorded one.
+  std::string saveId;
+  for (const auto &[key, value] : root.members)
+    if (key == "metadata" && value.kind == JsonValue::Kind::Object)
+      for (const auto &[field, text] : value.members)
+        if (field == kSaveIdKey && text.kind == JsonValue::Kind::String)
+          saveId = text.text;
   // Shard -> the tensors the index puts there.
   std::map<std::string, std::set<std::string>> shards;
   for (const auto &[name, file] : map->members) {
@@ -60,7 +85,12 @@ std::map<std::string, Tensor> readSharded(const fs::path &dir) {
   std::map<std::string, Tensor> tensors;
   for (const auto &[file, names] : shards) {
     std::string path = (dir / file).string();
-    std::map<std::string, Tensor> shard = readSafetensors(path);
+    std::map<std::string, std::string> metadata;
+    std::map<std::string, Tensor> shard = readSafetensors(path, &metadata);
+    if (!saveId.empty() && metadata[kSaveIdKey] != saveId)
+      fail("'", path, "' is from another save than '", index,
+           "' (a save into the directory was interrupted after some of its "
+           "shards): the checkpoint is incomplete");
     for (const std::string &name : names)
       if (!shard.count(name))
         fail("'", path, "': has no tensor '", name, "', which '", index,
@@ -155,12 +185,18 @@ void writeCheckpointDirectory(
     writeSafetensors((root / kSingleFile).string(), shards[0], kMetadata);
     written.insert(kSingleFile);
   } else {
-    std::string index = concat("{\"metadata\":{\"total_size\":", totalBytes,
-                               "},\"weight_map\":{");
+    // The index last: until it is replaced, the directory's index and
+    // shards are the previous save's, and its id tells them apart.
+    std::string saveId = newSaveId();
+    std::map<std::string, std::string> metadata = kMetadata;
+    metadata[kSaveIdKey] = saveId;
+    std::string index =
+        concat("{\"metadata\":{\"total_size\":", totalBytes, ",\"", kSaveIdKey,
+               "\":", quoteJson(saveId), "},\"weight_map\":{");
     bool first = true;
     for (size_t i = 0; i < shards.size(); ++i) {
       std::string file = shardName(i, shards.size());
-      writeSafetensors((root / file).string(), shards[i], kMetadata);
+      writeSafetensors((root / file).string(), shards[i], metadata);
       written.insert(file);
       // Each shard's names in name order, as its file holds them.
       std::vector<std::string> names;

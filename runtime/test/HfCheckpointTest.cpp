@@ -106,6 +106,24 @@ TEST(HfCheckpoint, RejectsIndexesThatDisagreeWithTheShards) {
   EXPECT_THAT(readError(dir), HasSubstr("invalid JSON"));
 }
 
+// A save interrupted after some of its shards leaves the previous save's
+// index over a mix of shards: reading it is an error, not a mixed model.
+TEST(HfCheckpoint, RejectsShardsOfAnotherSave) {
+  std::string dir = freshDirectory("mixed");
+  auto tensors = threeTensors();
+  writeDirectory(dir, tensors, "", 200);
+  std::string shard = dir + "/model-00002-of-00003.safetensors";
+  std::vector<uint8_t> earlier = readBytes(shard);
+  tensors[1].second = Tensor::fromFloats(DType::F32, {4, 8}, testValues(32, 9));
+  writeDirectory(dir, tensors, "", 200);
+  EXPECT_EQ(readCheckpoint(dir).at("layer.1.weight").toFloats(),
+            tensors[1].second.toFloats());
+  writeBytes(shard, earlier);
+  EXPECT_THAT(readError(dir),
+              HasSubstr("model-00002-of-00003.safetensors' is from another "
+                        "save than"));
+}
+
 TEST(HfCheckpoint, RejectsShardTensorsTheIndexDoesNotList) {
   std::string dir = freshDirectory("unlisted");
   writeDirectory(dir, threeTensors(), "", 1000);
