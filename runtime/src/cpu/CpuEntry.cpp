@@ -40,16 +40,9 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
     buffers.push_back(resolve(*entry.buffers()->Get(i), parameters));
   // Library calls get their scratch's address when they are prepared.
   std::string where = concat("entry '", toString(entry.name()), "'");
-  std::vector<std::optional<LibraryCallInfo>> calls(sizeOf(entry.commands()));
-  uint64_t libraryScratchSize = 0;
-  for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i)
-    if (const fb::LibraryCall *call =
-            entry.commands()->Get(i)->op_as_LibraryCall()) {
-      calls[i] = libraryCallOf(*call, entry, concat(where, ", command ", i));
-      libraryScratchSize =
-          std::max(libraryScratchSize, libraryScratchBytes(*calls[i]));
-    }
-  libraryScratch_ = AlignedBuffer(libraryScratchSize);
+  EntryLibraryCalls library = libraryCallsOf(entry, where);
+  std::vector<std::optional<LibraryCallInfo>> &calls = library.calls;
+  libraryScratch_ = AlignedBuffer(library.scratchBytes);
 
   for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i) {
     const fb::Command *command = entry.commands()->Get(i);

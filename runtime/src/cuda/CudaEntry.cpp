@@ -61,16 +61,9 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
       parametersUsed_.end());
 
   // Library calls get their scratch's address when they are prepared.
-  std::vector<std::optional<LibraryCallInfo>> calls(sizeOf(entry.commands()));
-  uint64_t libraryScratchSize = 0;
-  for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i)
-    if (const fb::LibraryCall *call =
-            entry.commands()->Get(i)->op_as_LibraryCall()) {
-      calls[i] = libraryCallOf(*call, entry, concat(where, ", command ", i));
-      libraryScratchSize =
-          std::max(libraryScratchSize, libraryScratchBytes(*calls[i]));
-    }
-  libraryScratch_ = DeviceMemory(libraryScratchSize,
+  EntryLibraryCalls library = libraryCallsOf(entry, where);
+  std::vector<std::optional<LibraryCallInfo>> &calls = library.calls;
+  libraryScratch_ = DeviceMemory(library.scratchBytes,
                                  where + ": scratch of the library calls");
 
   size_t copyTempBytes = 0;

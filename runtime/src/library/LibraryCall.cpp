@@ -5,6 +5,8 @@
 #include "Fail.h"
 #include "FbTypes.h"
 
+#include <algorithm>
+
 namespace megrt {
 namespace {
 
@@ -79,6 +81,21 @@ LibraryCallInfo libraryCallOf(const fb::LibraryCall &call,
   for (uint32_t i = 0; i < kernel.params.size(); ++i)
     info.params.push_back(call.params()->Get(i));
   return info;
+}
+
+EntryLibraryCalls libraryCallsOf(const fb::Entry &entry,
+                                 const std::string &where) {
+  EntryLibraryCalls result;
+  result.calls.resize(sizeOf(entry.commands()));
+  for (uint32_t i = 0; i < sizeOf(entry.commands()); ++i)
+    if (const fb::LibraryCall *call =
+            entry.commands()->Get(i)->op_as_LibraryCall()) {
+      result.calls[i] =
+          libraryCallOf(*call, entry, concat(where, ", command ", i));
+      result.scratchBytes =
+          std::max(result.scratchBytes, libraryScratchBytes(*result.calls[i]));
+    }
+  return result;
 }
 
 void verifyLibraryCall(const LibraryCallInfo &call, const std::string &where) {

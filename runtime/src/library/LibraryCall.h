@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,15 @@ struct LibraryCallInfo {
 /// `where`.
 LibraryCallInfo libraryCallOf(const fb::LibraryCall &call,
                               const fb::Entry &entry, const std::string &where);
+
+/// Per command of `entry` (named `where`), its LibraryCall or nothing, and
+/// the largest scratch any call needs (one area, which the calls share).
+struct EntryLibraryCalls {
+  std::vector<std::optional<LibraryCallInfo>> calls;
+  uint64_t scratchBytes = 0;
+};
+EntryLibraryCalls libraryCallsOf(const fb::Entry &entry,
+                                 const std::string &where);
 
 /// The kernel's own checks of a call (dtypes and extents of its operands
 /// against its parameters); fails naming `where`.
