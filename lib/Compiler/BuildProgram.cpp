@@ -169,8 +169,8 @@ LogicalResult ProgramBuilder::placeOpCommands(Operation *op) {
     return placeLinear(linear);
   if (isa<AttentionOp, AttentionGradOp>(op))
     return placeAttention(op);
-  if (auto embeddingGrad = dyn_cast<EmbeddingGradOp>(op))
-    return placeEmbeddingGrad(embeddingGrad);
+  if (std::optional<LogicalResult> placed = placeLibraryCall(op))
+    return *placed;
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return placeMatmul(matmul);
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {

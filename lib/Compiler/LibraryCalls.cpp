@@ -2,8 +2,9 @@
 //
 // Ops the runtime carries out with its own commands instead of generated
 // kernels: matrix products as GEMMs (bias and accumulation epilogues
-// absorbed), fused attention and its gradient, the embedding gradient's
-// scatter-add, and collectives with their waits.
+// absorbed), fused attention and its gradient, collectives with their
+// waits, and the calls of library kernels (the embedding gradient's
+// scatter-add), one pattern each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -280,34 +281,76 @@ LogicalResult ProgramBuilder::placeMatmul(MatmulOp op) {
   return success();
 }
 
+FailureOr<int32_t> ProgramBuilder::callOperand(Value value) {
+  if (!value)
+    return -1;
+  FailureOr<uint32_t> buffer = bufferFor(value);
+  if (failed(buffer))
+    return failure();
+  return static_cast<int32_t>(*buffer);
+}
+
+int32_t ProgramBuilder::callResult(Value result) {
+  uint32_t buffer = resultBuffer(result);
+  buffers[result] = buffer;
+  return static_cast<int32_t>(buffer);
+}
+
+namespace {
+
 /// The table gradient as the runtime's library kernel embedding_grad (a
 /// deterministic scatter-add): each row sums the gradient rows of its tokens
 /// in token order. Its work and traffic are those of reading the gradient
 /// and writing the table once, where a one-hot product would compare every
 /// token with every row.
-LogicalResult ProgramBuilder::placeEmbeddingGrad(EmbeddingGradOp op) {
+FailureOr<LibraryCallCommand> embeddingGradCall(EmbeddingGradOp op,
+                                                ProgramBuilder &builder) {
   auto table = cast<RankedTensorType>(op.getType());
   auto ids = cast<RankedTensorType>(op.getIds().getType());
-  FailureOr<uint32_t> grad = bufferFor(op.getGrad());
-  FailureOr<uint32_t> idsBuffer = bufferFor(op.getIds());
-  if (failed(grad) || failed(idsBuffer))
+  FailureOr<int32_t> grad = builder.callOperand(op.getGrad());
+  FailureOr<int32_t> idsBuffer = builder.callOperand(op.getIds());
+  FailureOr<int32_t> firstRow = builder.callOperand(op.getFirstRow());
+  if (failed(grad) || failed(idsBuffer) || failed(firstRow))
     return failure();
-  int32_t firstRow = -1;
-  if (Value first = op.getFirstRow()) {
-    FailureOr<uint32_t> buffer = bufferFor(first);
-    if (failed(buffer))
-      return failure();
-    firstRow = static_cast<int32_t>(*buffer);
-  }
-  uint32_t result = resultBuffer(op.getResult());
-  buffers[op.getResult()] = result;
   // Operands and parameters in the order of megrt/LibraryKernels.def.
-  entry->commands.push_back(LibraryCallCommand{
+  return LibraryCallCommand{
       "embedding_grad",
-      {static_cast<int32_t>(*grad), static_cast<int32_t>(*idsBuffer), firstRow,
-       static_cast<int32_t>(result)},
-      {product(ids.getShape()), table.getDimSize(0), table.getDimSize(1)}});
-  return success();
+      {*grad, *idsBuffer, *firstRow, builder.callResult(op.getResult())},
+      {product(ids.getShape()), table.getDimSize(0), table.getDimSize(1)}};
+}
+
+/// A library pattern: the call of `op`, or std::nullopt for an op it does
+/// not match.
+using LibraryPattern = std::optional<FailureOr<LibraryCallCommand>> (*)(
+    Operation *op, ProgramBuilder &builder);
+
+template <typename Op,
+          FailureOr<LibraryCallCommand> (*Call)(Op, ProgramBuilder &)>
+std::optional<FailureOr<LibraryCallCommand>> match(Operation *op,
+                                                   ProgramBuilder &builder) {
+  if (auto typed = dyn_cast<Op>(op))
+    return Call(typed, builder);
+  return std::nullopt;
+}
+
+/// One pattern per op that a library kernel (megrt/LibraryKernels.def)
+/// carries out: a new kernel adds its function above and its line here.
+constexpr LibraryPattern kLibraryPatterns[] = {
+    match<EmbeddingGradOp, embeddingGradCall>,
+};
+
+} // namespace
+
+std::optional<LogicalResult> ProgramBuilder::placeLibraryCall(Operation *op) {
+  for (LibraryPattern pattern : kLibraryPatterns)
+    if (std::optional<FailureOr<LibraryCallCommand>> call =
+            pattern(op, *this)) {
+      if (failed(*call))
+        return failure();
+      entry->commands.push_back(std::move(**call));
+      return success();
+    }
+  return std::nullopt;
 }
 
 } // namespace megc

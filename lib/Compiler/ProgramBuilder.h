@@ -5,8 +5,9 @@
 //   BuildProgram.cpp       the walk: entries, their buffers, op by op
 //   ProgramDescription.cpp parameters, mesh and learning-rate schedule
 //   IndexBounds.cpp        the table each integer input indexes
-//   LibraryCalls.cpp       GEMMs, attention, embedding gradients,
-//                          collectives: the runtime's own commands
+//   LibraryCalls.cpp       GEMMs, attention, collectives and the
+//                          library kernels' patterns: the runtime's own
+//                          commands
 //   PlaceKernels.cpp       generated kernels, de-duplicated
 //   InPlaceUpdates.cpp     which buffer a result is computed into
 //   EntryFlops.cpp         the flops an entry's commands do
@@ -42,6 +43,12 @@ public:
 
   mlir::FailureOr<ProgramDesc> build();
 
+  /// For the library patterns (LibraryCalls.cpp): the buffer of an operand
+  /// of a call (-1 for a null Value: an optional operand left out), and the
+  /// buffer its result is computed into.
+  FailureOr<int32_t> callOperand(Value value);
+  int32_t callResult(Value result);
+
 private:
   /// The parameters, with their sharding.
   LogicalResult describeParameters();
@@ -64,7 +71,9 @@ private:
   bool readAfter(StringRef param, Operation *op);
   LogicalResult placeGraphRegion(GraphRegionOp region);
   LogicalResult placeAttention(Operation *op);
-  LogicalResult placeEmbeddingGrad(EmbeddingGradOp op);
+  /// `op` as a call of a runtime library kernel when a library pattern
+  /// matches it; std::nullopt when none does.
+  std::optional<LogicalResult> placeLibraryCall(Operation *op);
   LogicalResult placeLinear(LinearOp op);
   bool accumulateInto(Operation *product, GemmCommand &gemm);
   LogicalResult placeMatmul(MatmulOp op);
