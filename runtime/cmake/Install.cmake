@@ -11,9 +11,11 @@ set(MEGRT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/megrt)
 install(TARGETS megrt EXPORT megrtTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # ArtifactSeal.h needs the generated schema header and FlatBuffers: it is
-# for artifact writers in the build tree, not for embedders.
+# for artifact writers in the build tree, not for embedders. The library
+# kernels' list (LibraryKernels.def) goes with the header that reads it.
 install(DIRECTORY include/megrt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h" PATTERN "ArtifactSeal.h" EXCLUDE)
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.def"
+        PATTERN "ArtifactSeal.h" EXCLUDE)
 install(EXPORT megrtTargets NAMESPACE megrt::
         DESTINATION ${MEGRT_INSTALL_CMAKEDIR})
 

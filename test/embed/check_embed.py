@@ -42,6 +42,8 @@ def main():
         for tree in (args.build, args.src):
             assert str(tree) not in text, f"{file} refers to {tree}"
     assert not (prefix / "include" / "megrt" / "ArtifactSeal.h").exists()
+    # LibraryKernels.h reads the list beside it.
+    assert (prefix / "include" / "megrt" / "LibraryKernels.def").exists()
 
     def build_against_prefix(project, name):
         source = tmp / f"{name}-src"
