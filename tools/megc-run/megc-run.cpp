@@ -37,9 +37,9 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
-#include <vector>
 
 namespace {
 

@@ -112,11 +112,4 @@ CpuLibraryRun prepareCpuLibraryCall(const LibraryCallInfo &call,
   return hooksOf(call).cpu(call, operands, scratch);
 }
 
-std::string describeLibraryCall(const LibraryCallInfo &call) {
-  std::string text = call.kernel->name;
-  for (size_t i = 0; i < call.params.size(); ++i)
-    text += concat(" ", call.kernel->params[i], "=", call.params[i]);
-  return text;
-}
-
 } // namespace megrt

@@ -67,9 +67,6 @@ CpuLibraryRun prepareCpuLibraryCall(const LibraryCallInfo &call,
                                     const std::vector<void *> &operands,
                                     uint8_t *scratch);
 
-/// "embedding_grad tokens=16 vocab=32 dim=8", for messages and traces.
-std::string describeLibraryCall(const LibraryCallInfo &call);
-
 namespace library {
 // Each kernel's hooks (LibraryKernels.def names them).
 using VerifyFn = void(const LibraryCallInfo &, const std::string &);

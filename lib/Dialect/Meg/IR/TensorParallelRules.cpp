@@ -75,7 +75,7 @@ static LogicalResult layOutColumn(LinearOp linear, TensorParallelRewriter &rw) {
   FailureOr<Value> input = rw.gathered(linear.getInput(), linear);
   if (failed(input))
     return failure();
-  OpBuilder &builder = rw.buildAt(linear);
+  rw.buildAt(linear);
   linear.getInputMutable().assign(rw.enter(*input));
   // planning gave the layer's weight its split.
   TpLayout split = *rw.paramSplitOf(linear.getWeight());
@@ -144,7 +144,7 @@ static LogicalResult layOutNormalization(Operation *op, Value input,
     return rw.makeWhole(op);
   // Over the unsplit last dimension, on this rank's rows; the weights,
   // applied to part of the rows, enter the group.
-  OpBuilder &builder = rw.buildAt(op);
+  rw.buildAt(op);
   for (OpOperand &operand : op->getOpOperands())
     if (operand.get() != input)
       operand.set(rw.enter(operand.get()));
@@ -167,7 +167,7 @@ LinearOp::layOutOverTensorParallelGroup(TensorParallelRewriter &rw) {
       (linear.getBias() && rw.isSplit(linear.getBias())) ||
       layout.dim == rank - 1)
     return rw.makeWhole(linear);
-  OpBuilder &builder = rw.buildAt(linear);
+  rw.buildAt(linear);
   linear.getWeightMutable().assign(rw.enter(linear.getWeight()));
   if (linear.getBias())
     linear.getBiasMutable().assign(rw.enter(linear.getBias()));
@@ -222,7 +222,7 @@ RopeOp::layOutOverTensorParallelGroup(TensorParallelRewriter &rw) {
   if (layout.isWhole() || layout.dim == sequence || layout.dim == 3 ||
       rw.isSplit(rope.getCos()) || rw.isSplit(rope.getSin()))
     return rw.makeWhole(rope);
-  OpBuilder &builder = rw.buildAt(rope);
+  rw.buildAt(rope);
   rope.getCosMutable().assign(rw.enter(rope.getCos()));
   rope.getSinMutable().assign(rw.enter(rope.getSin()));
   rw.splitResult(rope.getResult(), layout);

@@ -150,8 +150,13 @@ void NcclGroup::issue(CollectiveKind kind, const void *src, void *dst,
     break;
   }
   }
+  completeIssue(result, call, what);
+}
+
+void NcclGroup::completeIssue(ncclResult_t result, const char *call,
+                              const std::string &what) {
   // A nonblocking communicator may still be enqueuing: what follows on the
-  // stream must come after the collective's work.
+  // stream must come after the calls' work.
   try {
     completeNccl(result, call, comm_, deadlineAfter(timeoutSeconds_),
                  timeoutSeconds_, what);
@@ -161,19 +166,26 @@ void NcclGroup::issue(CollectiveKind kind, const void *src, void *dst,
   }
 }
 
+uint64_t NcclGroup::startBetweenEvents(const std::string &what, CUstream stream,
+                                       const std::function<void()> &issue) {
+  const CudaDriver &driver = cudaDriver();
+  Pending pending{Event(what), Event(what), what};
+  checkCuda(driver.cuEventRecord(pending.begin.get(), stream), "cuEventRecord",
+            what);
+  issue();
+  checkCuda(driver.cuEventRecord(pending.end.get(), stream), "cuEventRecord",
+            what);
+  return pending_.add(std::move(pending));
+}
+
 uint64_t NcclGroup::start(CollectiveKind kind, const void *src, void *dst,
                           size_t count, DType dtype, ReduceOp op,
                           void *stream) {
   std::string what = describeCall(kind, dtype, op, count);
-  const CudaDriver &driver = cudaDriver();
   auto cuStream = static_cast<CUstream>(stream);
-  Pending pending{Event(what), Event(what), what};
-  checkCuda(driver.cuEventRecord(pending.begin.get(), cuStream),
-            "cuEventRecord", what);
-  issue(kind, src, dst, count, dtype, op, cuStream, what);
-  checkCuda(driver.cuEventRecord(pending.end.get(), cuStream), "cuEventRecord",
-            what);
-  return pending_.add(std::move(pending));
+  return startBetweenEvents(what, cuStream, [&] {
+    issue(kind, src, dst, count, dtype, op, cuStream, what);
+  });
 }
 
 uint64_t NcclGroup::startExchange(const void *send, int sendTo, void *recv,
@@ -185,38 +197,27 @@ uint64_t NcclGroup::startExchange(const void *send, int sendTo, void *recv,
              describeExchange(dtype, count, sendTo, recvFrom, size_),
              " (color ", color_, ", NCCL)");
   checkUsable(what);
-  const CudaDriver &driver = cudaDriver();
   auto cuStream = static_cast<CUstream>(stream);
-  Pending pending{Event(what), Event(what), what};
-  checkCuda(driver.cuEventRecord(pending.begin.get(), cuStream),
-            "cuEventRecord", what);
-  const NcclLibrary &library = nccl();
-  ncclDataType_t type = ncclType(dtype);
-  const char *call = "ncclGroupStart";
-  ncclResult_t result = library.ncclGroupStart();
-  if (result == ncclSuccess && sendTo >= 0) {
-    call = "ncclSend";
-    result = library.ncclSend(send, count, type, sendTo, comm_, cuStream);
-  }
-  if (result == ncclSuccess && recvFrom >= 0) {
-    call = "ncclRecv";
-    result = library.ncclRecv(recv, count, type, recvFrom, comm_, cuStream);
-  }
-  ncclResult_t ended = library.ncclGroupEnd();
-  if (result == ncclSuccess) {
-    call = "ncclGroupEnd";
-    result = ended;
-  }
-  try {
-    completeNccl(result, call, comm_, deadlineAfter(timeoutSeconds_),
-                 timeoutSeconds_, what);
-  } catch (const Error &) {
-    comm_ = nullptr;
-    throw;
-  }
-  checkCuda(driver.cuEventRecord(pending.end.get(), cuStream), "cuEventRecord",
-            what);
-  return pending_.add(std::move(pending));
+  return startBetweenEvents(what, cuStream, [&] {
+    const NcclLibrary &library = nccl();
+    ncclDataType_t type = ncclType(dtype);
+    const char *call = "ncclGroupStart";
+    ncclResult_t result = library.ncclGroupStart();
+    if (result == ncclSuccess && sendTo >= 0) {
+      call = "ncclSend";
+      result = library.ncclSend(send, count, type, sendTo, comm_, cuStream);
+    }
+    if (result == ncclSuccess && recvFrom >= 0) {
+      call = "ncclRecv";
+      result = library.ncclRecv(recv, count, type, recvFrom, comm_, cuStream);
+    }
+    ncclResult_t ended = library.ncclGroupEnd();
+    if (result == ncclSuccess) {
+      call = "ncclGroupEnd";
+      result = ended;
+    }
+    completeIssue(result, call, what);
+  });
 }
 
 void NcclGroup::enqueueCaptured(CollectiveKind kind, const void *src, void *dst,

@@ -9,6 +9,7 @@
 #include <cuda.h>
 #include <nccl.h>
 
+#include <functional>
 #include <string>
 
 namespace megrt::comm {
@@ -75,6 +76,15 @@ private:
   void issue(CollectiveKind kind, const void *src, void *dst, size_t count,
              DType dtype, ReduceOp op, CUstream stream,
              const std::string &what);
+  /// Completes the enqueuing of NCCL calls whose last `call` returned
+  /// `result` (a nonblocking communicator may still be enqueuing); aborts
+  /// the communicator and throws on an error or at the timeout.
+  void completeIssue(ncclResult_t result, const char *call,
+                     const std::string &what);
+  /// Runs `issue` on `stream` between the two events a pending operation
+  /// is waited for by, and returns its handle.
+  uint64_t startBetweenEvents(const std::string &what, CUstream stream,
+                              const std::function<void()> &issue);
   /// Throws when an earlier failure aborted the communicator.
   void checkUsable(const std::string &what) const;
 
