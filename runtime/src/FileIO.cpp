@@ -104,6 +104,14 @@ bool writeAll(int fd, const void *data, size_t size) {
   return true;
 }
 
+/// The directory of `path` ("." for a bare name).
+std::string directoryOf(const std::string &path) {
+  std::string::size_type slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 /// Flushes a directory's entries (a rename into it) to the disk.
 void syncDirectory(const std::string &dir, const std::string &path) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -146,9 +154,7 @@ void writeFile(const std::string &path,
   // renamed over `path` and the directory flushed: a crash or a full disk
   // leaves either the previous file or the whole new one, never a part.
   std::string::size_type slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty())
-    dir = "/";
+  std::string dir = directoryOf(path);
   std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   std::string temporary = concat(slash == std::string::npos ? "" : dir + "/",
                                  ".", name, ".tmp-", ::getpid());
@@ -182,6 +188,15 @@ void writeFile(const std::string &path,
          " (the file is unchanged)");
   }
   syncDirectory(dir, path);
+}
+
+void removeFile(const std::string &path) {
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT)
+      return;
+    fail("cannot remove '", path, "': ", std::strerror(errno));
+  }
+  syncDirectory(directoryOf(path), path);
 }
 
 } // namespace megrt

@@ -44,6 +44,10 @@ private:
 void writeFile(const std::string &path,
                const std::vector<std::pair<const void *, size_t>> &chunks);
 
+/// Removes `path` if it exists and flushes its directory, so that the
+/// removal is durable before what follows it; errors name `path`.
+void removeFile(const std::string &path);
+
 } // namespace megrt
 
 #endif // MEGRT_SRC_FILEIO_H

@@ -124,8 +124,41 @@ void ParameterStore::refreshCopies(std::optional<size_t> source) {
 
 /// Where this rank's piece of a flattened sharded parameter starts in the
 /// flattened full tensor.
-int64_t ParameterStore::pieceStart(const ParameterSpec &spec) const {
-  return layout_.indexInGroup(spec.sharding->submesh, rank_) * spec.shape[0];
+int64_t ParameterStore::pieceStart(const ParameterSpec &spec,
+                                   int rank) const {
+  return layout_.indexInGroup(spec.sharding->submesh, rank) * spec.shape[0];
+}
+
+PieceGeometry ParameterStore::geometry(size_t index, int rank) const {
+  const ParameterSpec &spec = program_.parameters()[index];
+  if (!spec.sharding)
+    return PieceGeometry::whole(spec.shape);
+  const ShardingSpec &sharding = *spec.sharding;
+  PieceGeometry piece;
+  piece.full = sharding.fullShape;
+  if (sharding.dim) {
+    uint32_t blocks = blockGroup(sharding);
+    piece.dim = *sharding.dim;
+    piece.blocks = layout_.groupSize(blocks);
+    piece.block = layout_.indexInGroup(blocks, rank);
+  }
+  int64_t elements = piece.blockElements();
+  if (!sharding.flat()) {
+    piece.count = elements;
+    return piece;
+  }
+  // A flattened piece: its range, without the padding past the end.
+  piece.first = std::min(pieceStart(spec, rank), elements);
+  piece.count = std::min(spec.shape[0], elements - piece.first);
+  return piece;
+}
+
+bool ParameterStore::holdsFirstCopy(size_t index, int rank) const {
+  PieceGeometry mine = geometry(index, rank);
+  for (int peer = 0; peer < rank; ++peer)
+    if (geometry(index, peer) == mine)
+      return false;
+  return true;
 }
 
 /// The group that cuts a sharded parameter into blocks.

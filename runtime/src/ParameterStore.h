@@ -14,6 +14,7 @@
 #define MEGRT_SRC_PARAMETERSTORE_H
 
 #include "MeshLayout.h"
+#include "ShardGeometry.h"
 #include "megrt/Program.h"
 #include "megrt/Tensor.h"
 
@@ -77,10 +78,23 @@ public:
   /// Every rank must call it.
   Tensor gather(size_t index) const;
 
+  /// The elements of the whole tensor that `rank`'s parameter `index`
+  /// holds (the padding past a flattened tensor's end left out).
+  PieceGeometry geometry(size_t index, int rank) const;
+  /// Whether `rank` holds the first copy of its piece of parameter `index`:
+  /// no lower rank holds the same elements (what a distributed checkpoint
+  /// has it write).
+  bool holdsFirstCopy(size_t index, int rank) const;
+
   int rank() const { return rank_; }
+  /// The world of a multi-rank program, null for one without a mesh.
+  comm::World *world() const { return world_; }
 
 private:
-  int64_t pieceStart(const ParameterSpec &spec) const;
+  int64_t pieceStart(const ParameterSpec &spec) const {
+    return pieceStart(spec, rank_);
+  }
+  int64_t pieceStart(const ParameterSpec &spec, int rank) const;
   uint32_t blockGroup(const ShardingSpec &sharding) const;
   Shape blockShape(const ShardingSpec &sharding) const;
 

@@ -256,15 +256,29 @@ void writeSafetensors(const std::string &path,
 
 void writeSafetensors(
     const std::string &path,
-    const std::vector<std::pair<std::string, const Tensor *>> &unordered,
+    const std::vector<std::pair<std::string, const Tensor *>> &tensors,
     const std::map<std::string, std::string> &metadata) {
+  std::vector<SafetensorsEntry> entries;
+  entries.reserve(tensors.size());
+  for (const auto &[name, tensor] : tensors)
+    entries.push_back({name, tensor->dtype(), tensor->shape(), tensor->data()});
+  writeSafetensors(path, entries, metadata);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>>
+writeSafetensors(const std::string &path,
+                 const std::vector<SafetensorsEntry> &entries,
+                 const std::map<std::string, std::string> &metadata) {
   // Name order, as the map's.
-  std::vector<std::pair<std::string, const Tensor *>> tensors = unordered;
-  std::sort(tensors.begin(), tensors.end(),
-            [](const auto &a, const auto &b) { return a.first < b.first; });
-  for (size_t i = 1; i < tensors.size(); ++i)
-    if (tensors[i].first == tensors[i - 1].first)
-      fail("cannot write '", path, "': tensor '", tensors[i].first,
+  std::vector<size_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return entries[a].name < entries[b].name;
+  });
+  for (size_t i = 1; i < order.size(); ++i)
+    if (entries[order[i]].name == entries[order[i - 1]].name)
+      fail("cannot write '", path, "': tensor '", entries[order[i]].name,
            "' is given twice");
   std::string header = "{";
   if (!metadata.empty()) {
@@ -276,21 +290,25 @@ void writeSafetensors(
     }
     header += "}";
   }
+  std::vector<std::pair<uint64_t, uint64_t>> ranges(entries.size());
   uint64_t offset = 0;
-  for (const auto &[name, tensor] : tensors) {
-    if (name == "__metadata__")
+  for (size_t i : order) {
+    const SafetensorsEntry &entry = entries[i];
+    if (entry.name == "__metadata__")
       fail("cannot write '", path,
            "': \"__metadata__\" is reserved and cannot name a tensor");
     if (header.size() > 1)
       header += ",";
     std::string shape;
-    for (int64_t dim : tensor->shape())
+    for (int64_t dim : entry.shape)
       shape += (shape.empty() ? "" : ",") + std::to_string(dim);
-    header += concat(quoteJson(name), ":{\"dtype\":\"",
-                     safetensorsDType(tensor->dtype()), "\",\"shape\":[", shape,
-                     "],\"data_offsets\":[", offset, ",",
-                     offset + tensor->sizeBytes(), "]}");
-    offset += tensor->sizeBytes();
+    uint64_t bytes = byteSize(entry.dtype, entry.shape, entry.name);
+    header += concat(quoteJson(entry.name), ":{\"dtype\":\"",
+                     safetensorsDType(entry.dtype), "\",\"shape\":[", shape,
+                     "],\"data_offsets\":[", offset, ",", offset + bytes,
+                     "]}");
+    ranges[i] = {offset, offset + bytes};
+    offset += bytes;
   }
   header += "}";
   // Pad with spaces so that the data section starts 8-byte aligned, as the
@@ -301,9 +319,14 @@ void writeSafetensors(
   uint64_t headerBytes = header.size();
   std::vector<std::pair<const void *, size_t>> chunks = {
       {&headerBytes, kLengthBytes}, {header.data(), header.size()}};
-  for (const auto &[name, tensor] : tensors)
-    chunks.emplace_back(tensor->data(), tensor->sizeBytes());
+  for (size_t i : order)
+    chunks.emplace_back(entries[i].data, ranges[i].second - ranges[i].first);
   writeFile(path, chunks);
+  for (auto &[begin, end] : ranges) {
+    begin += kLengthBytes + headerBytes;
+    end += kLengthBytes + headerBytes;
+  }
+  return ranges;
 }
 
 } // namespace megrt

@@ -5,6 +5,7 @@
 
 #include "CheckpointIO.h"
 #include "Device.h"
+#include "DistributedCheckpoint.h"
 #include "Fail.h"
 #include "FbTypes.h"
 #include "HfCheckpoint.h"
@@ -16,6 +17,7 @@
 #include "comm/Communicator.h"
 #include "comm/LaunchEnvironment.h"
 #include "cpu/ThreadPool.h"
+#include "megrt/Checkpoint.h"
 #include "megrt/Safetensors.h"
 
 #include <algorithm>
@@ -267,8 +269,17 @@ std::map<std::string, std::string> Session::loadState(const std::string &path) {
 
 void Session::load(const std::string &path, bool allowExtra, bool withState,
                    std::map<std::string, std::string> *metadata) {
-  loadCheckpointFile(*impl_->store, impl_->program, path, allowExtra, withState,
-                     impl_->options.checkFinite, metadata);
+  // A training state in a directory is a distributed checkpoint (one
+  // without its record is refused as incomplete); so is a weights
+  // directory with a commit record (else Hugging Face layout).
+  std::error_code error;
+  if (isDistributedCheckpoint(path) ||
+      (withState && std::filesystem::is_directory(path, error)))
+    loadDistributedCheckpoint(*impl_->store, impl_->program, path, allowExtra,
+                              withState, impl_->options.checkFinite, metadata);
+  else
+    loadCheckpointFile(*impl_->store, impl_->program, path, allowExtra,
+                       withState, impl_->options.checkFinite, metadata);
 }
 
 void Session::saveParameters(const std::string &path,
@@ -280,10 +291,10 @@ void Session::saveState(
     const std::string &path,
     const std::map<std::string, std::string> &metadata) const {
   if (isCheckpointDirectory(path))
-    fail("cannot save the training state to the directory '", path,
-         "': the state goes into one .safetensors file (directories take "
-         "model weights in Hugging Face layout)");
-  save(path, /*withState=*/true, 0, metadata);
+    saveDistributedCheckpoint(*impl_->store, impl_->program, path,
+                              /*withState=*/true, metadata);
+  else
+    save(path, /*withState=*/true, 0, metadata);
 }
 
 void Session::save(const std::string &path, bool withState,

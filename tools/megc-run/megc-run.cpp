@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "megrt/Checkpoint.h"
 #include "megrt/Error.h"
 #include "megrt/FileIdentity.h"
 #include "megrt/Npy.h"
@@ -81,8 +82,10 @@ struct Options {
   std::string metrics;
   int64_t logEvery = 1;
   /// Checkpoints: the training state every saveEvery steps into
-  /// saveDir/step-NNNNNNNN.safetensors, the newest `keep` kept (0: all);
-  /// --resume DIR continues from the newest one there, up to --steps.
+  /// saveDir/step-NNNNNNNN.safetensors (one rank) or the distributed
+  /// checkpoint saveDir/step-NNNNNNNN/ (several), the newest `keep`
+  /// complete ones kept (0: all); --resume DIR continues from the newest
+  /// complete one there (of either kind, saved on any mesh), up to --steps.
   std::string saveDir, resume;
   int64_t saveEvery = 0, keep = 0;
   std::map<std::string, std::string> inputs;
@@ -331,7 +334,13 @@ std::vector<std::pair<std::string, std::string>>
 runSettings(const Options &options, uint64_t seed, bool init,
             const std::string &statePath, int64_t firstStep) {
   auto file = [](const std::string &path) {
-    return path.empty() ? std::string("none") : megrt::fileIdentity(path);
+    if (path.empty())
+      return std::string("none");
+    // A distributed checkpoint by its record, which names every shard.
+    if (megrt::isDistributedCheckpoint(path))
+      return megrt::fileIdentity(
+          (std::filesystem::path(path) / megrt::kCommitRecordName).string());
+    return megrt::fileIdentity(path);
   };
   auto flag = [](bool on) { return std::string(on ? "yes" : "no"); };
   std::string inputs;
@@ -364,14 +373,20 @@ runSettings(const Options &options, uint64_t seed, bool init,
   };
 }
 
-std::string checkpointPath(const std::string &dir, int64_t step) {
+/// The checkpoint of step `step` in `dir`: a safetensors file, or with
+/// `distributed` a distributed checkpoint's directory.
+std::string checkpointPath(const std::string &dir, int64_t step,
+                           bool distributed) {
   char name[64];
-  std::snprintf(name, sizeof(name), "step-%08lld.safetensors",
-                static_cast<long long>(step));
+  std::snprintf(name, sizeof(name), "step-%08lld%s",
+                static_cast<long long>(step),
+                distributed ? "" : ".safetensors");
   return (std::filesystem::path(dir) / name).string();
 }
 
-/// The checkpoints of `dir` by step, oldest first.
+/// The checkpoints of `dir` by step, oldest first: files and directories
+/// (complete or not: --resume checks them, --keep counts only the complete
+/// ones).
 std::vector<std::pair<int64_t, std::string>>
 listCheckpoints(const std::string &dir) {
   std::vector<std::pair<int64_t, std::string>> found;
@@ -379,19 +394,21 @@ listCheckpoints(const std::string &dir) {
   for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
     std::string name = entry.path().filename().string();
     long long step = 0;
-    char tail[32];
-    if (std::sscanf(name.c_str(), "step-%8lld.%31s", &step, tail) == 2 &&
-        std::string(tail) == "safetensors" &&
-        name == std::filesystem::path(checkpointPath(dir, step)).filename())
+    if (std::sscanf(name.c_str(), "step-%8lld", &step) != 1)
+      continue;
+    bool distributed = entry.is_directory(error);
+    if (name == std::filesystem::path(checkpointPath(dir, step, distributed))
+                    .filename())
       found.emplace_back(step, entry.path().string());
   }
   std::sort(found.begin(), found.end());
   return found;
 }
 
-/// Removes what saves into `dir` killed before their rename left behind
-/// (".step-NNNNNNNN.safetensors.tmp-PID"): never a checkpoint, each as
-/// large as one. Returns how many.
+/// Removes what saves into `dir` killed before they finished left behind:
+/// files never renamed (".step-NNNNNNNN.safetensors.tmp-PID") and
+/// distributed checkpoints never committed (step-NNNNNNNN/ without its
+/// record), each as large as a checkpoint. Returns how many.
 int removeStaleTemporaries(const std::string &dir) {
   int removed = 0;
   std::error_code error;
@@ -405,6 +422,11 @@ int removeStaleTemporaries(const std::string &dir) {
         std::filesystem::remove(entry.path(), error))
       ++removed;
   }
+  for (const auto &[step, path] : listCheckpoints(dir))
+    if (std::filesystem::is_directory(path, error) &&
+        !megrt::isDistributedCheckpoint(path) &&
+        std::filesystem::remove_all(path, error) > 0)
+      ++removed;
   return removed;
 }
 
@@ -483,12 +505,13 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     auto checkpoints = listCheckpoints(options.resume);
     if (checkpoints.empty())
       throw megrt::Error("--resume: '" + options.resume +
-                         "' holds no step-NNNNNNNN.safetensors checkpoint");
+                         "' holds no checkpoint (step-NNNNNNNN.safetensors "
+                         "or step-NNNNNNNN/)");
     // The newest whole one: a file cut short (by a crash during a save of
     // an older megc, or damaged since) is skipped, and said so.
     for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
       try {
-        megrt::checkSafetensors(it->second);
+        megrt::checkCheckpoint(it->second);
       } catch (const megrt::Error &error) {
         if (lead)
           std::cerr << "megc-run: warning: --resume skips an incomplete "
@@ -723,12 +746,20 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       std::cout << std::endl;
     }
     if (options.saveEvery && step % options.saveEvery == 0) {
-      saveState(checkpointPath(options.saveDir, step));
+      // Several ranks write distributed checkpoints, each its own pieces.
+      bool distributed = session.worldSize() > 1;
+      saveState(checkpointPath(options.saveDir, step, distributed) +
+                (distributed ? "/" : ""));
+      // Only complete checkpoints count, and only after this one is.
       if (lead && options.keep) {
-        auto checkpoints = listCheckpoints(options.saveDir);
+        std::vector<std::string> complete;
+        for (const auto &[old, path] : listCheckpoints(options.saveDir))
+          if (!std::filesystem::is_directory(path) ||
+              megrt::isDistributedCheckpoint(path))
+            complete.push_back(path);
         for (size_t i = 0;
-             i + static_cast<size_t>(options.keep) < checkpoints.size(); ++i)
-          std::filesystem::remove(checkpoints[i].second);
+             i + static_cast<size_t>(options.keep) < complete.size(); ++i)
+          std::filesystem::remove_all(complete[i]);
       }
     }
     // Every rank evaluates: the loss entry communicates.

@@ -6,6 +6,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace megrt {
 
@@ -36,6 +38,22 @@ void writeSafetensors(
     const std::string &path,
     const std::vector<std::pair<std::string, const Tensor *>> &tensors,
     const std::map<std::string, std::string> &metadata = {});
+
+/// A tensor to write by its dtype, shape and data (held elsewhere).
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  const void *data;
+};
+
+/// The same for tensors given by their data: returns each entry's bytes
+/// [begin, end) in the file, from its start (in the order given), so that
+/// a record of the file can point into it.
+std::vector<std::pair<uint64_t, uint64_t>>
+writeSafetensors(const std::string &path,
+                 const std::vector<SafetensorsEntry> &entries,
+                 const std::map<std::string, std::string> &metadata = {});
 
 } // namespace megrt
 

@@ -164,7 +164,13 @@ public:
   /// count, every one required on load. Loaded and saved like the weights,
   /// as one safetensors file whose metadata holds `metadata` (what the
   /// caller needs to resume, such as a data position); loadState returns
-  /// the file's metadata.
+  /// the file's metadata. When `path` is a directory or ends in '/', the
+  /// state is a distributed checkpoint there (megrt/Checkpoint.h): each
+  /// rank writes only the pieces it holds the first copy of, in parallel,
+  /// and rank 0 commits the record once every rank's file is durable;
+  /// loading reads each rank's pieces under its current mesh from the byte
+  /// ranges that hold them, so a checkpoint saved on one mesh loads on any
+  /// other (or on one rank), and an uncommitted one is refused.
   std::map<std::string, std::string> loadState(const std::string &path);
   void saveState(const std::string &path,
                  const std::map<std::string, std::string> &metadata = {}) const;

@@ -1,0 +1,46 @@
+//===- DistributedCheckpoint.h - per-rank shards and a commit record -----===//
+//
+// A distributed checkpoint is a directory: every rank writes the pieces of
+// the parameters it holds the first copy of (ParameterStore::holdsFirstCopy)
+// to its own file rank-NNNNN.safetensors, in parallel, and once every
+// rank's file is durable, rank 0 writes the commit record checkpoint.json
+// (megrt/Checkpoint.h): per tensor its dtype, whole shape and chunks (file,
+// byte range, and the elements each holds as a PieceGeometry), the mesh,
+// and the caller's metadata. Loading is a read plan: each rank reads, from
+// the chunks that overlap its own pieces under its current layout, just
+// those byte ranges, so a checkpoint saved on one mesh loads on any other.
+// No rank holds more than its own pieces.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGRT_SRC_DISTRIBUTEDCHECKPOINT_H
+#define MEGRT_SRC_DISTRIBUTEDCHECKPOINT_H
+
+#include "ParameterStore.h"
+
+#include <map>
+#include <string>
+
+namespace megrt {
+
+/// Writes the model weights (with `withState`, the training state too) of
+/// every rank into directory `dir`, created if missing; an earlier
+/// checkpoint there is un-committed first. Every rank must call it; a rank
+/// that fails to write makes every rank throw, naming it, and the
+/// checkpoint stays incomplete.
+void saveDistributedCheckpoint(const ParameterStore &store,
+                               const Program &program, const std::string &dir,
+                               bool withState,
+                               const std::map<std::string, std::string> &metadata);
+
+/// Loads the distributed checkpoint `dir` into this rank's pieces, as
+/// loadCheckpointFile does a file (same checks, nothing written on error);
+/// `metadata` receives the record's metadata. Needs no communication.
+void loadDistributedCheckpoint(ParameterStore &store, const Program &program,
+                               const std::string &dir, bool allowExtra,
+                               bool withState, bool checkFiniteValues,
+                               std::map<std::string, std::string> *metadata);
+
+} // namespace megrt
+
+#endif // MEGRT_SRC_DISTRIBUTEDCHECKPOINT_H
