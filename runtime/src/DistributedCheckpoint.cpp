@@ -73,11 +73,11 @@ std::string shapeJson(const Shape &shape) {
 std::string chunkJson(const std::string &tensor, const std::string &file,
                       std::pair<uint64_t, uint64_t> bytes,
                       const PieceGeometry &piece) {
-  return concat("{\"tensor\":", quoteJson(tensor), ",\"file\":",
-                quoteJson(file), ",\"data_offsets\":[", bytes.first, ",",
-                bytes.second, "],\"dim\":", piece.dim, ",\"blocks\":",
-                piece.blocks, ",\"block\":", piece.block, ",\"first\":",
-                piece.first, ",\"count\":", piece.count, "}");
+  return concat("{\"tensor\":", quoteJson(tensor),
+                ",\"file\":", quoteJson(file), ",\"data_offsets\":[",
+                bytes.first, ",", bytes.second, "],\"dim\":", piece.dim,
+                ",\"blocks\":", piece.blocks, ",\"block\":", piece.block,
+                ",\"first\":", piece.first, ",\"count\":", piece.count, "}");
 }
 
 const JsonValue &member(const JsonValue &object, const char *key,
@@ -159,7 +159,8 @@ Record readRecord(const std::string &dir) {
     PieceGeometry::whole(tensor.shape).check(where);
     record.tensors.emplace(name, std::move(tensor));
   }
-  const JsonValue &chunks = member(root, "chunks", JsonValue::Kind::Array, what);
+  const JsonValue &chunks =
+      member(root, "chunks", JsonValue::Kind::Array, what);
   for (size_t c = 0; c < chunks.elements.size(); ++c) {
     const JsonValue &info = chunks.elements[c];
     std::string where = concat(what, ": chunk ", c);
@@ -258,8 +259,8 @@ void saveDistributedCheckpoint(
     if (rank == 0)
       removeFile(recordPath(dir));
   } catch (const std::exception &error) {
-    status = concat("error\n", "cannot prepare the checkpoint directory '",
-                    dir, "': ", error.what());
+    status = concat("error\n", "cannot prepare the checkpoint directory '", dir,
+                    "': ", error.what());
   }
   std::vector<std::string> prepared = gatherTexts(world, status);
   if (int failed = firstFailure(prepared); failed >= 0)
@@ -305,11 +306,11 @@ void saveDistributedCheckpoint(
   std::string committed = "ok\n";
   if (rank == 0) {
     try {
-      std::string text =
-          concat("{\"format\":", quoteJson(kFormat), ",\"version\":", kVersion,
-                 ",\"mesh\":", quoteJson(program.describeMesh()),
-                 ",\"ranks\":", ranks, ",\"training_state\":",
-                 withState ? "true" : "false", ",\"metadata\":{");
+      std::string text = concat(
+          "{\"format\":", quoteJson(kFormat), ",\"version\":", kVersion,
+          ",\"mesh\":", quoteJson(program.describeMesh()), ",\"ranks\":", ranks,
+          ",\"training_state\":", withState ? "true" : "false",
+          ",\"metadata\":{");
       bool first = true;
       for (const auto &[key, value] : metadata) {
         text += (first ? "" : ",") + quoteJson(key) + ":" + quoteJson(value);
@@ -320,10 +321,10 @@ void saveDistributedCheckpoint(
       for (const ParameterSpec &spec : specs) {
         if (!withState && spec.state)
           continue;
-        text += concat(first ? "\n" : ",\n", quoteJson(spec.name),
-                       ":{\"dtype\":", quoteJson(dtypeName(spec.dtype)),
-                       ",\"shape\":", shapeJson(ParameterStore::fileShape(spec)),
-                       "}");
+        text += concat(
+            first ? "\n" : ",\n", quoteJson(spec.name),
+            ":{\"dtype\":", quoteJson(dtypeName(spec.dtype)),
+            ",\"shape\":", shapeJson(ParameterStore::fileShape(spec)), "}");
         first = false;
       }
       text += "},\n\"chunks\":[";
@@ -399,9 +400,8 @@ void loadDistributedCheckpoint(ParameterStore &store, const Program &program,
     }
     if (covered != piece.count)
       fail(what, ": its chunks hold ", covered, " of the ", piece.count,
-           " elements this rank needs", covered > piece.count
-               ? " (chunks overlap)"
-               : "");
+           " elements this rank needs",
+           covered > piece.count ? " (chunks overlap)" : "");
     if (convert)
       value = Tensor::fromFloats(spec.dtype, spec.shape, value.toFloats());
     if (checkFiniteValues)

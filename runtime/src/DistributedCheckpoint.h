@@ -28,10 +28,9 @@ namespace megrt {
 /// checkpoint there is un-committed first. Every rank must call it; a rank
 /// that fails to write makes every rank throw, naming it, and the
 /// checkpoint stays incomplete.
-void saveDistributedCheckpoint(const ParameterStore &store,
-                               const Program &program, const std::string &dir,
-                               bool withState,
-                               const std::map<std::string, std::string> &metadata);
+void saveDistributedCheckpoint(
+    const ParameterStore &store, const Program &program, const std::string &dir,
+    bool withState, const std::map<std::string, std::string> &metadata);
 
 /// Loads the distributed checkpoint `dir` into this rank's pieces, as
 /// loadCheckpointFile does a file (same checks, nothing written on error);

@@ -124,8 +124,7 @@ void ParameterStore::refreshCopies(std::optional<size_t> source) {
 
 /// Where this rank's piece of a flattened sharded parameter starts in the
 /// flattened full tensor.
-int64_t ParameterStore::pieceStart(const ParameterSpec &spec,
-                                   int rank) const {
+int64_t ParameterStore::pieceStart(const ParameterSpec &spec, int rank) const {
   return layout_.indexInGroup(spec.sharding->submesh, rank) * spec.shape[0];
 }
 

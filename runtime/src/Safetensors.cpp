@@ -305,8 +305,7 @@ writeSafetensors(const std::string &path,
     uint64_t bytes = byteSize(entry.dtype, entry.shape, entry.name);
     header += concat(quoteJson(entry.name), ":{\"dtype\":\"",
                      safetensorsDType(entry.dtype), "\",\"shape\":[", shape,
-                     "],\"data_offsets\":[", offset, ",", offset + bytes,
-                     "]}");
+                     "],\"data_offsets\":[", offset, ",", offset + bytes, "]}");
     ranges[i] = {offset, offset + bytes};
     offset += bytes;
   }

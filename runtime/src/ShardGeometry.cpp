@@ -36,8 +36,8 @@ void PieceGeometry::check(const std::string &what) const {
     fail(what, ": blocks without a block dimension");
   }
   if (first < 0 || count < 0 || first + count > blockElements())
-    fail(what, ": elements [", first, ", ", first + count,
-         ") are outside the ", blockElements(), " of its block");
+    fail(what, ": elements [", first, ", ", first + count, ") are outside the ",
+         blockElements(), " of its block");
 }
 
 bool PieceGeometry::operator==(const PieceGeometry &other) const {
@@ -65,8 +65,8 @@ std::vector<ElementRun> elementRuns(const PieceGeometry &piece) {
   while (at < end) {
     int64_t outer = at / row, within = at % row;
     int64_t count = std::min(row - within, end - at);
-    runs.push_back({at - piece.first,
-                    outer * stride + piece.block * row + within, count});
+    runs.push_back(
+        {at - piece.first, outer * stride + piece.block * row + within, count});
     at += count;
   }
   return runs;
