@@ -287,6 +287,20 @@ class Session:
         """Writes the full training state as safetensors."""
         self._native.save_state(os.fspath(path))
 
+    def start_save_state(self, path: PathLike) -> None:
+        """save_state while training goes on: returns once the state is
+        copied to host memory, and a background thread writes the file
+        (byte for byte what save_state writes). finish_save() waits for it;
+        another save, save_state and closing the session finish it first.
+        A directory (or a path ending in '/') takes a distributed
+        checkpoint."""
+        self._native.start_save_state(os.fspath(path))
+
+    def finish_save(self) -> str:
+        """Waits for the save start_save_state began and raises its error;
+        returns its path, or "" when none was in flight."""
+        return self._native.finish_save()
+
     def parameters(self) -> dict[str, np.ndarray]:
         """Copies of the model weights by name (what save_params writes)."""
         return self._native.parameters(False)

@@ -338,6 +338,19 @@ void bindSession(nb::module_ &m) {
             self.locked([&](megrt::Session &s) { s.saveState(path.string()); });
           },
           nb::arg("path"))
+      .def(
+          "start_save_state",
+          [](SessionHandle &self, const Path &path) {
+            self.locked(
+                [&](megrt::Session &s) { s.startSaveState(path.string()); });
+          },
+          nb::arg("path"))
+      .def("finish_save",
+           [](SessionHandle &self) {
+             std::string path;
+             self.locked([&](megrt::Session &s) { path = s.finishSave(); });
+             return path;
+           })
       .def("load_dict", &SessionHandle::load, nb::arg("values"),
            nb::arg("allow_extra"), nb::arg("with_state"))
       .def("parameters", &SessionHandle::parameters, nb::arg("with_state"))

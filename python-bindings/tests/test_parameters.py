@@ -52,6 +52,19 @@ def test_state_round_trip_continues_training(llama_artifact, batch, tmp_path):
     assert_bitwise(from_file.run("train_step", batch)["loss"], want)
 
 
+def test_state_saved_while_training_goes_on(llama_artifact, batch, tmp_path):
+    trained = megc.Session(llama_artifact, params="init:2")
+    trained.run("train_step", batch)
+    trained.save_state(tmp_path / "sync.safetensors")
+    trained.start_save_state(tmp_path / "async.safetensors")
+    # The snapshot was taken: the next step does not reach the file.
+    trained.run("train_step", batch)
+    assert trained.finish_save() == str(tmp_path / "async.safetensors")
+    assert trained.finish_save() == ""
+    assert ((tmp_path / "sync.safetensors").read_bytes() ==
+            (tmp_path / "async.safetensors").read_bytes())
+
+
 def test_params_file_round_trip(llama_artifact, tmp_path):
     first = megc.Session(llama_artifact, params="init:7")
     first.save_params(tmp_path / "p.safetensors")

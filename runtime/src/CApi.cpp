@@ -324,6 +324,22 @@ megrt_status megrt_session_save_state(megrt_session *session,
   });
 }
 
+megrt_status megrt_session_start_save_state(megrt_session *session,
+                                            const char *path) {
+  return guarded([&] {
+    const char *function = "megrt_session_start_save_state";
+    require(session, function, "session")
+        ->session.startSaveState(require(path, function, "path"));
+  });
+}
+
+megrt_status megrt_session_finish_save(megrt_session *session) {
+  return guarded([&] {
+    require(session, "megrt_session_finish_save", "session")
+        ->session.finishSave();
+  });
+}
+
 megrt_status megrt_session_read_parameter(megrt_session *session,
                                           const char *name, void *buffer,
                                           size_t size_bytes) {

@@ -244,67 +244,86 @@ void checkCheckpoint(const std::string &path) {
              "' ends before the bytes of tensor '", name, "' it should hold");
 }
 
-void saveDistributedCheckpoint(
-    const ParameterStore &store, const Program &program, const std::string &dir,
-    bool withState, const std::map<std::string, std::string> &metadata) {
-  comm::World *world = store.world();
-  int rank = store.rank();
-  int ranks = world ? world->size() : 1;
+ShardSnapshot snapshotShard(const ParameterStore &store, const Program &program,
+                            bool withState, bool copy) {
+  // The pieces this rank holds the first copy of, without the padding of
+  // flattened pieces.
+  ShardSnapshot snapshot;
+  const std::vector<ParameterSpec> &specs = program.parameters();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if ((!withState && specs[i].state) ||
+        !store.holdsFirstCopy(i, store.rank()))
+      continue;
+    PieceGeometry piece = store.geometry(i, store.rank());
+    if (piece.count == 0)
+      continue;
+    Shape shape = specs[i].shape;
+    if (specs[i].sharding && specs[i].sharding->flat())
+      shape = {piece.count};
+    const uint8_t *data = store.read(i).data();
+    size_t bytes =
+        static_cast<size_t>(piece.count) * elementSize(specs[i].dtype);
+    if (copy)
+      data = snapshot.owned.emplace_back(data, data + bytes).data();
+    snapshot.entries.push_back({specs[i].name, specs[i].dtype, shape, data});
+    snapshot.pieces.push_back(std::move(piece));
+    snapshot.bytes += bytes;
+  }
+  return snapshot;
+}
+
+void prepareDistributedCheckpoint(const ParameterStore &store,
+                                  const std::string &dir) {
   // Rank 0 un-commits an earlier checkpoint in `dir` (durably) before any
   // rank replaces a shard of it, so that a crash from here on never leaves
   // a record over shards of two saves.
   std::string status = "ok\n";
   try {
     std::filesystem::create_directories(dir);
-    if (rank == 0)
+    if (store.rank() == 0)
       removeFile(recordPath(dir));
   } catch (const std::exception &error) {
     status = concat("error\n", "cannot prepare the checkpoint directory '", dir,
                     "': ", error.what());
   }
-  std::vector<std::string> prepared = gatherTexts(world, status);
+  std::vector<std::string> prepared = gatherTexts(store.world(), status);
   if (int failed = firstFailure(prepared); failed >= 0)
     fail("rank ", failed, ": ", prepared[failed].substr(6));
+}
 
-  // This rank's chunks: the pieces it holds the first copy of, without
-  // the padding of flattened pieces.
-  const std::vector<ParameterSpec> &specs = program.parameters();
-  std::vector<SafetensorsEntry> entries;
-  std::vector<PieceGeometry> pieces;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if ((!withState && specs[i].state) || !store.holdsFirstCopy(i, rank))
-      continue;
-    PieceGeometry piece = store.geometry(i, rank);
-    if (piece.count == 0)
-      continue;
-    Shape shape = specs[i].shape;
-    if (specs[i].sharding && specs[i].sharding->flat())
-      shape = {piece.count};
-    entries.push_back(
-        {specs[i].name, specs[i].dtype, shape, store.read(i).data()});
-    pieces.push_back(std::move(piece));
-  }
+std::string writeShard(const std::string &dir, int rank,
+                       const ShardSnapshot &snapshot) {
   std::string file = shardFileName(rank);
   std::string chunks = "ok\n";
   try {
-    if (!entries.empty()) {
+    if (!snapshot.entries.empty()) {
       auto ranges = writeSafetensors(
-          (std::filesystem::path(dir) / file).string(), entries);
-      for (size_t e = 0; e < entries.size(); ++e)
-        chunks += (e ? "," : "") +
-                  chunkJson(entries[e].name, file, ranges[e], pieces[e]);
+          (std::filesystem::path(dir) / file).string(), snapshot.entries);
+      for (size_t e = 0; e < snapshot.entries.size(); ++e)
+        chunks += (e ? "," : "") + chunkJson(snapshot.entries[e].name, file,
+                                             ranges[e], snapshot.pieces[e]);
     }
   } catch (const std::exception &error) {
     chunks = concat("error\n", error.what());
   }
+  return chunks;
+}
+
+void commitDistributedCheckpoint(
+    const ParameterStore &store, const Program &program, const std::string &dir,
+    bool withState, const std::map<std::string, std::string> &metadata,
+    const std::string &outcome) {
+  comm::World *world = store.world();
+  int ranks = world ? world->size() : 1;
+  const std::vector<ParameterSpec> &specs = program.parameters();
   // Every rank's file is durable (writeFile flushed it) once every rank
   // has answered; then rank 0 commits.
-  std::vector<std::string> written = gatherTexts(world, chunks);
+  std::vector<std::string> written = gatherTexts(world, outcome);
   if (int failed = firstFailure(written); failed >= 0)
     fail("the checkpoint '", dir, "' is incomplete: rank ", failed, ": ",
          written[failed].substr(6));
   std::string committed = "ok\n";
-  if (rank == 0) {
+  if (store.rank() == 0) {
     try {
       std::string text = concat(
           "{\"format\":", quoteJson(kFormat), ",\"version\":", kVersion,
@@ -345,6 +364,16 @@ void saveDistributedCheckpoint(
   std::vector<std::string> answers = gatherTexts(world, committed);
   if (firstFailure(answers) == 0)
     fail("the checkpoint '", dir, "' is incomplete: ", answers[0].substr(6));
+}
+
+void saveDistributedCheckpoint(
+    const ParameterStore &store, const Program &program, const std::string &dir,
+    bool withState, const std::map<std::string, std::string> &metadata) {
+  prepareDistributedCheckpoint(store, dir);
+  ShardSnapshot snapshot =
+      snapshotShard(store, program, withState, /*copy=*/false);
+  commitDistributedCheckpoint(store, program, dir, withState, metadata,
+                              writeShard(dir, store.rank(), snapshot));
 }
 
 void loadDistributedCheckpoint(ParameterStore &store, const Program &program,

@@ -17,7 +17,9 @@
 #define MEGRT_SRC_DISTRIBUTEDCHECKPOINT_H
 
 #include "ParameterStore.h"
+#include "megrt/Safetensors.h"
 
+#include <deque>
 #include <map>
 #include <string>
 
@@ -27,10 +29,41 @@ namespace megrt {
 /// every rank into directory `dir`, created if missing; an earlier
 /// checkpoint there is un-committed first. Every rank must call it; a rank
 /// that fails to write makes every rank throw, naming it, and the
-/// checkpoint stays incomplete.
+/// checkpoint stays incomplete. It is the three steps below in a row.
 void saveDistributedCheckpoint(
     const ParameterStore &store, const Program &program, const std::string &dir,
     bool withState, const std::map<std::string, std::string> &metadata);
+
+/// What one rank writes of a checkpoint: the pieces it holds the first
+/// copy of, as safetensors entries (their data in the store's tensors, or
+/// with a copy in `owned`, so that training can go on while they are
+/// written) and the elements each holds.
+struct ShardSnapshot {
+  std::vector<SafetensorsEntry> entries;
+  std::vector<PieceGeometry> pieces;
+  std::deque<std::vector<uint8_t>> owned;
+  /// The bytes of the pieces' data.
+  uint64_t bytes = 0;
+};
+ShardSnapshot snapshotShard(const ParameterStore &store, const Program &program,
+                            bool withState, bool copy);
+
+/// Step 1, collective: creates `dir` and un-commits a checkpoint there
+/// (rank 0 removes its record, durably) before any shard is replaced.
+void prepareDistributedCheckpoint(const ParameterStore &store,
+                                  const std::string &dir);
+/// Step 2, on any thread and without communication: writes this rank's
+/// shard file into `dir` (none when the snapshot is empty), durably.
+/// Returns the outcome that step 3 takes: the chunks it wrote, or the
+/// error.
+std::string writeShard(const std::string &dir, int rank,
+                       const ShardSnapshot &snapshot);
+/// Step 3, collective: once every rank has its outcome, rank 0 writes the
+/// commit record; every rank throws if any rank failed, naming it.
+void commitDistributedCheckpoint(
+    const ParameterStore &store, const Program &program, const std::string &dir,
+    bool withState, const std::map<std::string, std::string> &metadata,
+    const std::string &outcome);
 
 /// Loads the distributed checkpoint `dir` into this rank's pieces, as
 /// loadCheckpointFile does a file (same checks, nothing written on error);

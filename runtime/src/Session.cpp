@@ -3,6 +3,7 @@
 // parameters are a ParameterStore, their files CheckpointIO's.
 #include "megrt/Session.h"
 
+#include "AsyncSave.h"
 #include "CheckpointIO.h"
 #include "Device.h"
 #include "DistributedCheckpoint.h"
@@ -127,6 +128,16 @@ struct Session::Impl {
     learningRate = rate;
   }
 
+  /// Completes the save in flight, if any (Session::finishSave).
+  std::string finishPendingSave() {
+    if (!pendingSave)
+      return "";
+    // Whatever happens, the save is no longer in flight.
+    std::unique_ptr<AsyncSave> save = std::move(pendingSave);
+    save->finish();
+    return save->path();
+  }
+
   /// Whether entry `entry` has a buffer on parameter `index`.
   bool readsParameter(size_t entry, size_t index) const {
     const fb::Entry &spec = *fb::GetProgram(program.bytes())->entries()->Get(
@@ -167,6 +178,9 @@ struct Session::Impl {
   /// on any device. Declared before the device, which holds it.
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Device> device;
+  /// The save in flight (startSaveState): it reads the store, so it is
+  /// declared after it and finishes before it goes.
+  std::unique_ptr<AsyncSave> pendingSave;
   /// The schedule's rate the last run used, and whether it was written.
   std::optional<float> learningRate;
   bool lrWritten = false;
@@ -284,17 +298,39 @@ void Session::load(const std::string &path, bool allowExtra, bool withState,
 
 void Session::saveParameters(const std::string &path,
                              uint64_t maxShardBytes) const {
+  impl_->finishPendingSave();
   save(path, /*withState=*/false, maxShardBytes, {});
 }
 
 void Session::saveState(
     const std::string &path,
     const std::map<std::string, std::string> &metadata) const {
+  impl_->finishPendingSave();
   if (isCheckpointDirectory(path))
     saveDistributedCheckpoint(*impl_->store, impl_->program, path,
                               /*withState=*/true, metadata);
   else
     save(path, /*withState=*/true, 0, metadata);
+}
+
+void Session::startSaveState(
+    const std::string &path,
+    const std::map<std::string, std::string> &metadata) {
+  impl_->finishPendingSave();
+  bool distributed = isCheckpointDirectory(path);
+  if (!distributed && impl_->world)
+    fail("cannot save the training state to '", path,
+         "' while training goes on: under a mesh an asynchronous save writes "
+         "a distributed checkpoint (a directory, or a path ending in '/')");
+  impl_->pendingSave = std::make_unique<AsyncSave>(
+      *impl_->store, impl_->program, path, distributed, metadata);
+}
+
+std::string Session::finishSave() { return impl_->finishPendingSave(); }
+
+void Session::checkSave() const {
+  if (impl_->pendingSave)
+    impl_->pendingSave->check();
 }
 
 void Session::save(const std::string &path, bool withState,

@@ -3,8 +3,8 @@
 step 5 as a distributed checkpoint: its record, read here with NumPy alone,
 puts every element of every tensor in exactly one chunk, the chunks hold
 bitwise the whole state the same run gathers into one file, and no rank
-wrote more than its own pieces (the shards add up to the state's bytes).
-The checkpoint then resumes to step 10 on the same mesh (bitwise the
+wrote more than its own pieces (the shards add up to the state's bytes);
+--async-save writes the same files byte for byte. The checkpoint then resumes to step 10 on the same mesh (bitwise the
 uninterrupted run), on one rank, on dp_shard=4 and on tp=4 (each within
 f32 tolerance of the uninterrupted run); a DeepSeek-V3 checkpoint saved
 under ep=2 resumes on one rank (ep=1) and under dp_shard=2. A checkpoint
@@ -167,6 +167,17 @@ def main():
     if chunk_bytes != whole_bytes or record["mesh"].find("tp=2") < 0:
         sys.exit(f"chunks hold {chunk_bytes} bytes, expected {whole_bytes} "
                  "(every element once); record mesh " + record["mesh"])
+
+    # --async-save writes the same checkpoint, byte for byte.
+    ck_async = os.path.join(tmp, "ck_async")
+    train(llama[saved_mesh], saved_mesh, 5, "--save-every", "5",
+          "--save-dir", ck_async, "--async-save")
+    for name in sorted(os.listdir(step5)):
+        with open(os.path.join(step5, name), "rb") as f, open(os.path.join(
+                ck_async, "step-00000005", name), "rb") as g:
+            if f.read() != g.read():
+                sys.exit(f"--async-save wrote another {name}")
+    print(f"--async-save on {saved_mesh}: the same files, byte for byte")
 
     final = {}
     for mesh in llama:

@@ -64,7 +64,9 @@ const char *kUsage =
     "                 [--data-seed N]]\n"
     "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n"
     "                [--metrics FILE.jsonl] [--log-every N]\n"
-    "                [--save-every N --save-dir DIR [--keep K]] [--resume DIR]\n"
+    "                [--save-every N --save-dir DIR [--keep K] "
+    "[--async-save]]\n"
+    "                [--resume DIR]\n"
     "                [--no-check-finite] [--skip-nonfinite]\n";
 
 struct Options {
@@ -88,6 +90,9 @@ struct Options {
   /// complete one there (of either kind, saved on any mesh), up to --steps.
   std::string saveDir, resume;
   int64_t saveEvery = 0, keep = 0;
+  /// --async-save: each checkpoint is copied to host memory at its step
+  /// and written while the next steps run.
+  bool asyncSave = false;
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
   int64_t warmup = 0;
@@ -189,6 +194,8 @@ Options parse(int argc, char **argv) {
       options.dataSeed = seed;
     } else if (arg == "--save-dir") {
       options.saveDir = value(i);
+    } else if (arg == "--async-save") {
+      options.asyncSave = true;
     } else if (arg == "--resume") {
       options.resume = value(i);
     } else if (arg == "--save-every" || arg == "--keep") {
@@ -298,6 +305,8 @@ Options parse(int argc, char **argv) {
     usageError("--save-dir needs --save-every");
   if (options.keep && !options.saveEvery)
     usageError("--keep needs --save-every");
+  if (options.asyncSave && !options.saveEvery)
+    usageError("--async-save needs --save-every");
   if (!options.resume.empty() && !options.loadState.empty())
     usageError("--resume and --load-state both load a training state; give "
                "one");
@@ -352,19 +361,20 @@ runSettings(const Options &options, uint64_t seed, bool init,
       {"--device", device},
       {"--steps", std::to_string(options.steps)},
       {"--warmup", std::to_string(options.warmup)},
-      {"--params", init ? "init:" + std::to_string(seed)
-                        : file(options.params)},
+      {"--params",
+       init ? "init:" + std::to_string(seed) : file(options.params)},
       {"the training state loaded (--load-state, --resume)", file(statePath)},
       {"the first step (--resume)", std::to_string(firstStep)},
       {"--input", inputs.empty() ? "none" : inputs},
       {"--data", file(options.data)},
       {"--data-dtype", options.dataDType.value_or("default")},
-      {"--data-seed", options.dataSeed ? std::to_string(*options.dataSeed)
-                                       : "none"},
+      {"--data-seed",
+       options.dataSeed ? std::to_string(*options.dataSeed) : "none"},
       {"--eval-data", file(options.evalData)},
       {"--eval-every", std::to_string(options.evalEvery)},
       {"--eval-batches", std::to_string(options.evalBatches)},
       {"--save-every", std::to_string(options.saveEvery)},
+      {"--async-save", flag(options.asyncSave)},
       {"--save-params (given)", flag(!options.saveParams.empty())},
       {"--save-state (given)", flag(!options.saveState.empty())},
       {"--no-check-finite", flag(!options.checkFinite)},
@@ -629,11 +639,30 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   }
   std::vector<double> times;
   int64_t skipped = 0;
-  auto saveState = [&](const std::string &path) {
+  auto saveMetadata = [&] {
     std::map<std::string, std::string> metadata;
     if (data)
       metadata[kDataPositionKey] = std::to_string(data->position());
-    session.saveState(path, metadata);
+    return metadata;
+  };
+  auto saveState = [&](const std::string &path) {
+    session.saveState(path, saveMetadata());
+  };
+  auto startSave = [&](const std::string &path) {
+    session.startSaveState(path, saveMetadata());
+  };
+  // --keep: only complete checkpoints count, and only once a newer one is.
+  auto removeOldCheckpoints = [&] {
+    if (!lead || !options.keep)
+      return;
+    std::vector<std::string> complete;
+    for (const auto &[old, path] : listCheckpoints(options.saveDir))
+      if (!std::filesystem::is_directory(path) ||
+          megrt::isDistributedCheckpoint(path))
+        complete.push_back(path);
+    for (size_t i = 0; i + static_cast<size_t>(options.keep) < complete.size();
+         ++i)
+      std::filesystem::remove_all(complete[i]);
   };
   if (options.saveEvery && lead) {
     std::filesystem::create_directories(options.saveDir);
@@ -745,21 +774,24 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       }
       std::cout << std::endl;
     }
+    // A save in flight that failed is reported at the step boundary after
+    // its writer stopped (one rank; under a mesh the next save or the end
+    // reports it on every rank at once).
+    if (options.asyncSave && session.worldSize() == 1)
+      session.checkSave();
     if (options.saveEvery && step % options.saveEvery == 0) {
       // Several ranks write distributed checkpoints, each its own pieces.
       bool distributed = session.worldSize() > 1;
-      saveState(checkpointPath(options.saveDir, step, distributed) +
-                (distributed ? "/" : ""));
-      // Only complete checkpoints count, and only after this one is.
-      if (lead && options.keep) {
-        std::vector<std::string> complete;
-        for (const auto &[old, path] : listCheckpoints(options.saveDir))
-          if (!std::filesystem::is_directory(path) ||
-              megrt::isDistributedCheckpoint(path))
-            complete.push_back(path);
-        for (size_t i = 0;
-             i + static_cast<size_t>(options.keep) < complete.size(); ++i)
-          std::filesystem::remove_all(complete[i]);
+      std::string path = checkpointPath(options.saveDir, step, distributed) +
+                         (distributed ? "/" : "");
+      if (options.asyncSave) {
+        // The one before is completed first, and only then old ones go.
+        session.finishSave();
+        removeOldCheckpoints();
+        startSave(path);
+      } else {
+        saveState(path);
+        removeOldCheckpoints();
       }
     }
     // Every rank evaluates: the loss entry communicates.
@@ -768,6 +800,8 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   }
   if (evalData && (!options.evalEvery || options.steps % options.evalEvery))
     evaluate(options.steps);
+  if (!session.finishSave().empty())
+    removeOldCheckpoints();
   if (lead && options.skipNonfinite)
     std::cout << "skipped steps: " << skipped << " of " << times.size()
               << " (a non-finite loss or gradient norm; their updates did "

@@ -175,6 +175,26 @@ public:
   void saveState(const std::string &path,
                  const std::map<std::string, std::string> &metadata = {}) const;
 
+  /// saveState without waiting for the disk: returns once the state is
+  /// copied to host memory, and a background thread writes the files
+  /// (byte for byte those saveState writes) while the caller runs further
+  /// steps. At most one save is in flight: starting one finishes the one
+  /// before, and so does saveState. Under a mesh the path must be a
+  /// distributed checkpoint (a directory or ending in '/'), whose commit
+  /// record finishSave() writes. Every rank must call it, and finishSave(),
+  /// at the same points.
+  void startSaveState(const std::string &path,
+                      const std::map<std::string, std::string> &metadata = {});
+  /// Waits for the save in flight and completes it (writes a distributed
+  /// checkpoint's commit record); throws its error, naming the rank that
+  /// failed. Returns the path saved, or "" when no save was in flight.
+  std::string finishSave();
+  /// Throws the error of the save in flight if its writer has failed,
+  /// without waiting or communicating: the step-boundary check of a run
+  /// without a mesh (under a mesh, finishSave() reports a rank's failure
+  /// on every rank at once).
+  void checkSave() const;
+
   /// On the CPU the reference shows the parameter live; on a CUDA device it
   /// shows its value as of this call (call again after a run). For a
   /// sharded parameter, this rank's piece (with its padding).

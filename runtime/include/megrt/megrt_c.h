@@ -135,6 +135,16 @@ megrt_status megrt_session_save_parameters(megrt_session *session,
 /* The full training state: weights, optimizer moments and step count. */
 megrt_status megrt_session_load_state(megrt_session *session, const char *path);
 megrt_status megrt_session_save_state(megrt_session *session, const char *path);
+/* save_state while training goes on: returns once the state is copied to
+ * host memory; a background thread writes the file (byte for byte what
+ * save_state writes). finish_save waits for it and returns its outcome (a
+ * session with none in flight: MEGRT_OK); starting another save, saving
+ * the state, and destroying the session finish it first. A path that is a
+ * directory or ends in '/' takes a distributed checkpoint, the form a
+ * program with a mesh saves asynchronously. */
+megrt_status megrt_session_start_save_state(megrt_session *session,
+                                            const char *path);
+megrt_status megrt_session_finish_save(megrt_session *session);
 /* Copies a parameter into `buffer`, which must hold exactly its bytes. */
 megrt_status megrt_session_read_parameter(megrt_session *session,
                                           const char *name, void *buffer,

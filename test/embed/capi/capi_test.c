@@ -39,6 +39,17 @@ static void *readFile(const char *path, size_t *size) {
   return data;
 }
 
+/* Whether two files hold the same bytes. */
+static int same_file(const char *a, const char *b) {
+  size_t sizeA = 0, sizeB = 0;
+  void *dataA = readFile(a, &sizeA), *dataB = readFile(b, &sizeB);
+  int same =
+      dataA && dataB && sizeA == sizeB && memcmp(dataA, dataB, sizeA) == 0;
+  free(dataA);
+  free(dataB);
+  return same;
+}
+
 /* The train_step batch: ids i % 7 for both inputs. */
 static int32_t ids[2 * 16];
 static const int64_t idsShape[2] = {2, 16};
@@ -72,7 +83,7 @@ int main(int argc, char **argv) {
   megrt_outputs *outputs = NULL;
   megrt_tensor spec, output;
   size_t numInputs = 0, numOutputs = 0, size = 0, i;
-  char state[4096], params[4096], trace[4096];
+  char state[4096], async_state[4096], params[4096], trace[4096];
   float norm[32], ones[32], first, second;
   void *bytes;
 
@@ -84,6 +95,8 @@ int main(int argc, char **argv) {
     ids[i] = (int32_t)(i % 7);
   snprintf(state, sizeof state, "%s/state.safetensors", argv[2]);
   snprintf(params, sizeof params, "%s/params.safetensors", argv[2]);
+  snprintf(async_state, sizeof async_state, "%s/async_state.safetensors",
+           argv[2]);
   EXPECT(strcmp(megrt_last_error(), "") == 0);
 
   /* Programs. */
@@ -173,6 +186,18 @@ int main(int argc, char **argv) {
   EXPECT(megrt_session_load_state(restored, state) == MEGRT_OK);
   second = trainStep(restored);
   EXPECT(first == second && first > 0.0f);
+  /* The same state saved while the session trains on. */
+  {
+    megrt_session *again = NULL;
+    EXPECT(megrt_session_create(program, "cpu", 0, &again) == MEGRT_OK);
+    EXPECT(megrt_session_load_state(again, state) == MEGRT_OK);
+    EXPECT(megrt_session_start_save_state(again, async_state) == MEGRT_OK);
+    EXPECT(trainStep(again) == first);
+    EXPECT(megrt_session_finish_save(again) == MEGRT_OK);
+    EXPECT(megrt_session_finish_save(again) == MEGRT_OK);
+    EXPECT(same_file(state, async_state));
+    megrt_session_destroy(again);
+  }
   EXPECT(megrt_session_load_parameters(restored, state, 0) == MEGRT_OK);
   EXPECT(megrt_session_load_state(restored, params) == MEGRT_RUNTIME_ERROR);
   EXPECT(contains(megrt_last_error(), "missing parameter"));
