@@ -4,10 +4,11 @@
 #include "Fail.h"
 #include "HfCheckpoint.h"
 #include "TensorChecks.h"
+#include "TensorSink.h"
+#include "comm/Communicator.h"
 #include "megrt/Safetensors.h"
 
 #include <cstring>
-#include <deque>
 #include <set>
 
 namespace megrt {
@@ -56,20 +57,6 @@ Tensor stackParts(const std::map<std::string, Tensor> &tensors,
   return stacked;
 }
 
-/// The slices along dim 0 of `whole`, a parameter held in parts, under
-/// the names of its parts (their storage in `owned`).
-void appendParts(std::vector<std::pair<std::string, const Tensor *>> &tensors,
-                 std::deque<Tensor> &owned, const ParameterSpec &spec,
-                 const Tensor &whole) {
-  Shape partShape(whole.shape().begin() + 1, whole.shape().end());
-  size_t offset = 0;
-  for (const std::string &name : spec.parts) {
-    Tensor &part = owned.emplace_back(whole.dtype(), partShape);
-    std::memcpy(part.data(), whole.data() + offset, part.sizeBytes());
-    offset += part.sizeBytes();
-    tensors.emplace_back(name, &part);
-  }
-}
 } // namespace
 
 void loadCheckpointFile(ParameterStore &store, const Program &program,
@@ -152,41 +139,105 @@ void saveCheckpointFile(const ParameterStore &store, const Program &program,
                         const std::string &path, bool withState,
                         uint64_t maxShardBytes,
                         const std::map<std::string, std::string> &metadata) {
-  // What is written, by name: a whole parameter from its own tensor (no
-  // copy of a model is made to save it), gathered pieces and experts'
-  // parts from `owned`.
-  std::vector<std::pair<std::string, const Tensor *>> tensors;
-  std::deque<Tensor> owned;
+  // What is written, in parameter order: each parameter whole, or (model
+  // checkpoints hold stacked experts one tensor per expert, as Hugging
+  // Face's do; training-state files hold them whole) each of its parts.
+  struct Item {
+    size_t parameter;
+    int part; // -1: the whole parameter
+  };
   const std::vector<ParameterSpec> &specs = program.parameters();
-  bool writer = store.rank() == 0;
-  // Every rank gathers the sharded parameters in the same order.
+  std::vector<TensorInfo> tensors;
+  std::vector<Item> items;
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (!withState && specs[i].state)
+    const ParameterSpec &spec = specs[i];
+    if (!withState && spec.state)
       continue;
-    // Model checkpoints hold stacked experts one tensor per expert, as
-    // Hugging Face's do; training-state files hold them whole.
-    bool inParts = !withState && !specs[i].parts.empty();
-    if (specs[i].sharding) {
-      Tensor full = store.gather(i);
-      if (writer && inParts) {
-        appendParts(tensors, owned, specs[i], full);
-      } else if (writer) {
-        owned.push_back(std::move(full));
-        tensors.emplace_back(specs[i].name, &owned.back());
+    const Shape &whole = ParameterStore::fileShape(spec);
+    if (!withState && !spec.parts.empty()) {
+      Shape partShape(whole.begin() + 1, whole.end());
+      for (size_t e = 0; e < spec.parts.size(); ++e) {
+        tensors.push_back({spec.parts[e], spec.dtype, partShape});
+        items.push_back({i, static_cast<int>(e)});
       }
-    } else if (writer && inParts) {
-      appendParts(tensors, owned, specs[i], store.read(i));
-    } else if (writer) {
-      tensors.emplace_back(specs[i].name, &store.read(i));
+    } else {
+      tensors.push_back({spec.name, spec.dtype, whole});
+      items.push_back({i, -1});
     }
   }
-  if (!writer)
-    return;
-  if (!withState && isCheckpointDirectory(path)) {
-    writeCheckpointDirectory(path, tensors, program.hfConfig(), maxShardBytes);
-    return;
+  bool directory = !withState && isCheckpointDirectory(path);
+  std::vector<size_t> order =
+      directory ? checkpointDirectoryOrder(tensors, maxShardBytes)
+                : safetensorsOrder(tensors);
+  // Rank 0 writes, one tensor at a time as the files take them; every rank
+  // gathers the sharded parameters in that order. Nothing holds the whole
+  // model: a gathered parameter is dropped once written (a stacked one
+  // once its last part is).
+  bool writer = store.rank() == 0;
+  std::unique_ptr<TensorSink> sink;
+  std::string error;
+  if (writer) {
+    try {
+      sink = directory ? openCheckpointDirectory(
+                             path, tensors, program.hfConfig(), maxShardBytes)
+                       : openSafetensors(path, tensors, metadata);
+    } catch (const std::exception &failure) {
+      error = failure.what();
+    }
   }
-  writeSafetensors(path, tensors, metadata);
+  std::map<size_t, std::pair<Tensor, size_t>> held;
+  for (size_t k : order) {
+    const Item &item = items[k];
+    const ParameterSpec &spec = specs[item.parameter];
+    size_t offset =
+        item.part < 0 ? 0 : static_cast<size_t>(item.part) * tensors[k].bytes();
+    Tensor gathered;
+    const uint8_t *data = nullptr;
+    if (spec.sharding && item.part < 0) {
+      gathered = store.gather(item.parameter);
+      data = gathered.data();
+    } else if (spec.sharding) {
+      auto it = held.find(item.parameter);
+      if (it == held.end())
+        it = held.emplace(item.parameter,
+                          std::make_pair(store.gather(item.parameter),
+                                         spec.parts.size()))
+                 .first;
+      data = it->second.first.data() + offset;
+    } else if (writer) {
+      data = store.read(item.parameter).data() + offset;
+    }
+    if (writer && sink) {
+      try {
+        sink->add(data);
+      } catch (const std::exception &failure) {
+        error = failure.what();
+        sink.reset();
+      }
+    }
+    if (spec.sharding && item.part >= 0) {
+      auto it = held.find(item.parameter);
+      if (--it->second.second == 0)
+        held.erase(it);
+    }
+  }
+  if (writer && sink) {
+    try {
+      sink->finish();
+    } catch (const std::exception &failure) {
+      error = failure.what();
+    }
+  }
+  // Every rank learns rank 0's outcome, so that all fail together.
+  if (comm::World *world = store.world()) {
+    uint64_t length = error.size();
+    world->broadcast(&length, sizeof(length), 0);
+    error.resize(length);
+    if (length)
+      world->broadcast(error.data(), length, 0);
+  }
+  if (!error.empty())
+    fail(error);
 }
 
 } // namespace megrt

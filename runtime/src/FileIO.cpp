@@ -132,62 +132,90 @@ bool isSpecialFile(const std::string &path) {
   return ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
 }
 
-void writeInPlace(const std::string &path,
-                  const std::vector<std::pair<const void *, size_t>> &chunks) {
-  FilePtr file(std::fopen(path.c_str(), "wb"));
-  if (!file)
-    fail("cannot open '", path, "' for writing: ", std::strerror(errno));
-  for (const auto &[data, size] : chunks)
-    if (size && std::fwrite(data, 1, size, file.get()) != size)
-      fail("cannot write '", path, "': ", std::strerror(errno));
-  if (std::fclose(file.release()) != 0)
-    fail("cannot write '", path, "': ", std::strerror(errno));
+} // namespace
+
+OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  // A path that is not a regular file (a pipe, /dev/null) is written in
+  // place; anything else under a temporary name in the same directory,
+  // flushed, then renamed over `path` and the directory flushed: a crash
+  // or a full disk leaves either the previous file or the whole new one,
+  // never a part.
+  bool inPlace = isSpecialFile(path_);
+  if (!inPlace) {
+    std::string::size_type slash = path_.rfind('/');
+    std::string name =
+        slash == std::string::npos ? path_ : path_.substr(slash + 1);
+    temporary_ =
+        concat(slash == std::string::npos ? "" : directoryOf(path_) + "/", ".",
+               name, ".tmp-", ::getpid());
+  }
+  const std::string &target = inPlace ? path_ : temporary_;
+  fd_ = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd_ < 0)
+    fail("cannot open '", path_, "' for writing: ", std::strerror(errno));
 }
 
-} // namespace
+OutputFile::~OutputFile() {
+  if (fd_ >= 0)
+    ::close(fd_);
+  if (!committed_ && !temporary_.empty())
+    ::unlink(temporary_.c_str());
+}
+
+void OutputFile::abandon(const char *what, int error) {
+  ::close(fd_);
+  fd_ = -1;
+  if (!temporary_.empty())
+    ::unlink(temporary_.c_str());
+  fail("cannot ", what, " '", path_, "': ", std::strerror(error ? error : EIO),
+       temporary_.empty() ? "" : " (the file is unchanged)");
+}
+
+void OutputFile::write(const void *data, size_t size) {
+  if (fd_ < 0)
+    fail("cannot write '", path_, "': it was abandoned or committed");
+  if (size && !writeAll(fd_, data, size))
+    abandon("write", errno);
+}
+
+void OutputFile::commit() {
+  if (fd_ < 0)
+    fail("cannot write '", path_, "': it was abandoned or committed");
+  if (temporary_.empty()) {
+    int result = ::close(fd_);
+    fd_ = -1;
+    if (result != 0)
+      fail("cannot write '", path_, "': ", std::strerror(errno));
+    committed_ = true;
+    return;
+  }
+  // A full disk may only show up when the data is flushed.
+  if (::fsync(fd_) != 0)
+    abandon("write", errno);
+  int result = ::close(fd_);
+  fd_ = -1;
+  if (result != 0) {
+    int error = errno;
+    ::unlink(temporary_.c_str());
+    fail("cannot write '", path_, "': ", std::strerror(error),
+         " (the file is unchanged)");
+  }
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    int error = errno;
+    ::unlink(temporary_.c_str());
+    fail("cannot replace '", path_, "': ", std::strerror(error),
+         " (the file is unchanged)");
+  }
+  committed_ = true;
+  syncDirectory(directoryOf(path_), path_);
+}
 
 void writeFile(const std::string &path,
                const std::vector<std::pair<const void *, size_t>> &chunks) {
-  if (isSpecialFile(path))
-    return writeInPlace(path, chunks);
-  // Written under a temporary name in the same directory, flushed, then
-  // renamed over `path` and the directory flushed: a crash or a full disk
-  // leaves either the previous file or the whole new one, never a part.
-  std::string::size_type slash = path.rfind('/');
-  std::string dir = directoryOf(path);
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temporary = concat(slash == std::string::npos ? "" : dir + "/",
-                                 ".", name, ".tmp-", ::getpid());
-  int fd =
-      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0)
-    fail("cannot open '", path, "' for writing: ", std::strerror(errno));
-  auto abandon = [&](const char *what) {
-    int error = errno;
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    fail("cannot ", what, " '", path, "': ", std::strerror(error ? error : EIO),
-         " (the file is unchanged)");
-  };
+  OutputFile file(path);
   for (const auto &[data, size] : chunks)
-    if (size && !writeAll(fd, data, size))
-      abandon("write");
-  // A full disk may only show up when the data is flushed.
-  if (::fsync(fd) != 0)
-    abandon("write");
-  if (::close(fd) != 0) {
-    int error = errno;
-    ::unlink(temporary.c_str());
-    fail("cannot write '", path, "': ", std::strerror(error),
-         " (the file is unchanged)");
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    ::unlink(temporary.c_str());
-    fail("cannot replace '", path, "': ", std::strerror(error),
-         " (the file is unchanged)");
-  }
-  syncDirectory(dir, path);
+    file.write(data, size);
+  file.commit();
 }
 
 void removeFile(const std::string &path) {

@@ -35,6 +35,30 @@ private:
   std::vector<uint8_t> contents_;
 };
 
+/// A file written piece by piece and replaced atomically and durably, as
+/// writeFile does: its data goes to a temporary name (".NAME.tmp-PID"
+/// beside it) until commit() flushes it, renames it over the path and
+/// flushes the directory. Destroyed uncommitted (an error, a caller that
+/// gave up) it removes the temporary, and the path keeps its previous
+/// file. Errors name the path.
+class OutputFile {
+public:
+  explicit OutputFile(std::string path);
+  ~OutputFile();
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
+
+  void write(const void *data, size_t size);
+  void commit();
+
+private:
+  [[noreturn]] void abandon(const char *what, int error);
+
+  std::string path_, temporary_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
 /// Writes the chunks in order, replacing the file atomically and durably:
 /// under a temporary name (".NAME.tmp-PID" beside it), flushed, renamed
 /// over `path`, the directory flushed. A crash or an error (a full disk, a

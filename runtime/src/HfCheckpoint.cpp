@@ -157,67 +157,154 @@ std::map<std::string, Tensor> readCheckpoint(const std::string &path) {
        kIndexFile);
 }
 
-void writeCheckpointDirectory(
-    const std::string &dir,
-    const std::vector<std::pair<std::string, const Tensor *>> &tensors,
-    const std::string &config, uint64_t maxShardBytes) {
-  fs::path root(dir);
-  std::error_code error;
-  fs::create_directories(root, error);
-  if (!fs::is_directory(root, error))
-    fail("cannot write the checkpoint directory '", dir,
-         "': ", error ? error.message() : "not a directory");
-  // Shards fill up in parameter order; a tensor larger than the limit gets
-  // a shard of its own, as transformers does.
-  std::vector<std::vector<std::pair<std::string, const Tensor *>>> shards(1);
-  uint64_t shardBytes = 0, totalBytes = 0;
-  for (const auto &[name, tensor] : tensors) {
-    if (shardBytes > 0 && shardBytes + tensor->sizeBytes() > maxShardBytes) {
+namespace {
+
+/// The shards of a directory save: tensors fill them in the given order; a
+/// tensor larger than the limit gets a shard of its own, as transformers
+/// does. Each shard's tensors in the order its file holds them.
+std::vector<std::vector<size_t>>
+planShards(const std::vector<TensorInfo> &tensors, uint64_t maxShardBytes) {
+  std::vector<std::vector<size_t>> shards(1);
+  uint64_t shardBytes = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    uint64_t bytes = tensors[i].bytes();
+    if (shardBytes > 0 && shardBytes + bytes > maxShardBytes) {
       shards.emplace_back();
       shardBytes = 0;
     }
-    shards.back().emplace_back(name, tensor);
-    shardBytes += tensor->sizeBytes();
-    totalBytes += tensor->sizeBytes();
+    shards.back().push_back(i);
+    shardBytes += bytes;
   }
-  std::set<std::string> written;
-  if (shards.size() == 1) {
-    writeSafetensors((root / kSingleFile).string(), shards[0], kMetadata);
-    written.insert(kSingleFile);
-  } else {
-    // The index last: until it is replaced, the directory's index and
-    // shards are the previous save's, and its id tells them apart.
-    std::string saveId = newSaveId();
-    std::map<std::string, std::string> metadata = kMetadata;
-    metadata[kSaveIdKey] = saveId;
-    std::string index =
-        concat("{\"metadata\":{\"total_size\":", totalBytes, ",\"", kSaveIdKey,
-               "\":", quoteJson(saveId), "},\"weight_map\":{");
-    bool first = true;
-    for (size_t i = 0; i < shards.size(); ++i) {
-      std::string file = shardName(i, shards.size());
-      writeSafetensors((root / file).string(), shards[i], metadata);
-      written.insert(file);
-      // Each shard's names in name order, as its file holds them.
-      std::vector<std::string> names;
-      for (const auto &entry : shards[i])
-        names.push_back(entry.first);
-      std::sort(names.begin(), names.end());
-      for (const std::string &name : names) {
-        index +=
-            concat(first ? "" : ",", quoteJson(name), ":", quoteJson(file));
-        first = false;
-      }
+  for (std::vector<size_t> &shard : shards) {
+    std::vector<TensorInfo> infos;
+    for (size_t i : shard)
+      infos.push_back(tensors[i]);
+    std::vector<size_t> order = safetensorsOrder(infos);
+    std::vector<size_t> sorted;
+    for (size_t k : order)
+      sorted.push_back(shard[k]);
+    shard = std::move(sorted);
+  }
+  return shards;
+}
+
+class CheckpointDirectorySink : public TensorSink {
+public:
+  CheckpointDirectorySink(const std::string &dir,
+                          const std::vector<TensorInfo> &tensors,
+                          std::string config, uint64_t maxShardBytes)
+      : root_(dir), tensors_(tensors), config_(std::move(config)),
+        shards_(planShards(tensors, maxShardBytes)) {
+    std::error_code error;
+    fs::create_directories(root_, error);
+    if (!fs::is_directory(root_, error))
+      fail("cannot write the checkpoint directory '", dir,
+           "': ", error ? error.message() : "not a directory");
+    metadata_ = kMetadata;
+    if (shards_.size() > 1) {
+      // Every shard and the index carry one id, so that shards of an
+      // interrupted save under an earlier index are refused on load.
+      saveId_ = newSaveId();
+      metadata_[kSaveIdKey] = saveId_;
     }
-    index += "}}\n";
-    writeFile((root / kIndexFile).string(), {{index.data(), index.size()}});
-    written.insert(kIndexFile);
   }
-  removeEarlierCheckpoint(root, written);
-  if (!config.empty()) {
-    std::string text = config + "\n";
-    writeFile((root / "config.json").string(), {{text.data(), text.size()}});
+
+  void add(const void *data) override {
+    while (shard_ < shards_.size() && taken_ == shards_[shard_].size())
+      closeShard();
+    if (shard_ == shards_.size())
+      fail("cannot write '", root_.string(),
+           "': more tensors than the save lists");
+    if (!sink_)
+      openShard();
+    sink_->add(data);
+    ++taken_;
   }
+
+  void finish() override {
+    while (shard_ < shards_.size()) {
+      if (taken_ != shards_[shard_].size())
+        fail("cannot write '", root_.string(),
+             "': ", shards_[shard_].size() - taken_, " tensors of shard ",
+             shard_, " were not given");
+      closeShard();
+    }
+    if (shards_.size() > 1) {
+      // The index last: until it is replaced, the directory's index and
+      // shards are the previous save's, and its id tells them apart.
+      uint64_t totalBytes = 0;
+      for (const TensorInfo &tensor : tensors_)
+        totalBytes += tensor.bytes();
+      std::string index =
+          concat("{\"metadata\":{\"total_size\":", totalBytes, ",\"",
+                 kSaveIdKey, "\":", quoteJson(saveId_), "},\"weight_map\":{");
+      bool first = true;
+      for (size_t s = 0; s < shards_.size(); ++s)
+        for (size_t i : shards_[s]) {
+          index += concat(first ? "" : ",", quoteJson(tensors_[i].name), ":",
+                          quoteJson(fileName(s)));
+          first = false;
+        }
+      index += "}}\n";
+      writeFile((root_ / kIndexFile).string(), {{index.data(), index.size()}});
+      written_.insert(kIndexFile);
+    }
+    removeEarlierCheckpoint(root_, written_);
+    if (!config_.empty()) {
+      std::string text = config_ + "\n";
+      writeFile((root_ / "config.json").string(), {{text.data(), text.size()}});
+    }
+  }
+
+private:
+  std::string fileName(size_t shard) const {
+    return shards_.size() == 1 ? kSingleFile : shardName(shard, shards_.size());
+  }
+  void openShard() {
+    std::vector<TensorInfo> infos;
+    for (size_t i : shards_[shard_])
+      infos.push_back(tensors_[i]);
+    sink_ =
+        openSafetensors((root_ / fileName(shard_)).string(), infos, metadata_);
+  }
+  void closeShard() {
+    if (!sink_)
+      openShard();
+    sink_->finish();
+    sink_.reset();
+    written_.insert(fileName(shard_));
+    ++shard_;
+    taken_ = 0;
+  }
+
+  fs::path root_;
+  std::vector<TensorInfo> tensors_;
+  std::string config_;
+  std::vector<std::vector<size_t>> shards_;
+  std::map<std::string, std::string> metadata_;
+  std::string saveId_;
+  std::set<std::string> written_;
+  size_t shard_ = 0, taken_ = 0;
+  std::unique_ptr<TensorSink> sink_;
+};
+
+} // namespace
+
+std::vector<size_t>
+checkpointDirectoryOrder(const std::vector<TensorInfo> &tensors,
+                         uint64_t maxShardBytes) {
+  std::vector<size_t> order;
+  for (const std::vector<size_t> &shard : planShards(tensors, maxShardBytes))
+    order.insert(order.end(), shard.begin(), shard.end());
+  return order;
+}
+
+std::unique_ptr<TensorSink>
+openCheckpointDirectory(const std::string &dir,
+                        const std::vector<TensorInfo> &tensors,
+                        const std::string &config, uint64_t maxShardBytes) {
+  return std::make_unique<CheckpointDirectorySink>(dir, tensors, config,
+                                                   maxShardBytes);
 }
 
 } // namespace megrt

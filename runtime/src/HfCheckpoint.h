@@ -3,6 +3,7 @@
 #ifndef MEGRT_SRC_HFCHECKPOINT_H
 #define MEGRT_SRC_HFCHECKPOINT_H
 
+#include "TensorSink.h"
 #include "megrt/Tensor.h"
 
 #include <cstdint>
@@ -23,15 +24,20 @@ std::map<std::string, Tensor> readCheckpoint(const std::string &path);
 /// existing directory, or a path ending in '/'.
 bool isCheckpointDirectory(const std::string &path);
 
-/// Writes `tensors` (in the given order) into directory `dir`, created if
-/// missing: model.safetensors, or, above `maxShardBytes`, shards
-/// model-0000i-of-0000n.safetensors with model.safetensors.index.json;
-/// config.json when `config` is not empty. Checkpoint files of an earlier
-/// save in `dir` are removed first, so the directory holds one checkpoint.
-void writeCheckpointDirectory(
-    const std::string &dir,
-    const std::vector<std::pair<std::string, const Tensor *>> &tensors,
-    const std::string &config, uint64_t maxShardBytes);
+/// A sink writing `tensors` into directory `dir`, created if missing:
+/// model.safetensors, or, above `maxShardBytes`, shards
+/// model-0000i-of-0000n.safetensors (filled in the given order) with
+/// model.safetensors.index.json written last; config.json when `config` is
+/// not empty. Checkpoint files of an earlier save in `dir` are removed when
+/// it finishes, so the directory holds one checkpoint. It takes the
+/// tensors in checkpointDirectoryOrder.
+std::unique_ptr<TensorSink>
+openCheckpointDirectory(const std::string &dir,
+                        const std::vector<TensorInfo> &tensors,
+                        const std::string &config, uint64_t maxShardBytes);
+std::vector<size_t>
+checkpointDirectoryOrder(const std::vector<TensorInfo> &tensors,
+                         uint64_t maxShardBytes);
 
 /// The default shard size of transformers' save_pretrained (50 GB).
 inline constexpr uint64_t kDefaultMaxShardBytes = 50'000'000'000;

@@ -4,6 +4,7 @@
 #include "Fail.h"
 #include "FileIO.h"
 #include "Json.h"
+#include "TensorSink.h"
 
 #include <algorithm>
 #include <cstring>
@@ -265,66 +266,127 @@ void writeSafetensors(
   writeSafetensors(path, entries, metadata);
 }
 
+uint64_t TensorInfo::bytes() const { return byteSize(dtype, shape, name); }
+
+std::vector<size_t> safetensorsOrder(const std::vector<TensorInfo> &tensors) {
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return tensors[a].name < tensors[b].name;
+  });
+  return order;
+}
+
+namespace {
+
+class SafetensorsSink : public TensorSink {
+public:
+  SafetensorsSink(const std::string &path,
+                  const std::vector<TensorInfo> &tensors,
+                  const std::map<std::string, std::string> &metadata,
+                  std::vector<std::pair<uint64_t, uint64_t>> *ranges)
+      : path_(path), ranges_(ranges) {
+    std::vector<size_t> order = safetensorsOrder(tensors);
+    for (size_t i = 1; i < order.size(); ++i)
+      if (tensors[order[i]].name == tensors[order[i - 1]].name)
+        fail("cannot write '", path, "': tensor '", tensors[order[i]].name,
+             "' is given twice");
+    std::string header = "{";
+    if (!metadata.empty()) {
+      header += "\"__metadata__\":{";
+      bool first = true;
+      for (const auto &[key, value] : metadata) {
+        header += (first ? "" : ",") + quoteJson(key) + ":" + quoteJson(value);
+        first = false;
+      }
+      header += "}";
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> spans(tensors.size());
+    uint64_t offset = 0;
+    for (size_t i : order) {
+      const TensorInfo &tensor = tensors[i];
+      if (tensor.name == "__metadata__")
+        fail("cannot write '", path,
+             "': \"__metadata__\" is reserved and cannot name a tensor");
+      if (header.size() > 1)
+        header += ",";
+      std::string shape;
+      for (int64_t dim : tensor.shape)
+        shape += (shape.empty() ? "" : ",") + std::to_string(dim);
+      uint64_t bytes = tensor.bytes();
+      header +=
+          concat(quoteJson(tensor.name), ":{\"dtype\":\"",
+                 safetensorsDType(tensor.dtype), "\",\"shape\":[", shape,
+                 "],\"data_offsets\":[", offset, ",", offset + bytes, "]}");
+      spans[i] = {offset, offset + bytes};
+      sizes_.push_back(bytes);
+      offset += bytes;
+    }
+    header += "}";
+    // Pad with spaces so that the data section starts 8-byte aligned, as
+    // the reference writer does.
+    header.append((kLengthBytes - header.size() % kLengthBytes) % kLengthBytes,
+                  ' ');
+    uint64_t headerBytes = header.size();
+    for (auto &[begin, end] : spans) {
+      begin += kLengthBytes + headerBytes;
+      end += kLengthBytes + headerBytes;
+    }
+    spans_ = std::move(spans);
+    file_ = std::make_unique<OutputFile>(path);
+    file_->write(&headerBytes, kLengthBytes);
+    file_->write(header.data(), header.size());
+  }
+
+  void add(const void *data) override {
+    if (next_ >= sizes_.size())
+      fail("cannot write '", path_, "': more tensors than its header lists");
+    file_->write(data, sizes_[next_++]);
+  }
+
+  void finish() override {
+    if (next_ != sizes_.size())
+      fail("cannot write '", path_, "': ", sizes_.size() - next_,
+           " of its tensors were not given");
+    file_->commit();
+    if (ranges_)
+      *ranges_ = spans_;
+  }
+
+private:
+  std::string path_;
+  std::vector<std::pair<uint64_t, uint64_t>> *ranges_;
+  std::vector<std::pair<uint64_t, uint64_t>> spans_;
+  /// The data sizes in the file's order.
+  std::vector<uint64_t> sizes_;
+  size_t next_ = 0;
+  std::unique_ptr<OutputFile> file_;
+};
+
+} // namespace
+
+std::unique_ptr<TensorSink>
+openSafetensors(const std::string &path, const std::vector<TensorInfo> &tensors,
+                const std::map<std::string, std::string> &metadata,
+                std::vector<std::pair<uint64_t, uint64_t>> *ranges) {
+  return std::make_unique<SafetensorsSink>(path, tensors, metadata, ranges);
+}
+
 std::vector<std::pair<uint64_t, uint64_t>>
 writeSafetensors(const std::string &path,
                  const std::vector<SafetensorsEntry> &entries,
                  const std::map<std::string, std::string> &metadata) {
-  // Name order, as the map's.
-  std::vector<size_t> order(entries.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return entries[a].name < entries[b].name;
-  });
-  for (size_t i = 1; i < order.size(); ++i)
-    if (entries[order[i]].name == entries[order[i - 1]].name)
-      fail("cannot write '", path, "': tensor '", entries[order[i]].name,
-           "' is given twice");
-  std::string header = "{";
-  if (!metadata.empty()) {
-    header += "\"__metadata__\":{";
-    bool first = true;
-    for (const auto &[key, value] : metadata) {
-      header += (first ? "" : ",") + quoteJson(key) + ":" + quoteJson(value);
-      first = false;
-    }
-    header += "}";
-  }
-  std::vector<std::pair<uint64_t, uint64_t>> ranges(entries.size());
-  uint64_t offset = 0;
-  for (size_t i : order) {
-    const SafetensorsEntry &entry = entries[i];
-    if (entry.name == "__metadata__")
-      fail("cannot write '", path,
-           "': \"__metadata__\" is reserved and cannot name a tensor");
-    if (header.size() > 1)
-      header += ",";
-    std::string shape;
-    for (int64_t dim : entry.shape)
-      shape += (shape.empty() ? "" : ",") + std::to_string(dim);
-    uint64_t bytes = byteSize(entry.dtype, entry.shape, entry.name);
-    header += concat(quoteJson(entry.name), ":{\"dtype\":\"",
-                     safetensorsDType(entry.dtype), "\",\"shape\":[", shape,
-                     "],\"data_offsets\":[", offset, ",", offset + bytes, "]}");
-    ranges[i] = {offset, offset + bytes};
-    offset += bytes;
-  }
-  header += "}";
-  // Pad with spaces so that the data section starts 8-byte aligned, as the
-  // reference writer does.
-  header.append((kLengthBytes - header.size() % kLengthBytes) % kLengthBytes,
-                ' ');
-
-  uint64_t headerBytes = header.size();
-  std::vector<std::pair<const void *, size_t>> chunks = {
-      {&headerBytes, kLengthBytes}, {header.data(), header.size()}};
-  for (size_t i : order)
-    chunks.emplace_back(entries[i].data, ranges[i].second - ranges[i].first);
-  writeFile(path, chunks);
-  for (auto &[begin, end] : ranges) {
-    begin += kLengthBytes + headerBytes;
-    end += kLengthBytes + headerBytes;
-  }
+  std::vector<TensorInfo> tensors;
+  tensors.reserve(entries.size());
+  for (const SafetensorsEntry &entry : entries)
+    tensors.push_back({entry.name, entry.dtype, entry.shape});
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::unique_ptr<TensorSink> sink =
+      openSafetensors(path, tensors, metadata, &ranges);
+  for (size_t i : safetensorsOrder(tensors))
+    sink->add(entries[i].data);
+  sink->finish();
   return ranges;
 }
 

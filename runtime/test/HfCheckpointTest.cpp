@@ -24,14 +24,19 @@ std::vector<std::pair<std::string, Tensor>> threeTensors() {
   return tensors;
 }
 
-/// writeCheckpointDirectory of `tensors`, which it reads where they are.
+/// `tensors` streamed into directory `dir` as a save does: in the sink's
+/// order, one at a time.
 void writeDirectory(const std::string &dir,
                     const std::vector<std::pair<std::string, Tensor>> &tensors,
                     const std::string &config, uint64_t maxShardBytes) {
-  std::vector<std::pair<std::string, const Tensor *>> views;
+  std::vector<TensorInfo> infos;
   for (const auto &[name, tensor] : tensors)
-    views.emplace_back(name, &tensor);
-  writeCheckpointDirectory(dir, views, config, maxShardBytes);
+    infos.push_back({name, tensor.dtype(), tensor.shape()});
+  std::unique_ptr<TensorSink> sink =
+      openCheckpointDirectory(dir, infos, config, maxShardBytes);
+  for (size_t i : checkpointDirectoryOrder(infos, maxShardBytes))
+    sink->add(tensors[i].second.data());
+  sink->finish();
 }
 
 std::string freshDirectory(const std::string &name) {
