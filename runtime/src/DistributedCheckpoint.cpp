@@ -86,9 +86,12 @@ const JsonValue &member(const JsonValue &object, const char *key,
     fail(what, " is ", object.kindName(), ", expected an object");
   for (const auto &[name, value] : object.members)
     if (name == key) {
-      if (value.kind != kind)
+      if (value.kind != kind) {
+        JsonValue expected;
+        expected.kind = kind;
         fail(what, ": \"", key, "\" is ", value.kindName(), ", expected ",
-             JsonValue{kind}.kindName());
+             expected.kindName());
+      }
       return value;
     }
   fail(what, " has no \"", key, "\"");

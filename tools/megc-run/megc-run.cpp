@@ -46,6 +46,13 @@ namespace {
 
 /// The training state's metadata key for the --data stream position.
 const std::string kDataPositionKey = "megc.data_position";
+/// How the checkpointed run read its data: "file order", or "shuffled
+/// with seed N" (--data-seed); a resumed run reads it the same way.
+const std::string kDataOrderKey = "megc.data_order";
+
+std::string dataOrderText(std::optional<uint64_t> seed) {
+  return seed ? "shuffled with seed " + std::to_string(*seed) : "file order";
+}
 /// Parameters and state of at least this many bytes take seconds to set up
 /// before the first step; megc-run says what it is doing meanwhile.
 constexpr uint64_t kAnnounceBytes = 1'000'000'000;
@@ -563,6 +570,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   // Token data: every rank reads the global batch; the Session hands each
   // data-parallel rank its rows.
   std::unique_ptr<megrt::TokenDataset> data, evalData;
+  std::optional<uint64_t> dataSeed;
   int64_t rows = 0, evalRows = 0;
   megrt::TokenDatasetOptions dataOptions;
   if (options.dataDType)
@@ -574,6 +582,32 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     rows = batchRows;
     megrt::TokenDatasetOptions train = dataOptions;
     train.shuffleSeed = options.dataSeed;
+    // A resumed run reads the data in the checkpoint's order: its seed
+    // unless --data-seed is given, and then it must be the same.
+    if (auto order = resumed.find(kDataOrderKey); order != resumed.end()) {
+      std::optional<uint64_t> recorded;
+      const std::string prefix = "shuffled with seed ";
+      uint64_t seed = 0;
+      if (order->second.rfind(prefix, 0) == 0 &&
+          parseCount(order->second.substr(prefix.size()), seed))
+        recorded = seed;
+      else if (order->second != "file order")
+        throw megrt::Error("'" + statePath + "': metadata " + kDataOrderKey +
+                           " = '" + order->second +
+                           "' is neither 'file order' nor 'shuffled with "
+                           "seed N'");
+      if (options.dataSeed && options.dataSeed != recorded)
+        throw megrt::Error("--data-seed " + std::to_string(*options.dataSeed) +
+                           ": the checkpoint '" + statePath +
+                           "' read its data in " + order->second +
+                           "; a resumed run reads it the same way (leave "
+                           "--data-seed out to take the checkpoint's)");
+      if (!options.dataSeed && recorded && lead)
+        std::cout << "megc-run: --data-seed " << *recorded
+                  << " from the checkpoint" << std::endl;
+      train.shuffleSeed = recorded;
+    }
+    dataSeed = train.shuffleSeed;
     data = std::make_unique<megrt::TokenDataset>(options.data, seq, train);
     if (auto position = resumed.find(kDataPositionKey);
         position != resumed.end()) {
@@ -641,8 +675,10 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   int64_t skipped = 0;
   auto saveMetadata = [&] {
     std::map<std::string, std::string> metadata;
-    if (data)
+    if (data) {
       metadata[kDataPositionKey] = std::to_string(data->position());
+      metadata[kDataOrderKey] = dataOrderText(dataSeed);
+    }
     return metadata;
   };
   auto saveState = [&](const std::string &path) {
