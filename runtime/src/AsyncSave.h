@@ -19,6 +19,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace megrt {
 
@@ -27,9 +28,12 @@ public:
   /// Takes the snapshot and starts the writer. `distributed`: `path` is a
   /// distributed checkpoint's directory (prepared here, collectively);
   /// otherwise one file, for a program without a mesh.
+  /// `staging` is the area the snapshot is copied into (reused from an
+  /// earlier save: takeStaging()).
   AsyncSave(const ParameterStore &store, const Program &program,
             std::string path, bool distributed,
-            std::map<std::string, std::string> metadata);
+            std::map<std::string, std::string> metadata,
+            std::vector<uint8_t> staging);
   /// Waits for the writer (an unfinished distributed checkpoint stays
   /// uncommitted).
   ~AsyncSave();
@@ -45,6 +49,10 @@ public:
   /// Waits for the writer and completes the save (a distributed
   /// checkpoint's commit, collective); throws its error.
   void finish();
+  /// The staging area, for the next save, once finished.
+  std::vector<uint8_t> takeStaging() { return std::move(staging_); }
+  /// The seconds the snapshot took (what the caller waited for).
+  double snapshotSeconds() const { return snapshotSeconds_; }
 
 private:
   const ParameterStore &store_;
@@ -52,7 +60,9 @@ private:
   std::string path_;
   bool distributed_;
   std::map<std::string, std::string> metadata_;
+  std::vector<uint8_t> staging_;
   ShardSnapshot snapshot_;
+  double snapshotSeconds_ = 0;
   /// The writer's outcome (writeShard's form), valid once done_.
   std::string outcome_;
   std::atomic<bool> done_{false};

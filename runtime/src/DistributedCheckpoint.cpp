@@ -10,6 +10,7 @@
 #include "megrt/Safetensors.h"
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -248,7 +249,7 @@ void checkCheckpoint(const std::string &path) {
 }
 
 ShardSnapshot snapshotShard(const ParameterStore &store, const Program &program,
-                            bool withState, bool copy) {
+                            bool withState, std::vector<uint8_t> *staging) {
   // The pieces this rank holds the first copy of, without the padding of
   // flattened pieces.
   ShardSnapshot snapshot;
@@ -263,14 +264,24 @@ ShardSnapshot snapshotShard(const ParameterStore &store, const Program &program,
     Shape shape = specs[i].shape;
     if (specs[i].sharding && specs[i].sharding->flat())
       shape = {piece.count};
-    const uint8_t *data = store.read(i).data();
-    size_t bytes =
-        static_cast<size_t>(piece.count) * elementSize(specs[i].dtype);
-    if (copy)
-      data = snapshot.owned.emplace_back(data, data + bytes).data();
-    snapshot.entries.push_back({specs[i].name, specs[i].dtype, shape, data});
+    snapshot.entries.push_back(
+        {specs[i].name, specs[i].dtype, shape, store.read(i).data()});
     snapshot.pieces.push_back(std::move(piece));
-    snapshot.bytes += bytes;
+    snapshot.bytes += static_cast<uint64_t>(snapshot.pieces.back().count) *
+                      elementSize(specs[i].dtype);
+  }
+  if (!staging)
+    return snapshot;
+  // One area, kept by the caller from save to save, so that a save every
+  // step does not fault in fresh pages each time.
+  staging->resize(snapshot.bytes);
+  uint8_t *at = staging->data();
+  for (size_t e = 0; e < snapshot.entries.size(); ++e) {
+    size_t bytes = static_cast<size_t>(snapshot.pieces[e].count) *
+                   elementSize(snapshot.entries[e].dtype);
+    std::memcpy(at, snapshot.entries[e].data, bytes);
+    snapshot.entries[e].data = at;
+    at += bytes;
   }
   return snapshot;
 }
@@ -374,7 +385,7 @@ void saveDistributedCheckpoint(
     bool withState, const std::map<std::string, std::string> &metadata) {
   prepareDistributedCheckpoint(store, dir);
   ShardSnapshot snapshot =
-      snapshotShard(store, program, withState, /*copy=*/false);
+      snapshotShard(store, program, withState, /*staging=*/nullptr);
   commitDistributedCheckpoint(store, program, dir, withState, metadata,
                               writeShard(dir, store.rank(), snapshot));
 }

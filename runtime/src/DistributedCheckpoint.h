@@ -19,7 +19,6 @@
 #include "ParameterStore.h"
 #include "megrt/Safetensors.h"
 
-#include <deque>
 #include <map>
 #include <string>
 
@@ -35,18 +34,17 @@ void saveDistributedCheckpoint(
     bool withState, const std::map<std::string, std::string> &metadata);
 
 /// What one rank writes of a checkpoint: the pieces it holds the first
-/// copy of, as safetensors entries (their data in the store's tensors, or
-/// with a copy in `owned`, so that training can go on while they are
-/// written) and the elements each holds.
+/// copy of, as safetensors entries (their data in the store's tensors, or,
+/// given `staging`, copied into it, so that training can go on while they
+/// are written) and the elements each holds.
 struct ShardSnapshot {
   std::vector<SafetensorsEntry> entries;
   std::vector<PieceGeometry> pieces;
-  std::deque<std::vector<uint8_t>> owned;
   /// The bytes of the pieces' data.
   uint64_t bytes = 0;
 };
 ShardSnapshot snapshotShard(const ParameterStore &store, const Program &program,
-                            bool withState, bool copy);
+                            bool withState, std::vector<uint8_t> *staging);
 
 /// Step 1, collective: creates `dir` and un-commits a checkpoint there
 /// (rank 0 removes its record, durably) before any shard is replaced.

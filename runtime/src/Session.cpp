@@ -135,6 +135,7 @@ struct Session::Impl {
     // Whatever happens, the save is no longer in flight.
     std::unique_ptr<AsyncSave> save = std::move(pendingSave);
     save->finish();
+    saveStaging = save->takeStaging();
     return save->path();
   }
 
@@ -181,6 +182,8 @@ struct Session::Impl {
   /// The save in flight (startSaveState): it reads the store, so it is
   /// declared after it and finishes before it goes.
   std::unique_ptr<AsyncSave> pendingSave;
+  /// The area saves in flight copy the state into, kept between them.
+  std::vector<uint8_t> saveStaging;
   /// The schedule's rate the last run used, and whether it was written.
   std::optional<float> learningRate;
   bool lrWritten = false;
@@ -323,7 +326,8 @@ void Session::startSaveState(
          "' while training goes on: under a mesh an asynchronous save writes "
          "a distributed checkpoint (a directory, or a path ending in '/')");
   impl_->pendingSave = std::make_unique<AsyncSave>(
-      *impl_->store, impl_->program, path, distributed, metadata);
+      *impl_->store, impl_->program, path, distributed, metadata,
+      std::move(impl_->saveStaging));
 }
 
 std::string Session::finishSave() { return impl_->finishPendingSave(); }

@@ -560,8 +560,17 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   std::map<std::string, std::string> resumed;
   if (!options.resume.empty() && lead)
     std::cout << "megc-run: resuming from " << statePath << std::endl;
-  if (!statePath.empty())
+  if (!statePath.empty()) {
+    auto loadStart = std::chrono::steady_clock::now();
     resumed = session.loadState(statePath);
+    if (lead)
+      std::cout << "megc-run: training state loaded in " << std::fixed
+                << std::setprecision(3)
+                << std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - loadStart)
+                       .count()
+                << " s" << std::defaultfloat << std::endl;
+  }
 
   std::map<std::string, megrt::Tensor> inputs;
   for (const auto &[name, path] : options.inputs)
@@ -820,6 +829,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       bool distributed = session.worldSize() > 1;
       std::string path = checkpointPath(options.saveDir, step, distributed) +
                          (distributed ? "/" : "");
+      auto saveStart = std::chrono::steady_clock::now();
       if (options.asyncSave) {
         // The one before is completed first, and only then old ones go.
         session.finishSave();
@@ -829,6 +839,16 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
         saveState(path);
         removeOldCheckpoints();
       }
+      // What the step waited for: the whole save, or (--async-save) the
+      // one before's end and the copy of this one.
+      if (lead && (step % options.logEvery == 0 || step == options.steps))
+        std::cout << "megc-run: " << (options.asyncSave ? "saving " : "saved ")
+                  << path << " (the step waited " << std::fixed
+                  << std::setprecision(3)
+                  << std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - saveStart)
+                         .count()
+                  << " s)" << std::defaultfloat << std::endl;
     }
     // Every rank evaluates: the loss entry communicates.
     if (evalData && options.evalEvery && step % options.evalEvery == 0)
