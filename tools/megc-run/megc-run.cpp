@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -100,6 +101,9 @@ struct Options {
   /// --async-save: each checkpoint is copied to host memory at its step
   /// and written while the next steps run.
   bool asyncSave = false;
+  /// --on-save-error warn: a checkpoint that cannot be written is a
+  /// warning and the run goes on (default: stop).
+  bool warnOnSaveError = false;
   std::map<std::string, std::string> inputs;
   int64_t steps = 1;
   int64_t warmup = 0;
@@ -201,6 +205,11 @@ Options parse(int argc, char **argv) {
       options.dataSeed = seed;
     } else if (arg == "--save-dir") {
       options.saveDir = value(i);
+    } else if (arg == "--on-save-error") {
+      std::string mode = value(i);
+      if (mode != "stop" && mode != "warn")
+        usageError("--on-save-error takes stop or warn, not '" + mode + "'");
+      options.warnOnSaveError = mode == "warn";
     } else if (arg == "--async-save") {
       options.asyncSave = true;
     } else if (arg == "--resume") {
@@ -314,6 +323,8 @@ Options parse(int argc, char **argv) {
     usageError("--keep needs --save-every");
   if (options.asyncSave && !options.saveEvery)
     usageError("--async-save needs --save-every");
+  if (options.warnOnSaveError && !options.saveEvery)
+    usageError("--on-save-error needs --save-every");
   if (!options.resume.empty() && !options.loadState.empty())
     usageError("--resume and --load-state both load a training state; give "
                "one");
@@ -382,6 +393,7 @@ runSettings(const Options &options, uint64_t seed, bool init,
       {"--eval-batches", std::to_string(options.evalBatches)},
       {"--save-every", std::to_string(options.saveEvery)},
       {"--async-save", flag(options.asyncSave)},
+      {"--on-save-error", options.warnOnSaveError ? "warn" : "stop"},
       {"--save-params (given)", flag(!options.saveParams.empty())},
       {"--save-state (given)", flag(!options.saveState.empty())},
       {"--no-check-finite", flag(!options.checkFinite)},
@@ -696,6 +708,22 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   auto startSave = [&](const std::string &path) {
     session.startSaveState(path, saveMetadata());
   };
+  // A checkpoint that cannot be written stops the run, or with
+  // --on-save-error warn is reported and training goes on (every rank
+  // gets the same error, so all go on together).
+  auto guardSave = [&](const std::function<void()> &save) {
+    try {
+      save();
+    } catch (const megrt::Error &error) {
+      if (!options.warnOnSaveError)
+        throw;
+      if (lead)
+        std::cerr << "megc-run: warning: " << error.what()
+                  << "; training goes on (--on-save-error warn), the newest "
+                     "complete checkpoint stays the last good one"
+                  << std::endl;
+    }
+  };
   // --keep: only complete checkpoints count, and only once a newer one is.
   auto removeOldCheckpoints = [&] {
     if (!lead || !options.keep)
@@ -823,7 +851,13 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     // its writer stopped (one rank; under a mesh the next save or the end
     // reports it on every rank at once).
     if (options.asyncSave && session.worldSize() == 1)
-      session.checkSave();
+      guardSave([&] {
+        try {
+          session.checkSave();
+        } catch (const megrt::Error &) {
+          session.finishSave(); // throws the same error, and forgets it
+        }
+      });
     if (options.saveEvery && step % options.saveEvery == 0) {
       // Several ranks write distributed checkpoints, each its own pieces.
       bool distributed = session.worldSize() > 1;
@@ -832,12 +866,14 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
       auto saveStart = std::chrono::steady_clock::now();
       if (options.asyncSave) {
         // The one before is completed first, and only then old ones go.
-        session.finishSave();
+        guardSave([&] { session.finishSave(); });
         removeOldCheckpoints();
-        startSave(path);
+        guardSave([&] { startSave(path); });
       } else {
-        saveState(path);
-        removeOldCheckpoints();
+        guardSave([&] {
+          saveState(path);
+          removeOldCheckpoints();
+        });
       }
       // What the step waited for: the whole save, or (--async-save) the
       // one before's end and the copy of this one.
@@ -856,8 +892,10 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   }
   if (evalData && (!options.evalEvery || options.steps % options.evalEvery))
     evaluate(options.steps);
-  if (!session.finishSave().empty())
-    removeOldCheckpoints();
+  guardSave([&] {
+    if (!session.finishSave().empty())
+      removeOldCheckpoints();
+  });
   if (lead && options.skipNonfinite)
     std::cout << "skipped steps: " << skipped << " of " << times.size()
               << " (a non-finite loss or gradient norm; their updates did "
