@@ -24,6 +24,7 @@ SECTIONS = {
     "megc gen and megc import": ([["megc", "gen"], ["megc", "import"]],
                                  "megc gen options"),
     "megc inspect": ([["megc", "inspect"]], "megc inspect options"),
+    "megc schedule": ([["megc", "schedule"]], "megc schedule options"),
     "megc-run": ([["megc-run"]], None),
 }
 NOT_FLAGS = {"-h", "--help", "--help-list", "--version"}

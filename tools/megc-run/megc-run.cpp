@@ -72,8 +72,8 @@ const char *kUsage =
     "                 [--data-seed N]]\n"
     "                [--eval-data FILE [--eval-every N] [--eval-batches K]]\n"
     "                [--metrics FILE.jsonl] [--log-every N]\n"
-    "                [--save-every N --save-dir DIR [--keep K] "
-    "[--async-save]]\n"
+    "                [--save-every N --save-dir DIR [--keep K] [--async-save]\n"
+    "                 [--on-save-error stop|warn]]\n"
     "                [--resume DIR]\n"
     "                [--no-check-finite] [--skip-nonfinite]\n";
 

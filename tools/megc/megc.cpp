@@ -7,6 +7,7 @@
 #include "CompileCommand.h"
 #include "GenCommand.h"
 #include "InspectCommand.h"
+#include "ScheduleCommand.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -17,6 +18,7 @@ int main(int argc, char **argv) {
   llvm::cl::SubCommand &gen = megc::genSubCommand();
   llvm::cl::SubCommand &import = megc::importSubCommand();
   llvm::cl::SubCommand &inspect = megc::inspectSubCommand();
+  llvm::cl::SubCommand &schedule = megc::scheduleSubCommand();
   megc::registerCompileOptions();
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
@@ -24,11 +26,15 @@ int main(int argc, char **argv) {
       "  megc model.mlir -o model.megc       compile a model to an artifact\n"
       "  megc gen <llama|deepseek|mmdit|flux> [options] -o model.mlir\n"
       "  megc import <hf-dir|config.json> --seq N --batch N -o model.mlir\n"
-      "  megc inspect model.megc             describe an artifact\n");
+      "  megc inspect model.megc             describe an artifact\n"
+      "  megc schedule --pp P --micro-batches M [--pp-schedule S]\n"
+      "                                      show a pipeline schedule\n");
   if (gen || import)
     return megc::runGen();
   if (inspect)
     return megc::runInspect();
+  if (schedule)
+    return megc::runSchedule();
   if (megc::hasCompileInput())
     return megc::runCompile();
   llvm::WithColor::error(llvm::errs(), "megc")
