@@ -251,15 +251,8 @@ private:
       return fb::CreateCommand(builder, fb::CommandOp::LibraryCall, op.Union());
     }
     if (auto *collective = std::get_if<CollectiveCommand>(&command)) {
-      fb::CollectiveKind kind = fb::CollectiveKind::all_reduce;
-      if (collective->kind == CollectiveCommand::Kind::AllGather)
-        kind = fb::CollectiveKind::all_gather;
-      else if (collective->kind == CollectiveCommand::Kind::ReduceScatter)
-        kind = fb::CollectiveKind::reduce_scatter;
-      else if (collective->kind == CollectiveCommand::Kind::Slice)
-        kind = fb::CollectiveKind::slice;
-      else if (collective->kind == CollectiveCommand::Kind::AllToAll)
-        kind = fb::CollectiveKind::all_to_all;
+      auto kind =
+          builder.CreateString(megrt::collectiveInfo(collective->kind).name);
       fb::ReduceOp reduce =
           collective->reduce == CollectiveCommand::Reduce::Avg
               ? fb::ReduceOp::avg

@@ -87,11 +87,13 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
     stored = storedParameter(op, op->getResult(0));
   command.dst = stored ? addBuffer(BufferKind::Parameter, *stored, producedType)
                        : addBuffer(BufferKind::Arena, 0, producedType);
-  command.count = command.kind == CollectiveCommand::Kind::AllGather
-                      ? inputType.getNumElements()
-                      : producedType.getNumElements();
-  if (command.kind == CollectiveCommand::Kind::AllToAll) {
-    // count is the piece each pair of ranks exchanges.
+  // count is what the collective's table line calls one piece: the
+  // buffer that holds one (the source, else the destination), or the
+  // destination's share of each rank of the group.
+  const megrt::CollectiveInfo &info = megrt::collectiveInfo(command.kind);
+  command.count = !info.sourceWhole ? inputType.getNumElements()
+                                    : producedType.getNumElements();
+  if (info.destinationWhole) {
     SymbolTableCollection table;
     FailureOr<int64_t> size = SubmeshOp::verifyGroup(op, table, mesh, axes);
     if (failed(size))

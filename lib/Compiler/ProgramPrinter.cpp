@@ -200,15 +200,12 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
       } else if (auto *call = std::get_if<LibraryCallCommand>(&command)) {
         printLibraryCall(os, *call);
       } else if (auto *c = std::get_if<CollectiveCommand>(&command)) {
-        static const char *const kNames[] = {"all_gather", "reduce_scatter",
-                                             "all_reduce", "shard_slice",
-                                             "all_to_all"};
-        os << kNames[static_cast<int>(c->kind)] << (c->async ? "_start" : "")
-           << " %b" << c->dst << " <- %b" << c->src << " over ";
+        const megrt::CollectiveInfo &info = megrt::collectiveInfo(c->kind);
+        os << info.name << (c->async ? "_start" : "") << " %b" << c->dst
+           << " <- %b" << c->src << " over ";
         printSubmesh(os, program, c->submesh);
         os << " count " << c->count;
-        if (c->kind == CollectiveCommand::Kind::ReduceScatter ||
-            c->kind == CollectiveCommand::Kind::AllReduce)
+        if (info.reduces)
           os << (c->reduce == CollectiveCommand::Reduce::Avg   ? " avg"
                  : c->reduce == CollectiveCommand::Reduce::Max ? " max"
                                                                : " sum");

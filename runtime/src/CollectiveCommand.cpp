@@ -4,24 +4,14 @@
 
 #include "Fail.h"
 #include "FbTypes.h"
+#include "megrt/Collectives.h"
 
 namespace megrt {
 namespace {
 
-comm::CollectiveKind toCommKind(fb::CollectiveKind kind) {
-  switch (kind) {
-  case fb::CollectiveKind::all_gather:
-    return comm::CollectiveKind::AllGather;
-  case fb::CollectiveKind::reduce_scatter:
-    return comm::CollectiveKind::ReduceScatter;
-  case fb::CollectiveKind::all_reduce:
-    return comm::CollectiveKind::AllReduce;
-  case fb::CollectiveKind::all_to_all:
-    return comm::CollectiveKind::AllToAll;
-  case fb::CollectiveKind::slice:
-    break;
-  }
-  fail("invalid collective kind value ", static_cast<int>(kind));
+comm::CollectiveKind toCommKind(const fb::Collective &collective) {
+  // Verification named a known kind.
+  return findCollective(toString(collective.kind()))->id;
 }
 
 } // namespace
@@ -39,7 +29,7 @@ CollectiveCall toCollectiveCall(const fb::Collective &collective,
                           ? comm::ReduceOp::Max
                           : comm::ReduceOp::Sum;
   return {group,
-          toCommKind(collective.kind()),
+          toCommKind(collective),
           op,
           toDType(collective.dtype()),
           static_cast<size_t>(collective.count()),

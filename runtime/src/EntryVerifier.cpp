@@ -6,6 +6,7 @@
 #include "FbTypes.h"
 #include "VerifierChecks.h"
 #include "library/LibraryCall.h"
+#include "megrt/Collectives.h"
 
 #include <climits>
 #include <cmath>
@@ -350,21 +351,20 @@ private:
   /// all_reduce in place.
   void verifyCollective(const fb::Collective &collective, uint32_t index,
                         const std::string &where) {
-    if (!isValid(collective.kind()))
-      fail(where, ": invalid kind value ", static_cast<int>(collective.kind()));
+    const CollectiveInfo *info = findCollective(toString(collective.kind()));
+    if (!info)
+      fail(where, ": unknown collective '", toString(collective.kind()),
+           "' (megrt/Collectives.def lists the ones this runtime runs)");
     if (!isValid(collective.reduce()))
       fail(where, ": invalid reduce value ",
            static_cast<int>(collective.reduce()));
     if (!isValid(collective.dtype()))
       fail(where, ": invalid dtype value ",
            static_cast<int>(collective.dtype()));
-    fb::CollectiveKind kind = collective.kind();
-    const char *name = fb::EnumNameCollectiveKind(kind);
+    const char *name = info->name;
     DType dtype = toDType(collective.dtype());
     int64_t group = mesh_.groupSize(collective.submesh(), where);
-    bool reduces = kind == fb::CollectiveKind::reduce_scatter ||
-                   kind == fb::CollectiveKind::all_reduce;
-    if (reduces && !isFloatingPoint(dtype))
+    if (info->reduces && !isFloatingPoint(dtype))
       fail(where, ": ", name,
            " reduces, which needs a floating-point dtype, "
            "found ",
@@ -376,15 +376,8 @@ private:
                                &groupCount) ||
         groupCount > static_cast<uint64_t>(INT64_MAX) / elementSize(dtype))
       fail(where, ": count ", count, " x ", group, " ranks overflows");
-    uint64_t srcCount = kind == fb::CollectiveKind::reduce_scatter ||
-                                kind == fb::CollectiveKind::slice ||
-                                kind == fb::CollectiveKind::all_to_all
-                            ? groupCount
-                            : count;
-    uint64_t dstCount = kind == fb::CollectiveKind::all_gather ||
-                                kind == fb::CollectiveKind::all_to_all
-                            ? groupCount
-                            : count;
+    uint64_t srcCount = info->sourceWhole ? groupCount : count;
+    uint64_t dstCount = info->destinationWhole ? groupCount : count;
     std::string what = concat(name, " of ", count, " ", dtypeName(dtype),
                               " elements per rank over ",
                               mesh_.describeSubmesh(collective.submesh()));
@@ -410,8 +403,7 @@ private:
       used[i].end = used[i].begin + needed * elementSize(dtype);
     }
     bool inPlace = used[0].begin == used[1].begin && used[0].overlaps(used[1]);
-    if (used[0].overlaps(used[1]) &&
-        !(inPlace && kind == fb::CollectiveKind::all_reduce))
+    if (used[0].overlaps(used[1]) && !(inPlace && info->inPlace))
       fail(where, ": source and destination of the ", name,
            " overlap in memory; only an all_reduce may run in place (same "
            "address)");
@@ -443,7 +435,7 @@ private:
       if (waitedBy < 0)
         fail(
             where_, ", command ", collective, " (collective): the async ",
-            fb::EnumNameCollectiveKind(
+            toString(
                 entry_.commands()->Get(collective)->op_as_Collective()->kind()),
             " is never waited for; the entry must end with no collective "
             "pending");

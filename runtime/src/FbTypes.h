@@ -43,9 +43,7 @@ inline bool isValid(fb::GemmEpilogue epilogue) {
 inline bool isValid(fb::BufferKind kind) {
   return kind >= fb::BufferKind::MIN && kind <= fb::BufferKind::MAX;
 }
-inline bool isValid(fb::CollectiveKind kind) {
-  return kind >= fb::CollectiveKind::MIN && kind <= fb::CollectiveKind::MAX;
-}
+
 inline bool isValid(fb::ReduceOp op) {
   return op >= fb::ReduceOp::MIN && op <= fb::ReduceOp::MAX;
 }

@@ -4,6 +4,7 @@
 
 #include "Fail.h"
 #include "FbTypes.h"
+#include "megrt/Collectives.h"
 
 #include <algorithm>
 
@@ -71,7 +72,9 @@ SubmeshGroups connectGroups(const Program &program, comm::World &world,
     for (uint32_t c = 0; c < sizeOf(entry.commands()); ++c)
       if (const fb::Collective *collective =
               entry.commands()->Get(c)->op_as_Collective())
-        if (collective->kind() != fb::CollectiveKind::slice)
+        if (const CollectiveInfo *info =
+                findCollective(toString(collective->kind()));
+            info && info->communicates)
           used[collective->submesh()] = true;
   }
   MeshLayout layout(program);

@@ -5,6 +5,7 @@
 #include "AttentionCommand.h"
 
 #include "FbTypes.h"
+#include "megrt/Collectives.h"
 #include "megrt/LibraryKernels.h"
 
 #include <string>
@@ -37,9 +38,9 @@ TraceLabel collectiveLabel(const fb::Program &program,
   auto [groupSize, axes] = submeshOf(program, collective.submesh());
   DType dtype = toDType(collective.dtype());
   int64_t elements = static_cast<int64_t>(collective.count());
-  if (collective.kind() == fb::CollectiveKind::all_gather ||
-      collective.kind() == fb::CollectiveKind::reduce_scatter ||
-      collective.kind() == fb::CollectiveKind::all_to_all)
+  // Verification named a known kind.
+  const CollectiveInfo &info = *findCollective(toString(collective.kind()));
+  if (info.communicates && (info.sourceWhole || info.destinationWhole))
     elements *= groupSize;
   args.number("submesh", collective.submesh())
       .text("axes", axes)
@@ -48,11 +49,9 @@ TraceLabel collectiveLabel(const fb::Program &program,
       .text("dtype", dtypeName(dtype))
       .number("bytes", elements * static_cast<int64_t>(elementSize(dtype)))
       .flag("async", collective.async());
-  if (collective.kind() == fb::CollectiveKind::reduce_scatter ||
-      collective.kind() == fb::CollectiveKind::all_reduce)
+  if (info.reduces)
     args.text("reduce", fb::EnumNameReduceOp(collective.reduce()));
-  return {fb::EnumNameCollectiveKind(collective.kind()), "collective",
-          args.str()};
+  return {info.name, "collective", args.str()};
 }
 
 } // namespace

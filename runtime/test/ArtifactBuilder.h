@@ -80,7 +80,8 @@ struct CopyDesc {
 };
 
 struct CollectiveDesc {
-  fb::CollectiveKind kind = fb::CollectiveKind::all_reduce;
+  /// A line of megrt/Collectives.def (or any name, for the verifier).
+  const char *kind = "all_reduce";
   uint32_t submesh = 0;
   fb::ReduceOp reduce = fb::ReduceOp::sum;
   fb::DType dtype = fb::DType::f32;

@@ -365,7 +365,7 @@ TEST(DataParallel, TraceShowsEachCollective) {
   EXPECT_EQ(collectives[1]->arg("reduce").text, "sum");
   EXPECT_EQ(collectives[2]->arg("reduce").text, "avg");
   EXPECT_EQ(collectives[3]->name, "reduce_scatter");
-  EXPECT_EQ(collectives[4]->name, "slice");
+  EXPECT_EQ(collectives[4]->name, "shard_slice");
   EXPECT_EQ(collectives[6]->name, "wait");
   EXPECT_EQ(jsonToInt64(collectives[6]->arg("collective"), "collective"), 0);
   expectNestedInEntries(events);

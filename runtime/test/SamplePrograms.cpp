@@ -136,23 +136,22 @@ ProgramDesc dataParallelProgram(int64_t outer, int64_t shard,
                   outputBuffer(1, {2, 4}), outputBuffer(2, {2, 4}),
                   outputBuffer(3, {c}),    outputBuffer(4, {c}),
                   arenaBuffer(0, {2, 4}),  outputBuffer(5, {2, 4})};
-  using Kind = fb::CollectiveKind;
-  auto collective = [](Kind kind, uint32_t submesh, fb::ReduceOp reduce,
+  auto collective = [](const char *kind, uint32_t submesh, fb::ReduceOp reduce,
                        uint64_t count, uint32_t src, uint32_t dst,
                        bool async = false) {
     return CollectiveDesc{kind,  submesh, reduce, fb::DType::f32,
                           count, src,     dst,    async};
   };
-  step.commands = {collective(Kind::all_gather, 0, fb::ReduceOp::sum,
+  step.commands = {collective("all_gather", 0, fb::ReduceOp::sum,
                               static_cast<uint64_t>(n), 2, 3, /*async=*/true),
-                   collective(Kind::all_reduce, 1, fb::ReduceOp::sum, 8, 0, 4),
-                   collective(Kind::all_reduce, 2, fb::ReduceOp::avg, 8, 0, 5),
-                   collective(Kind::reduce_scatter, 0, fb::ReduceOp::sum,
+                   collective("all_reduce", 1, fb::ReduceOp::sum, 8, 0, 4),
+                   collective("all_reduce", 2, fb::ReduceOp::avg, 8, 0, 5),
+                   collective("reduce_scatter", 0, fb::ReduceOp::sum,
                               static_cast<uint64_t>(c), 1, 6),
-                   collective(Kind::slice, 0, fb::ReduceOp::sum,
+                   collective("shard_slice", 0, fb::ReduceOp::sum,
                               static_cast<uint64_t>(c), 1, 7),
                    CopyDesc{0, 8, 0, 0, 32},
-                   collective(Kind::all_reduce, 0, fb::ReduceOp::sum, 8, 8, 8),
+                   collective("all_reduce", 0, fb::ReduceOp::sum, 8, 8, 8),
                    CopyDesc{8, 9, 0, 0, 32},
                    WaitDesc{0}};
   step.arenaBytes = step.peakBytes = 32;

@@ -11,6 +11,7 @@
 
 #include "megc/Compiler/CompileOptions.h"
 #include "megrt/ArtifactSeal.h"
+#include "megrt/Collectives.h"
 #include "megrt/FormatVersion.h"
 #include "megrt/megc_generated.h"
 
@@ -125,25 +126,20 @@ void printCollectives(raw_ostream &os, const fb::Entry &entry,
     uint64_t width = elementBytes(collective->dtype());
     uint64_t whole = collective->count() * width;
     double share = group > 1 ? double(group - 1) / group : 0.0;
-    double bytes = 0;
-    switch (collective->kind()) {
-    case fb::CollectiveKind::all_gather:
-    case fb::CollectiveKind::reduce_scatter:
-      whole *= group;
-      bytes = share * whole;
-      break;
-    case fb::CollectiveKind::all_reduce:
-      bytes = 2 * share * whole;
-      break;
-    case fb::CollectiveKind::all_to_all:
-      // All but this rank's own piece leaves it.
-      whole *= group;
-      bytes = share * whole;
-      break;
-    case fb::CollectiveKind::slice:
-      break;
-    }
-    Totals &totals = kinds[EnumNameCollectiveKind(collective->kind())];
+    const megrt::CollectiveInfo *info =
+        collective->kind()
+            ? megrt::findCollective(collective->kind()->string_view())
+            : nullptr;
+    if (!info)
+      continue;
+    // What it moves: its larger buffer (a local copy: what it copies), and
+    // what leaves this rank, the collective's share of that.
+    if (info->communicates)
+      whole = info->largerElements(collective->count(),
+                                   static_cast<uint64_t>(group)) *
+              width;
+    double bytes = info->sent * share * static_cast<double>(whole);
+    Totals &totals = kinds[info->name];
     ++totals.count;
     totals.payload += whole;
     totals.sent += bytes;

@@ -10,6 +10,7 @@
 #define MEGC_COMPILER_PROGRAM_H
 
 #include "megc/Compiler/CompileOptions.h"
+#include "megrt/Collectives.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -87,10 +88,12 @@ struct LibraryCallCommand {
 };
 
 /// A collective over the registered submesh ProgramDesc::submeshes[submesh]
-/// (runtime/schema/megc.fbs, Collective): `count` elements per rank piece.
+/// (runtime/schema/megc.fbs, Collective): `count` elements per rank piece;
+/// its kind is a line of megrt/Collectives.def, which says what src and dst
+/// hold.
 struct CollectiveCommand {
-  /// AllToAll: src and dst hold count elements per rank of the group.
-  enum class Kind { AllGather, ReduceScatter, AllReduce, Slice, AllToAll } kind;
+  using Kind = megrt::CollectiveId;
+  Kind kind;
   uint32_t submesh;
   /// Of ReduceScatter and AllReduce.
   enum class Reduce { Sum, Avg, Max } reduce = Reduce::Sum;

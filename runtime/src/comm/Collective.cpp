@@ -18,25 +18,14 @@ const char *reduceOpName(ReduceOp op) {
   return "<invalid reduce op>";
 }
 
-bool isReduction(CollectiveKind kind) {
-  return kind == CollectiveKind::ReduceScatter ||
-         kind == CollectiveKind::AllReduce;
-}
+bool isReduction(CollectiveKind kind) { return collectiveInfo(kind).reduces; }
 
 } // namespace
 
 const char *collectiveName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::AllToAll:
-    return "all_to_all";
-  }
-  return "<invalid collective>";
+  if (static_cast<size_t>(kind) >= kNumCollectives)
+    return "<invalid collective>";
+  return collectiveInfo(kind).name;
 }
 
 std::string describeCollective(CollectiveKind kind, DType dtype, ReduceOp op,
@@ -85,9 +74,10 @@ std::string timeoutMessage(const std::string &what, double timeoutSeconds) {
 
 void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
                      size_t count, int groupSize) {
-  if (static_cast<uint8_t>(kind) >
-      static_cast<uint8_t>(CollectiveKind::AllToAll))
-    fail("invalid collective kind ", static_cast<int>(kind));
+  if (static_cast<size_t>(kind) >= kNumCollectives ||
+      !collectiveInfo(kind).communicates)
+    fail("invalid collective kind ", static_cast<int>(kind),
+         " (none of megrt/Collectives.def that communicates)");
   if (static_cast<uint8_t>(dtype) > static_cast<uint8_t>(DType::I64))
     fail(collectiveName(kind), ": invalid dtype value ",
          static_cast<int>(dtype));
@@ -102,16 +92,13 @@ void checkCollective(CollectiveKind kind, DType dtype, ReduceOp op,
 }
 
 size_t sourceCount(CollectiveKind kind, size_t count, int groupSize) {
-  return kind == CollectiveKind::ReduceScatter ||
-                 kind == CollectiveKind::AllToAll
-             ? count * groupSize
-             : count;
+  return collectiveInfo(kind).sourceElements(count,
+                                             static_cast<size_t>(groupSize));
 }
 
 size_t destinationCount(CollectiveKind kind, size_t count, int groupSize) {
-  return kind == CollectiveKind::AllGather || kind == CollectiveKind::AllToAll
-             ? count * groupSize
-             : count;
+  return collectiveInfo(kind).destinationElements(
+      count, static_cast<size_t>(groupSize));
 }
 
 void failUnknownCollectiveHandle(uint64_t handle, const std::string &group) {

@@ -4,6 +4,7 @@
 #ifndef MEGRT_SRC_COMM_COMMUNICATOR_H
 #define MEGRT_SRC_COMM_COMMUNICATOR_H
 
+#include "megrt/Collectives.h"
 #include "megrt/DType.h"
 #include "megrt/Error.h"
 
@@ -14,12 +15,9 @@
 
 namespace megrt::comm {
 
-enum class CollectiveKind : uint8_t {
-  AllGather = 0,
-  ReduceScatter = 1,
-  AllReduce = 2,
-  AllToAll = 3
-};
+/// A line of megrt/Collectives.def that communicates (the others are local
+/// copies the entries run themselves).
+using CollectiveKind = megrt::CollectiveId;
 
 /// Avg divides the sum by the group size.
 enum class ReduceOp : uint8_t { Sum = 0, Avg = 1, Max = 2 };

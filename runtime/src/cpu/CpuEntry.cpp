@@ -7,6 +7,7 @@
 #include "FbTypes.h"
 #include "TraceLabels.h"
 #include "cpu/CpuAttention.h"
+#include "megrt/Collectives.h"
 
 #include <algorithm>
 #include <chrono>
@@ -104,7 +105,7 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
       commands_.emplace_back(LibraryCall{
           prepareCpuLibraryCall(*calls[i], operands, libraryScratch_.data())});
     } else if (const fb::Collective *c = command->op_as_Collective()) {
-      if (c->kind() == fb::CollectiveKind::slice) {
+      if (findCollective(toString(c->kind()))->id == CollectiveId::Slice) {
         SliceCopy slice = toSliceCopy(*c, groups);
         commands_.emplace_back(Copy{buffers[c->src()] + slice.srcOffset,
                                     buffers[c->dst()],

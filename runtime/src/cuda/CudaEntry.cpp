@@ -8,6 +8,7 @@
 #include "Fail.h"
 #include "FbTypes.h"
 #include "cuda/CudaDriver.h"
+#include "megrt/Collectives.h"
 
 #include <algorithm>
 #include <optional>
@@ -127,7 +128,7 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
     } else if (const fb::Collective *c = command->op_as_Collective()) {
       CUdeviceptr src = buffers[c->src()];
       CUdeviceptr dst = buffers[c->dst()];
-      if (c->kind() == fb::CollectiveKind::slice) {
+      if (findCollective(toString(c->kind()))->id == CollectiveId::Slice) {
         // Verification keeps a slice's source and destination apart.
         SliceCopy slice = toSliceCopy(*c, resources.groups);
         commands_.emplace_back(Copy{src + slice.srcOffset, dst,

@@ -51,9 +51,7 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
   pending.dst = dst;
   pending.count = count;
   pending.dtype = dtype;
-  pending.average = (kind == CollectiveKind::ReduceScatter ||
-                     kind == CollectiveKind::AllReduce) &&
-                    op == ReduceOp::Avg;
+  pending.average = collectiveInfo(kind).reduces && op == ReduceOp::Avg;
   if (kind == CollectiveKind::AllToAll && src == dst && count && size_ > 1)
     fail(pending.what, ": an all-to-all cannot run in place (src == dst)");
 
@@ -87,6 +85,8 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
     checkMpi(MPI_Ialltoall(src, n, type, dst, n, type, comm_,
                            &pending.request),
              "MPI_Ialltoall", pending.what);
+    break;
+  case CollectiveKind::Slice: // a local copy, refused by checkCollective
     break;
   }
   return pending_.add(std::move(pending));

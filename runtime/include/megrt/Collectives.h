@@ -1,0 +1,81 @@
+// The collectives of megrt/Collectives.def as a table: shared by the
+// compiler, which emits Collective commands, and the runtime, which
+// verifies, traces and runs them. Header-only so that the compiler needs no
+// runtime library.
+#ifndef MEGRT_COLLECTIVES_H
+#define MEGRT_COLLECTIVES_H
+
+#include <cstdint>
+#include <string_view>
+
+namespace megrt {
+
+enum class CollectiveId : uint8_t {
+#define MEGRT_COLLECTIVE(Id, name, source, destination, reduces, inPlace,      \
+                         communicates, sent)                                   \
+  Id,
+#include "megrt/Collectives.def"
+#undef MEGRT_COLLECTIVE
+};
+
+struct CollectiveInfo {
+  CollectiveId id;
+  /// The artifact's and the printed program's name.
+  const char *name;
+  /// Whether the source (destination) holds count times the group size
+  /// elements rather than count.
+  bool sourceWhole, destinationWhole;
+  bool reduces, inPlace, communicates;
+  /// The bytes a rank sends: sent x (group - 1) / group x its larger
+  /// buffer.
+  int sent;
+
+  uint64_t sourceElements(uint64_t count, uint64_t groupSize) const {
+    return sourceWhole ? count * groupSize : count;
+  }
+  uint64_t destinationElements(uint64_t count, uint64_t groupSize) const {
+    return destinationWhole ? count * groupSize : count;
+  }
+  /// The larger of the two buffers, in elements.
+  uint64_t largerElements(uint64_t count, uint64_t groupSize) const {
+    return sourceWhole || destinationWhole ? count * groupSize : count;
+  }
+};
+
+namespace detail {
+constexpr bool kWhole1 = false, kWholeG = true;
+} // namespace detail
+
+inline constexpr CollectiveInfo kCollectives[] = {
+#define MEGRT_COLLECTIVE(Id, name, source, destination, reduces, inPlace,      \
+                         communicates, sent)                                   \
+  {CollectiveId::Id,                                                           \
+   name,                                                                       \
+   detail::kWhole##source,                                                     \
+   detail::kWhole##destination,                                                \
+   reduces,                                                                    \
+   inPlace,                                                                    \
+   communicates,                                                               \
+   sent},
+#include "megrt/Collectives.def"
+#undef MEGRT_COLLECTIVE
+};
+
+inline constexpr size_t kNumCollectives =
+    sizeof(kCollectives) / sizeof(kCollectives[0]);
+
+inline const CollectiveInfo &collectiveInfo(CollectiveId id) {
+  return kCollectives[static_cast<size_t>(id)];
+}
+
+/// The collective the artifact names `name`, or null.
+inline const CollectiveInfo *findCollective(std::string_view name) {
+  for (const CollectiveInfo &info : kCollectives)
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+} // namespace megrt
+
+#endif // MEGRT_COLLECTIVES_H
