@@ -261,7 +261,8 @@ private:
               : fb::ReduceOp::sum;
       auto op = fb::CreateCollective(builder, kind, collective->submesh, reduce,
                                      dtype, collective->count, collective->src,
-                                     collective->dst, collective->async);
+                                     collective->dst, collective->async,
+                                     builder.CreateVector(collective->params));
       return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());
     }
     if (auto *wait = std::get_if<WaitCommand>(&command)) {

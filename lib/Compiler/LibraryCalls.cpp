@@ -64,7 +64,11 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
         command.reduce = reduceOf(reduce.getReduce());
       })
       .Case<AllToAllOp, AllToAllStartOp>(
-          [&](auto) { command.kind = CollectiveCommand::Kind::AllToAll; });
+          [&](auto) { command.kind = CollectiveCommand::Kind::AllToAll; })
+      .Case<ShiftOp>([&](ShiftOp shift) {
+        command.kind = CollectiveCommand::Kind::Shift;
+        command.params = {static_cast<int64_t>(shift.getOffset())};
+      });
   if (dim)
     for (int64_t before = 0; before < *dim; ++before)
       if (inputType.getDimSize(before) != 1)

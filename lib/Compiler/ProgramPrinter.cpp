@@ -205,6 +205,8 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
            << " <- %b" << c->src << " over ";
         printSubmesh(os, program, c->submesh);
         os << " count " << c->count;
+        for (size_t p = 0; p < c->params.size(); ++p)
+          os << (p ? ", " : " params ") << c->params[p];
         if (info.reduces)
           os << (c->reduce == CollectiveCommand::Reduce::Avg   ? " avg"
                  : c->reduce == CollectiveCommand::Reduce::Max ? " max"

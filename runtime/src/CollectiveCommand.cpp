@@ -36,7 +36,11 @@ CollectiveCall toCollectiveCall(const fb::Collective &collective,
           src,
           dst,
           collective.async(),
-          index};
+          index,
+          collective.params()
+              ? std::vector<int64_t>(collective.params()->begin(),
+                                     collective.params()->end())
+              : std::vector<int64_t>()};
 }
 
 SliceCopy toSliceCopy(const fb::Collective &slice,
@@ -61,8 +65,20 @@ void CollectivesInFlight::run(const CollectiveCall &call, void *stream) {
     return;
   // A collective that failed may still be moving bytes.
   try {
-    uint64_t handle = call.group->start(
-        call.kind, call.src, call.dst, call.count, call.dtype, call.op, stream);
+    uint64_t handle;
+    if (call.kind == comm::CollectiveKind::Shift) {
+      // Each rank sends to the rank `offset` places on and receives from
+      // the one `offset` places back, around the group.
+      int size = call.group->size(), rank = call.group->rank();
+      auto offset =
+          static_cast<int>(((call.params.at(0) % size) + size) % size);
+      handle = call.group->startExchange(
+          call.src, (rank + offset) % size, call.dst,
+          (rank - offset + size) % size, call.count, call.dtype, stream);
+    } else {
+      handle = call.group->start(call.kind, call.src, call.dst, call.count,
+                                 call.dtype, call.op, stream);
+    }
     if (call.async)
       pending_[call.index] = InFlight{call.group, handle};
     else

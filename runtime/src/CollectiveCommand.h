@@ -29,6 +29,8 @@ struct CollectiveCall {
   bool async;
   /// The command's index in its entry, which its Wait names.
   uint32_t index;
+  /// Its integer parameters (Collectives.def; a shift's offset).
+  std::vector<int64_t> params;
 };
 
 CollectiveCall toCollectiveCall(const fb::Collective &collective,

@@ -362,6 +362,10 @@ private:
       fail(where, ": invalid dtype value ",
            static_cast<int>(collective.dtype()));
     const char *name = info->name;
+    if (static_cast<int>(sizeOf(collective.params())) != info->params)
+      fail(where, ": the ", name, " takes ", info->params,
+           " integer parameter(s), the command has ",
+           sizeOf(collective.params()));
     DType dtype = toDType(collective.dtype());
     int64_t group = mesh_.groupSize(collective.submesh(), where);
     if (info->reduces && !isFloatingPoint(dtype))

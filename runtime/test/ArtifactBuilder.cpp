@@ -73,9 +73,9 @@ Offset<fb::Command> buildCommand(FlatBufferBuilder &builder,
     return fb::CreateCommand(builder, fb::CommandOp::Copy, op.Union());
   }
   if (const auto *c = std::get_if<CollectiveDesc>(&desc)) {
-    auto op = fb::CreateCollective(builder, builder.CreateString(c->kind),
-                                   c->submesh, c->reduce, c->dtype, c->count,
-                                   c->src, c->dst, c->async);
+    auto op = fb::CreateCollective(
+        builder, builder.CreateString(c->kind), c->submesh, c->reduce, c->dtype,
+        c->count, c->src, c->dst, c->async, builder.CreateVector(c->params));
     return fb::CreateCommand(builder, fb::CommandOp::Collective, op.Union());
   }
   if (const auto *call = std::get_if<LibraryCallDesc>(&desc)) {

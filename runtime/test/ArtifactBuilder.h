@@ -88,6 +88,7 @@ struct CollectiveDesc {
   uint64_t count = 0;
   uint32_t src = 0, dst = 0;
   bool async = false;
+  std::vector<int64_t> params = {};
 };
 
 struct WaitDesc {

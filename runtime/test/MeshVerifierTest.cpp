@@ -233,6 +233,9 @@ TEST(MeshVerifier, CollectiveOperands) {
             "entry 'step', command 1 (collective): unknown collective "
             "'all_gather_everything' (megrt/Collectives.def lists the ones "
             "this runtime runs)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) { collective(d, 1).params = {1}; }),
+            "entry 'step', command 1 (collective): the all_reduce takes 0 "
+            "integer parameter(s), the command has 1");
   EXPECT_EQ(errorAfter([](ProgramDesc &d) {
               collective(d, 1).reduce = static_cast<fb::ReduceOp>(5);
             }),

@@ -265,3 +265,22 @@ func.func @loss() -> tensor<f32> {
   %l = meg.reduce sum %sq dims [0, 1] : tensor<8x4xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A shift's gradient is the shift of the result's gradient the other way:
+// each gradient goes back to the rank its value came from.
+// CHECK-LABEL: func.func @grad
+// CHECK: meg.shift %{{.*}} over @world[dp_shard] by 1 : tensor<8x4xf32>
+// CHECK: %[[G:.*]] = meg.shift %{{.*}} over @world[dp_shard] by -1 : tensor<8x4xf32>
+// CHECK: return %{{.*}}, %[[G]]
+meg.mesh @world [dp_outer = 1, dp_shard = 2, tp = 1]
+meg.submesh @world[dp_shard]
+meg.param @w : tensor<8x4xf32> init #meg.init<normal(0.02)>
+func.func @loss() -> tensor<f32> {
+  %w = meg.param_ref @w : tensor<8x4xf32>
+  %x = meg.shift %w over @world[dp_shard] by 1 : tensor<8x4xf32>
+  %sq = meg.mul %x, %x : tensor<8x4xf32>, tensor<8x4xf32>
+  %l = meg.reduce sum %sq dims [0, 1] : tensor<8x4xf32>
+  return %l : tensor<f32>
+}

@@ -3,7 +3,8 @@ meg-fsdp uses (an expert-style group over dp_outer), run on 4 ranks of a
 2 x 2 mesh: each rank takes its own element of the input with shard_slice
 over the whole world, then the values go through all_reduce, all_gather
 (async), reduce_scatter, an averaged all_reduce of a parameter and
-all_to_all (over the whole world and over dp_shard). Rank 0's
+all_to_all (over the whole world and over dp_shard), and cyclic shifts
+(over the whole world by 1, over dp_shard by -1 and by 3). Rank 0's
 outputs are checked against values worked out here from the rank layout
 (row-major over [dp_outer, dp_shard]: rank r has o = r // 2, s = r % 2)."""
 import argparse
@@ -28,7 +29,10 @@ module {
       tensor<1xf32> {meg.name = "shard_scatter"},
       tensor<3xf32> {meg.name = "expert_avg"},
       tensor<4xf32> {meg.name = "world_exchange"},
-      tensor<2x2xf32> {meg.name = "shard_exchange"}) {
+      tensor<2x2xf32> {meg.name = "shard_exchange"},
+      tensor<4xf32> {meg.name = "world_shift"},
+      tensor<1xf32> {meg.name = "shard_shift_back"},
+      tensor<1xf32> {meg.name = "shard_shift_3"}) {
     %p = meg.shard_slice %x over @world[dp_outer, dp_shard] dim 0
         : tensor<4xf32> -> tensor<1xf32>
     %a = meg.all_reduce %p over @world[dp_outer] sum : tensor<1xf32>
@@ -48,9 +52,13 @@ module {
     %z = meg.all_to_all %y over @world[dp_outer, dp_shard] : tensor<4xf32>
     %y2 = meg.reshape %y : tensor<4xf32> to tensor<2x2xf32>
     %v = meg.all_to_all %y2 over @world[dp_shard] : tensor<2x2xf32>
-    return %p, %a, %g, %r, %e, %z, %v
+    %s = meg.shift %y over @world[dp_outer, dp_shard] by 1 : tensor<4xf32>
+    %b = meg.shift %p over @world[dp_shard] by -1 : tensor<1xf32>
+    %t = meg.shift %p over @world[dp_shard] by 3 : tensor<1xf32>
+    return %p, %a, %g, %r, %e, %z, %v, %s, %b, %t
         : tensor<1xf32>, tensor<1xf32>, tensor<2xf32>, tensor<1xf32>,
-          tensor<3xf32>, tensor<4xf32>, tensor<2x2xf32>
+          tensor<3xf32>, tensor<4xf32>, tensor<2x2xf32>, tensor<4xf32>,
+          tensor<1xf32>, tensor<1xf32>
   }
 }
 """
@@ -78,7 +86,8 @@ def main():
                  f"{result.stderr}")
     got = {name: np.load(os.path.join(out, name + ".npy")) for name in
            ("mine", "outer_sum", "shard_gather", "shard_scatter",
-            "expert_avg", "world_exchange", "shard_exchange")}
+            "expert_avg", "world_exchange", "shard_exchange", "world_shift",
+            "shard_shift_back", "shard_shift_3")}
     # Rank 0: o = 0, s = 0. Element of world rank r = o * 2 + s is x[r].
     element = lambda o, s: x[o * 2 + s]
     w = e2e_util.read_safetensors(
@@ -102,6 +111,12 @@ def main():
         # Over dp_shard (ranks 0 and 1), pieces of 2: row i is row 0 of
         # rank i's y reshaped [2, 2].
         "shard_exchange": [10 * x[0:2] + x[0], 10 * x[0:2] + x[1]],
+        # Shifted by 1 around the world, rank 0 holds rank 3's y.
+        "world_shift": 10 * x + x[3],
+        # Over dp_shard by -1 (and by 3, the same around a group of 2),
+        # rank (0, 0) holds rank (0, 1)'s element.
+        "shard_shift_back": [element(0, 1)],
+        "shard_shift_3": [element(0, 1)],
     }
     for name, value in want.items():
         if not np.allclose(got[name], np.asarray(value, np.float32),

@@ -125,7 +125,6 @@ void printCollectives(raw_ostream &os, const fb::Entry &entry,
     int64_t group = groupSizes[collective->submesh()];
     uint64_t width = elementBytes(collective->dtype());
     uint64_t whole = collective->count() * width;
-    double share = group > 1 ? double(group - 1) / group : 0.0;
     const megrt::CollectiveInfo *info =
         collective->kind()
             ? megrt::findCollective(collective->kind()->string_view())
@@ -138,7 +137,9 @@ void printCollectives(raw_ostream &os, const fb::Entry &entry,
       whole = info->largerElements(collective->count(),
                                    static_cast<uint64_t>(group)) *
               width;
-    double bytes = info->sent * share * static_cast<double>(whole);
+    double bytes =
+        info->sentElements(collective->count(), static_cast<uint64_t>(group)) *
+        static_cast<double>(width);
     Totals &totals = kinds[info->name];
     ++totals.count;
     totals.payload += whole;

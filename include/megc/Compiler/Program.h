@@ -101,6 +101,8 @@ struct CollectiveCommand {
   uint64_t count;
   /// Started here, completed by a later WaitCommand.
   bool async = false;
+  /// Its integer parameters (a shift's offset).
+  std::vector<int64_t> params;
 };
 /// Completes the async collective at command index `collective`; src and
 /// dst repeat its buffers so that liveness keeps them until here.

@@ -12,11 +12,14 @@ namespace megrt {
 
 enum class CollectiveId : uint8_t {
 #define MEGRT_COLLECTIVE(Id, name, source, destination, reduces, inPlace,      \
-                         communicates, sent)                                   \
+                         communicates, sent, params)                           \
   Id,
 #include "megrt/Collectives.def"
 #undef MEGRT_COLLECTIVE
 };
+
+/// What a rank of a collective sends (Collectives.def's `sent`).
+enum class CollectiveTraffic : uint8_t { None, Share, TwiceShare, Source };
 
 struct CollectiveInfo {
   CollectiveId id;
@@ -26,9 +29,9 @@ struct CollectiveInfo {
   /// elements rather than count.
   bool sourceWhole, destinationWhole;
   bool reduces, inPlace, communicates;
-  /// The bytes a rank sends: sent x (group - 1) / group x its larger
-  /// buffer.
-  int sent;
+  CollectiveTraffic sent;
+  /// The integer parameters a command of it carries.
+  int params;
 
   uint64_t sourceElements(uint64_t count, uint64_t groupSize) const {
     return sourceWhole ? count * groupSize : count;
@@ -40,6 +43,24 @@ struct CollectiveInfo {
   uint64_t largerElements(uint64_t count, uint64_t groupSize) const {
     return sourceWhole || destinationWhole ? count * groupSize : count;
   }
+  /// The elements a rank sends.
+  double sentElements(uint64_t count, uint64_t groupSize) const {
+    double share = groupSize > 1 ? double(groupSize - 1) / groupSize : 0.0;
+    double larger = static_cast<double>(largerElements(count, groupSize));
+    switch (sent) {
+    case CollectiveTraffic::Share:
+      return share * larger;
+    case CollectiveTraffic::TwiceShare:
+      return 2 * share * larger;
+    case CollectiveTraffic::Source:
+      return groupSize > 1
+                 ? static_cast<double>(sourceElements(count, groupSize))
+                 : 0.0;
+    case CollectiveTraffic::None:
+      break;
+    }
+    return 0;
+  }
 };
 
 namespace detail {
@@ -48,7 +69,7 @@ constexpr bool kWhole1 = false, kWholeG = true;
 
 inline constexpr CollectiveInfo kCollectives[] = {
 #define MEGRT_COLLECTIVE(Id, name, source, destination, reduces, inPlace,      \
-                         communicates, sent)                                   \
+                         communicates, sent, params)                           \
   {CollectiveId::Id,                                                           \
    name,                                                                       \
    detail::kWhole##source,                                                     \
@@ -56,7 +77,8 @@ inline constexpr CollectiveInfo kCollectives[] = {
    reduces,                                                                    \
    inPlace,                                                                    \
    communicates,                                                               \
-   sent},
+   CollectiveTraffic::sent,                                                    \
+   params},
 #include "megrt/Collectives.def"
 #undef MEGRT_COLLECTIVE
 };

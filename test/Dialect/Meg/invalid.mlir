@@ -2043,6 +2043,26 @@ func.func @f(%x: tensor<8x8xf32>) {
 
 // -----
 
+meg.mesh @world [dp_outer = 2, dp_shard = 4, tp = 1]
+meg.submesh @world[dp_shard]
+func.func @f(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{'meg.shift' op communicates over @world[dp_outer], which is not a registered submesh; registered: @world[dp_shard]}}
+  %y = meg.shift %x over @world[dp_outer] by 1 : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+meg.mesh @world [dp_outer = 2, dp_shard = 4, tp = 1]
+meg.submesh @world[dp_shard]
+func.func @f(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{'meg.shift' op failed to verify that all of {input, result} have same type}}
+  %y = "meg.shift"(%x) {mesh = @world, axes = ["dp_shard"], offset = 1 : i64} : (tensor<8x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
 meg.param @bias : tensor<4xf32> init #meg.init<zeros>
 func.func @bias_not_frozen(%load: tensor<4xf32>) {
   // expected-error @+1 {{'meg.expert_bias_update' op updates @bias, which is not frozen: a routing bias gets no gradient, only this update}}

@@ -369,6 +369,8 @@ func.func @collectives(%s: tensor<4x8xbf16>, %g: tensor<16x8xf32>,
   %c = meg.copy_to_group %g over @world[dp_outer] : tensor<16x8xf32>
   // CHECK: meg.all_to_all %{{.*}} over @world[dp_shard] : tensor<16x8xf32>
   %x = meg.all_to_all %g over @world[dp_shard] : tensor<16x8xf32>
+  // CHECK: meg.shift %{{.*}} over @world[dp_shard] by -1 : tensor<16x8xf32>
+  %sh = meg.shift %g over @world[dp_shard] by -1 : tensor<16x8xf32>
   // CHECK: %[[FX:.*]] = meg.all_to_all_start %{{.*}} over @world[dp_shard] : tensor<16x8xf32> -> !meg.future<tensor<16x8xf32>>
   // CHECK: meg.wait %[[FX]] : !meg.future<tensor<16x8xf32>>
   %fx = meg.all_to_all_start %g over @world[dp_shard]

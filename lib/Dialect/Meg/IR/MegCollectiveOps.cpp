@@ -125,6 +125,24 @@ FailureOr<SmallVector<Value>> AllToAllOp::buildVJP(OpBuilder &b,
                                 .getResult()};
 }
 
+RankedTensorType ShiftOp::getProducedType() {
+  return cast<RankedTensorType>(getType());
+}
+LogicalResult ShiftOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::None, 0);
+}
+
+// Shifting the gradient back sends each to the rank its value came from.
+FailureOr<SmallVector<Value>> ShiftOp::buildVJP(OpBuilder &b,
+                                                ValueRange grads) {
+  return SmallVector<Value>{
+      ShiftOp::create(b, getLoc(), grads[0], getMeshAttr(), getAxesAttr(),
+                      b.getI64IntegerAttr(-static_cast<int64_t>(getOffset())))
+          .getResult()};
+}
+
 /// A model's collectives have gradients for the sum of partial results
 /// only.
 static LogicalResult requireSumForGradient(Operation *op,

@@ -39,6 +39,8 @@ StringRef notCapturable(Operation *op, bool captureCollectives) {
   // waits inside one region; a pair already split (meg-fsdp's prefetch of
   // the next layer's weights) spans regions.
   auto collective = dyn_cast<CollectiveOpInterface>(op);
+  if (isa<ShiftOp>(op))
+    return "a shift's exchange with the neighbouring ranks is not captured";
   if ((collective && collective.isStarted()) || isa<WaitOp>(op))
     return "a started collective and its wait are not captured (they may "
            "fall in different graphs)";

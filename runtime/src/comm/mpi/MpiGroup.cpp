@@ -88,6 +88,9 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
     break;
   case CollectiveKind::Slice: // a local copy, refused by checkCollective
     break;
+  case CollectiveKind::Shift:
+    fail(pending.what, ": a shift runs through startExchange, which pairs "
+                       "each rank with its two neighbours");
   }
   return pending_.add(std::move(pending));
 }

@@ -151,6 +151,9 @@ void NcclGroup::issue(CollectiveKind kind, const void *src, void *dst,
   }
   case CollectiveKind::Slice: // a local copy, refused by checkCollective
     break;
+  case CollectiveKind::Shift:
+    fail(what, ": a shift runs through startExchange, which cannot be "
+               "captured into a CUDA graph yet");
   }
   completeIssue(result, call, what);
 }

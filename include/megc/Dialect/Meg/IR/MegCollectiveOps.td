@@ -126,6 +126,32 @@ def Meg_AllToAllOp : Meg_CollectiveOp<"all_to_all",
   }];
 }
 
+def Meg_ShiftOp : Meg_CollectiveOp<"shift",
+    [AllTypesMatch<["input", "result"]>, Meg_VJP]> {
+  let summary = "Passes each rank's input to the rank `offset` places on";
+  let description = [{
+    A cyclic shift along a registered group: the result on the rank at
+    index `i` of the group is the input of the rank at index
+    `(i - offset) mod size`, so every rank sends its input `offset` places
+    on and receives from `offset` places back. A ring passes key and value
+    blocks on with it (context parallelism), and neighbouring pipeline
+    stages hand activations on. The gradient of the input is the shift of
+    the result's gradient by `-offset`: each gradient goes back to the rank
+    its value came from.
+
+    ```mlir
+    %next = meg.shift %kv over @world[cp] by 1 : tensor<2x128x64xbf16>
+    ```
+  }];
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$offset);
+  let results = (outs Meg_Tensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh `` custom<AxisList>($axes) `by` $offset attr-dict `:`
+    type($input)
+  }];
+}
+
 def Meg_CopyToGroupOp : Meg_Op<"copy_to_group", [Pure, Meg_VJP,
     AllTypesMatch<["input", "result"]>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
