@@ -70,6 +70,28 @@ std::string shapeJson(const Shape &shape) {
   return text + "]";
 }
 
+/// How the saving mesh laid a parameter out: what the FSDP strategy and
+/// tensor or expert parallelism made of it.
+std::string layoutOf(const Program &program, const ParameterSpec &spec) {
+  if (!spec.sharding)
+    return "replicated";
+  auto over = [&](uint32_t submesh) {
+    std::string axes;
+    for (const std::string &axis : program.submeshes().at(submesh).axes)
+      axes += (axes.empty() ? "" : ", ") + axis;
+    return "[" + axes + "]";
+  };
+  const ShardingSpec &sharding = *spec.sharding;
+  if (!sharding.dim)
+    return "flattened pieces over " + over(sharding.submesh);
+  std::string blocks = concat(
+      "blocks along dim ", *sharding.dim, " over ",
+      over(sharding.blockSubmesh ? *sharding.blockSubmesh : sharding.submesh));
+  if (!sharding.blockSubmesh)
+    return blocks;
+  return "flattened pieces over " + over(sharding.submesh) + " of " + blocks;
+}
+
 /// One chunk of the record: the tensor, its file and bytes, its elements.
 std::string chunkJson(const std::string &tensor, const std::string &file,
                       std::pair<uint64_t, uint64_t> bytes,
@@ -354,10 +376,11 @@ void commitDistributedCheckpoint(
       for (const ParameterSpec &spec : specs) {
         if (!withState && spec.state)
           continue;
-        text += concat(
-            first ? "\n" : ",\n", quoteJson(spec.name),
-            ":{\"dtype\":", quoteJson(dtypeName(spec.dtype)),
-            ",\"shape\":", shapeJson(ParameterStore::fileShape(spec)), "}");
+        text +=
+            concat(first ? "\n" : ",\n", quoteJson(spec.name),
+                   ":{\"dtype\":", quoteJson(dtypeName(spec.dtype)),
+                   ",\"shape\":", shapeJson(ParameterStore::fileShape(spec)),
+                   ",\"layout\":", quoteJson(layoutOf(program, spec)), "}");
         first = false;
       }
       text += "},\n\"chunks\":[";
