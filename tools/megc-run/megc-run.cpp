@@ -402,63 +402,6 @@ runSettings(const Options &options, uint64_t seed, bool init,
   };
 }
 
-/// The checkpoint of step `step` in `dir`: a safetensors file, or with
-/// `distributed` a distributed checkpoint's directory.
-std::string checkpointPath(const std::string &dir, int64_t step,
-                           bool distributed) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "step-%08lld%s",
-                static_cast<long long>(step),
-                distributed ? "" : ".safetensors");
-  return (std::filesystem::path(dir) / name).string();
-}
-
-/// The checkpoints of `dir` by step, oldest first: files and directories
-/// (complete or not: --resume checks them, --keep counts only the complete
-/// ones).
-std::vector<std::pair<int64_t, std::string>>
-listCheckpoints(const std::string &dir) {
-  std::vector<std::pair<int64_t, std::string>> found;
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
-    std::string name = entry.path().filename().string();
-    long long step = 0;
-    if (std::sscanf(name.c_str(), "step-%8lld", &step) != 1)
-      continue;
-    bool distributed = entry.is_directory(error);
-    if (name == std::filesystem::path(checkpointPath(dir, step, distributed))
-                    .filename())
-      found.emplace_back(step, entry.path().string());
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-/// Removes what saves into `dir` killed before they finished left behind:
-/// files never renamed (".step-NNNNNNNN.safetensors.tmp-PID") and
-/// distributed checkpoints never committed (step-NNNNNNNN/ without its
-/// record), each as large as a checkpoint. Returns how many.
-int removeStaleTemporaries(const std::string &dir) {
-  int removed = 0;
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
-    std::string name = entry.path().filename().string();
-    long long step = 0, pid = 0;
-    char tail[32];
-    if (std::sscanf(name.c_str(), ".step-%8lld.%31[a-z].tmp-%lld", &step, tail,
-                    &pid) == 3 &&
-        std::string(tail) == "safetensors" && pid != ::getpid() &&
-        std::filesystem::remove(entry.path(), error))
-      ++removed;
-  }
-  for (const auto &[step, path] : listCheckpoints(dir))
-    if (std::filesystem::is_directory(path, error) &&
-        !megrt::isDistributedCheckpoint(path) &&
-        std::filesystem::remove_all(path, error) > 0)
-      ++removed;
-  return removed;
-}
-
 /// A one-line rendering of a scalar output, or empty for larger tensors;
 /// `digits` significant digits (9 round-trip an f32).
 std::string scalarText(const megrt::Tensor &tensor, int digits = 6) {
@@ -531,30 +474,27 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
   std::string statePath = options.loadState;
   int64_t firstStep = 1;
   if (!options.resume.empty()) {
-    auto checkpoints = listCheckpoints(options.resume);
-    if (checkpoints.empty())
+    megrt::CheckpointDirectory resume(options.resume);
+    if (resume.list().empty())
       throw megrt::Error("--resume: '" + options.resume +
                          "' holds no checkpoint (step-NNNNNNNN.safetensors "
                          "or step-NNNNNNNN/)");
-    // The newest whole one: a file cut short (by a crash during a save of
-    // an older megc, or damaged since) is skipped, and said so.
-    for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
-      try {
-        megrt::checkCheckpoint(it->second);
-      } catch (const megrt::Error &error) {
-        if (lead)
-          std::cerr << "megc-run: warning: --resume skips an incomplete "
-                       "checkpoint: "
-                    << error.what() << std::endl;
-        continue;
-      }
-      statePath = it->second;
-      firstStep = it->first + 1;
-      break;
-    }
-    if (statePath.empty())
+    // The newest complete one: a file cut short (by a crash during a save
+    // of an older megc, or damaged since) or a distributed checkpoint
+    // without its record is skipped, and said so.
+    std::vector<std::string> skipped;
+    std::optional<megrt::CheckpointDirectory::Entry> newest =
+        resume.newestComplete(&skipped);
+    if (lead)
+      for (const std::string &why : skipped)
+        std::cerr << "megc-run: warning: --resume skips an incomplete "
+                     "checkpoint: "
+                  << why << std::endl;
+    if (!newest)
       throw megrt::Error("--resume: no checkpoint in '" + options.resume +
                          "' is whole (each was skipped above)");
+    statePath = newest->path;
+    firstStep = newest->step + 1;
   }
   // The ranks agree on what they run before any of it: a difference stops
   // every rank, naming the option.
@@ -725,21 +665,14 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     }
   };
   // --keep: only complete checkpoints count, and only once a newer one is.
+  megrt::CheckpointDirectory saveDir(options.saveDir);
   auto removeOldCheckpoints = [&] {
-    if (!lead || !options.keep)
-      return;
-    std::vector<std::string> complete;
-    for (const auto &[old, path] : listCheckpoints(options.saveDir))
-      if (!std::filesystem::is_directory(path) ||
-          megrt::isDistributedCheckpoint(path))
-        complete.push_back(path);
-    for (size_t i = 0; i + static_cast<size_t>(options.keep) < complete.size();
-         ++i)
-      std::filesystem::remove_all(complete[i]);
+    if (lead && options.keep)
+      saveDir.keepNewest(options.keep);
   };
   if (options.saveEvery && lead) {
     std::filesystem::create_directories(options.saveDir);
-    if (int removed = removeStaleTemporaries(options.saveDir))
+    if (int removed = saveDir.removeUnfinished())
       std::cout << "megc-run: removed " << removed
                 << " unfinished checkpoint file(s) of an earlier run from '"
                 << options.saveDir << "'" << std::endl;
@@ -861,8 +794,7 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     if (options.saveEvery && step % options.saveEvery == 0) {
       // Several ranks write distributed checkpoints, each its own pieces.
       bool distributed = session.worldSize() > 1;
-      std::string path = checkpointPath(options.saveDir, step, distributed) +
-                         (distributed ? "/" : "");
+      std::string path = saveDir.pathOf(step, distributed);
       auto saveStart = std::chrono::steady_clock::now();
       if (options.asyncSave) {
         // The one before is completed first, and only then old ones go.

@@ -4,7 +4,10 @@
 #ifndef MEGRT_CHECKPOINT_H
 #define MEGRT_CHECKPOINT_H
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace megrt {
 
@@ -20,6 +23,39 @@ bool isDistributedCheckpoint(const std::string &path);
 /// distributed checkpoint whose record parses and whose shard files hold
 /// every byte range it lists. Throws megrt::Error naming what is missing.
 void checkCheckpoint(const std::string &path);
+
+/// A directory of numbered checkpoints as a training run keeps them: the
+/// training state after step N as step-NNNNNNNN.safetensors (one rank) or
+/// the distributed checkpoint step-NNNNNNNN/ (several).
+class CheckpointDirectory {
+public:
+  explicit CheckpointDirectory(std::string dir) : dir_(std::move(dir)) {}
+  const std::string &path() const { return dir_; }
+
+  struct Entry {
+    int64_t step;
+    std::string path;
+    bool distributed;
+  };
+
+  /// Where step `step` is saved (a distributed one's path ends in '/').
+  std::string pathOf(int64_t step, bool distributed) const;
+  /// Every checkpoint by step, oldest first, complete or not.
+  std::vector<Entry> list() const;
+  /// The newest complete checkpoint (checkCheckpoint), if any; `skipped`
+  /// receives why each newer one was passed over.
+  std::optional<Entry> newestComplete(std::vector<std::string> *skipped) const;
+  /// Removes what saves killed before they finished left behind: files
+  /// never renamed (.step-NNNNNNNN.safetensors.tmp-PID of another process)
+  /// and distributed checkpoints never committed. Returns how many.
+  int removeUnfinished() const;
+  /// Deletes all but the newest `keep` complete checkpoints (whole files
+  /// and committed directories; incomplete ones do not count).
+  void keepNewest(int64_t keep) const;
+
+private:
+  std::string dir_;
+};
 
 } // namespace megrt
 
