@@ -55,14 +55,30 @@ def newest_complete(directory):
     return None
 
 
+def children_of(pid):
+    """The processes whose parent is `pid`, from /proc (no procps needed)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                # pid (comm) state ppid ...: comm may hold spaces.
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(entry)
+    return children
+
+
 def kill_tree(process, ranks, rng):
     """SIGKILL: the process itself (one rank), or one random rank's process
     under mpirun (a child of it)."""
     if ranks == 1:
         process.kill()
         return "megc-run"
-    children = subprocess.run(["pgrep", "-P", str(process.pid)],
-                              capture_output=True, text=True).stdout.split()
+    children = children_of(process.pid)
     if not children:
         process.kill()
         return "mpirun (no rank started yet)"
