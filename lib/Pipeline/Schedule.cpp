@@ -38,6 +38,21 @@ std::optional<ScheduleKind> parseScheduleKind(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+double PassCosts::of(Pass pass) const {
+  switch (pass) {
+  case Pass::Forward:
+    return forward;
+  case Pass::Backward:
+    return backwardInput + backwardWeight;
+  case Pass::BackwardInput:
+    return backwardInput;
+  case Pass::BackwardWeight:
+    return backwardWeight;
+  default:
+    return 0;
+  }
+}
+
 llvm::StringRef passName(Pass pass) {
   switch (pass) {
   case Pass::Forward:
@@ -116,21 +131,6 @@ std::vector<Action> interleaved(int32_t rank, int32_t ranks, int32_t chunks,
   return order;
 }
 
-double costOf(Pass pass, const PassCosts &costs) {
-  switch (pass) {
-  case Pass::Forward:
-    return costs.forward;
-  case Pass::Backward:
-    return costs.backwardInput + costs.backwardWeight;
-  case Pass::BackwardInput:
-    return costs.backwardInput;
-  case Pass::BackwardWeight:
-    return costs.backwardWeight;
-  default:
-    return 0;
-  }
-}
-
 /// ZB-H1: each rank's 1F1B order of F and B passes, list-scheduled on the
 /// costs in time order; a rank whose next pass cannot start yet runs its
 /// oldest deferred W instead, and the rest of its W passes at the end.
@@ -197,7 +197,7 @@ zeroBubbleH1(int32_t ranks, int32_t microBatches, const PassCosts &costs) {
       deferred[best].pop_front();
     else
       base[best].pop_front();
-    double end = bestStart + costOf(action.pass, costs);
+    double end = bestStart + costs.of(action.pass);
     now[best] = end;
     if (action.pass == Pass::Forward)
       forwardEnd[{action.microBatch, action.stage}] = end;

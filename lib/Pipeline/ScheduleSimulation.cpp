@@ -33,21 +33,6 @@ std::string describe(const Action &action) {
       .str();
 }
 
-double costOf(Pass pass, const PassCosts &costs) {
-  switch (pass) {
-  case Pass::Forward:
-    return costs.forward;
-  case Pass::Backward:
-    return costs.backwardInput + costs.backwardWeight;
-  case Pass::BackwardInput:
-    return costs.backwardInput;
-  case Pass::BackwardWeight:
-    return costs.backwardWeight;
-  default:
-    return 0;
-  }
-}
-
 using Key = std::tuple<Pass, int32_t, int32_t>;
 
 } // namespace
@@ -248,7 +233,7 @@ llvm::Expected<Timeline> simulateSchedule(const Schedule &schedule,
                    waiting + ")");
     }
     const Action &action = schedule.actions[best][next[best]++];
-    double cost = costOf(action.pass, costs);
+    double cost = costs.of(action.pass);
     double end = bestStart + cost;
     timeline.spans[best].push_back({bestStart, end});
     timeline.busy[best] += cost;

@@ -103,23 +103,6 @@ std::string chunkJson(const std::string &tensor, const std::string &file,
                 ",\"first\":", piece.first, ",\"count\":", piece.count, "}");
 }
 
-const JsonValue &member(const JsonValue &object, const char *key,
-                        JsonValue::Kind kind, const std::string &what) {
-  if (object.kind != JsonValue::Kind::Object)
-    fail(what, " is ", object.kindName(), ", expected an object");
-  for (const auto &[name, value] : object.members)
-    if (name == key) {
-      if (value.kind != kind) {
-        JsonValue expected;
-        expected.kind = kind;
-        fail(what, ": \"", key, "\" is ", value.kindName(), ", expected ",
-             expected.kindName());
-      }
-      return value;
-    }
-  fail(what, " has no \"", key, "\"");
-}
-
 struct Chunk {
   std::string file;
   uint64_t begin, end;
@@ -154,58 +137,65 @@ Record readRecord(const std::string &dir) {
   } catch (const Error &error) {
     fail(what, ": ", error.what());
   }
-  if (member(root, "format", JsonValue::Kind::String, what).text != kFormat)
+  if (requireJsonMember(root, "format", JsonValue::Kind::String, what).text !=
+      kFormat)
     fail(what, ": \"format\" is not \"", kFormat, "\"");
-  int64_t version =
-      jsonToInt64(member(root, "version", JsonValue::Kind::Number, what),
-                  what + " version");
+  int64_t version = jsonToInt64(
+      requireJsonMember(root, "version", JsonValue::Kind::Number, what),
+      what + " version");
   if (version != kVersion)
     fail(what, ": version ", version, ", this megrt reads version ", kVersion);
   Record record;
-  record.mesh = member(root, "mesh", JsonValue::Kind::String, what).text;
+  record.mesh =
+      requireJsonMember(root, "mesh", JsonValue::Kind::String, what).text;
   for (const auto &[key, value] :
-       member(root, "metadata", JsonValue::Kind::Object, what).members) {
+       requireJsonMember(root, "metadata", JsonValue::Kind::Object, what)
+           .members) {
     if (value.kind != JsonValue::Kind::String)
       fail(what, ": metadata \"", key, "\" is ", value.kindName(),
            ", expected a string");
     record.metadata[key] = value.text;
   }
   for (const auto &[name, info] :
-       member(root, "tensors", JsonValue::Kind::Object, what).members) {
+       requireJsonMember(root, "tensors", JsonValue::Kind::Object, what)
+           .members) {
     std::string where = concat(what, ": tensor '", name, "'");
     const std::string &dtype =
-        member(info, "dtype", JsonValue::Kind::String, where).text;
+        requireJsonMember(info, "dtype", JsonValue::Kind::String, where).text;
     std::optional<DType> parsed = parseDType(dtype);
     if (!parsed)
       fail(where, ": unknown dtype '", dtype, "'");
     RecordTensor tensor{*parsed, {}, {}};
     for (const JsonValue &extent :
-         member(info, "shape", JsonValue::Kind::Array, where).elements)
+         requireJsonMember(info, "shape", JsonValue::Kind::Array, where)
+             .elements)
       tensor.shape.push_back(jsonToInt64(extent, where + " shape"));
     PieceGeometry::whole(tensor.shape).check(where);
     record.tensors.emplace(name, std::move(tensor));
   }
   const JsonValue &chunks =
-      member(root, "chunks", JsonValue::Kind::Array, what);
+      requireJsonMember(root, "chunks", JsonValue::Kind::Array, what);
   for (size_t c = 0; c < chunks.elements.size(); ++c) {
     const JsonValue &info = chunks.elements[c];
     std::string where = concat(what, ": chunk ", c);
     const std::string &name =
-        member(info, "tensor", JsonValue::Kind::String, where).text;
+        requireJsonMember(info, "tensor", JsonValue::Kind::String, where).text;
     auto tensor = record.tensors.find(name);
     if (tensor == record.tensors.end())
       fail(where, " names tensor '", name, "', which the record lacks");
     Chunk chunk;
-    chunk.file = member(info, "file", JsonValue::Kind::String, where).text;
+    chunk.file =
+        requireJsonMember(info, "file", JsonValue::Kind::String, where).text;
     if (chunk.file.empty() || chunk.file.find('/') != std::string::npos ||
         chunk.file[0] == '.')
       fail(where, ": file '", chunk.file, "' is not a file of the directory");
     auto number = [&](const char *key) {
-      return jsonToInt64(member(info, key, JsonValue::Kind::Number, where),
-                         concat(where, " ", key));
+      return jsonToInt64(
+          requireJsonMember(info, key, JsonValue::Kind::Number, where),
+          concat(where, " ", key));
     };
     const JsonValue &offsets =
-        member(info, "data_offsets", JsonValue::Kind::Array, where);
+        requireJsonMember(info, "data_offsets", JsonValue::Kind::Array, where);
     if (offsets.elements.size() != 2)
       fail(where, ": \"data_offsets\" needs 2 elements");
     int64_t begin = jsonToInt64(offsets.elements[0], where + " data_offsets");

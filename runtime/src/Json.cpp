@@ -282,4 +282,28 @@ std::string quoteJson(std::string_view text) {
   return out + "\"";
 }
 
+const JsonValue *findJsonMember(const JsonValue &object, const char *key) {
+  for (const auto &[name, value] : object.members)
+    if (name == key)
+      return &value;
+  return nullptr;
+}
+
+const JsonValue &requireJsonMember(const JsonValue &object, const char *key,
+                                   JsonValue::Kind kind,
+                                   const std::string &what) {
+  if (object.kind != JsonValue::Kind::Object)
+    fail(what, " is ", object.kindName(), ", expected an object");
+  const JsonValue *value = findJsonMember(object, key);
+  if (!value)
+    fail(what, ": missing \"", key, "\"");
+  if (value->kind != kind) {
+    JsonValue expected;
+    expected.kind = kind;
+    fail(what, ": \"", key, "\" is ", value->kindName(), ", expected ",
+         expected.kindName());
+  }
+  return *value;
+}
+
 } // namespace megrt

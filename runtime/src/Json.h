@@ -34,6 +34,14 @@ JsonValue parseJson(std::string_view text);
 /// is not a number, not an integer, or out of int64 range.
 int64_t jsonToInt64(const JsonValue &value, const std::string &what);
 
+/// The member `key` of `object`, or null (not an object, or no such key).
+const JsonValue *findJsonMember(const JsonValue &object, const char *key);
+/// The member `key` of `object`, which must be of `kind`; errors name
+/// `what`.
+const JsonValue &requireJsonMember(const JsonValue &object, const char *key,
+                                   JsonValue::Kind kind,
+                                   const std::string &what);
+
 /// `text` as a JSON string literal, quotes included.
 std::string quoteJson(std::string_view text);
 

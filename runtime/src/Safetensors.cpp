@@ -74,27 +74,6 @@ bool isCleanName(const std::string &text) {
   return true;
 }
 
-const JsonValue *findMember(const JsonValue &object, const char *key) {
-  for (const auto &[name, value] : object.members)
-    if (name == key)
-      return &value;
-  return nullptr;
-}
-
-const JsonValue &requireMember(const JsonValue &object, const char *key,
-                               JsonValue::Kind kind, const std::string &what) {
-  const JsonValue *value = findMember(object, key);
-  if (!value)
-    fail(what, ": missing \"", key, "\"");
-  if (value->kind != kind) {
-    JsonValue expected;
-    expected.kind = kind;
-    fail(what, ": \"", key, "\" is ", value->kindName(), ", expected ",
-         expected.kindName());
-  }
-  return *value;
-}
-
 struct TensorEntry {
   std::string name;
   DType dtype;
@@ -108,7 +87,7 @@ TensorEntry parseTensorEntry(const std::string &name, const JsonValue &info,
   if (info.kind != JsonValue::Kind::Object)
     fail(what, " is ", info.kindName(), ", expected an object");
   const std::string &dtypeText =
-      requireMember(info, "dtype", JsonValue::Kind::String, what).text;
+      requireJsonMember(info, "dtype", JsonValue::Kind::String, what).text;
   std::optional<DType> dtype = parseSafetensorsDType(dtypeText);
   if (!dtype)
     fail(what, " has dtype '", dtypeText,
@@ -116,10 +95,10 @@ TensorEntry parseTensorEntry(const std::string &name, const JsonValue &info,
          "I64)");
   Shape shape;
   for (const JsonValue &dim :
-       requireMember(info, "shape", JsonValue::Kind::Array, what).elements)
+       requireJsonMember(info, "shape", JsonValue::Kind::Array, what).elements)
     shape.push_back(jsonToInt64(dim, what + " shape"));
   const JsonValue &offsets =
-      requireMember(info, "data_offsets", JsonValue::Kind::Array, what);
+      requireJsonMember(info, "data_offsets", JsonValue::Kind::Array, what);
   if (offsets.elements.size() != 2)
     fail(what, ": \"data_offsets\" has ", offsets.elements.size(),
          " elements, expected 2");

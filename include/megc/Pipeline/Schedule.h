@@ -64,6 +64,10 @@ struct Action {
 /// the zero-bubble schedules place W passes by and the simulation times.
 struct PassCosts {
   double forward = 1, backwardInput = 1, backwardWeight = 1, transfer = 0;
+
+  /// The time of `pass` on its rank (transfers take none there: theirs is
+  /// the receiver's wait).
+  double of(Pass pass) const;
 };
 
 struct Schedule {
