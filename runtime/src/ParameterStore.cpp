@@ -24,28 +24,6 @@ Tensor pieceOf(const Tensor &full, int64_t first, const Shape &shape) {
   return piece;
 }
 
-namespace {
-
-/// Calls `copy(inBlock, inWhole, count)` for each contiguous run of block
-/// `index` along `dim` of a tensor of shape `fullShape`, block shape
-/// `blockShape`: element offsets into the block and the whole.
-template <typename Copy>
-void forEachBlockRun(const Shape &fullShape, const Shape &blockShape, int dim,
-                     int64_t index, Copy copy) {
-  int64_t elements = 1;
-  for (int64_t extent : blockShape)
-    elements *= extent;
-  int64_t inner = 1;
-  for (size_t d = static_cast<size_t>(dim) + 1; d < fullShape.size(); ++d)
-    inner *= fullShape[d];
-  int64_t run = blockShape[dim] * inner;
-  for (int64_t first = 0; run > 0 && first < elements; first += run)
-    copy(first,
-         blockElementIndex(fullShape, dim, blockShape[dim], index, first), run);
-}
-
-} // namespace
-
 ParameterStore::ParameterStore(const Program &program, const MeshLayout &layout,
                                int rank, comm::World *world)
     : program_(program), layout_(layout), rank_(rank), world_(world) {
@@ -129,7 +107,11 @@ int64_t ParameterStore::pieceStart(const ParameterSpec &spec, int rank) const {
 }
 
 PieceGeometry ParameterStore::geometry(size_t index, int rank) const {
-  const ParameterSpec &spec = program_.parameters()[index];
+  return geometryOf(program_.parameters()[index], rank);
+}
+
+PieceGeometry ParameterStore::geometryOf(const ParameterSpec &spec,
+                                         int rank) const {
   if (!spec.sharding)
     return PieceGeometry::whole(spec.shape);
   const ShardingSpec &sharding = *spec.sharding;
@@ -165,33 +147,19 @@ uint32_t ParameterStore::blockGroup(const ShardingSpec &sharding) const {
   return sharding.blockSubmesh ? *sharding.blockSubmesh : sharding.submesh;
 }
 
-/// The shape of one block of a parameter sharded into blocks.
-Shape ParameterStore::blockShape(const ShardingSpec &sharding) const {
-  Shape shape = sharding.fullShape;
-  shape[*sharding.dim] /= layout_.groupSize(blockGroup(sharding));
-  return shape;
-}
-
 const Shape &ParameterStore::fileShape(const ParameterSpec &spec) {
   return spec.sharding ? spec.sharding->fullShape : spec.shape;
 }
 
 Tensor ParameterStore::localPiece(const ParameterSpec &spec,
                                   const Tensor &full) const {
-  const ShardingSpec &sharding = *spec.sharding;
-  if (!sharding.dim)
-    return pieceOf(full, pieceStart(spec), spec.shape);
-  Tensor block(full.dtype(), blockShape(sharding));
+  // Zero in the padding past a flattened tensor's end.
+  Tensor piece(full.dtype(), spec.shape);
   size_t bytes = elementSize(full.dtype());
-  forEachBlockRun(sharding.fullShape, block.shape(), *sharding.dim,
-                  layout_.indexInGroup(blockGroup(sharding), rank_),
-                  [&](int64_t inBlock, int64_t inWhole, int64_t count) {
-                    std::memcpy(block.data() + inBlock * bytes,
-                                full.data() + inWhole * bytes, count * bytes);
-                  });
-  if (sharding.blockSubmesh)
-    return pieceOf(block, pieceStart(spec), spec.shape);
-  return block;
+  for (const ElementRun &run : elementRuns(geometryOf(spec, rank_)))
+    std::memcpy(piece.data() + run.local * bytes,
+                full.data() + run.global * bytes, run.count * bytes);
+  return piece;
 }
 
 Tensor ParameterStore::gather(size_t index) const {
@@ -203,62 +171,19 @@ Tensor ParameterStore::gather(size_t index) const {
   Tensor full(spec.dtype, spec.sharding->fullShape);
   if (rank_ != 0)
     return full;
-  uint32_t submesh = spec.sharding->submesh;
-  int group = layout_.groupOf(submesh, rank_);
+  // Each element from the first rank holding it (copies elsewhere, over
+  // the groups that replicate the tensor, are the same).
   size_t elementBytes = elementSize(spec.dtype);
-  if (spec.sharding->blockSubmesh) {
-    // Pieces of blocks: every peer that agrees with this rank outside the
-    // two groups holds piece (its index over submesh) of block (its
-    // index over the block group).
-    const ShardingSpec &sharding = *spec.sharding;
-    Shape block = blockShape(sharding);
-    int64_t blockElements = 1;
-    for (int64_t extent : block)
-      blockElements *= extent;
-    uint32_t blocks = *sharding.blockSubmesh;
-    for (int peer = 0; peer < world_->size(); ++peer) {
-      if (!layout_.agreeOutside(rank_, peer, submesh, blocks))
-        continue;
-      int64_t first = layout_.indexInGroup(submesh, peer) * spec.shape[0];
-      int64_t index = layout_.indexInGroup(blocks, peer);
-      const uint8_t *data = pieces.data() + static_cast<size_t>(peer) * bytes;
-      for (int64_t i = 0; i < spec.shape[0] && first + i < blockElements; ++i)
-        std::memcpy(full.data() + blockElementIndex(
-                                      sharding.fullShape, *sharding.dim,
-                                      block[*sharding.dim], index, first + i) *
-                                      elementBytes,
-                    data + i * elementBytes, elementBytes);
-    }
-    return full;
-  }
-  if (spec.sharding->dim) {
-    for (int peer = 0; peer < world_->size(); ++peer) {
-      if (layout_.groupOf(submesh, peer) != group)
-        continue;
-      const uint8_t *block = pieces.data() + static_cast<size_t>(peer) * bytes;
-      forEachBlockRun(spec.sharding->fullShape, spec.shape, *spec.sharding->dim,
-                      layout_.indexInGroup(submesh, peer),
-                      [&](int64_t inBlock, int64_t inWhole, int64_t count) {
-                        std::memcpy(full.data() + inWhole * elementBytes,
-                                    block + inBlock * elementBytes,
-                                    count * elementBytes);
-                      });
-    }
-    return full;
-  }
-  auto total = static_cast<size_t>(full.numElements());
+  std::vector<PieceGeometry> seen;
   for (int peer = 0; peer < world_->size(); ++peer) {
-    if (layout_.groupOf(submesh, peer) != group)
+    PieceGeometry geometry = geometryOf(spec, peer);
+    if (std::find(seen.begin(), seen.end(), geometry) != seen.end())
       continue;
-    // The padding past the full tensor's end is dropped.
-    auto first = static_cast<size_t>(layout_.indexInGroup(submesh, peer) *
-                                     spec.shape[0]);
-    if (first >= total)
-      continue;
-    size_t count = std::min(static_cast<size_t>(spec.shape[0]), total - first);
-    std::memcpy(full.data() + first * elementBytes,
-                pieces.data() + static_cast<size_t>(peer) * bytes,
-                count * elementBytes);
+    const uint8_t *data = pieces.data() + static_cast<size_t>(peer) * bytes;
+    for (const ElementRun &run : elementRuns(geometry))
+      std::memcpy(full.data() + run.global * elementBytes,
+                  data + run.local * elementBytes, run.count * elementBytes);
+    seen.push_back(std::move(geometry));
   }
   return full;
 }

@@ -96,7 +96,7 @@ private:
   }
   int64_t pieceStart(const ParameterSpec &spec, int rank) const;
   uint32_t blockGroup(const ShardingSpec &sharding) const;
-  Shape blockShape(const ShardingSpec &sharding) const;
+  PieceGeometry geometryOf(const ParameterSpec &spec, int rank) const;
 
   const Program &program_;
   const MeshLayout &layout_;
