@@ -234,13 +234,14 @@ private:
         auto op = fb::CreateAttentionGrad(
             builder, attention->gradOut, attention->q, attention->k,
             attention->v, attention->out, attention->gradQ, attention->gradK,
-            attention->gradV, &dims, dtype, attention->stats);
+            attention->gradV, &dims, dtype, attention->stats,
+            attention->positions);
         return fb::CreateCommand(builder, fb::CommandOp::AttentionGrad,
                                  op.Union());
       }
-      auto op =
-          fb::CreateAttention(builder, attention->q, attention->k, attention->v,
-                              attention->out, &dims, dtype, attention->stats);
+      auto op = fb::CreateAttention(builder, attention->q, attention->k,
+                                    attention->v, attention->out, &dims, dtype,
+                                    attention->stats, attention->positions);
       return fb::CreateCommand(builder, fb::CommandOp::Attention, op.Union());
     }
     if (auto *call = std::get_if<LibraryCallCommand>(&command)) {

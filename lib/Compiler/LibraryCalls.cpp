@@ -128,6 +128,9 @@ LogicalResult ProgramBuilder::placeAttention(Operation *op) {
     reads.append({backward.getOutput(), backward.getGrad()});
   if (backward && backward.getStats())
     reads.push_back(backward.getStats());
+  Value positions = forward ? forward.getPositions() : backward.getPositions();
+  if (positions)
+    reads.push_back(positions);
   SmallVector<uint32_t> in;
   for (Value value : reads) {
     FailureOr<uint32_t> buffer = bufferFor(value);
@@ -172,6 +175,8 @@ LogicalResult ProgramBuilder::placeAttention(Operation *op) {
     if (forward.getStats())
       command.stats = static_cast<int32_t>(out[1]);
   }
+  if (positions)
+    command.positions = static_cast<int32_t>(in.back());
   entry->commands.push_back(command);
   return success();
 }

@@ -51,6 +51,8 @@ std::vector<uint32_t> buffersOf(const Command &command) {
                                attention->gradK, attention->gradV});
     if (attention->stats >= 0)
       used.push_back(static_cast<uint32_t>(attention->stats));
+    if (attention->positions >= 0)
+      used.push_back(static_cast<uint32_t>(attention->positions));
     return used;
   }
   if (auto *call = std::get_if<LibraryCallCommand>(&command)) {

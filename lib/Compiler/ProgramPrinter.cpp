@@ -193,6 +193,8 @@ void printProgram(const ProgramDesc &program, const CpuModuleDesc *cpu,
           os << "attention %b" << a->out
              << (a->stats >= 0 ? ", stats %b" + std::to_string(a->stats) : "")
              << " = (%b" << a->q << ", %b" << a->k << ", %b" << a->v << ")";
+        if (a->positions >= 0)
+          os << " positions %b" << a->positions;
         os << " b " << a->batch << " sq " << a->seqQ << " skv " << a->seqKv
            << " h " << a->heads << " hkv " << a->kvHeads << " d " << a->headDim
            << " dv " << a->valueDim << (a->causal ? " causal" : "") << " scale "

@@ -377,6 +377,7 @@ Value ModelBuilder::attention(Value query, Value key, Value value,
 Value ModelBuilder::attention(Value query, Value key, Value value, bool causal,
                               double scale) {
   return AttentionOp::create(builder, loc, query, key, value,
+                             /*positions=*/Value(),
                              causal ? builder.getUnitAttr() : UnitAttr(),
                              builder.getF64FloatAttr(scale),
                              /*keep_stats=*/UnitAttr())

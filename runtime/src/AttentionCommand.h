@@ -20,12 +20,13 @@ inline AttentionShape toAttentionShape(const fb::AttentionDims &dims,
 
 /// The buffers of an Attention (backward false) or AttentionGrad command:
 /// q, k, v, out, for the backward grad_out, grad_q, grad_k, grad_v, and the
-/// softmax statistics that the forward writes or the backward reads (-1:
-/// none).
+/// softmax statistics that the forward writes or the backward reads, and
+/// the queries' positions (-1: none).
 struct AttentionOperands {
   uint32_t q = 0, k = 0, v = 0, out = 0;
   uint32_t gradOut = 0, gradQ = 0, gradK = 0, gradV = 0;
   int32_t stats = -1;
+  int32_t positions = -1;
   bool backward = false;
   AttentionShape shape;
 };
@@ -46,6 +47,7 @@ attentionOperands(const fb::Command &command) {
     ops.v = a->v();
     ops.out = a->out();
     ops.stats = a->stats();
+    ops.positions = a->positions();
     ops.shape = toAttentionShape(*a->dims(), a->dtype());
     return ops;
   }
@@ -59,6 +61,7 @@ attentionOperands(const fb::Command &command) {
     ops.gradK = g->grad_k();
     ops.gradV = g->grad_v();
     ops.stats = g->stats();
+    ops.positions = g->positions();
     ops.backward = true;
     ops.shape = toAttentionShape(*g->dims(), g->dtype());
     return ops;

@@ -238,6 +238,22 @@ private:
              " elements of f32 (batch x heads x seq_q) for ",
              describeAttention(s));
     }
+    if (ops.positions < -1)
+      fail(where, ": positions ", ops.positions, " is neither -1 nor a buffer");
+    if (ops.positions >= 0) {
+      auto index = static_cast<uint32_t>(ops.positions);
+      const fb::Buffer &buffer = bufferAt(index, where, "positions");
+      if (!s.causal)
+        fail(where, ": query positions (buffer ", index,
+             ") without the causal mask they place, for ",
+             describeAttention(s));
+      if (buffer.dtype() != fb::DType::i32 ||
+          numElements(toShape(buffer.shape()), where) != s.seqQ)
+        fail(where, ": positions (buffer ", index, ", ",
+             formatType(toDType(buffer.dtype()), toShape(buffer.shape())),
+             ") is not ", s.seqQ, " elements of i32 (seq_q) for ",
+             describeAttention(s));
+    }
   }
 
   /// What the kernel's signature says (libraryCallOf), then the kernel's

@@ -137,6 +137,9 @@ int64_t outputElements(const AttentionShape &s) {
 struct Inputs {
   AttentionShape shape;
   Bytes q, k, v, dout;
+  /// Each query's position in the key sequence; empty: the end-aligned
+  /// default.
+  std::vector<int32_t> positions = {};
 };
 
 Inputs randomInputs(const AttentionShape &shape, uint64_t seed) {
@@ -164,10 +167,13 @@ struct Values {
         v(widen(in.shape.dtype, in.v)), dout(widen(in.shape.dtype, in.dout)) {}
 };
 
-int64_t visibleKeys(const AttentionShape &s, int64_t i) {
+int64_t visibleKeys(const Inputs &in, int64_t i) {
+  const AttentionShape &s = in.shape;
   if (!s.causal)
     return s.seqKv;
-  return std::clamp<int64_t>(i + s.seqKv - s.seqQ + 1, 0, s.seqKv);
+  int64_t position =
+      in.positions.empty() ? i + s.seqKv - s.seqQ : in.positions[i];
+  return std::clamp<int64_t>(position + 1, 0, s.seqKv);
 }
 
 /// One query row of attention in double precision, from its definition:
@@ -180,10 +186,11 @@ struct RowReference {
   double lse = INFINITY;
 };
 
-RowReference referenceRow(const AttentionShape &s, const Values &in, int64_t b,
+RowReference referenceRow(const Inputs &inputs, const Values &in, int64_t b,
                           int64_t h, int64_t i) {
+  const AttentionShape &s = inputs.shape;
   const int64_t g = h / (s.heads / s.kvHeads);
-  const int64_t visible = visibleKeys(s, i);
+  const int64_t visible = visibleKeys(inputs, i);
   const float *q = &in.q[((b * s.seqQ + i) * s.heads + h) * s.headDim];
   const float *dout = &in.dout[((b * s.seqQ + i) * s.heads + h) * s.valueDim];
   auto key = [&](int64_t j) {
@@ -246,7 +253,7 @@ Reference referenceAttention(const Inputs &inputs) {
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.seqQ; ++i) {
-        RowReference row = referenceRow(s, in, b, h, i);
+        RowReference row = referenceRow(inputs, in, b, h, i);
         ref.lse[(b * s.heads + h) * s.seqQ + i] = row.lse;
         int64_t g = h / (s.heads / s.kvHeads);
         int64_t rowIndex = (b * s.seqQ + i) * s.heads + h;
@@ -326,11 +333,13 @@ Results cpuAttention(const Inputs &in, unsigned threads = 3,
   if (stats == Stats::Kept)
     r.stats.assign(statsElements(s), NAN);
   float *kept = stats == Stats::Kept ? r.stats.data() : nullptr;
+  const int32_t *positions =
+      in.positions.empty() ? nullptr : in.positions.data();
   attentionForward(pool, s, in.q.data(), in.k.data(), in.v.data(), r.out.data(),
-                   kept);
+                   kept, positions);
   attentionBackward(pool, s, in.dout.data(), in.q.data(), in.k.data(),
                     in.v.data(), r.out.data(), kept, r.dq.data(), r.dk.data(),
-                    r.dv.data());
+                    r.dv.data(), positions);
   return r;
 }
 
@@ -414,6 +423,74 @@ TEST_P(AttentionOnCpu, ForwardStatsAreTheLogSumExp) {
   Results r = cpuAttention(in, 3, Stats::Kept);
   expectStatsClose(r.stats, ref.lse, kStatsTolerance,
                    describeAttention(in.shape) + " stats");
+}
+
+/// The queries of rank `rank` of a context-parallel group of `ranks` over
+/// a causal sequence of `2 * ranks * chunk` keys: chunks rank and
+/// 2 * ranks - 1 - rank, with their positions.
+std::vector<int32_t> contextParallelPositions(int64_t ranks, int64_t rank,
+                                              int64_t chunk) {
+  std::vector<int32_t> positions;
+  for (int64_t c : {rank, 2 * ranks - 1 - rank})
+    for (int64_t i = 0; i < chunk; ++i)
+      positions.push_back(static_cast<int32_t>(c * chunk + i));
+  return positions;
+}
+
+// A context-parallel rank's queries (two chunks, 100 rows, so that a
+// 64-row tile holds both) against every key: each sees the keys up to its
+// position.
+TEST(AttentionPositionsOnCpu, ContextParallelChunksMatchReference) {
+  for (DType dtype : kDTypes)
+    for (int64_t rank : {0, 1, 3}) {
+      AttentionCase c{"cp", 2, 100, 400, 4, 2, 64, 64, true};
+      Inputs in = randomInputs(shapeOf(c, dtype), 3 + rank);
+      in.positions = contextParallelPositions(4, rank, 50);
+      Reference ref = referenceAttention(in);
+      Results r = cpuAttention(in);
+      Results kept = cpuAttention(in, 2, Stats::Kept);
+      double tolerance = toleranceOf(dtype);
+      std::string what = describeAttention(in.shape) + " positions of rank " +
+                         std::to_string(rank);
+      expectClose(widen(dtype, r.out), ref.out, tolerance, what + " out");
+      expectClose(widen(dtype, r.dq), ref.dq, tolerance, what + " dq");
+      expectClose(widen(dtype, r.dk), ref.dk, tolerance, what + " dk");
+      expectClose(widen(dtype, r.dv), ref.dv, tolerance, what + " dv");
+      expectStatsClose(kept.stats, ref.lse, kStatsTolerance, what + " stats");
+      EXPECT_EQ(kept.dq, r.dq) << what;
+    }
+}
+
+// Positions that place every query where the default does give the same
+// bits.
+TEST(AttentionPositionsOnCpu, DefaultPositionsAreTheSameBits) {
+  AttentionCase c{"fewer_queries_causal", 1, 70, 300, 4, 2, 64, 64, true};
+  Inputs in = randomInputs(shapeOf(c, DType::BF16), 5);
+  Results plain = cpuAttention(in);
+  for (int64_t i = 0; i < c.seqQ; ++i)
+    in.positions.push_back(static_cast<int32_t>(i + c.seqKv - c.seqQ));
+  Results placed = cpuAttention(in);
+  EXPECT_EQ(plain.out, placed.out);
+  EXPECT_EQ(plain.dq, placed.dq);
+  EXPECT_EQ(plain.dk, placed.dk);
+  EXPECT_EQ(plain.dv, placed.dv);
+}
+
+TEST(AttentionPositionsOnCpu, DecreasingPositionsAreRefused) {
+  AttentionCase c{"cp", 1, 4, 8, 1, 1, 8, 8, true};
+  Inputs in = randomInputs(shapeOf(c, DType::F32), 7);
+  in.positions = {0, 1, 6, 5};
+  try {
+    cpuAttention(in);
+    FAIL() << "decreasing positions were accepted";
+  } catch (const Error &error) {
+    EXPECT_NE(
+        std::string(error.what())
+            .find("query positions must not decrease, but query 3 is at 5 "
+                  "after 6"),
+        std::string::npos)
+        << error.what();
+  }
 }
 
 TEST_P(AttentionOnCpu, BackwardGivenStatsIsTheSameBits) {
@@ -525,15 +602,16 @@ struct DeviceCall {
   void forward(const AttentionShape &shape) {
     CudaState &cuda = cudaState();
     cuda.attention.forward(shape, q.address, k.address, v.address, out.address,
-                           statsAddress(), cuda.context.stream());
+                           statsAddress(), /*positions=*/0,
+                           cuda.context.stream());
   }
 
   void backward(const AttentionShape &shape) {
     CudaState &cuda = cudaState();
-    cuda.attention.backward(shape, dout.address, q.address, k.address,
-                            v.address, out.address, statsAddress(), dq.address,
-                            dk.address, dv.address, scratch.address,
-                            scratch.bytes, cuda.context.stream());
+    cuda.attention.backward(
+        shape, dout.address, q.address, k.address, v.address, out.address,
+        statsAddress(), dq.address, dk.address, dv.address, /*positions=*/0,
+        scratch.address, scratch.bytes, cuda.context.stream());
   }
 };
 
@@ -778,7 +856,7 @@ TEST_F(AttentionCuda, ErrorsNameTheShape) {
   AttentionShape shape{1, 4, 4, 2, 2, 320, 64, false, 1.0f, DType::BF16};
   CudaState &cuda = cudaState();
   try {
-    cuda.attention.forward(shape, 0, 0, 0, 0, 0, cuda.context.stream());
+    cuda.attention.forward(shape, 0, 0, 0, 0, 0, 0, cuda.context.stream());
     FAIL() << "D=320 was accepted";
   } catch (const Error &error) {
     EXPECT_STREQ(error.what(),
@@ -788,7 +866,7 @@ TEST_F(AttentionCuda, ErrorsNameTheShape) {
   shape.headDim = 64;
   size_t needed = CudaAttention::backwardScratchBytes(shape);
   try {
-    cuda.attention.backward(shape, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, needed - 1,
+    cuda.attention.backward(shape, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, needed - 1,
                             cuda.context.stream());
     FAIL() << "a short scratch was accepted";
   } catch (const Error &error) {
@@ -835,7 +913,7 @@ void reportThroughput(const char *kernels, const Inputs &in,
   // it is given the forward's row statistics, as in training).
   double pairs = 0.0;
   for (int64_t i = 0; i < shape.seqQ; ++i)
-    pairs += double(visibleKeys(shape, i));
+    pairs += double(visibleKeys(in, i));
   pairs *= double(shape.batch * shape.heads);
   double forwardFlops = 2.0 * (shape.headDim + shape.valueDim) * pairs;
   double backwardFlops = 2.0 * (3 * shape.headDim + 2 * shape.valueDim) * pairs;
@@ -856,7 +934,7 @@ void reportThroughput(const char *kernels, const Inputs &in,
   double tolerance = toleranceOf(shape.dtype);
   for (int64_t i : {0, 1, 63, 64, 1000, 2047, 4031, 4095}) {
     for (auto [b, h] : {std::pair<int64_t, int64_t>{0, 0}, {1, 13}}) {
-      RowReference row = referenceRow(shape, values, b, h, i);
+      RowReference row = referenceRow(in, values, b, h, i);
       int64_t index = (b * shape.seqQ + i) * shape.heads + h;
       std::string what = concat("row b=", b, " h=", h, " i=", i);
       expectClose(
@@ -873,7 +951,7 @@ void reportThroughput(const char *kernels, const Inputs &in,
     std::vector<double> dkRef(shape.headDim), dvRef(shape.valueDim);
     for (int64_t h = g * 2; h < g * 2 + 2; ++h)
       for (int64_t i = j; i < shape.seqQ; ++i) {
-        RowReference row = referenceRow(shape, values, b, h, i);
+        RowReference row = referenceRow(in, values, b, h, i);
         int64_t index = (b * shape.seqQ + i) * shape.heads + h;
         for (int64_t d = 0; d < shape.headDim; ++d)
           dkRef[d] +=

@@ -55,12 +55,12 @@ TEST(AttentionKernelChoice, FallsBackToOwnKernelsWithoutCudnn) {
   AttentionShape shape = bf16Shape();
   for (bool stats : {false, true}) {
     AttentionChoice forward = chooseAttentionKernels(
-        shape, false, stats, nullptr, "cuDNN is not available", 9);
+        shape, false, stats, false, nullptr, "cuDNN is not available", 9);
     EXPECT_EQ(forward.cudnn, nullptr);
     EXPECT_EQ(forward.scratch, 0u);
     EXPECT_EQ(forward.note, "megrt (cuDNN is not available)");
     AttentionChoice backward = chooseAttentionKernels(
-        shape, true, stats, nullptr, "cuDNN is not available", 9);
+        shape, true, stats, false, nullptr, "cuDNN is not available", 9);
     EXPECT_EQ(backward.cudnn, nullptr);
     EXPECT_EQ(backward.scratch, CudaAttention::backwardScratchBytes(shape));
     EXPECT_EQ(backward.note, "megrt (cuDNN is not available)");
@@ -70,11 +70,21 @@ TEST(AttentionKernelChoice, FallsBackToOwnKernelsWithoutCudnn) {
 TEST(AttentionKernelChoice, RefusalComesBeforeAvailability) {
   AttentionShape shape = bf16Shape();
   shape.dtype = DType::F32;
-  AttentionChoice choice =
-      chooseAttentionKernels(shape, true, true, nullptr, "not loaded", 9);
+  AttentionChoice choice = chooseAttentionKernels(shape, true, true, false,
+                                                  nullptr, "not loaded", 9);
   EXPECT_EQ(choice.cudnn, nullptr);
   EXPECT_EQ(choice.note,
             "megrt (cuDNN's attention is used for bf16 and f16, not f32)");
+}
+
+// A context-parallel rank's queries stand at positions of their own, which
+// cuDNN's causal masks (aligned to a corner) cannot place.
+TEST(AttentionKernelChoice, QueryPositionsRunOnTheRuntimesKernels) {
+  AttentionShape shape = bf16Shape();
+  AttentionChoice choice = chooseAttentionKernels(shape, false, true, true,
+                                                  nullptr, "not loaded", 9);
+  EXPECT_EQ(choice.cudnn, nullptr);
+  EXPECT_EQ(choice.note, "megrt (query positions)");
 }
 
 #if MEGRT_WITH_CUDNN

@@ -85,14 +85,14 @@ TEST_F(MegDialectTest, AttentionInfersGroupedQueryShape) {
   Location loc = builder.getUnknownLoc();
   auto out = AttentionOp::create(builder, loc, value({2, 16, 8, 32}),
                                  value({2, 16, 2, 32}), value({2, 16, 2, 48}),
-                                 builder.getUnitAttr(),
+                                 /*positions=*/Value(), builder.getUnitAttr(),
                                  builder.getF64FloatAttr(0.125), UnitAttr());
   EXPECT_EQ(shape(out.getResult()), (ArrayRef<int64_t>{2, 16, 8, 48}));
   EXPECT_FALSE(out.getStats());
   // With `stats`, the softmax statistics: [batch, heads, seq_q] f32.
   auto kept = AttentionOp::create(
       builder, loc, value({2, 16, 8, 32}), value({2, 16, 2, 32}),
-      value({2, 16, 2, 48}), builder.getUnitAttr(),
+      value({2, 16, 2, 48}), /*positions=*/Value(), builder.getUnitAttr(),
       builder.getF64FloatAttr(0.125), builder.getUnitAttr());
   EXPECT_EQ(shape(kept.getStats()), (ArrayRef<int64_t>{2, 8, 16}));
   EXPECT_TRUE(cast<RankedTensorType>(kept.getStats().getType())

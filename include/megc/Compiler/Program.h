@@ -72,6 +72,9 @@ struct AttentionCommand {
   /// The softmax statistics ([batch, heads, seqQ] f32 log-sum-exp) that the
   /// forward writes or the backward reads, or -1.
   int32_t stats = -1;
+  /// Each query's position in the key sequence ([seqQ] i32; a causal
+  /// query sees the keys up to it), or -1: query i at i + seqKv - seqQ.
+  int32_t positions = -1;
   int64_t batch, seqQ, seqKv, heads, kvHeads, headDim, valueDim;
   bool causal;
   float scale;

@@ -13,7 +13,8 @@
 namespace mlir::meg {
 
 Value buildAttentionProbs(OpBuilder &builder, Location loc, Value query,
-                          Value key, bool causal, double scale) {
+                          Value key, Value positions, bool causal,
+                          double scale) {
   MLIRContext *context = builder.getContext();
   auto q = cast<RankedTensorType>(query.getType());
   auto k = cast<RankedTensorType>(key.getType());
@@ -32,22 +33,33 @@ Value buildAttentionProbs(OpBuilder &builder, Location loc, Value query,
                 mapOf(context, 5, {d(0), d(1), d(2), d(3)})},
                iterators);
 
-  // Scale and mask: a key after the query position (aligned to the end
-  // when the key sequence is longer) gets -inf.
+  // Scale and mask: a key after the query position (its entry of
+  // `positions`, or aligned to the end when the key sequence is longer)
+  // gets -inf.
   int64_t shift = seqKv - seqQ;
   auto scoresType = cast<RankedTensorType>(scores.getType());
   AffineMap identity = builder.getMultiDimIdentityMap(4);
+  SmallVector<Value> inputs = {scores};
+  SmallVector<AffineMap> maps = {identity};
+  if (positions) {
+    inputs.push_back(positions);
+    maps.push_back(mapOf(context, 4, {d(2)}));
+  }
   Value masked = buildMapped(
-      builder, loc, scoresType, {scores}, {identity},
+      builder, loc, scoresType, inputs, maps,
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value scaled = arith::MulFOp::create(
             b, l, a[0], floatConstant(b, l, a[0].getType(), scale));
         if (!causal)
           return scaled;
-        Value s = linalg::IndexOp::create(b, l, 2);
         Value t = linalg::IndexOp::create(b, l, 3);
-        Value limit = arith::AddIOp::create(
-            b, l, s, arith::ConstantIndexOp::create(b, l, shift));
+        Value limit =
+            positions ? arith::IndexCastOp::create(b, l, b.getIndexType(), a[1])
+                            .getResult()
+                      : arith::AddIOp::create(
+                            b, l, linalg::IndexOp::create(b, l, 2),
+                            arith::ConstantIndexOp::create(b, l, shift))
+                            .getResult();
         Value allowed =
             arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, t, limit);
         Value minusInf = floatConstant(

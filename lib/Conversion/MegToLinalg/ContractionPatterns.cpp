@@ -99,8 +99,8 @@ struct AttentionLowering : public OpRewritePattern<AttentionOp> {
     int64_t group = q.getDimSize(2) / k.getDimSize(2);
     auto d = [&](int64_t i) { return getAffineDimExpr(i, context); };
 
-    Value probs = buildAttentionProbs(rewriter, loc, op.getQuery(),
-                                      op.getKey(), op.getCausal(),
+    Value probs = buildAttentionProbs(rewriter, loc, op.getQuery(), op.getKey(),
+                                      op.getPositions(), op.getCausal(),
                                       op.getScale().convertToDouble());
     SmallVector<utils::IteratorType> iterators = parallelIterators(5);
     iterators.back() = utils::IteratorType::reduction;

@@ -485,7 +485,7 @@ struct AttentionGradLowering : public OpRewritePattern<AttentionGradOp> {
       return result;
     };
     Value probs = buildAttentionProbs(rewriter, loc, op.getQuery(), op.getKey(),
-                                      op.getCausal(), scale);
+                                      op.getPositions(), op.getCausal(), scale);
     Value dout = op.getGrad();
 
     // Query heads split as [kv head, group] so that the grouped sums are

@@ -101,10 +101,11 @@ Value finish(OpBuilder &b, Location loc, Value acc, RankedTensorType type,
              Value bias = Value());
 
 /// Attention probabilities p[b, h, s, t] (f32) of bshd q and k with grouped
-/// KV heads: softmax over t of q.k * scale, keys after the (end-aligned)
-/// query position masked when `causal`.
+/// KV heads: softmax over t of q.k * scale, keys after the query position
+/// (its entry of `positions` when given, else end-aligned) masked when
+/// `causal`.
 Value buildAttentionProbs(OpBuilder &b, Location loc, Value query, Value key,
-                          bool causal, double scale);
+                          Value positions, bool causal, double scale);
 
 /// Clamps an integer id into [0, size) as an index, so that a bad id
 /// cannot read outside the tensor it indexes.

@@ -34,7 +34,8 @@ float logSumExp(float rowMax, float rowSum) {
 /// Element offsets in the bshd layout, and the causal mask.
 class Layout {
 public:
-  explicit Layout(const AttentionShape &s) : s_(s) {}
+  Layout(const AttentionShape &s, const int32_t *positions)
+      : s_(s), positions_(positions) {}
 
   int64_t query(int64_t b, int64_t i, int64_t h) const {
     return ((b * s_.seqQ + i) * s_.heads + h) * s_.headDim;
@@ -60,16 +61,31 @@ public:
   /// Query heads per KV head.
   int64_t group() const { return s_.heads / s_.kvHeads; }
   /// How many keys (a prefix) query i sees: all, or with `causal` those up
-  /// to i + seqKv - seqQ.
+  /// to its position (positions[i], or i + seqKv - seqQ).
   int64_t visibleKeys(int64_t i) const {
     if (!s_.causal)
       return s_.seqKv;
-    return std::clamp<int64_t>(i + s_.seqKv - s_.seqQ + 1, 0, s_.seqKv);
+    int64_t position = positions_ ? positions_[i] : i + s_.seqKv - s_.seqQ;
+    return std::clamp<int64_t>(position + 1, 0, s_.seqKv);
   }
 
 private:
   const AttentionShape &s_;
+  const int32_t *positions_;
 };
+
+/// A query tile sees the keys its last row sees, so the positions must not
+/// decrease.
+void checkPositions(const AttentionShape &s, const int32_t *positions) {
+  if (!positions)
+    return;
+  if (!s.causal)
+    fail(describeAttention(s), ": query positions without the causal mask");
+  for (int64_t i = 1; i < s.seqQ; ++i)
+    if (positions[i] < positions[i - 1])
+      fail(describeAttention(s), ": query positions must not decrease, but ",
+           "query ", i, " is at ", positions[i], " after ", positions[i - 1]);
+}
 
 /// `rows` rows of `width` elements, `stride` apart from element `offset` of
 /// a tensor, as f32: the tensor itself for f32 (with its stride), a widened
@@ -323,9 +339,11 @@ void backwardHead(const AttentionShape &s, const Layout &layout,
 } // namespace
 
 void attentionForward(ThreadPool &pool, const AttentionShape &s, const void *q,
-                      const void *k, const void *v, void *out, float *stats) {
+                      const void *k, const void *v, void *out, float *stats,
+                      const int32_t *positions) {
   checkAttentionShape(s);
-  Layout layout(s);
+  checkPositions(s, positions);
+  Layout layout(s, positions);
   int64_t tiles = queryTiles(s);
   // A unit is one query tile of every query head of a KV head's group, so
   // that the group's keys and values are read into one core's caches once
@@ -345,9 +363,10 @@ void attentionForward(ThreadPool &pool, const AttentionShape &s, const void *q,
 void attentionBackward(ThreadPool &pool, const AttentionShape &s,
                        const void *dout, const void *q, const void *k,
                        const void *v, const void *out, const float *stats,
-                       void *dq, void *dk, void *dv) {
+                       void *dq, void *dk, void *dv, const int32_t *positions) {
   checkAttentionShape(s);
-  Layout layout(s);
+  checkPositions(s, positions);
+  Layout layout(s, positions);
   // One unit per (batch, KV head): its query heads in order, each adding
   // its part to the KV head's f32 sums, rounded once at the end.
   pool.parallelFor(

@@ -17,10 +17,13 @@ class ThreadPool;
 /// once; the result does not depend on the number of threads. Unless
 /// `stats` is null, it receives each query row's log-sum-exp (natural log)
 /// of its scaled, masked scores, +inf for a row that sees no key:
-/// [batch][heads][seqQ] f32.
+/// [batch][heads][seqQ] f32. With `positions` (causal only, seqQ
+/// non-decreasing i32) query i sees the keys up to positions[i] instead of
+/// i + seqKv - seqQ.
 void attentionForward(ThreadPool &pool, const AttentionShape &shape,
                       const void *q, const void *k, const void *v, void *out,
-                      float *stats = nullptr);
+                      float *stats = nullptr,
+                      const int32_t *positions = nullptr);
 
 /// The gradients dq, dk, dv of attentionForward given the output gradient
 /// dout and the forward's output `out`, recomputing the probabilities block
@@ -34,7 +37,8 @@ void attentionForward(ThreadPool &pool, const AttentionShape &shape,
 void attentionBackward(ThreadPool &pool, const AttentionShape &shape,
                        const void *dout, const void *q, const void *k,
                        const void *v, const void *out, const float *stats,
-                       void *dq, void *dk, void *dv);
+                       void *dq, void *dk, void *dv,
+                       const int32_t *positions = nullptr);
 
 } // namespace megrt
 

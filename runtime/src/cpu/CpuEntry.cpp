@@ -96,7 +96,10 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
           // element size, so the f32 statistics are aligned.
           a->stats >= 0 ? reinterpret_cast<float *>(
                               buffers[static_cast<uint32_t>(a->stats)])
-                        : nullptr});
+                        : nullptr,
+          a->positions >= 0 ? reinterpret_cast<const int32_t *>(
+                                  buffers[static_cast<uint32_t>(a->positions)])
+                            : nullptr});
     } else if (calls[i]) {
       std::vector<void *> operands;
       for (int32_t operand : calls[i]->operands)
@@ -214,9 +217,10 @@ void CpuEntry::run(Command &command) {
   } else if (auto *a = std::get_if<Attention>(&command)) {
     if (a->backward)
       attentionBackward(pool_, a->shape, a->gradOut, a->q, a->k, a->v, a->out,
-                        a->stats, a->gradQ, a->gradK, a->gradV);
+                        a->stats, a->gradQ, a->gradK, a->gradV, a->positions);
     else
-      attentionForward(pool_, a->shape, a->q, a->k, a->v, a->out, a->stats);
+      attentionForward(pool_, a->shape, a->q, a->k, a->v, a->out, a->stats,
+                       a->positions);
   } else if (auto *call = std::get_if<LibraryCall>(&command)) {
     call->run(pool_);
   } else if (auto *copy = std::get_if<Copy>(&command)) {

@@ -79,6 +79,8 @@ private:
     /// The softmax statistics the forward writes or the backward reads, or
     /// null.
     float *stats;
+    /// The queries' positions, or null.
+    const int32_t *positions;
   };
   /// A LibraryCall prepared by its kernel (the scratch is the entry's
   /// libraryScratch_).

@@ -167,7 +167,8 @@ void launch(CUfunction function, const std::string &name,
 
 void CudaAttention::forward(const AttentionShape &shape, CUdeviceptr q,
                             CUdeviceptr k, CUdeviceptr v, CUdeviceptr out,
-                            CUdeviceptr stats, CUstream stream) const {
+                            CUdeviceptr stats, CUdeviceptr positions,
+                            CUstream stream) const {
   checkShape(shape);
   int tier = tierOf(shape);
   AttentionParams params = paramsOf(shape);
@@ -176,6 +177,7 @@ void CudaAttention::forward(const AttentionShape &shape, CUdeviceptr q,
   params.v = v;
   params.out = out;
   params.stats = stats;
+  params.positions = positions;
   context_.makeCurrent();
   std::string name = kernelName("fwd", shape.dtype, tier);
   launch(function(name), name, shape, params,
@@ -188,8 +190,8 @@ void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
                              CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
                              CUdeviceptr out, CUdeviceptr stats, CUdeviceptr dq,
                              CUdeviceptr dk, CUdeviceptr dv,
-                             CUdeviceptr scratch, size_t scratchBytes,
-                             CUstream stream) const {
+                             CUdeviceptr positions, CUdeviceptr scratch,
+                             size_t scratchBytes, CUstream stream) const {
   checkShape(shape);
   int tier = tierOf(shape);
   ScratchLayout layout = scratchLayout(shape);
@@ -212,6 +214,7 @@ void CudaAttention::backward(const AttentionShape &shape, CUdeviceptr dout,
   params.delta = scratch + layout.delta;
   params.dqAccum = scratch + layout.dqAccum;
   params.stats = stats;
+  params.positions = positions;
   context_.makeCurrent();
 
   // Row statistics (converted from the forward's, or recomputed) and a

@@ -32,21 +32,24 @@ public:
 
   /// out = softmax(q k^T * scale (+ causal mask)) v; unless `stats` is 0,
   /// it receives each query row's log-sum-exp (natural log), +inf for a row
-  /// that sees no key ([batch][heads][seqQ] f32).
+  /// that sees no key ([batch][heads][seqQ] f32). Unless `positions` is 0,
+  /// query i sees the keys up to positions[i] ([seqQ] i32, non-decreasing,
+  /// causal only) instead of i + seqKv - seqQ.
   void forward(const AttentionShape &shape, CUdeviceptr q, CUdeviceptr k,
                CUdeviceptr v, CUdeviceptr out, CUdeviceptr stats,
-               CUstream stream) const;
+               CUdeviceptr positions, CUstream stream) const;
 
   /// dq, dk, dv from dout and the forward's inputs and output; dk and dv
   /// sum over the query heads sharing a KV head. Given the forward's
-  /// `stats` (not 0) the backward skips recomputing them. `scratch` must
+  /// `stats` (not 0) the backward skips recomputing them; `positions` are
+  /// the forward's. `scratch` must
   /// hold backwardScratchBytes(shape) bytes, 4-byte aligned, and must not be
   /// used by other work until the launches finish.
   void backward(const AttentionShape &shape, CUdeviceptr dout, CUdeviceptr q,
                 CUdeviceptr k, CUdeviceptr v, CUdeviceptr out,
                 CUdeviceptr stats, CUdeviceptr dq, CUdeviceptr dk,
-                CUdeviceptr dv, CUdeviceptr scratch, size_t scratchBytes,
-                CUstream stream) const;
+                CUdeviceptr dv, CUdeviceptr positions, CUdeviceptr scratch,
+                size_t scratchBytes, CUstream stream) const;
 
   /// The backward's scratch: each query row's log-sum-exp and delta =
   /// rowsum(dout * out) (2 * batch * heads * seqQ floats) and an f32

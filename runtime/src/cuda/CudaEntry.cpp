@@ -99,8 +99,8 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
       // The device loads the attention kernels for any program with one;
       // cuDNN runs what it takes.
       AttentionChoice choice = chooseAttentionKernels(
-          a->shape, a->backward, a->stats >= 0, resources.cudnn,
-          resources.cudnnUnavailable, resources.computeMajor);
+          a->shape, a->backward, a->stats >= 0, a->positions >= 0,
+          resources.cudnn, resources.cudnnUnavailable, resources.computeMajor);
       // f32 attention always runs on the runtime's kernels: only the
       // choices of the dtypes cuDNN serves are worth a line.
       if (a->shape.dtype == DType::BF16 || a->shape.dtype == DType::F16)
@@ -116,6 +116,7 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
           a->backward ? buffers[a->gradK] : 0,
           a->backward ? buffers[a->gradV] : 0,
           a->stats >= 0 ? buffers[static_cast<uint32_t>(a->stats)] : 0,
+          a->positions >= 0 ? buffers[static_cast<uint32_t>(a->positions)] : 0,
           resources.attention, choice.cudnn});
     } else if (calls[i]) {
       std::vector<CUdeviceptr> operands;
@@ -292,11 +293,12 @@ void CudaEntry::enqueue(const Command &command, CUstream stream) const {
                         stream);
     else if (a->backward)
       a->kernels->backward(a->shape, a->gradOut, a->q, a->k, a->v, a->out,
-                           a->stats, a->gradQ, a->gradK, a->gradV,
+                           a->stats, a->gradQ, a->gradK, a->gradV, a->positions,
                            attentionScratch_.get(), attentionScratch_.size(),
                            stream);
     else
-      a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, a->stats, stream);
+      a->kernels->forward(a->shape, a->q, a->k, a->v, a->out, a->stats,
+                          a->positions, stream);
   } else if (const auto *call = std::get_if<LibraryCall>(&command)) {
     call->run(stream);
   } else if (const auto *copy = std::get_if<Copy>(&command)) {

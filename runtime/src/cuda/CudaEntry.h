@@ -114,6 +114,8 @@ private:
     /// The softmax statistics the forward writes or the backward reads, or
     /// 0.
     CUdeviceptr stats;
+    /// The queries' positions, or 0.
+    CUdeviceptr positions;
     const CudaAttention *kernels;
     const CudnnAttention *cudnn;
   };

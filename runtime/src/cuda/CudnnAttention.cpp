@@ -116,10 +116,14 @@ std::string cudnnAttentionRefusal(const AttentionShape &s, int computeMajor) {
 
 AttentionChoice chooseAttentionKernels(const AttentionShape &shape,
                                        bool backward, bool stats,
-                                       CudnnAttention *cudnn,
+                                       bool positions, CudnnAttention *cudnn,
                                        const std::string &cudnnUnavailable,
                                        int computeMajor) {
   std::string why = cudnnAttentionRefusal(shape, computeMajor);
+  // cuDNN's causal masks align the queries with the first or the last keys;
+  // a context-parallel rank's queries stand at positions of their own.
+  if (why.empty() && positions)
+    why = "query positions";
   if (why.empty() && !cudnn)
     why = cudnnUnavailable;
   if (why.empty())

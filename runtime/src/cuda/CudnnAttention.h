@@ -123,10 +123,11 @@ struct AttentionChoice {
 /// `cudnn` is null where cuDNN is not available, for the reason in
 /// `cudnnUnavailable`; `computeMajor` is the device's compute capability;
 /// with `stats` the command writes (forward) or reads (backward) the softmax
-/// statistics.
+/// statistics; with `positions` its queries stand at positions of their
+/// own (which only the runtime's kernels take).
 AttentionChoice chooseAttentionKernels(const AttentionShape &shape,
                                        bool backward, bool stats,
-                                       CudnnAttention *cudnn,
+                                       bool positions, CudnnAttention *cudnn,
                                        const std::string &cudnnUnavailable,
                                        int computeMajor);
 

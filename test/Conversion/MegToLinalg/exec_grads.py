@@ -95,9 +95,9 @@ def rope_grad_case(name, layout, interleaved, head_dim, rotary, rows):
         rtol=1e-5, atol=1e-6)
 
 
-def attention_grads(dout, q, k, v, causal, scale):
+def attention_grads(dout, q, k, v, causal, scale, positions=None):
     def fwd(qq, kk, vv):
-        return exec_ops.attention(qq, kk, vv, causal, scale)
+        return exec_ops.attention(qq, kk, vv, causal, scale, positions)
     return tuple(numeric_grad(fwd, [q, k, v], i, dout) for i in range(3))
 
 
@@ -182,6 +182,18 @@ CASES = [
          [Input((1, 2, 2, 3)), Input((1, 2, 2, 3)), Input((1, 5, 2, 3)),
           Input((1, 5, 2, 3))],
          lambda do, q, k, v: attention_grads(do, q, k, v, False, 0.5),
+         rtol=1e-4, atol=1e-5),
+    # Queries at positions 0 and 3 of 4 keys (a context-parallel rank's
+    # chunks).
+    Case("attention_grad_positions",
+         fn("%do: tensor<1x2x2x3xf32>, %q: tensor<1x2x2x3xf32>, %k: tensor<1x4x2x3xf32>, %v: tensor<1x4x2x3xf32>) -> (tensor<1x2x2x3xf32>, tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>)",
+            "  %p = arith.constant dense<[0, 3]> : tensor<2xi32>\n"
+            "  %o = meg.attention %q, %k, %v causal positions(%p : tensor<2xi32>) scale 0.5 : tensor<1x2x2x3xf32>, tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>\n"
+            "  %0:3 = meg.attention_grad %do, %q, %k, %v, %o causal positions(%p : tensor<2xi32>) scale 0.5 : tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>, tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>\n"
+            "  return %0#0, %0#1, %0#2 : tensor<1x2x2x3xf32>, tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>"),
+         [Input((1, 2, 2, 3)), Input((1, 2, 2, 3)), Input((1, 4, 2, 3)),
+          Input((1, 4, 2, 3))],
+         lambda do, q, k, v: attention_grads(do, q, k, v, True, 0.5, [0, 3]),
          rtol=1e-4, atol=1e-5),
     Case("adamw",
          fn("%p: tensor<3x4xf32>, %g: tensor<3x4xf32>, %m: tensor<3x4xf32>, %v: tensor<3x4xf32>, %step: tensor<i64>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>)",

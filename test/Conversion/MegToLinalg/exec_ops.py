@@ -65,14 +65,16 @@ def rope(x, cos, sin, interleaved, layout):
     return out.transpose(1, 0, 2, 3) if layout == "sbhd" else out
 
 
-def attention(q, k, v, causal, scale):
+def attention(q, k, v, causal, scale, positions=None):
     group = q.shape[2] // k.shape[2]
     k = np.repeat(k, group, axis=2)
     v = np.repeat(v, group, axis=2)
     scores = np.einsum("bshd,bthd->bhst", q, k) * scale
     if causal:
         sq, skv = q.shape[1], k.shape[1]
-        mask = np.arange(skv)[None, :] > np.arange(sq)[:, None] + (skv - sq)
+        if positions is None:
+            positions = np.arange(sq) + (skv - sq)
+        mask = np.arange(skv)[None, :] > np.asarray(positions)[:, None]
         scores = np.where(mask, -np.inf, scores)
     return np.einsum("bhst,bthd->bshd", softmax(scores, -1), v)
 
@@ -389,6 +391,15 @@ CASES = [
          [Input((1, 3, 2, 4)), Input((1, 7, 2, 4)), Input((1, 7, 2, 4))],
          lambda q, k, v: (attention(q, k, v, False, 0.5),
                           attention(q, k, v, True, 0.5))),
+    # A context-parallel rank's queries: chunks 1 and 2 (of 4 chunks of 2)
+    # of a sequence of 8, at their positions, against all 8 keys.
+    Case("attention_positions",
+         fn("%q: tensor<2x4x4x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x2x6xf32>) -> tensor<2x4x4x6xf32>",
+            "  %p = arith.constant dense<[2, 3, 4, 5]> : tensor<4xi32>\n"
+            "  %0 = meg.attention %q, %k, %v causal positions(%p : tensor<4xi32>) scale 0.35 : tensor<2x4x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x6xf32>\n"
+            "  return %0 : tensor<2x4x4x6xf32>"),
+         [Input((2, 4, 4, 8)), Input((2, 8, 2, 8)), Input((2, 8, 2, 6))],
+         lambda q, k, v: attention(q, k, v, True, 0.35, [2, 3, 4, 5])),
     Case("embedding", fn("%t: tensor<10x4xf32>, %ids: tensor<2x3xi32>) -> tensor<2x3x4xf32>",
                          "  %0 = meg.embedding %t, %ids : tensor<10x4xf32>, tensor<2x3xi32>\n"
                          "  return %0 : tensor<2x3x4xf32>"),

@@ -2174,3 +2174,27 @@ func.func @f() attributes {meg.target = #meg.target<cpu, vector_bits = 128>} {
 // expected-error @+1 {{'meg.target' expects a #meg.target attribute}}
 module attributes {meg.target = "sm_90"} {
 }
+
+// -----
+
+func.func @f(%q: tensor<1x8x4x32xf32>, %k: tensor<1x16x2x32xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{'meg.attention' op takes query positions only with 'causal' (they place the causal mask)}}
+  %0 = meg.attention %q, %k, %k positions(%pos : tensor<8xi32>) scale 0.125 : tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>, tensor<1x16x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x8x4x32xf32>, %k: tensor<1x16x2x32xf32>, %pos: tensor<16xi32>) {
+  // expected-error @+1 {{'meg.attention' op expects one position per query, [8] i32, got [16]}}
+  %0 = meg.attention %q, %k, %k causal positions(%pos : tensor<16xi32>) scale 0.125 : tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>, tensor<1x16x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: tensor<1x8x4x32xf32>, %q: tensor<1x8x4x32xf32>, %k: tensor<1x16x2x32xf32>, %pos: tensor<4xi32>) {
+  // expected-error @+1 {{'meg.attention_grad' op expects one position per query, [8] i32, got [4]}}
+  %0:3 = meg.attention_grad %o, %q, %k, %k, %o causal positions(%pos : tensor<4xi32>) scale 0.125 : tensor<1x8x4x32xf32>, tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>, tensor<1x16x2x32xf32>
+  return
+}

@@ -510,3 +510,19 @@ func.func @bias_update(%load: tensor<4xf32>) {
   meg.expert_bias_update @routing_bias, %total rate 1.0e-3 : tensor<4xf32>
   return
 }
+
+// Query positions: a context-parallel rank's 8 queries (two chunks of a
+// sequence of 16) against all 16 keys, and its gradient.
+// CHECK-LABEL: func.func @attention_positions
+// CHECK: %[[O:.*]] = meg.attention %{{.*}}, %{{.*}}, %{{.*}} causal positions(%[[P:.*]] : tensor<8xi32>) scale 1.250000e-01 : tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>, tensor<1x16x2x32xf32>
+// CHECK: meg.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[O]] causal positions(%[[P]] : tensor<8xi32>) scale 1.250000e-01 : tensor<1x8x4x32xf32>, tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>, tensor<1x16x2x32xf32>
+func.func @attention_positions(%q: tensor<1x8x4x32xf32>, %k: tensor<1x16x2x32xf32>, %pos: tensor<8xi32>) {
+  %o = meg.attention %q, %k, %k causal positions(%pos : tensor<8xi32>)
+      scale 0.125
+      : tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>, tensor<1x16x2x32xf32>
+  %g:3 = meg.attention_grad %o, %q, %k, %k, %o causal
+      positions(%pos : tensor<8xi32>) scale 0.125
+      : tensor<1x8x4x32xf32>, tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>,
+        tensor<1x16x2x32xf32>
+  return
+}

@@ -96,7 +96,10 @@ LogicalResult AttentionGradOp::verify() {
   SmallVector<Type> inferred;
   if (failed(inferAttentionType(getLoc(), "meg.attention_grad",
                                 getQuery().getType(), getKey().getType(),
-                                getValue().getType(), inferred)))
+                                getValue().getType(), inferred)) ||
+      failed(verifyAttentionPositions(getLoc(), "meg.attention_grad",
+                                      getPositions(), getQuery().getType(),
+                                      getCausal())))
     return failure();
   if (inferred.front() != getGrad().getType())
     return emitOpError() << "expects an output gradient of type "

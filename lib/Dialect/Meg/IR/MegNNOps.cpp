@@ -256,6 +256,24 @@ LogicalResult inferAttentionType(std::optional<Location> loc,
   return success();
 }
 
+LogicalResult verifyAttentionPositions(std::optional<Location> loc,
+                                       StringRef opName, Value positions,
+                                       Type queryType, bool causal) {
+  if (!positions)
+    return success();
+  if (!causal)
+    return inferError(loc, opName,
+                      "takes query positions only with 'causal' (they place "
+                      "the causal mask)");
+  auto type = cast<RankedTensorType>(positions.getType());
+  int64_t seqQ = cast<RankedTensorType>(queryType).getDimSize(1);
+  if (type.getRank() != 1 || type.getDimSize(0) != seqQ)
+    return inferError(loc, opName,
+                      "expects one position per query, [" + Twine(seqQ) +
+                          "] i32, got " + formatShape(type.getShape()));
+  return success();
+}
+
 RankedTensorType attentionStatsType(RankedTensorType query) {
   return RankedTensorType::get(
       {query.getDimSize(0), query.getDimSize(2), query.getDimSize(1)},
@@ -273,9 +291,13 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
     return inferError(loc, "meg.attention",
                       "expects a scale > 0 that f32 can hold, got " +
                           llvm::formatv("{0:e}", scale).str());
-  if (failed(inferAttentionType(
-          loc, "meg.attention", adaptor.getQuery().getType(),
-          adaptor.getKey().getType(), adaptor.getValue().getType(), inferred)))
+  if (failed(inferAttentionType(loc, "meg.attention",
+                                adaptor.getQuery().getType(),
+                                adaptor.getKey().getType(),
+                                adaptor.getValue().getType(), inferred)) ||
+      failed(verifyAttentionPositions(
+          loc, "meg.attention", adaptor.getPositions(),
+          adaptor.getQuery().getType(), adaptor.getCausal())))
     return failure();
   if (adaptor.getKeepStats())
     inferred.push_back(attentionStatsType(

@@ -99,9 +99,9 @@ Grads AttentionOp::buildVJP(OpBuilder &b, ValueRange grads) {
   // over once the backward is complete.
   auto grad = AttentionGradOp::create(
       b, getLoc(), grads[0], getQuery(), getKey(), getValue(), getResult(),
-      /*stats=*/Value(), getCausalAttr(), getScaleAttr());
+      /*stats=*/Value(), getPositions(), getCausalAttr(), getScaleAttr());
   return SmallVector<Value>{grad.getQueryGrad(), grad.getKeyGrad(),
-                            grad.getValueGrad()};
+                            grad.getValueGrad(), Value()};
 }
 
 Grads GeluOp::buildVJP(OpBuilder &b, ValueRange grads) {

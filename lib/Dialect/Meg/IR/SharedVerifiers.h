@@ -22,6 +22,12 @@ LogicalResult inferAttentionType(std::optional<Location> loc,
                                  Type keyType, Type valueType,
                                  SmallVectorImpl<Type> &inferred);
 
+/// Checks an attention's optional query positions: with `causal`, one i32
+/// per query.
+LogicalResult verifyAttentionPositions(std::optional<Location> loc,
+                                       StringRef opName, Value positions,
+                                       Type queryType, bool causal);
+
 /// The softmax statistics of attention over bshd `query`: `[B, H, Sq]` f32.
 RankedTensorType attentionStatsType(RankedTensorType query);
 

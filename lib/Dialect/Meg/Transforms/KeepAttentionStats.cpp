@@ -26,6 +26,7 @@ bool differentiates(AttentionGradOp grad, AttentionOp forward) {
   return grad.getQuery() == forward.getQuery() &&
          grad.getKey() == forward.getKey() &&
          grad.getValue() == forward.getValue() &&
+         grad.getPositions() == forward.getPositions() &&
          grad.getCausal() == forward.getCausal() &&
          grad.getScale() == forward.getScale();
 }
@@ -38,8 +39,8 @@ AttentionOp withStats(AttentionOp forward) {
   OpBuilder builder(forward);
   auto kept = AttentionOp::create(
       builder, forward.getLoc(), forward.getQuery(), forward.getKey(),
-      forward.getValue(), forward.getCausalAttr(), forward.getScaleAttr(),
-      builder.getUnitAttr());
+      forward.getValue(), forward.getPositions(), forward.getCausalAttr(),
+      forward.getScaleAttr(), builder.getUnitAttr());
   // Discardable attributes (the layer, recomputation marks) carry over.
   for (NamedAttribute attr : forward->getDiscardableAttrs())
     kept->setAttr(attr.getName(), attr.getValue());

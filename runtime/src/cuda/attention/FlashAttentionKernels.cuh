@@ -63,6 +63,35 @@ __device__ __forceinline__ int64_t maxOf(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
+/// The position of `query` in the key sequence: its entry of p.positions
+/// (non-decreasing i32, causal only; the padding rows past seqQ, which are
+/// never stored, take the last query's) or query + seqKv - seqQ. A causal
+/// query sees the keys up to its position.
+__device__ __forceinline__ int64_t positionOf(const AttentionParams &p,
+                                              int64_t query) {
+  if (p.positions)
+    return reinterpret_cast<const int32_t *>(p.positions)[minOf(query,
+                                                                p.seqQ - 1)];
+  return query + p.seqKv - p.seqQ;
+}
+
+/// The first query that sees `key` under the causal mask (seqQ when none
+/// does): a binary search of the non-decreasing positions.
+__device__ __forceinline__ int64_t firstQueryOf(const AttentionParams &p,
+                                                int64_t key) {
+  if (!p.positions)
+    return maxOf(key - (p.seqKv - p.seqQ), 0);
+  int64_t lo = 0, hi = p.seqQ;
+  while (lo < hi) {
+    int64_t mid = (lo + hi) / 2;
+    if (positionOf(p, mid) < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 __device__ __forceinline__ Float4 loadShared4(const float *address) {
   return *reinterpret_cast<const Float4 *>(address);
 }
@@ -163,6 +192,9 @@ __device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
   float *qTile = shared;
   float *kvTile = qTile + kRows * kStride;
   float *pTile = kvTile + kKeys * kStride;
+  // Each row's last visible key, read in the key loop (from shared memory,
+  // so that no register holds them across it).
+  int *rowLast = reinterpret_cast<int *>(pTile + kRows * kPStride);
 
   const int rowGroup = threadIdx.x / kColGroups;
   const int col = threadIdx.x % kColGroups;
@@ -173,7 +205,6 @@ __device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
   const int64_t q0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRows;
   const int64_t g = h / (p.heads / p.kvHeads);
   const int64_t rows = minOf(kRows, p.seqQ - q0);
-  const int64_t offset = p.seqKv - p.seqQ;
   const int64_t qRowStride = p.heads * p.headDim;
   const int64_t kRowStride = p.kvHeads * p.headDim;
   const int64_t vRowStride = p.kvHeads * p.valueDim;
@@ -196,8 +227,13 @@ __device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
   // The tile's last query sees the most keys; later ones are never needed.
   // The backward given the forward's statistics visits none.
   const int64_t lastKey =
-      p.causal ? minOf(maxOf(q0 + rows + offset, 0), p.seqKv) : p.seqKv;
+      p.causal ? minOf(maxOf(positionOf(p, q0 + rows - 1) + 1, 0), p.seqKv)
+               : p.seqKv;
   const int64_t keyEnd = kStatistics && p.stats ? 0 : lastKey;
+  // Written before the key loop's first barrier.
+  for (int r = threadIdx.x; r < kRows; r += blockDim.x)
+    rowLast[r] = static_cast<int>(
+        p.causal ? minOf(positionOf(p, q0 + r), p.seqKv - 1) : p.seqKv - 1);
 
   float rowMax[4], rowSum[4], acc[4][4 * kChunks];
 #pragma unroll
@@ -243,12 +279,13 @@ __device__ void attentionForwardBlock(const AttentionParams &p, float *shared) {
 
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int64_t query = q0 + 4 * rowGroup + i;
+      // The row's last visible key, relative to this thread's first key
+      // of the block.
+      const int last = rowLast[4 * rowGroup + i] - static_cast<int>(k0 + col);
       float tileMax = kNegInf;
 #pragma unroll
       for (int j = 0; j < kKeysPerThread; ++j) {
-        const int64_t key = k0 + col + kColGroups * j;
-        bool visible = key < p.seqKv && (!p.causal || key <= query + offset);
+        bool visible = kColGroups * j <= last;
         s[i][j] = visible ? s[i][j] * p.scaleLog2e : kNegInf;
         tileMax = fmaxf(tileMax, s[i][j]);
       }
@@ -427,7 +464,6 @@ __device__ void attentionBackwardBlock(const AttentionParams &p,
   const int64_t b = blockIdx.z, g = blockIdx.y;
   const int64_t k0 = static_cast<int64_t>(blockIdx.x) * kKeys;
   const int64_t keys = minOf(kKeys, p.seqKv - k0);
-  const int64_t offset = p.seqKv - p.seqQ;
   const int64_t group = p.heads / p.kvHeads;
   const int64_t qRowStride = p.heads * p.headDim;
   const int64_t kRowStride = p.kvHeads * p.headDim;
@@ -456,9 +492,9 @@ __device__ void attentionBackwardBlock(const AttentionParams &p,
       dv[i][c] = 0.0f;
     }
 
-  // Under the causal mask key k0 is seen from query k0 - offset on: earlier
+  // Under the causal mask key k0 is seen from its first query on: earlier
   // query tiles contribute nothing.
-  const int64_t firstQuery = p.causal ? maxOf(k0 - offset, 0) : 0;
+  const int64_t firstQuery = p.causal ? firstQueryOf(p, k0) : 0;
   for (int64_t h = g * group; h < (g + 1) * group; ++h) {
     const T *q = reinterpret_cast<const T *>(p.q) +
                  (b * p.seqQ * p.heads + h) * p.headDim;
@@ -538,7 +574,7 @@ __device__ void attentionBackwardBlock(const AttentionParams &p,
           const int qi = col + kColGroups * j;
           const int64_t query = q0 + qi;
           bool visible = key < p.seqKv && query < p.seqQ &&
-                         (!p.causal || key <= query + offset);
+                         (!p.causal || key <= positionOf(p, query));
           float prob =
               visible ? exp2f(s[i][j] * p.scaleLog2e - lseTile[qi]) : 0.0f;
           pTile[(4 * rowGroup + i) * kPStride + qi] = prob;

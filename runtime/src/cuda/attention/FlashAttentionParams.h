@@ -41,10 +41,11 @@ MEGRT_ATTENTION_HOST_DEVICE constexpr int paddedRow(int columns) {
   return columns + 4;
 }
 
-/// Q tile, K (then V) tile, and the probabilities.
+/// Q tile, K (then V) tile, the probabilities, and each query's last
+/// visible key.
 MEGRT_ATTENTION_HOST_DEVICE constexpr unsigned forwardSharedBytes(int tier) {
   return 4u * ((kForwardQueries + kForwardKeys) * paddedRow(tier) +
-               kForwardQueries * paddedRow(kForwardKeys));
+               kForwardQueries * paddedRow(kForwardKeys) + kForwardQueries);
 }
 
 /// K, V, Q and dO tiles, P and dS (keys x queries), and the queries'
@@ -60,10 +61,11 @@ MEGRT_ATTENTION_HOST_DEVICE constexpr unsigned backwardSharedBytes(int tier) {
 /// scratch: lse (base 2) and delta are [batch][heads][seqQ] f32, dqAccum
 /// has dq's shape in f32. stats, when not 0, are the softmax statistics
 /// that the forward writes and the backward reads ([batch][heads][seqQ]
-/// f32 log-sum-exp, natural log).
+/// f32 log-sum-exp, natural log). positions, when not 0, are the queries'
+/// positions in the key sequence ([seqQ] i32, non-decreasing; causal only).
 struct AttentionParams {
   uint64_t q, k, v, out, dout, dq, dk, dv;
-  uint64_t lse, delta, dqAccum, stats;
+  uint64_t lse, delta, dqAccum, stats, positions;
   int64_t batch, seqQ, seqKv, heads, kvHeads, headDim, valueDim;
   /// The softmax runs in base 2: scores are q . k * scale * log2(e).
   float scale, scaleLog2e;

@@ -153,7 +153,7 @@ def Meg_RopeGradOp : Meg_Op<"rope_grad", [Pure,
 }
 
 def Meg_AttentionGradOp : Meg_Op<"attention_grad", [Pure,
-    AllTypesMatch<["grad", "output"]>,
+    AttrSizedOperandSegments, AllTypesMatch<["grad", "output"]>,
     AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
     AllTypesMatch<["value", "value_grad"]>]> {
   let summary = "Gradients of attention with respect to q, k and v";
@@ -162,7 +162,8 @@ def Meg_AttentionGradOp : Meg_Op<"attention_grad", [Pure,
     forward output and recomputes the probabilities block by block. Given
     the forward's softmax statistics (`stats`, from `meg.attention ...
     stats`: `[B, H, Sq]` f32 log-sum-exp per query row), it uses them
-    instead of recomputing them in a first pass over the keys.
+    instead of recomputing them in a first pass over the keys. `positions`
+    are the forward's (`meg.attention ... positions`).
 
     ```mlir
     %dq, %dk, %dv = meg.attention_grad %do, %q, %k, %v, %o causal scale 0.125
@@ -178,13 +179,16 @@ def Meg_AttentionGradOp : Meg_Op<"attention_grad", [Pure,
                        Meg_FloatTensor:$key, Meg_FloatTensor:$value,
                        Meg_FloatTensor:$output,
                        Optional<RankedTensorOf<[F32]>>:$stats,
+                       Optional<RankedTensorOf<[I32]>>:$positions,
                        UnitAttr:$causal, F64Attr:$scale);
   let results = (outs Meg_FloatTensor:$query_grad, Meg_FloatTensor:$key_grad,
                       Meg_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $grad `,` $query `,` $key `,` $value `,` $output (`stats` $stats^)?
-    (`causal` $causal^)? `scale` $scale attr-dict `:` type($grad) `,`
-    type($query) `,` type($key) `,` type($value) (`,` type($stats)^)?
+    (`causal` $causal^)?
+    (`positions` `(` $positions^ `:` type($positions) `)`)? `scale` $scale
+    attr-dict `:` type($grad) `,` type($query) `,` type($key) `,` type($value)
+    (`,` type($stats)^)?
   }];
   let hasVerifier = 1;
 }

@@ -177,6 +177,12 @@ def Meg_AttentionOp : Meg_Op<"attention", [Meg_VJP, Meg_TP, Pure, InferTypeOpAda
     (aligned to the end when Skv > Sq). Lowerings never materialise the
     S x S score matrix on the GPU.
 
+    With `positions` (causal only: `[Sq]` i32, non-decreasing) query `i`
+    stands at position `positions[i]` of the key sequence and sees the keys
+    `j <= positions[i]`: the queries of one rank of a context-parallel group
+    (chunks of a longer sequence) against all of its keys. Without, query
+    `i` stands at `i + Skv - Sq`.
+
     With `stats` the op also returns the softmax statistics of every query
     row, `[B, H, Sq]` f32: the natural-log log-sum-exp of the row's scaled
     (and masked) scores, `+inf` for a row that sees no key. A gradient that
@@ -191,15 +197,21 @@ def Meg_AttentionOp : Meg_Op<"attention", [Meg_VJP, Meg_TP, Pure, InferTypeOpAda
     %o2, %lse = meg.attention %q, %k, %v causal scale 0.125 stats
         : tensor<2x2048x32x128xbf16>, tensor<2x2048x8x128xbf16>,
           tensor<2x2048x8x128xbf16>
+    %o3 = meg.attention %q, %k, %v causal positions(%pos : tensor<1024xi32>)
+        scale 0.125 : tensor<2x1024x32x128xbf16>, tensor<2x2048x8x128xbf16>,
+          tensor<2x2048x8x128xbf16>
     ```
   }];
   let arguments = (ins Meg_FloatTensor:$query, Meg_FloatTensor:$key,
-                       Meg_FloatTensor:$value, UnitAttr:$causal, F64Attr:$scale,
+                       Meg_FloatTensor:$value,
+                       Optional<RankedTensorOf<[I32]>>:$positions,
+                       UnitAttr:$causal, F64Attr:$scale,
                        UnitAttr:$keep_stats);
   let results = (outs Meg_FloatTensor:$result,
                       Optional<RankedTensorOf<[F32]>>:$stats);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`causal` $causal^)? `scale` $scale
+    $query `,` $key `,` $value (`causal` $causal^)?
+    (`positions` `(` $positions^ `:` type($positions) `)`)? `scale` $scale
     (`stats` $keep_stats^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
   }];
