@@ -16,6 +16,8 @@
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
+#include "GroupRewrites.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -50,16 +52,6 @@ RankedTensorType localType(Type type, const Layout &layout) {
   shape[layout.dim] /= layout.parts;
   return tensor.clone(shape);
 }
-
-/// Tags the ops it sees inserted with the transformer layer (`meg.layer`)
-/// of the op they are built for.
-struct LayerTagger : public OpBuilder::Listener {
-  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    if (layer)
-      op->setAttr(MegDialect::kLayerAttrName, layer);
-  }
-  Attribute layer;
-};
 
 /// The propagation: every value's layout, the parameters' splits, and the
 /// services the ops' rules (TensorParallelOpInterface) build with.
@@ -173,40 +165,6 @@ Value TensorParallelLayout::allReduce(Value value, CollectiveReduce reduce) {
   return AllReduceOp::create(
       builder, value.getLoc(), value.getType(), value, mesh(), axes(),
       CollectiveReduceAttr::get(builder.getContext(), reduce));
-}
-
-/// The permutation that brings `dim` to the front (the runtime's
-/// collectives move contiguous pieces along dim 0), and its inverse.
-static std::pair<SmallVector<int64_t>, SmallVector<int64_t>>
-toFrontAndBack(int64_t rank, int64_t dim) {
-  SmallVector<int64_t> front = {dim}, back(rank);
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != dim)
-      front.push_back(d);
-  for (int64_t d = 0; d < rank; ++d)
-    back[front[d]] = d;
-  return {front, back};
-}
-
-/// Builds a collective over `value` with `dim` moved to dim 0, of a type
-/// whose dim 0 is that extent times `times` over `over`, and moves the
-/// result's dim 0 back.
-template <typename Build>
-static Value alongDim(OpBuilder &builder, Value value, int64_t dim,
-                      int64_t times, int64_t over, Build build) {
-  auto type = cast<RankedTensorType>(value.getType());
-  auto [front, back] = toFrontAndBack(type.getRank(), dim);
-  auto move = [&](Value v, ArrayRef<int64_t> permutation) -> Value {
-    if (dim == 0)
-      return v;
-    return TransposeOp::create(builder, v.getLoc(), v,
-                               builder.getDenseI64ArrayAttr(permutation));
-  };
-  Value moved = move(value, front);
-  SmallVector<int64_t> shape(
-      cast<RankedTensorType>(moved.getType()).getShape());
-  shape[0] = shape[0] * times / over;
-  return move(build(moved, type.clone(shape)), back);
 }
 
 Value TensorParallelLayout::gatherAlong(Value shard, int64_t dim) {

@@ -1,0 +1,65 @@
+//===- GroupRewrites.h - helpers of the passes that lay out over groups -*-===//
+//
+// Shared by meg-tensor-parallel and meg-context-parallel: collectives along
+// any dimension (the runtime's move contiguous pieces along dim 0), and the
+// layer tag of the ops a rewrite inserts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_LIB_DIALECT_MEG_TRANSFORMS_GROUPREWRITES_H
+#define MEGC_LIB_DIALECT_MEG_TRANSFORMS_GROUPREWRITES_H
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <utility>
+
+namespace mlir::meg {
+
+/// The permutation that brings `dim` to the front, and its inverse.
+inline std::pair<SmallVector<int64_t>, SmallVector<int64_t>>
+toFrontAndBack(int64_t rank, int64_t dim) {
+  SmallVector<int64_t> front = {dim}, back(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim)
+      front.push_back(d);
+  for (int64_t d = 0; d < rank; ++d)
+    back[front[d]] = d;
+  return {front, back};
+}
+
+/// Builds a collective over `value` with `dim` moved to dim 0, of a type
+/// whose dim 0 is that extent times `times` over `over`, and moves the
+/// result's dim 0 back.
+template <typename Build>
+Value alongDim(OpBuilder &builder, Value value, int64_t dim, int64_t times,
+               int64_t over, Build build) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto [front, back] = toFrontAndBack(type.getRank(), dim);
+  auto move = [&](Value v, ArrayRef<int64_t> permutation) -> Value {
+    if (dim == 0)
+      return v;
+    return TransposeOp::create(builder, v.getLoc(), v,
+                               builder.getDenseI64ArrayAttr(permutation));
+  };
+  Value moved = move(value, front);
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(moved.getType()).getShape());
+  shape[0] = shape[0] * times / over;
+  return move(build(moved, type.clone(shape)), back);
+}
+
+/// Tags the ops it sees inserted with the transformer layer (`meg.layer`)
+/// of the op they are built for.
+struct LayerTagger : public OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (layer)
+      op->setAttr(MegDialect::kLayerAttrName, layer);
+  }
+  Attribute layer;
+};
+
+} // namespace mlir::meg
+
+#endif // MEGC_LIB_DIALECT_MEG_TRANSFORMS_GROUPREWRITES_H
