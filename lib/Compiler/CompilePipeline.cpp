@@ -67,9 +67,11 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
     chunks.chunks = options.lossChunks;
     pm.addPass(mlir::meg::createMegChunkLoss(chunks));
   }
-  // The layout of one rank (or, without tensor parallelism, the layers'
-  // splits dropped), before autodiff: the collectives it inserts have the
-  // conjugate gradients.
+  // The layout of one rank (this rank's chunks of every sequence, then its
+  // blocks of the tensor-parallel layers, or without tensor parallelism the
+  // layers' splits dropped), before autodiff: the collectives they insert
+  // have the conjugate gradients.
+  pm.addPass(mlir::meg::createMegContextParallel());
   pm.addPass(mlir::meg::createMegTensorParallel());
   if (training) {
     pm.addPass(mlir::meg::createMegAutodiff());

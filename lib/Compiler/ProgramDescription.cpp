@@ -95,14 +95,11 @@ LogicalResult ProgramBuilder::describeMesh() {
       axes.push_back(cast<StringAttr>(axis).str());
     program.submeshes.push_back(std::move(axes));
   }
-  // With FSDP, every entry input is this rank's slice of the global batch.
+  // With FSDP, every entry input is this rank's slice of the global batch
+  // (context-parallel ranks hold the same samples).
   if (auto fsdp = module->getAttrOfType<FsdpAttr>(MegDialect::kFsdpAttrName)) {
-    SmallVector<Attribute> axes;
-    if (fsdp.getOuter())
-      llvm::append_range(axes, fsdp.getOuter());
-    llvm::append_range(axes, fsdp.getShard());
-    FailureOr<uint32_t> group = submeshIndex(
-        module, fsdp.getMesh(), ArrayAttr::get(module.getContext(), axes));
+    FailureOr<uint32_t> group =
+        submeshIndex(module, fsdp.getMesh(), fsdp.getBatchAxes());
     if (failed(group))
       return failure();
     inputSplit = *group;

@@ -87,10 +87,11 @@ void readRope(const GenOptions &o, RopeConfig &rope) {
   take(o.ropeTheta, rope.theta);
 }
 
-/// The mesh axis sizes of --mesh, in the order dp_outer, dp_shard, ep, tp.
-/// Every rank of dp_outer x dp_shard x ep computes on its own tokens.
+/// The mesh axis sizes of --mesh, in the order dp_outer, dp_shard, ep, cp,
+/// tp. Every rank of dp_outer x dp_shard x ep computes on its own samples,
+/// every rank of cp on its chunks of their sequences.
 struct MeshSizes {
-  int64_t dpOuter = 1, dpShard = 1, ep = 1, tp = 1;
+  int64_t dpOuter = 1, dpShard = 1, ep = 1, cp = 1, tp = 1;
   /// Whether --mesh names tp (a tensor-parallel layout, over one rank too).
   bool tensorParallel = false;
   int64_t dataParallel() const { return dpOuter * dpShard * ep; }
@@ -116,12 +117,14 @@ Expected<MeshSizes> parseMesh(StringRef text) {
       sizes.dpShard = size;
     else if (name == "ep")
       sizes.ep = size;
+    else if (name == "cp")
+      sizes.cp = size;
     else if (name == "tp") {
       sizes.tp = size;
       sizes.tensorParallel = true;
     } else
       return genError("--mesh: unknown axis '" + name +
-                      "'; expected dp_outer, dp_shard, ep or tp");
+                      "'; expected dp_outer, dp_shard, ep, cp or tp");
   }
   return sizes;
 }
@@ -529,6 +532,7 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
     return name == "dp_outer"   ? sizes.dpOuter
            : name == "dp_shard" ? sizes.dpShard
            : name == "ep"       ? sizes.ep
+           : name == "cp"       ? sizes.cp
                                 : sizes.tp;
   };
   // A tensor- or expert-parallel model declares @world itself; FSDP then
@@ -542,12 +546,36 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
     return genError("--mesh tp=" + Twine(sizes.tp) +
                     ": this preset has no tensor-parallel layout (llama and "
                     "imported models do)");
+  // Context parallelism adds its axis before tp (tp varies fastest, so that
+  // a node holds a tensor-parallel group).
+  if (world && sizes.cp > 1 && !world.getAxisSize("cp")) {
+    SmallVector<mlir::Attribute> names;
+    for (mlir::Attribute axis : world.getAxisNames()) {
+      if (mlir::cast<mlir::StringAttr>(axis).getValue() == "tp")
+        names.push_back(builder.getStringAttr("cp"));
+      names.push_back(axis);
+    }
+    if (names.size() == world.getAxisNames().size())
+      names.push_back(builder.getStringAttr("cp"));
+    builder.setInsertionPoint(world);
+    auto extended = mlir::meg::MeshOp::create(
+        builder, world.getLoc(), world.getSymNameAttr(),
+        builder.getArrayAttr(names),
+        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(names.size(), 1)));
+    world.erase();
+    world = extended;
+  }
+  if (sizes.cp > 1)
+    module->setAttr(mlir::meg::MegDialect::kContextParallelAttrName,
+                    mlir::meg::ContextParallelAttr::get(
+                        context, mlir::FlatSymbolRefAttr::get(context, "world"),
+                        builder.getStrArrayAttr({"cp"})));
   if (world) {
     SmallVector<int64_t> axisSizes;
     for (mlir::Attribute axis : world.getAxisNames())
       axisSizes.push_back(sizeOf(axis));
     world.setAxisSizesAttr(builder.getDenseI64ArrayAttr(axisSizes));
-    if (sizes.dataParallel() == 1) {
+    if (sizes.dataParallel() * sizes.cp == 1) {
       for (const Setting &setting : {Setting{"fsdp", bool(o.fsdp)},
                                      Setting{"outer-fsdp", bool(o.outerFsdp)},
                                      Setting{"bucket-mb", bool(o.bucketMb)}})
@@ -558,11 +586,18 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
       return Error::success();
     }
   } else {
-    mlir::meg::MeshOp::create(
-        builder, module.getLoc(), builder.getStringAttr("world"),
-        builder.getStrArrayAttr({"dp_outer", "dp_shard", "tp"}),
-        builder.getDenseI64ArrayAttr(
-            {sizes.dpOuter, sizes.dpShard, sizes.tp}));
+    SmallVector<StringRef> names = {"dp_outer", "dp_shard"};
+    SmallVector<int64_t> axisSizes = {sizes.dpOuter, sizes.dpShard};
+    if (sizes.cp > 1) {
+      names.push_back("cp");
+      axisSizes.push_back(sizes.cp);
+    }
+    names.push_back("tp");
+    axisSizes.push_back(sizes.tp);
+    mlir::meg::MeshOp::create(builder, module.getLoc(),
+                              builder.getStringAttr("world"),
+                              builder.getStrArrayAttr(names),
+                              builder.getDenseI64ArrayAttr(axisSizes));
   }
   auto strategy = mlir::meg::symbolizeFsdpStrategy(o.fsdp.value_or("no_shard"));
   if (!strategy)
@@ -576,14 +611,22 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
                     "'; expected no_shard or optim");
   if (o.outerFsdp && sizes.dpOuter == 1)
     return genError("--outer-fsdp needs a dp_outer axis of size > 1 in --mesh");
+  // The context-parallel ranks join the data-parallel group (Megatron's
+  // dp x cp): they average the loss and the gradients and share the
+  // sharded state, but hold the same samples.
+  SmallVector<StringRef> shard = {"dp_shard"};
+  if (sizes.ep > 1)
+    shard.push_back("ep");
+  if (sizes.cp > 1)
+    shard.push_back("cp");
   auto config = mlir::meg::FsdpAttr::getChecked(
       [&]() { return mlir::emitError(module.getLoc()); }, context, *strategy,
       mlir::FlatSymbolRefAttr::get(context, "world"),
-      sizes.ep > 1 ? builder.getStrArrayAttr({"dp_shard", "ep"})
-                   : builder.getStrArrayAttr({"dp_shard"}),
+      builder.getStrArrayAttr(shard),
       sizes.dpOuter > 1 ? builder.getStrArrayAttr({"dp_outer"})
                         : mlir::ArrayAttr(),
-      *outer, o.bucketMb.value_or(40));
+      *outer, o.bucketMb.value_or(40),
+      sizes.cp > 1 ? builder.getStrArrayAttr({"cp"}) : mlir::ArrayAttr());
   if (!config)
     return genError("invalid --fsdp settings (see above)");
   module->setAttr(mlir::meg::MegDialect::kFsdpAttrName, config);

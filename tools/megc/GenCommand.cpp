@@ -164,9 +164,10 @@ cl::opt<std::string> frozen("frozen",
 
 cl::opt<std::string> mesh(
     "mesh",
-    cl::desc("Device mesh AXIS=SIZE,... over dp_outer, dp_shard, ep, tp "
-             "(data parallel over dp_outer x dp_shard x ep: --batch is the "
-             "global batch; ep splits an MoE model's experts)"),
+    cl::desc("Device mesh AXIS=SIZE,... over dp_outer, dp_shard, ep, cp, "
+             "tp (data parallel over dp_outer x dp_shard x ep: --batch is "
+             "the global batch; ep splits an MoE model's experts, cp every "
+             "sequence)"),
     MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> fsdp(
     "fsdp",

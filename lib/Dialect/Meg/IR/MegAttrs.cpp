@@ -179,10 +179,22 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyAxisNames(emitError, axes, "sharding");
 }
 
+ArrayAttr FsdpAttr::getBatchAxes() const {
+  SmallVector<Attribute> axes;
+  if (getOuter())
+    llvm::append_range(axes, getOuter().getValue());
+  for (Attribute axis : getShard())
+    if (!getContextAxes() ||
+        !llvm::is_contained(getContextAxes().getValue(), axis))
+      axes.push_back(axis);
+  return ArrayAttr::get(getContext(), axes);
+}
+
 LogicalResult FsdpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                FsdpStrategy strategy, FlatSymbolRefAttr mesh,
                                ArrayAttr shard, ArrayAttr outer,
-                               FsdpStrategy outerStrategy, int64_t bucketMb) {
+                               FsdpStrategy outerStrategy, int64_t bucketMb,
+                               ArrayAttr contextAxes) {
   if (!mesh)
     return emitError() << "expects a mesh symbol";
   if (failed(verifyAxisNames(emitError, shard, "shard")))
@@ -209,6 +221,13 @@ LogicalResult FsdpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (bucketMb <= 0)
     return emitError() << "expects bucket_mb > 0, got " << bucketMb;
+  if (contextAxes) {
+    if (failed(verifyAxisNames(emitError, contextAxes, "context_axes")))
+      return failure();
+    for (Attribute axis : contextAxes)
+      if (!llvm::is_contained(shard.getValue(), axis))
+        return emitError() << "context axis " << axis << " is not a shard axis";
+  }
   return success();
 }
 
@@ -338,6 +357,14 @@ TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!mesh)
     return emitError() << "expects a mesh symbol";
   return verifyAxisNames(emitError, axes, "tensor_parallel");
+}
+
+LogicalResult
+ContextParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            FlatSymbolRefAttr mesh, ArrayAttr axes) {
+  if (!mesh)
+    return emitError() << "expects a mesh symbol";
+  return verifyAxisNames(emitError, axes, "context_parallel");
 }
 
 LogicalResult TpLayerAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -110,6 +110,16 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
     return verifyMeshAxes(op, name, tp.getMesh(), tp.getAxes(),
                           "tensor_parallel");
   }
+  if (name == kContextParallelAttrName) {
+    auto cp = dyn_cast<ContextParallelAttr>(attr.getValue());
+    if (!cp)
+      return op->emitError()
+             << "'" << name << "' expects a #meg.context_parallel attribute";
+    if (failed(expectModule()))
+      return failure();
+    return verifyMeshAxes(op, name, cp.getMesh(), cp.getAxes(),
+                          "context_parallel");
+  }
   if (name == kTpLayerAttrName) {
     auto layer = dyn_cast<TpLayerAttr>(attr.getValue());
     if (!layer)

@@ -109,6 +109,10 @@ private:
   std::string step;
   MeshOp mesh;
   ArrayAttr shardAxes, outerAxes, dataAxes, stateAxes;
+  /// The axes that split the batch (dataAxes less the context-parallel
+  /// ones) and their ranks.
+  ArrayAttr batchAxes;
+  int64_t batchSize = 1;
   int64_t shardSize = 1, outerSize = 1;
   bool weightsSharded = false, stateSharded = false, gradsSharded = false,
        outerOptim = false;
@@ -205,6 +209,10 @@ LogicalResult FsdpRewriter::configure() {
   }
   llvm::append_range(data, config.getShard().getValue());
   dataAxes = registerGroup(data);
+  batchAxes = config.getBatchAxes();
+  if (batchAxes != dataAxes)
+    batchAxes = registerGroup(batchAxes.getValue());
+  batchSize = groupSize(batchAxes);
   stateAxes = shardAxes;
   if (outerOptim) {
     // Shard-major, so that a rank's outer piece lies inside its dp_shard
@@ -896,14 +904,13 @@ void FsdpRewriter::sumOverData(func::FuncOp func) {
   }
 }
 
-/// Every rank computes on its slice of the batch: scalar results (the
-/// loss) and gradients are averaged over the data-parallel group, others
-/// gathered along the batch dimension.
+/// Every rank computes on its own tokens: scalar results (the loss) and
+/// gradients are averaged over the data-parallel group, others gathered
+/// along the batch dimension over the ranks that split the batch.
 void FsdpRewriter::averageOutputs(func::FuncOp func) {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   builder.setInsertionPoint(ret);
   auto avg = CollectiveReduceAttr::get(&getContext(), CollectiveReduce::avg);
-  int64_t ranks = shardSize * outerSize;
   for (OpOperand &operand : ret->getOpOperands()) {
     auto type = cast<RankedTensorType>(operand.get().getType());
     auto name = func.getResultAttrOfType<StringAttr>(
@@ -933,12 +940,12 @@ void FsdpRewriter::averageOutputs(func::FuncOp func) {
                isa<FloatType>(type.getElementType())) {
       operand.set(AllReduceOp::create(builder, loc, type, operand.get(),
                                       config.getMesh(), dataAxes, avg));
-    } else if (type.getRank() > 0) {
+    } else if (type.getRank() > 0 && batchSize > 1) {
       SmallVector<int64_t> shape(type.getShape());
-      shape[0] *= ranks;
+      shape[0] *= batchSize;
       operand.set(AllGatherOp::create(builder, loc, type.clone(shape),
                                       operand.get(), config.getMesh(),
-                                      dataAxes, builder.getI64IntegerAttr(0)));
+                                      batchAxes, builder.getI64IntegerAttr(0)));
     }
   }
   func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(),

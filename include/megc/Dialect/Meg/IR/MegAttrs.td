@@ -265,10 +265,19 @@ def Meg_FsdpAttr : Meg_Attr<"Fsdp", "fsdp"> {
     group) or `optim` (optimizer state sharded there too; requires
     `optim_grads_params`). `bucket_mb` sizes the gradient buckets.
 
+    Every rank of the group (outer and shard axes) computes on its own
+    tokens: the gradients and the loss are averaged over all of it. Each
+    rank holds its slice of the batch, except over the `context_axes`
+    (shard axes that split each sample's sequence instead: context
+    parallelism folded into the data-parallel group, as Megatron's dp x cp),
+    whose ranks hold the same samples.
+
     ```mlir
     #meg.fsdp<strategy = optim_grads_params, mesh = @world,
               shard = ["dp_shard"], outer = ["dp_outer"],
               outer_strategy = no_shard, bucket_mb = 40>
+    #meg.fsdp<strategy = no_shard, mesh = @world, shard = ["dp_shard", "cp"],
+              context_axes = ["cp"]>
     ```
   }];
   let parameters = (ins
@@ -278,9 +287,15 @@ def Meg_FsdpAttr : Meg_Attr<"Fsdp", "fsdp"> {
       OptionalParameter<"::mlir::ArrayAttr">:$outer,
       DefaultValuedParameter<"::mlir::meg::FsdpStrategy",
                              "::mlir::meg::FsdpStrategy::no_shard">:$outer_strategy,
-      DefaultValuedParameter<"int64_t", "40">:$bucket_mb);
+      DefaultValuedParameter<"int64_t", "40">:$bucket_mb,
+      OptionalParameter<"::mlir::ArrayAttr">:$context_axes);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The axes that split the batch: outer, then shard, less the
+    /// context axes.
+    ::mlir::ArrayAttr getBatchAxes() const;
+  }];
 }
 
 def Meg_PrecisionAttr : Meg_Attr<"Precision", "precision"> {
@@ -487,6 +502,25 @@ def Meg_TensorParallelAttr : Meg_Attr<"TensorParallel", "tensor_parallel"> {
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$axes,
                         DefaultValuedParameter<"bool", "false">:$sequence_parallel);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Meg_ContextParallelAttr : Meg_Attr<"ContextParallel", "context_parallel"> {
+  let summary = "Context parallelism of a module over a group of mesh axes";
+  let description = [{
+    The module attribute `meg.context_parallel` asks `meg-context-parallel`
+    to split every sequence over the ranks of the group of `axes` of `mesh`:
+    cut into 2 x C chunks, rank i holds chunks i and 2C - 1 - i (causal load
+    balancing); attention gathers the keys and values over the group.
+
+    ```mlir
+    module attributes {meg.context_parallel = #meg.context_parallel<
+        mesh = @world, axes = ["cp"]>} { ... }
+    ```
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
+                        "::mlir::ArrayAttr":$axes);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -55,6 +55,8 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
     /// The module's #meg.tensor_parallel (meg-tensor-parallel).
     static constexpr ::llvm::StringLiteral kTensorParallelAttrName = "meg.tensor_parallel";
+    /// The module's #meg.context_parallel (meg-context-parallel).
+    static constexpr ::llvm::StringLiteral kContextParallelAttrName = "meg.context_parallel";
     /// On a meg.linear or meg.embedding: its #meg.tp_layer, as the model's
     /// builder records it.
     static constexpr ::llvm::StringLiteral kTpLayerAttrName = "meg.tp_layer";

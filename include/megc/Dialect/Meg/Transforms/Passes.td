@@ -692,4 +692,58 @@ def MegTensorParallel : Pass<"meg-tensor-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegContextParallel : Pass<"meg-context-parallel", "::mlir::ModuleOp"> {
+  let summary = "Context parallelism: every sequence split over the ranks of "
+                "the module's #meg.context_parallel, load-balanced for "
+                "causal attention";
+  let description = [{
+    Applies the module's `meg.context_parallel` (the group of mesh axes, C
+    ranks) to a model written for one device; without it the pass does
+    nothing. It runs before tensor parallelism and autodiff: the collectives
+    it inserts have the conjugate gradients, so the backward follows.
+
+    The sequence is cut into 2C chunks; rank i holds chunks i and
+    2C - 1 - i, so that every rank does the same share of causal attention.
+    Entry inputs stay the whole samples: the token sequences the model reads
+    (the ids of a `meg.embedding`, the labels of a `meg.cross_entropy` or
+    `meg.label_count`, along their last dimension) are cut into this rank's
+    chunks where they enter (`meg.shard_slice` of the chunks reordered
+    rank by rank), and the split follows the data through elementwise ops,
+    norms, linear layers, RoPE, reshapes, transposes and slices that keep
+    the sequence a dimension. A whole value computed without parameters that
+    meets the split sequence (positions, RoPE tables) is cut the same way.
+    Each `meg.attention` gathers the keys and values over the group
+    (`meg.all_gather`, whose gradient is the reduce-scatter of theirs) back
+    into the original order, and with `causal` takes its queries' positions
+    (`positions`), so that every query sees exactly the keys before it.
+    Token losses and label counts are this rank's: `meg-fsdp` averages the
+    loss and sums the gradients over its group, which must hold the context
+    axes (`#meg.fsdp<..., context_axes = [...]>`) in a training model.
+    Entry results that hold a split sequence (the logits) are gathered in
+    the original order. The group's submesh is registered; the pass removes
+    the attribute it applied.
+
+    Errors: a sequence that 2C does not divide, a model without attention,
+    an op with no context-parallel form, a parameter-dependent value along
+    the sequence, a training model whose `meg.fsdp` lacks the context axes.
+
+    ```mlir
+    // before (cp = 2, a sequence of 8)
+    %o = meg.attention %q, %k, %v causal scale 0.35
+        : tensor<1x8x4x8xf32>, tensor<1x8x2x8xf32>, tensor<1x8x2x8xf32>
+    // after: this rank's 4 queries (chunks i and 3 - i) against all 8 keys
+    %kt = meg.all_gather %k2 over @world[cp] dim 0 : tensor<4x1x2x8xf32>
+    ...
+    %o = meg.attention %q, %k8, %v8 causal positions(%pos : tensor<4xi32>)
+        scale 0.35 : tensor<1x4x4x8xf32>, tensor<1x8x2x8xf32>,
+          tensor<1x8x2x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numGathered", "gathered",
+              "Entry results gathered whole in the original token order">
+  ];
+}
+
 #endif // MEGC_DIALECT_MEG_TRANSFORMS_PASSES_TD

@@ -1,0 +1,641 @@
+//===- ContextParallel.cpp - the meg-context-parallel pass ---------------===//
+//
+// Splits every sequence of a model written for one device over the
+// context-parallel group of its `meg.context_parallel` (C ranks): the
+// sequence is cut into 2C chunks and rank i holds chunks i and 2C - 1 - i
+// (the "cp order" of the chunks is 0, 2C-1, 1, 2C-2, ...; rank i holds
+// the i-th pair), so that every rank does the same share of causal
+// attention. Entry inputs stay the whole samples; the token sequences the
+// model reads (the ids of an embedding, the labels of a loss) are sliced
+// into this rank's chunks where they enter, and the split follows the data.
+// Attention gathers the keys and values over the group in the original
+// order and masks by each query's position; entry results with a split
+// sequence are gathered back into the original order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+
+#include "GroupRewrites.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGCONTEXTPARALLEL
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+
+namespace {
+
+/// `type` with dimension `dim` divided by `parts`.
+RankedTensorType divided(Type type, int64_t dim, int64_t parts) {
+  auto tensor = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(tensor.getShape());
+  shape[dim] /= parts;
+  return tensor.clone(shape);
+}
+
+/// The split of one function: which values hold this rank's chunks, and
+/// along which dimension.
+class ContextParallelLayout {
+public:
+  ContextParallelLayout(ContextParallelAttr config, int64_t ranks)
+      : config(config), ranks(ranks), builder(config.getContext()) {
+    builder.setListener(&tagger);
+  }
+
+  LogicalResult layOut(func::FuncOp func);
+  /// Values gathered whole for an entry's results.
+  int64_t numGathered = 0;
+  int64_t numAttentions = 0;
+  /// Token sequences the functions read, cut into this rank's chunks.
+  int64_t numSequences = 0;
+
+private:
+  InFlightDiagnostic error(Operation *op) {
+    return op->emitError() << "meg-context-parallel: ";
+  }
+  void buildAt(Operation *anchor) {
+    tagger.layer = anchor->getAttr(MegDialect::kLayerAttrName);
+    builder.setInsertionPoint(anchor);
+  }
+  void buildAfterValue(Value value);
+  std::optional<int64_t> splitDim(Value value) const {
+    auto it = dims.find(value);
+    return it == dims.end() ? std::nullopt : std::optional(it->second);
+  }
+  void split(Value value, int64_t dim) {
+    dims[value] = dim;
+    value.setType(divided(value.getType(), dim, ranks));
+  }
+
+  /// Reorders the 2C chunks along `dim` of a whole value: into cp order
+  /// (`toCp`), or from cp order back to the original one.
+  Value reorder(Value value, int64_t dim, bool toCp);
+  /// This rank's chunks of a whole value along `dim` (once per value).
+  FailureOr<Value> sliced(Value whole, int64_t dim, Operation *user);
+  /// The whole value, in the original order, of a split one. With
+  /// `partialGradient` every rank uses it differently (attention's keys and
+  /// values), so that its gradient is the sum of the ranks'.
+  Value gathered(Value value, int64_t dim, bool partialGradient = false);
+  /// Each of this rank's tokens' positions in the sequence, [S / C] i32.
+  Value positions(func::FuncOp func);
+  /// Starts the split at the sequences the model reads.
+  LogicalResult seed(func::FuncOp func);
+  /// Checks and records the sequence length.
+  LogicalResult sequenceOf(Operation *op, int64_t extent);
+
+  LogicalResult visit(Operation *op, func::FuncOp func);
+  LogicalResult visitElementwise(Operation *op);
+  LogicalResult visitReshape(ReshapeOp reshape, int64_t dim);
+  LogicalResult visitAttention(AttentionOp attention, func::FuncOp func);
+
+  ContextParallelAttr config;
+  int64_t ranks;
+  OpBuilder builder;
+  LayerTagger tagger;
+  /// The whole sequence, once an input gives it.
+  int64_t sequence = 0;
+  // Per function.
+  DenseMap<Value, int64_t> dims;
+  DenseMap<std::pair<Value, int64_t>, Value> slices;
+  /// Keys and values gathered for attention (once per value).
+  DenseMap<Value, Value> gathers;
+  Value localPositions;
+};
+
+void ContextParallelLayout::buildAfterValue(Value value) {
+  if (Operation *def = value.getDefiningOp()) {
+    tagger.layer = def->getAttr(MegDialect::kLayerAttrName);
+    builder.setInsertionPointAfter(def);
+    return;
+  }
+  tagger.layer = {};
+  builder.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+}
+
+Value ContextParallelLayout::reorder(Value value, int64_t dim, bool toCp) {
+  if (ranks == 1)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t chunks = 2 * ranks, chunk = type.getDimSize(dim) / chunks;
+  // The chunk at place p of cp order.
+  auto cpChunk = [&](int64_t p) {
+    int64_t rank = p / 2;
+    return p % 2 == 0 ? rank : chunks - 1 - rank;
+  };
+  // The place in cp order of chunk c.
+  auto cpPlace = [&](int64_t c) {
+    return c < ranks ? 2 * c : 2 * (chunks - 1 - c) + 1;
+  };
+  SmallVector<Value> pieces;
+  SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
+      strides(type.getRank(), 1);
+  sizes[dim] = chunk;
+  for (int64_t p = 0; p < chunks; ++p) {
+    offsets[dim] = (toCp ? cpChunk(p) : cpPlace(p)) * chunk;
+    pieces.push_back(SliceOp::create(builder, value.getLoc(), value,
+                                     builder.getDenseI64ArrayAttr(offsets),
+                                     builder.getDenseI64ArrayAttr(sizes),
+                                     builder.getDenseI64ArrayAttr(strides)));
+  }
+  return ConcatOp::create(builder, value.getLoc(), pieces,
+                          builder.getI64IntegerAttr(dim));
+}
+
+FailureOr<Value> ContextParallelLayout::sliced(Value whole, int64_t dim,
+                                               Operation *user) {
+  auto it = slices.find({whole, dim});
+  if (it != slices.end())
+    return it->second;
+  // A whole value that a parameter feeds (a learned position table) would
+  // need its gradient's pieces summed, not gathered; none of the models
+  // has one yet.
+  SetVector<Operation *> sources;
+  SmallVector<Value> pending = {whole};
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      return error(user) << "operand is a whole sequence that comes from a "
+                            "function argument, not from the sequences the "
+                            "model splits";
+    if (isa<ParamRefOp>(def))
+      return error(user) << "a sequence-long value computed from parameter "
+                         << cast<ParamRefOp>(def).getNameAttr()
+                         << " meets the split sequence; only "
+                            "parameter-free ones (positions, RoPE tables) "
+                            "are sliced";
+    if (sources.insert(def))
+      llvm::append_range(pending, def->getOperands());
+  }
+  buildAfterValue(whole);
+  Value local =
+      alongDim(builder, reorder(whole, dim, /*toCp=*/true), dim, 1, ranks,
+               [&](Value moved, Type type) -> Value {
+                 return ShardSliceOp::create(
+                     builder, whole.getLoc(), type, moved, config.getMesh(),
+                     config.getAxes(), builder.getI64IntegerAttr(0));
+               });
+  slices[{whole, dim}] = local;
+  dims[local] = dim;
+  return local;
+}
+
+Value ContextParallelLayout::gathered(Value value, int64_t dim,
+                                      bool partialGradient) {
+  if (partialGradient)
+    if (Value whole = gathers.lookup(value))
+      return whole;
+  Value cpOrder = alongDim(
+      builder, value, dim, ranks, 1, [&](Value moved, Type type) -> Value {
+        Value whole = AllGatherOp::create(builder, value.getLoc(), type, moved,
+                                          config.getMesh(), config.getAxes(),
+                                          builder.getI64IntegerAttr(0));
+        if (!partialGradient)
+          return whole;
+        // Each rank's use contributes part of the gradient: summed over
+        // the group before each rank takes its piece (a reduce-scatter).
+        return CopyToGroupOp::create(builder, value.getLoc(), whole,
+                                     config.getMesh(), config.getAxes());
+      });
+  Value whole = reorder(cpOrder, dim, /*toCp=*/false);
+  if (partialGradient)
+    gathers[value] = whole;
+  return whole;
+}
+
+Value ContextParallelLayout::positions(func::FuncOp func) {
+  if (localPositions)
+    return localPositions;
+  Block &entry = func.getBody().front();
+  tagger.layer = {};
+  builder.setInsertionPointToStart(&entry);
+  auto type = RankedTensorType::get({sequence}, builder.getI32Type());
+  SmallVector<int32_t> values(sequence);
+  for (int64_t i = 0; i < sequence; ++i)
+    values[i] = static_cast<int32_t>(i);
+  Value whole = arith::ConstantOp::create(
+      builder, func.getLoc(), type,
+      DenseElementsAttr::get(type, ArrayRef<int32_t>(values)));
+  localPositions =
+      alongDim(builder, reorder(whole, 0, /*toCp=*/true), 0, 1, ranks,
+               [&](Value moved, Type sliceType) -> Value {
+                 return ShardSliceOp::create(
+                     builder, func.getLoc(), sliceType, moved, config.getMesh(),
+                     config.getAxes(), builder.getI64IntegerAttr(0));
+               });
+  return localPositions;
+}
+
+LogicalResult ContextParallelLayout::sequenceOf(Operation *op, int64_t extent) {
+  if (sequence == 0) {
+    if (extent % (2 * ranks) != 0)
+      return error(op) << "the sequence of " << extent
+                       << " tokens does not split into 2 x " << ranks << " = "
+                       << 2 * ranks
+                       << " equal chunks (each context-parallel rank holds "
+                          "two, for causal load balancing)";
+    sequence = extent;
+    return success();
+  }
+  if (extent != sequence)
+    return error(op) << "reads a sequence of " << extent
+                     << " tokens, where another input has " << sequence;
+  return success();
+}
+
+LogicalResult ContextParallelLayout::seed(func::FuncOp func) {
+  SmallVector<std::pair<BlockArgument, Operation *>> seeds;
+  func.walk([&](Operation *op) {
+    Value tokens;
+    if (auto embedding = dyn_cast<EmbeddingOp>(op))
+      tokens = embedding.getIds();
+    else if (auto loss = dyn_cast<CrossEntropyOp>(op))
+      tokens = loss.getLabels();
+    else if (auto count = dyn_cast<LabelCountOp>(op))
+      tokens = count.getLabels();
+    if (auto arg = dyn_cast_or_null<BlockArgument>(tokens))
+      seeds.push_back({arg, op});
+  });
+  DenseSet<Value> seeded;
+  for (auto [arg, user] : seeds) {
+    if (!seeded.insert(arg).second)
+      continue;
+    // Every use reads this rank's chunks; the argument stays the whole
+    // samples.
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (type.getRank() == 0)
+      return error(user) << "reads a scalar where a token sequence belongs";
+    int64_t dim = type.getRank() - 1;
+    if (failed(sequenceOf(user, type.getDimSize(dim))))
+      return failure();
+    SmallVector<OpOperand *> uses;
+    SmallVector<LabelCountOp> counts;
+    for (OpOperand &use : arg.getUses()) {
+      if (auto count = dyn_cast<LabelCountOp>(use.getOwner()))
+        counts.push_back(count);
+      else
+        uses.push_back(&use);
+    }
+    // A label count stays that of the whole samples (meg-optimizer counts
+    // the labels of a step's micro-batches from the entry's input), scaled
+    // by 1/C: its mean over the data-parallel group, which holds the
+    // context axes, is then the mean of the ranks' own counts.
+    for (LabelCountOp count : counts) {
+      builder.setInsertionPointAfter(count);
+      tagger.layer = count->getAttr(MegDialect::kLayerAttrName);
+      auto type = cast<RankedTensorType>(count.getType());
+      Value factor = arith::ConstantOp::create(
+          builder, count.getLoc(), type,
+          DenseElementsAttr::get(
+              type, builder.getFloatAttr(type.getElementType(),
+                                         1.0 / static_cast<double>(ranks))));
+      auto scaled = MulOp::create(builder, count.getLoc(), count, factor);
+      count.getResult().replaceAllUsesExcept(scaled, scaled);
+    }
+    tagger.layer = {};
+    builder.setInsertionPointToStart(arg.getOwner());
+    Value local = alongDim(builder, reorder(arg, dim, /*toCp=*/true), dim, 1,
+                           ranks, [&](Value moved, Type sliceType) -> Value {
+                             return ShardSliceOp::create(
+                                 builder, arg.getLoc(), sliceType, moved,
+                                 config.getMesh(), config.getAxes(),
+                                 builder.getI64IntegerAttr(0));
+                           });
+    for (OpOperand *use : uses)
+      use->set(local);
+    dims[local] = dim;
+  }
+  return success();
+}
+
+/// Ops with the Elementwise trait (NumPy broadcasting): the result is split
+/// where a split operand is; whole operands broadcast along it (extent 1)
+/// or are sliced into this rank's chunks.
+LogicalResult ContextParallelLayout::visitElementwise(Operation *op) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t rank = type.getRank();
+  std::optional<int64_t> result;
+  for (Value operand : op->getOperands()) {
+    std::optional<int64_t> dim = splitDim(operand);
+    if (!dim)
+      continue;
+    int64_t aligned =
+        *dim + rank - cast<RankedTensorType>(operand.getType()).getRank();
+    if (result && *result != aligned)
+      return error(op) << "operands split the sequence along different "
+                          "dimensions ("
+                       << *result << " and " << aligned << ")";
+    result = aligned;
+  }
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (splitDim(operand.get()))
+      continue;
+    auto operandType = cast<RankedTensorType>(operand.get().getType());
+    int64_t dim = *result - (rank - operandType.getRank());
+    if (dim < 0 || operandType.getDimSize(dim) == 1)
+      continue;
+    if (operandType.getDimSize(dim) != sequence)
+      return error(op) << "operand #" << operand.getOperandNumber()
+                       << " has extent " << operandType.getDimSize(dim)
+                       << " along the split sequence of " << sequence;
+    FailureOr<Value> local = sliced(operand.get(), dim, op);
+    if (failed(local))
+      return failure();
+    operand.set(*local);
+  }
+  for (Value value : op->getResults())
+    split(value, *result);
+  return success();
+}
+
+/// The split dimension of the reshape's result: the one with as many
+/// elements before it, and the same extent.
+LogicalResult ContextParallelLayout::visitReshape(ReshapeOp reshape,
+                                                  int64_t dim) {
+  auto in = cast<RankedTensorType>(reshape.getInput().getType());
+  ArrayRef<int64_t> out = reshape.getType().getShape();
+  int64_t before = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    before *= in.getDimSize(d);
+  int64_t extent = in.getDimSize(dim) * ranks;
+  int64_t outBefore = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d) {
+    if (outBefore == before && out[d] == extent) {
+      split(reshape.getResult(), d);
+      return success();
+    }
+    outBefore *= out[d];
+  }
+  return error(reshape) << "reshapes the split sequence (dim " << dim << ", "
+                        << extent << " tokens) into " << reshape.getType()
+                        << ", which does not keep it a dimension";
+}
+
+/// Causal attention of this rank's queries against every key: the keys and
+/// values are gathered over the group in the original order, and each
+/// query sees the keys up to its position.
+LogicalResult ContextParallelLayout::visitAttention(AttentionOp attention,
+                                                    func::FuncOp func) {
+  for (Value operand :
+       {attention.getQuery(), attention.getKey(), attention.getValue()})
+    if (splitDim(operand) != std::optional<int64_t>(1))
+      return error(attention)
+             << "expects q, k and v split along the sequence (dim 1)";
+  if (attention.getPositions())
+    return error(attention) << "already places its queries (positions)";
+  if (attention.getStats())
+    return error(attention) << "runs before meg-keep-attention-stats";
+  Value positionsValue = attention.getCausal() ? positions(func) : Value();
+  buildAt(attention);
+  Value key = gathered(attention.getKey(), 1, /*partialGradient=*/true);
+  Value value = gathered(attention.getValue(), 1, /*partialGradient=*/true);
+  attention.getKeyMutable().assign(key);
+  attention.getValueMutable().assign(value);
+  if (positionsValue)
+    attention.getPositionsMutable().assign(positionsValue);
+  split(attention.getResult(), 1);
+  ++numAttentions;
+  return success();
+}
+
+LogicalResult ContextParallelLayout::visit(Operation *op, func::FuncOp func) {
+  bool anySplit = llvm::any_of(op->getOperands(), [&](Value operand) {
+    return splitDim(operand).has_value();
+  });
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    buildAt(ret);
+    for (OpOperand &operand : ret->getOpOperands())
+      if (std::optional<int64_t> dim = splitDim(operand.get())) {
+        operand.set(gathered(operand.get(), *dim));
+        ++numGathered;
+      }
+    return success();
+  }
+  if (!anySplit)
+    return success();
+  if (op->hasTrait<Elementwise>())
+    return visitElementwise(op);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return visitAttention(attention, func);
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    return visitReshape(reshape, *splitDim(reshape.getInput()));
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    int64_t dim = *splitDim(transpose.getInput());
+    ArrayRef<int64_t> permutation = transpose.getPermutation();
+    int64_t moved = llvm::find(permutation, dim) - permutation.begin();
+    split(transpose.getResult(), moved);
+    return success();
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    int64_t dim = *splitDim(slice.getInput());
+    int64_t extent =
+        cast<RankedTensorType>(slice.getInput().getType()).getDimSize(dim);
+    if (slice.getOffsets()[dim] != 0 || slice.getStrides()[dim] != 1 ||
+        slice.getSizes()[dim] != extent * ranks)
+      return error(slice) << "slices the split sequence (dim " << dim
+                          << "); only slices that keep it whole are split";
+    SmallVector<int64_t> sizes(slice.getSizes());
+    sizes[dim] = extent;
+    slice.setSizes(sizes);
+    split(slice.getResult(), dim);
+    return success();
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    std::optional<int64_t> dim;
+    for (Value input : concat.getInputs())
+      if (std::optional<int64_t> d = splitDim(input))
+        dim = d;
+    if (*dim == concat.getAxis())
+      return error(concat) << "concatenates along the split sequence";
+    for (OpOperand &operand : concat->getOpOperands()) {
+      if (splitDim(operand.get()))
+        continue;
+      FailureOr<Value> local = sliced(operand.get(), *dim, concat);
+      if (failed(local))
+        return failure();
+      operand.set(*local);
+    }
+    split(concat.getResult(), *dim);
+    return success();
+  }
+  // Ops on the last dimension (features, classes), any other split: the
+  // tokens stay where they are.
+  auto rowwise = [&](Value input, Value result) -> LogicalResult {
+    int64_t dim = *splitDim(input);
+    if (dim == cast<RankedTensorType>(input.getType()).getRank() - 1)
+      return error(op) << "reduces over the split sequence";
+    for (Value operand : op->getOperands())
+      if (operand != input && splitDim(operand))
+        return error(op) << "has a split operand other than its input";
+    split(result, dim);
+    return success();
+  };
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return rowwise(linear.getInput(), linear.getResult());
+  if (auto norm = dyn_cast<RmsNormOp>(op))
+    return rowwise(norm.getInput(), norm.getResult());
+  if (auto norm = dyn_cast<LayerNormOp>(op))
+    return rowwise(norm.getInput(), norm.getResult());
+  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    if (softmax.getAxis() == *splitDim(softmax.getInput()))
+      return error(op) << "reduces over the split sequence";
+    split(softmax.getResult(), *splitDim(softmax.getInput()));
+    return success();
+  }
+  if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    if (splitDim(embedding.getTable()))
+      return error(op) << "looks up rows of a split table";
+    split(embedding.getResult(), *splitDim(embedding.getIds()));
+    return success();
+  }
+  if (auto rope = dyn_cast<RopeOp>(op)) {
+    int64_t dim = rope.getLayout() == RopeLayout::bshd ? 1 : 0;
+    if (splitDim(rope.getInput()) != std::optional<int64_t>(dim))
+      return error(op) << "expects its input split along the sequence";
+    for (OpOperand *table : {&rope.getCosMutable(), &rope.getSinMutable()}) {
+      if (splitDim(table->get()))
+        return error(op) << "expects whole cos and sin tables";
+      Value whole = table->get();
+      auto type = cast<RankedTensorType>(whole.getType());
+      if (type.getDimSize(0) != sequence) {
+        // The table's first rows are the sequence's.
+        buildAfterValue(whole);
+        SmallVector<int64_t> sizes(type.getShape());
+        sizes[0] = sequence;
+        whole = SliceOp::create(
+            builder, whole.getLoc(), whole,
+            builder.getDenseI64ArrayAttr(SmallVector<int64_t>(2, 0)),
+            builder.getDenseI64ArrayAttr(sizes),
+            builder.getDenseI64ArrayAttr(SmallVector<int64_t>(2, 1)));
+      }
+      FailureOr<Value> local = sliced(whole, 0, rope);
+      if (failed(local))
+        return failure();
+      table->set(*local);
+    }
+    split(rope.getResult(), dim);
+    return success();
+  }
+  // The token losses of this rank's chunks: meg-fsdp averages the loss
+  // over the data-parallel group, which holds the context axes.
+  if (isa<CrossEntropyOp>(op))
+    return success();
+  return error(op) << "'" << op->getName()
+                   << "' has no context-parallel form (its operand holds "
+                      "this rank's chunks of the sequence)";
+}
+
+LogicalResult ContextParallelLayout::layOut(func::FuncOp func) {
+  dims.clear();
+  slices.clear();
+  gathers.clear();
+  localPositions = {};
+  if (func.isExternal())
+    return success();
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (op != func)
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    if (op->getNumRegions())
+      return op->emitError()
+             << "meg-context-parallel runs before regions are formed";
+    if (isa<func::CallOp>(op))
+      return op->emitError()
+             << "meg-context-parallel runs on inlined functions";
+    if (isa<ParamStoreOp>(op))
+      return op->emitError()
+             << "meg-context-parallel runs before meg-optimizer";
+  }
+  if (failed(seed(func)))
+    return failure();
+  numSequences += llvm::count_if(dims, [](auto &) { return true; });
+  for (Operation *op : ops)
+    if (failed(visit(op, func)))
+      return failure();
+  return success();
+}
+
+struct MegContextParallelPass
+    : public mlir::meg::impl::MegContextParallelBase<MegContextParallelPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto config = module->getAttrOfType<ContextParallelAttr>(
+        MegDialect::kContextParallelAttrName);
+    if (!config)
+      return;
+    auto mesh = module.lookupSymbol<MeshOp>(config.getMesh().getAttr());
+    if (!mesh) {
+      module.emitError() << "meg-context-parallel: mesh " << config.getMesh()
+                         << " is not a meg.mesh";
+      return signalPassFailure();
+    }
+    int64_t ranks = 1;
+    for (Attribute axis : config.getAxes())
+      ranks *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+    // The parameters' gradients of the ranks' chunks are summed by meg-fsdp
+    // over its group, which must hold the context axes.
+    if (module->hasAttr(MegDialect::kOptimizerAttrName)) {
+      auto fsdp = module->getAttrOfType<FsdpAttr>(MegDialect::kFsdpAttrName);
+      bool folded = fsdp && fsdp.getContextAxes() &&
+                    llvm::all_of(config.getAxes(), [&](Attribute axis) {
+                      return llvm::is_contained(fsdp.getContextAxes(), axis);
+                    });
+      if (!folded) {
+        module.emitError()
+            << "meg-context-parallel: a training model sums its gradients "
+               "over the context-parallel ranks in meg-fsdp's group: "
+               "meg.fsdp must name "
+            << config.getAxes() << " among its shard and context_axes";
+        return signalPassFailure();
+      }
+    }
+    registerGroup(module, mesh, config);
+    ContextParallelLayout layout(config, ranks);
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(layout.layOut(func)))
+        return signalPassFailure();
+    if (layout.numSequences == 0) {
+      module.emitError()
+          << "meg-context-parallel: the model reads no token sequence to "
+             "split (the ids of a meg.embedding, the labels of a "
+             "meg.cross_entropy or meg.label_count)";
+      return signalPassFailure();
+    }
+    if (layout.numAttentions == 0) {
+      module.emitError() << "meg-context-parallel: the model has no "
+                            "attention whose sequence could be split";
+      return signalPassFailure();
+    }
+    numGathered += layout.numGathered;
+    module->removeAttr(MegDialect::kContextParallelAttrName);
+  }
+
+  /// Registers the group's submesh unless the module has.
+  static void registerGroup(ModuleOp module, MeshOp mesh,
+                            ContextParallelAttr config) {
+    for (auto submesh : module.getOps<SubmeshOp>())
+      if (submesh.getMeshAttr() == config.getMesh() &&
+          submesh.getAxesAttr() == config.getAxes())
+        return;
+    OpBuilder builder(module.getContext());
+    Operation *after = mesh;
+    for (auto submesh : module.getOps<SubmeshOp>())
+      after = submesh;
+    builder.setInsertionPointAfter(after);
+    SubmeshOp::create(builder, mesh.getLoc(), config.getMesh(),
+                      config.getAxes());
+  }
+};
+
+} // namespace

@@ -1,0 +1,195 @@
+// RUN: megc-opt %s --split-input-file --meg-context-parallel --verify-diagnostics | FileCheck %s
+
+// cp = 2 over a sequence of 8: four chunks of 2, rank i holds chunks i and
+// 3 - i, i.e. the cp order of the chunks is 0, 3, 1, 2 (offsets 0, 6, 2,
+// 4) and each rank takes its half of it. The ids enter as this rank's
+// chunks; the queries' positions are the same cut of 0..7 (rank 0: 0 1 6
+// 7, rank 1: 2 3 4 5). Keys and values are gathered over cp (dim 0 after a
+// transpose), marked for a summed gradient, and put back into the original
+// order (the chunks at places 0, 2, 3, 1: offsets 0, 4, 6, 2) once for
+// both; the entry's result is gathered the same way. The pass registers
+// @world[cp] and drops what it applied.
+// CHECK-NOT: meg.context_parallel
+// CHECK: meg.mesh @world [cp = 2]
+// CHECK-NEXT: meg.submesh @world[cp]
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[IDS:.*]]: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32>
+// CHECK: %[[ALL:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi32>
+// CHECK-NEXT: %[[P0:.*]] = meg.slice %[[ALL]] [0] [2] [1]
+// CHECK-NEXT: %[[P1:.*]] = meg.slice %[[ALL]] [6] [2] [1]
+// CHECK-NEXT: %[[P2:.*]] = meg.slice %[[ALL]] [2] [2] [1]
+// CHECK-NEXT: %[[P3:.*]] = meg.slice %[[ALL]] [4] [2] [1]
+// CHECK-NEXT: %[[CP:.*]] = meg.concat %[[P0]], %[[P1]], %[[P2]], %[[P3]] axis 0
+// CHECK-NEXT: %[[POS:.*]] = meg.shard_slice %[[CP]] over @world[cp] dim 0 : tensor<8xi32> -> tensor<4xi32>
+// CHECK-NEXT: %[[I0:.*]] = meg.slice %[[IDS]] [0, 0] [1, 2] [1, 1]
+// CHECK-NEXT: %[[I1:.*]] = meg.slice %[[IDS]] [0, 6] [1, 2] [1, 1]
+// CHECK-NEXT: %[[I2:.*]] = meg.slice %[[IDS]] [0, 2] [1, 2] [1, 1]
+// CHECK-NEXT: %[[I3:.*]] = meg.slice %[[IDS]] [0, 4] [1, 2] [1, 1]
+// CHECK-NEXT: %[[ICP:.*]] = meg.concat %[[I0]], %[[I1]], %[[I2]], %[[I3]] axis 1
+// CHECK-NEXT: %[[IT:.*]] = meg.transpose %[[ICP]] [1, 0]
+// CHECK-NEXT: %[[MINE:.*]] = meg.shard_slice %[[IT]] over @world[cp] dim 0 : tensor<8x1xi32> -> tensor<4x1xi32>
+// CHECK-NEXT: %[[LOCAL:.*]] = meg.transpose %[[MINE]] [1, 0]
+// CHECK: %[[H:.*]] = meg.embedding %{{.*}}, %[[LOCAL]] : tensor<16x8xf32>, tensor<1x4xi32>
+// CHECK-NEXT: %[[Q:.*]] = meg.reshape %[[H]] {meg.layer = 0 : i64} : tensor<1x4x8xf32> to tensor<1x4x2x4xf32>
+// CHECK-NEXT: %[[KT:.*]] = meg.transpose %[[Q]] [1, 0, 2, 3] {meg.layer = 0 : i64}
+// CHECK-NEXT: %[[KG:.*]] = meg.all_gather %[[KT]] over @world[cp] dim 0 {meg.layer = 0 : i64} : tensor<4x1x2x4xf32> -> tensor<8x1x2x4xf32>
+// CHECK-NEXT: %[[KS:.*]] = meg.copy_to_group %[[KG]] over @world[cp]
+// CHECK-NEXT: %[[KB:.*]] = meg.transpose %[[KS]] [1, 0, 2, 3]
+// CHECK-NEXT: %[[K0:.*]] = meg.slice %[[KB]] [0, 0, 0, 0] [1, 2, 2, 4]
+// CHECK-NEXT: %[[K1:.*]] = meg.slice %[[KB]] [0, 4, 0, 0] [1, 2, 2, 4]
+// CHECK-NEXT: %[[K2:.*]] = meg.slice %[[KB]] [0, 6, 0, 0] [1, 2, 2, 4]
+// CHECK-NEXT: %[[K3:.*]] = meg.slice %[[KB]] [0, 2, 0, 0] [1, 2, 2, 4]
+// CHECK-NEXT: %[[K:.*]] = meg.concat %[[K0]], %[[K1]], %[[K2]], %[[K3]] axis 1
+// CHECK-NEXT: %[[O:.*]] = meg.attention %[[Q]], %[[K]], %[[K]] causal positions(%[[POS]] : tensor<4xi32>) scale 5.000000e-01 {meg.layer = 0 : i64} : tensor<1x4x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+// CHECK-NEXT: %[[R:.*]] = meg.reshape %[[O]] {meg.layer = 0 : i64} : tensor<1x4x2x4xf32> to tensor<1x4x8xf32>
+// CHECK: meg.all_gather %{{.*}} over @world[cp] dim 0 : tensor<4x1x8xf32> -> tensor<8x1x8xf32>
+// CHECK: %[[W:.*]] = meg.concat
+// CHECK-NEXT: return %[[W]] : tensor<1x8x8xf32>
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
+    %q = meg.reshape %h {meg.layer = 0 : i64} : tensor<1x8x8xf32> to tensor<1x8x2x4xf32>
+    %o = meg.attention %q, %q, %q causal scale 0.5 {meg.layer = 0 : i64} : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+    %r = meg.reshape %o {meg.layer = 0 : i64} : tensor<1x8x2x4xf32> to tensor<1x8x8xf32>
+    return %r : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+// cp = 4 over 16 tokens: eight chunks of 2 in cp order 0 7 1 6 2 5 3 4;
+// RoPE tables computed whole from the positions (longer than the
+// sequence: their first 16 rows) are cut like the tokens; a norm, a linear
+// layer and an elementwise product keep the split; the loss and the label
+// count are this rank's, the count of the whole samples scaled by 1/4.
+// CHECK-LABEL: func.func @loss
+// CHECK: %[[POS:.*]] = meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16xi32> -> tensor<4xi32>
+// CHECK: meg.slice %[[IDS:.*]] [0, 0] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [0, 14] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [0, 2] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [0, 12] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [0, 4] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [0, 10] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [0, 6] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [0, 8] [2, 2] [1, 1]
+// CHECK: meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16x2xi32> -> tensor<4x2xi32>
+// CHECK: %[[COS:.*]] = meg.slice %{{.*}} [0, 0] [16, 4] [1, 1] : tensor<20x4xf32>
+// CHECK: %[[COSL:.*]] = meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16x4xf32> -> tensor<4x4xf32>
+// CHECK: meg.rope %{{.*}}, %[[COSL]], %{{.*}} layout bshd : tensor<2x4x2x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+// CHECK: meg.attention {{.*}} causal positions(%[[POS]] : tensor<4xi32>) {{.*}} : tensor<2x4x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
+// CHECK: %[[CE:.*]] = meg.cross_entropy %{{.*}}, %{{.*}} sum ignore -100 : tensor<2x4x16xf32>, tensor<2x4xi32>
+// CHECK: %[[N:.*]] = meg.label_count %[[LABELS:.*]] ignore -100 global : tensor<2x16xi32>
+// CHECK-NEXT: %[[Q:.*]] = arith.constant dense<2.500000e-01> : tensor<f32>
+// CHECK-NEXT: %[[NQ:.*]] = meg.mul %[[N]], %[[Q]]
+// CHECK-NEXT: meg.div %[[CE]], %[[NQ]]
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [dp_shard = 1, cp = 4]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  meg.param @norm : tensor<8xf32> init #meg.init<ones>
+  meg.param @head : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  func.func @loss(%ids: tensor<2x16xi32> {meg.name = "input_ids"}, %labels: tensor<2x16xi32> {meg.name = "labels"}) -> (tensor<f32> {meg.name = "loss"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<2x16xi32>
+    %p = meg.iota dim 0 : tensor<20xf32>
+    %p2 = meg.reshape %p : tensor<20xf32> to tensor<20x1xf32>
+    %f = arith.constant dense<[1.0, 0.5, 1.0, 0.5]> : tensor<4xf32>
+    %a = meg.mul %p2, %f : tensor<20x1xf32>, tensor<4xf32>
+    %cos = meg.cos %a : tensor<20x4xf32>
+    %sin = meg.sin %a : tensor<20x4xf32>
+    %wn = meg.param_ref @norm : tensor<8xf32>
+    %n = meg.rms_norm %h, %wn eps 1.0e-5 : tensor<2x16x8xf32>, tensor<8xf32>
+    %q = meg.reshape %n : tensor<2x16x8xf32> to tensor<2x16x2x4xf32>
+    %qr = meg.rope %q, %cos, %sin layout bshd : tensor<2x16x2x4xf32>, tensor<20x4xf32>, tensor<20x4xf32>
+    %o = meg.attention %qr, %qr, %q causal scale 0.5 : tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
+    %r = meg.reshape %o : tensor<2x16x2x4xf32> to tensor<2x16x8xf32>
+    %g = meg.mul %r, %h : tensor<2x16x8xf32>, tensor<2x16x8xf32>
+    %wh = meg.param_ref @head : tensor<16x8xf32>
+    %logits = meg.linear %g, %wh : tensor<2x16x8xf32>, tensor<16x8xf32>
+    %ce = meg.cross_entropy %logits, %labels sum ignore -100 : tensor<2x16x16xf32>, tensor<2x16xi32>
+    %cnt = meg.label_count %labels ignore -100 global : tensor<2x16xi32>
+    %l = meg.div %ce, %cnt : tensor<f32>, tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{meg-context-parallel: the model has no attention whose sequence could be split}}
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
+    return %h : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<1x6xi32> {meg.name = "input_ids"}) -> (tensor<1x6x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    // expected-error @+1 {{meg-context-parallel: the sequence of 6 tokens does not split into 2 x 2 = 4 equal chunks (each context-parallel rank holds two, for causal load balancing)}}
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x6xi32>
+    return %h : tensor<1x6x8xf32>
+  }
+}
+
+// -----
+
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
+    // expected-error @+1 {{meg-context-parallel: 'meg.reduce' has no context-parallel form (its operand holds this rank's chunks of the sequence)}}
+    %s = meg.reduce sum %h dims [2] : tensor<1x8x8xf32>
+    return %s : tensor<1x8xf32>
+  }
+}
+
+// -----
+
+// A learned position table would need its gradient's pieces summed.
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  meg.param @pos : tensor<8x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
+    %p = meg.param_ref @pos : tensor<8x8xf32>
+    // expected-error @+1 {{meg-context-parallel: a sequence-long value computed from parameter @pos meets the split sequence; only parameter-free ones (positions, RoPE tables) are sliced}}
+    %x = meg.add %h, %p : tensor<1x8x8xf32>, tensor<8x8xf32>
+    %q = meg.reshape %x : tensor<1x8x8xf32> to tensor<1x8x2x4xf32>
+    %o = meg.attention %q, %q, %q causal scale 0.5 : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+    %r = meg.reshape %o : tensor<1x8x2x4xf32> to tensor<1x8x8xf32>
+    return %r : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{meg-context-parallel: a training model sums its gradients over the context-parallel ranks in meg-fsdp's group: meg.fsdp must name ["cp"] among its shard and context_axes}}
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>, meg.optimizer = #meg.adamw<lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>, meg.fsdp = #meg.fsdp<strategy = no_shard, mesh = @world, shard = ["dp_shard", "cp"]>} {
+  meg.mesh @world [dp_shard = 1, cp = 2]
+}
+
+// -----
+
+// A model that reads no tokens (a diffusion transformer's latents).
+// expected-error @+1 {{meg-context-parallel: the model reads no token sequence to split (the ids of a meg.embedding, the labels of a meg.cross_entropy or meg.label_count)}}
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  func.func @forward(%x: tensor<1x8x2x4xf32> {meg.name = "latents"}) -> (tensor<1x8x2x4xf32> {meg.name = "y"}) {
+    %o = meg.attention %x, %x, %x scale 0.5 : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+    return %o : tensor<1x8x2x4xf32>
+  }
+}
