@@ -76,9 +76,11 @@ private:
     value.setType(divided(value.getType(), dim, ranks));
   }
 
-  /// Reorders the 2C chunks along `dim` of a whole value: into cp order
+  /// Reorders the 2C chunks along dim 0 of a whole value: into cp order
   /// (`toCp`), or from cp order back to the original one.
-  Value reorder(Value value, int64_t dim, bool toCp);
+  Value reorderRows(Value value, bool toCp);
+  /// This rank's chunks along `dim` of a whole value.
+  Value localChunks(Value whole, int64_t dim);
   /// This rank's chunks of a whole value along `dim` (once per value).
   FailureOr<Value> sliced(Value whole, int64_t dim, Operation *user);
   /// The whole value, in the original order, of a split one. With
@@ -121,33 +123,70 @@ void ContextParallelLayout::buildAfterValue(Value value) {
   builder.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
 }
 
-Value ContextParallelLayout::reorder(Value value, int64_t dim, bool toCp) {
+Value ContextParallelLayout::reorderRows(Value value, bool toCp) {
   if (ranks == 1)
     return value;
   auto type = cast<RankedTensorType>(value.getType());
-  int64_t chunks = 2 * ranks, chunk = type.getDimSize(dim) / chunks;
-  // The chunk at place p of cp order.
+  int64_t rows = type.getDimSize(0), chunks = 2 * ranks,
+          chunk = rows / chunks;
+  // The chunk at place p of cp order, and the place of chunk c.
   auto cpChunk = [&](int64_t p) {
-    int64_t rank = p / 2;
-    return p % 2 == 0 ? rank : chunks - 1 - rank;
+    return p % 2 == 0 ? p / 2 : chunks - 1 - p / 2;
   };
-  // The place in cp order of chunk c.
   auto cpPlace = [&](int64_t c) {
     return c < ranks ? 2 * c : 2 * (chunks - 1 - c) + 1;
   };
+  // Row r of the result is row source(r) of the value.
+  auto source = [&](int64_t r) {
+    int64_t from = toCp ? cpChunk(r / chunk) : cpPlace(r / chunk);
+    return from * chunk + r % chunk;
+  };
+  Location loc = value.getLoc();
+  if (isa<FloatType>(type.getElementType())) {
+    // One gather of rows, whose gradient is the inverse one.
+    int64_t width = type.getNumElements() / rows;
+    auto flatType = RankedTensorType::get({rows, width}, type.getElementType());
+    Value flat = ReshapeOp::create(builder, loc, flatType, value);
+    auto indexType = RankedTensorType::get({rows}, builder.getI32Type());
+    auto inverseType = RankedTensorType::get({rows, 1}, builder.getI32Type());
+    SmallVector<int32_t> index(rows), inverse(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      index[r] = static_cast<int32_t>(source(r));
+      inverse[source(r)] = static_cast<int32_t>(r);
+    }
+    Value indexValue = arith::ConstantOp::create(
+        builder, loc, indexType,
+        DenseElementsAttr::get(indexType, ArrayRef<int32_t>(index)));
+    Value inverseValue = arith::ConstantOp::create(
+        builder, loc, inverseType,
+        DenseElementsAttr::get(inverseType, ArrayRef<int32_t>(inverse)));
+    Value moved = GatherRowsOp::create(builder, loc, flatType, flat,
+                                       indexValue, inverseValue);
+    return ReshapeOp::create(builder, loc, type, moved);
+  }
+  // Integers (token ids and labels, no gradient): one slice per chunk.
   SmallVector<Value> pieces;
   SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
       strides(type.getRank(), 1);
-  sizes[dim] = chunk;
+  sizes[0] = chunk;
   for (int64_t p = 0; p < chunks; ++p) {
-    offsets[dim] = (toCp ? cpChunk(p) : cpPlace(p)) * chunk;
-    pieces.push_back(SliceOp::create(builder, value.getLoc(), value,
+    offsets[0] = source(p * chunk);
+    pieces.push_back(SliceOp::create(builder, loc, value,
                                      builder.getDenseI64ArrayAttr(offsets),
                                      builder.getDenseI64ArrayAttr(sizes),
                                      builder.getDenseI64ArrayAttr(strides)));
   }
-  return ConcatOp::create(builder, value.getLoc(), pieces,
-                          builder.getI64IntegerAttr(dim));
+  return ConcatOp::create(builder, loc, pieces, builder.getI64IntegerAttr(0));
+}
+
+Value ContextParallelLayout::localChunks(Value whole, int64_t dim) {
+  return alongDim(builder, whole, dim, 1, ranks,
+                  [&](Value moved, Type type) -> Value {
+                    return ShardSliceOp::create(
+                        builder, whole.getLoc(), type,
+                        reorderRows(moved, /*toCp=*/true), config.getMesh(),
+                        config.getAxes(), builder.getI64IntegerAttr(0));
+                  });
 }
 
 FailureOr<Value> ContextParallelLayout::sliced(Value whole, int64_t dim,
@@ -177,13 +216,7 @@ FailureOr<Value> ContextParallelLayout::sliced(Value whole, int64_t dim,
       llvm::append_range(pending, def->getOperands());
   }
   buildAfterValue(whole);
-  Value local =
-      alongDim(builder, reorder(whole, dim, /*toCp=*/true), dim, 1, ranks,
-               [&](Value moved, Type type) -> Value {
-                 return ShardSliceOp::create(
-                     builder, whole.getLoc(), type, moved, config.getMesh(),
-                     config.getAxes(), builder.getI64IntegerAttr(0));
-               });
+  Value local = localChunks(whole, dim);
   slices[{whole, dim}] = local;
   dims[local] = dim;
   return local;
@@ -194,19 +227,19 @@ Value ContextParallelLayout::gathered(Value value, int64_t dim,
   if (partialGradient)
     if (Value whole = gathers.lookup(value))
       return whole;
-  Value cpOrder = alongDim(
+  Value whole = alongDim(
       builder, value, dim, ranks, 1, [&](Value moved, Type type) -> Value {
-        Value whole = AllGatherOp::create(builder, value.getLoc(), type, moved,
-                                          config.getMesh(), config.getAxes(),
-                                          builder.getI64IntegerAttr(0));
-        if (!partialGradient)
-          return whole;
+        Value cpOrder = AllGatherOp::create(builder, value.getLoc(), type,
+                                            moved, config.getMesh(),
+                                            config.getAxes(),
+                                            builder.getI64IntegerAttr(0));
         // Each rank's use contributes part of the gradient: summed over
         // the group before each rank takes its piece (a reduce-scatter).
-        return CopyToGroupOp::create(builder, value.getLoc(), whole,
-                                     config.getMesh(), config.getAxes());
+        if (partialGradient)
+          cpOrder = CopyToGroupOp::create(builder, value.getLoc(), cpOrder,
+                                          config.getMesh(), config.getAxes());
+        return reorderRows(cpOrder, /*toCp=*/false);
       });
-  Value whole = reorder(cpOrder, dim, /*toCp=*/false);
   if (partialGradient)
     gathers[value] = whole;
   return whole;
@@ -218,20 +251,21 @@ Value ContextParallelLayout::positions(func::FuncOp func) {
   Block &entry = func.getBody().front();
   tagger.layer = {};
   builder.setInsertionPointToStart(&entry);
+  // The positions in cp order: the chunks 0, 2C-1, 1, 2C-2, ...
   auto type = RankedTensorType::get({sequence}, builder.getI32Type());
-  SmallVector<int32_t> values(sequence);
-  for (int64_t i = 0; i < sequence; ++i)
-    values[i] = static_cast<int32_t>(i);
-  Value whole = arith::ConstantOp::create(
+  int64_t chunks = 2 * ranks, chunk = sequence / chunks;
+  SmallVector<int32_t> values;
+  for (int64_t p = 0; p < chunks; ++p) {
+    int64_t c = p % 2 == 0 ? p / 2 : chunks - 1 - p / 2;
+    for (int64_t i = 0; i < chunk; ++i)
+      values.push_back(static_cast<int32_t>(c * chunk + i));
+  }
+  Value cpOrder = arith::ConstantOp::create(
       builder, func.getLoc(), type,
       DenseElementsAttr::get(type, ArrayRef<int32_t>(values)));
-  localPositions =
-      alongDim(builder, reorder(whole, 0, /*toCp=*/true), 0, 1, ranks,
-               [&](Value moved, Type sliceType) -> Value {
-                 return ShardSliceOp::create(
-                     builder, func.getLoc(), sliceType, moved, config.getMesh(),
-                     config.getAxes(), builder.getI64IntegerAttr(0));
-               });
+  localPositions = ShardSliceOp::create(
+      builder, func.getLoc(), divided(type, 0, ranks), cpOrder,
+      config.getMesh(), config.getAxes(), builder.getI64IntegerAttr(0));
   return localPositions;
 }
 
@@ -303,13 +337,7 @@ LogicalResult ContextParallelLayout::seed(func::FuncOp func) {
     }
     tagger.layer = {};
     builder.setInsertionPointToStart(arg.getOwner());
-    Value local = alongDim(builder, reorder(arg, dim, /*toCp=*/true), dim, 1,
-                           ranks, [&](Value moved, Type sliceType) -> Value {
-                             return ShardSliceOp::create(
-                                 builder, arg.getLoc(), sliceType, moved,
-                                 config.getMesh(), config.getAxes(),
-                                 builder.getI64IntegerAttr(0));
-                           });
+    Value local = localChunks(arg, dim);
     for (OpOperand *use : uses)
       use->set(local);
     dims[local] = dim;
@@ -638,4 +666,5 @@ struct MegContextParallelPass
   }
 };
 
-} // namespace
+} // namespace  Value local = localChunks(whole, dim);
+
