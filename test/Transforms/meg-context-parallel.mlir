@@ -3,47 +3,44 @@
 // cp = 2 over a sequence of 8: four chunks of 2, rank i holds chunks i and
 // 3 - i, i.e. the cp order of the chunks is 0, 3, 1, 2 (offsets 0, 6, 2,
 // 4) and each rank takes its half of it. The ids enter as this rank's
-// chunks; the queries' positions are the same cut of 0..7 (rank 0: 0 1 6
-// 7, rank 1: 2 3 4 5). Keys and values are gathered over cp (dim 0 after a
-// transpose), marked for a summed gradient, and put back into the original
-// order (the chunks at places 0, 2, 3, 1: offsets 0, 4, 6, 2) once for
-// both; the entry's result is gathered the same way. The pass registers
-// @world[cp] and drops what it applied.
+// chunks (the sequence moved to dim 0, one slice per chunk); the queries'
+// positions are the cp-order constant's half (rank 0: 0 1 6 7, rank 1: 2 3
+// 4 5). Keys and values are gathered over cp (dim 0 after a transpose),
+// marked for a summed gradient, and put back into the original order by one
+// gather of rows (chunks from places 0, 2, 3, 1), whose inverse index makes
+// the gradient a gather too, once for both; the entry's result is gathered
+// the same way. The pass registers @world[cp] and drops what it applied.
 // CHECK-NOT: meg.context_parallel
 // CHECK: meg.mesh @world [cp = 2]
 // CHECK-NEXT: meg.submesh @world[cp]
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[IDS:.*]]: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32>
-// CHECK: %[[ALL:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi32>
-// CHECK-NEXT: %[[P0:.*]] = meg.slice %[[ALL]] [0] [2] [1]
-// CHECK-NEXT: %[[P1:.*]] = meg.slice %[[ALL]] [6] [2] [1]
-// CHECK-NEXT: %[[P2:.*]] = meg.slice %[[ALL]] [2] [2] [1]
-// CHECK-NEXT: %[[P3:.*]] = meg.slice %[[ALL]] [4] [2] [1]
-// CHECK-NEXT: %[[CP:.*]] = meg.concat %[[P0]], %[[P1]], %[[P2]], %[[P3]] axis 0
+// CHECK: %[[CP:.*]] = arith.constant dense<[0, 1, 6, 7, 2, 3, 4, 5]> : tensor<8xi32>
 // CHECK-NEXT: %[[POS:.*]] = meg.shard_slice %[[CP]] over @world[cp] dim 0 : tensor<8xi32> -> tensor<4xi32>
-// CHECK-NEXT: %[[I0:.*]] = meg.slice %[[IDS]] [0, 0] [1, 2] [1, 1]
-// CHECK-NEXT: %[[I1:.*]] = meg.slice %[[IDS]] [0, 6] [1, 2] [1, 1]
-// CHECK-NEXT: %[[I2:.*]] = meg.slice %[[IDS]] [0, 2] [1, 2] [1, 1]
-// CHECK-NEXT: %[[I3:.*]] = meg.slice %[[IDS]] [0, 4] [1, 2] [1, 1]
-// CHECK-NEXT: %[[ICP:.*]] = meg.concat %[[I0]], %[[I1]], %[[I2]], %[[I3]] axis 1
-// CHECK-NEXT: %[[IT:.*]] = meg.transpose %[[ICP]] [1, 0]
-// CHECK-NEXT: %[[MINE:.*]] = meg.shard_slice %[[IT]] over @world[cp] dim 0 : tensor<8x1xi32> -> tensor<4x1xi32>
+// CHECK-NEXT: %[[IT:.*]] = meg.transpose %[[IDS]] [1, 0]
+// CHECK-NEXT: %[[I0:.*]] = meg.slice %[[IT]] [0, 0] [2, 1] [1, 1]
+// CHECK-NEXT: %[[I1:.*]] = meg.slice %[[IT]] [6, 0] [2, 1] [1, 1]
+// CHECK-NEXT: %[[I2:.*]] = meg.slice %[[IT]] [2, 0] [2, 1] [1, 1]
+// CHECK-NEXT: %[[I3:.*]] = meg.slice %[[IT]] [4, 0] [2, 1] [1, 1]
+// CHECK-NEXT: %[[ICP:.*]] = meg.concat %[[I0]], %[[I1]], %[[I2]], %[[I3]] axis 0
+// CHECK-NEXT: %[[MINE:.*]] = meg.shard_slice %[[ICP]] over @world[cp] dim 0 : tensor<8x1xi32> -> tensor<4x1xi32>
 // CHECK-NEXT: %[[LOCAL:.*]] = meg.transpose %[[MINE]] [1, 0]
 // CHECK: %[[H:.*]] = meg.embedding %{{.*}}, %[[LOCAL]] : tensor<16x8xf32>, tensor<1x4xi32>
 // CHECK-NEXT: %[[Q:.*]] = meg.reshape %[[H]] {meg.layer = 0 : i64} : tensor<1x4x8xf32> to tensor<1x4x2x4xf32>
 // CHECK-NEXT: %[[KT:.*]] = meg.transpose %[[Q]] [1, 0, 2, 3] {meg.layer = 0 : i64}
 // CHECK-NEXT: %[[KG:.*]] = meg.all_gather %[[KT]] over @world[cp] dim 0 {meg.layer = 0 : i64} : tensor<4x1x2x4xf32> -> tensor<8x1x2x4xf32>
 // CHECK-NEXT: %[[KS:.*]] = meg.copy_to_group %[[KG]] over @world[cp]
-// CHECK-NEXT: %[[KB:.*]] = meg.transpose %[[KS]] [1, 0, 2, 3]
-// CHECK-NEXT: %[[K0:.*]] = meg.slice %[[KB]] [0, 0, 0, 0] [1, 2, 2, 4]
-// CHECK-NEXT: %[[K1:.*]] = meg.slice %[[KB]] [0, 4, 0, 0] [1, 2, 2, 4]
-// CHECK-NEXT: %[[K2:.*]] = meg.slice %[[KB]] [0, 6, 0, 0] [1, 2, 2, 4]
-// CHECK-NEXT: %[[K3:.*]] = meg.slice %[[KB]] [0, 2, 0, 0] [1, 2, 2, 4]
-// CHECK-NEXT: %[[K:.*]] = meg.concat %[[K0]], %[[K1]], %[[K2]], %[[K3]] axis 1
+// CHECK-NEXT: %[[KF:.*]] = meg.reshape %[[KS]] {meg.layer = 0 : i64} : tensor<8x1x2x4xf32> to tensor<8x8xf32>
+// CHECK-NEXT: %[[IX:.*]] = arith.constant {meg.layer = 0 : i64} dense<[0, 1, 4, 5, 6, 7, 2, 3]> : tensor<8xi32>
+// CHECK-NEXT: %[[INV:.*]] = arith.constant {meg.layer = 0 : i64} dense<{{\[}}[0], [1], [6], [7], [2], [3], [4], [5]]> : tensor<8x1xi32>
+// CHECK-NEXT: %[[KO:.*]] = meg.gather_rows %[[KF]], %[[IX]] inverse %[[INV]] {meg.layer = 0 : i64} : tensor<8x8xf32>, tensor<8xi32>, tensor<8x1xi32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[KR:.*]] = meg.reshape %[[KO]] {meg.layer = 0 : i64} : tensor<8x8xf32> to tensor<8x1x2x4xf32>
+// CHECK-NEXT: %[[K:.*]] = meg.transpose %[[KR]] [1, 0, 2, 3]
 // CHECK-NEXT: %[[O:.*]] = meg.attention %[[Q]], %[[K]], %[[K]] causal positions(%[[POS]] : tensor<4xi32>) scale 5.000000e-01 {meg.layer = 0 : i64} : tensor<1x4x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
 // CHECK-NEXT: %[[R:.*]] = meg.reshape %[[O]] {meg.layer = 0 : i64} : tensor<1x4x2x4xf32> to tensor<1x4x8xf32>
 // CHECK: meg.all_gather %{{.*}} over @world[cp] dim 0 : tensor<4x1x8xf32> -> tensor<8x1x8xf32>
-// CHECK: %[[W:.*]] = meg.concat
+// CHECK: meg.gather_rows
+// CHECK: %[[W:.*]] = meg.transpose
 // CHECK-NEXT: return %[[W]] : tensor<1x8x8xf32>
 module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
   meg.mesh @world [cp = 2]
@@ -66,18 +63,20 @@ module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, a
 // layer and an elementwise product keep the split; the loss and the label
 // count are this rank's, the count of the whole samples scaled by 1/4.
 // CHECK-LABEL: func.func @loss
-// CHECK: %[[POS:.*]] = meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16xi32> -> tensor<4xi32>
+// CHECK: arith.constant dense<[0, 1, 14, 15, 2, 3, 12, 13, 4, 5, 10, 11, 6, 7, 8, 9]> : tensor<16xi32>
+// CHECK-NEXT: %[[POS:.*]] = meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16xi32> -> tensor<4xi32>
 // CHECK: meg.slice %[[IDS:.*]] [0, 0] [2, 2] [1, 1]
-// CHECK-NEXT: meg.slice %[[IDS]] [0, 14] [2, 2] [1, 1]
-// CHECK-NEXT: meg.slice %[[IDS]] [0, 2] [2, 2] [1, 1]
-// CHECK-NEXT: meg.slice %[[IDS]] [0, 12] [2, 2] [1, 1]
-// CHECK-NEXT: meg.slice %[[IDS]] [0, 4] [2, 2] [1, 1]
-// CHECK-NEXT: meg.slice %[[IDS]] [0, 10] [2, 2] [1, 1]
-// CHECK-NEXT: meg.slice %[[IDS]] [0, 6] [2, 2] [1, 1]
-// CHECK-NEXT: meg.slice %[[IDS]] [0, 8] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [14, 0] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [2, 0] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [12, 0] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [4, 0] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [10, 0] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [6, 0] [2, 2] [1, 1]
+// CHECK-NEXT: meg.slice %[[IDS]] [8, 0] [2, 2] [1, 1]
 // CHECK: meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16x2xi32> -> tensor<4x2xi32>
-// CHECK: %[[COS:.*]] = meg.slice %{{.*}} [0, 0] [16, 4] [1, 1] : tensor<20x4xf32>
-// CHECK: %[[COSL:.*]] = meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16x4xf32> -> tensor<4x4xf32>
+// CHECK: meg.slice %{{.*}} [0, 0] [16, 4] [1, 1] : tensor<20x4xf32>
+// CHECK: meg.gather_rows %{{.*}} : tensor<16x4xf32>, tensor<16xi32>, tensor<16x1xi32> -> tensor<16x4xf32>
+// CHECK-NEXT: %[[COSL:.*]] = meg.shard_slice %{{.*}} over @world[cp] dim 0 : tensor<16x4xf32> -> tensor<4x4xf32>
 // CHECK: meg.rope %{{.*}}, %[[COSL]], %{{.*}} layout bshd : tensor<2x4x2x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 // CHECK: meg.attention {{.*}} causal positions(%[[POS]] : tensor<4xi32>) {{.*}} : tensor<2x4x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>
 // CHECK: %[[CE:.*]] = meg.cross_entropy %{{.*}}, %{{.*}} sum ignore -100 : tensor<2x4x16xf32>, tensor<2x4xi32>

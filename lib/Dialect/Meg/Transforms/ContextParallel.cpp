@@ -146,7 +146,9 @@ Value ContextParallelLayout::reorderRows(Value value, bool toCp) {
     // One gather of rows, whose gradient is the inverse one.
     int64_t width = type.getNumElements() / rows;
     auto flatType = RankedTensorType::get({rows, width}, type.getElementType());
-    Value flat = ReshapeOp::create(builder, loc, flatType, value);
+    Value flat = flatType == type
+                     ? value
+                     : ReshapeOp::create(builder, loc, flatType, value);
     auto indexType = RankedTensorType::get({rows}, builder.getI32Type());
     auto inverseType = RankedTensorType::get({rows, 1}, builder.getI32Type());
     SmallVector<int32_t> index(rows), inverse(rows);
@@ -162,7 +164,8 @@ Value ContextParallelLayout::reorderRows(Value value, bool toCp) {
         DenseElementsAttr::get(inverseType, ArrayRef<int32_t>(inverse)));
     Value moved = GatherRowsOp::create(builder, loc, flatType, flat,
                                        indexValue, inverseValue);
-    return ReshapeOp::create(builder, loc, type, moved);
+    return flatType == type ? moved
+                            : ReshapeOp::create(builder, loc, type, moved);
   }
   // Integers (token ids and labels, no gradient): one slice per chunk.
   SmallVector<Value> pieces;
