@@ -367,6 +367,17 @@ ContextParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyAxisNames(emitError, axes, "context_parallel");
 }
 
+LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FlatSymbolRefAttr mesh, ArrayAttr axes,
+                                   int64_t virtualStages,
+                                   DenseI64ArrayAttr layers) {
+  if (!mesh)
+    return emitError() << "expects a mesh symbol";
+  if (virtualStages < 1)
+    return emitError() << "expects virtual_stages >= 1, got " << virtualStages;
+  return verifyAxisNames(emitError, axes, "pipeline");
+}
+
 LogicalResult TpLayerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   TpLayerKind kind, int64_t groups) {
   if (groups < 0)

@@ -110,6 +110,24 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
     return verifyMeshAxes(op, name, tp.getMesh(), tp.getAxes(),
                           "tensor_parallel");
   }
+  if (name == kPipelineAttrName) {
+    auto pp = dyn_cast<PipelineAttr>(attr.getValue());
+    if (!pp)
+      return op->emitError()
+             << "'" << name << "' expects a #meg.pipeline attribute";
+    if (failed(expectModule()))
+      return failure();
+    return verifyMeshAxes(op, name, pp.getMesh(), pp.getAxes(), "pipeline");
+  }
+  if (name == kStagesAttrName) {
+    auto stages = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<ParamOp>(op) || !stages || stages.empty() ||
+        llvm::any_of(stages.asArrayRef(), [](int64_t s) { return s < 0; }))
+      return op->emitError() << "'" << name
+                             << "' expects a non-empty array<i64> of "
+                                "pipeline stages on a meg.param";
+    return success();
+  }
   if (name == kContextParallelAttrName) {
     auto cp = dyn_cast<ContextParallelAttr>(attr.getValue());
     if (!cp)

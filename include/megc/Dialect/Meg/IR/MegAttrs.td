@@ -525,6 +525,30 @@ def Meg_ContextParallelAttr : Meg_Attr<"ContextParallel", "context_parallel"> {
   let genVerifyDecl = 1;
 }
 
+def Meg_PipelineAttr : Meg_Attr<"Pipeline", "pipeline"> {
+  let summary = "Pipeline parallelism of a module over a group of mesh axes";
+  let description = [{
+    The module attribute `meg.pipeline` asks `meg-pipeline-stages` to cut
+    the model into `P x virtual_stages` stages at its layers, P the size of
+    the group of `axes` of `mesh`; stage s runs on rank s % P of the group
+    (chunk s / P of that rank). `layers` gives each stage's number of
+    layers, in stage order; without it the pass balances them and records
+    its cut here.
+
+    ```mlir
+    module attributes {meg.pipeline = #meg.pipeline<mesh = @world,
+        axes = ["pp"], virtual_stages = 2,
+        layers = [3, 2, 2, 3]>} { ... }
+    ```
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
+                        "::mlir::ArrayAttr":$axes,
+                        DefaultValuedParameter<"int64_t", "1">:$virtual_stages,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$layers);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Meg_TpLayerAttr : Meg_Attr<"TpLayer", "tp_layer"> {
   let summary = "How a layer splits under tensor parallelism";
   let description = [{

@@ -55,6 +55,10 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kFsdpAttrName = "meg.fsdp";
     /// The module's #meg.tensor_parallel (meg-tensor-parallel).
     static constexpr ::llvm::StringLiteral kTensorParallelAttrName = "meg.tensor_parallel";
+    /// The module's #meg.pipeline (meg-pipeline-stages).
+    static constexpr ::llvm::StringLiteral kPipelineAttrName = "meg.pipeline";
+    /// On a meg.param: the pipeline stages that hold it (meg-pipeline-stages).
+    static constexpr ::llvm::StringLiteral kStagesAttrName = "meg.stages";
     /// The module's #meg.context_parallel (meg-context-parallel).
     static constexpr ::llvm::StringLiteral kContextParallelAttrName = "meg.context_parallel";
     /// On a meg.linear or meg.embedding: its #meg.tp_layer, as the model's

@@ -746,4 +746,41 @@ def MegContextParallel : Pass<"meg-context-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegPipelineStages : Pass<"meg-pipeline-stages", "::mlir::ModuleOp"> {
+  let summary = "Pipeline parallelism: the model cut into stages at its "
+                "recorded layers";
+  let description = [{
+    Applies the module's `meg.pipeline` (the group of mesh axes, P ranks, V
+    virtual stages each): cuts the model into P x V stages of whole layers
+    (`meg.layer` on the parameters), the embedding with the first stage and
+    the final norm, the LM head and the loss with the last. With `layers`
+    the cut is the user's (one count per stage, each at least 1, summing to
+    the layers); otherwise it is balanced: a layer costs the work of its ops
+    in the loss function (matrix products and attention by their flops,
+    half the scores under a causal mask; other ops by the elements they
+    write), the ops before the first layer count on the first stage and
+    those after the last on the last, and the contiguous split whose
+    largest stage costs least is taken (a remark gives each stage's layers
+    and cost). The decision is recorded: the attribute gets every stage's
+    layers, and each parameter the stages that hold it (`meg.stages`): its
+    layer's, or for a parameter outside the layers the stages of the ops
+    that read it (a tied embedding, read by the embedding and the LM head:
+    the first and the last).
+
+    Errors: a model that records no layers, more stages than layers, a
+    given cut whose count, sum or any stage does not fit.
+
+    ```mlir
+    // before: 4 layers, pp = 2
+    module attributes {meg.pipeline = #meg.pipeline<mesh = @world,
+        axes = ["pp"]>} { ... }
+    // after: the head's work goes with the last stage
+    module attributes {meg.pipeline = #meg.pipeline<mesh = @world,
+        axes = ["pp"], layers = [3, 1]>} {
+      meg.param @w0 : tensor<8x8xf32> ... {meg.layer = 0 : i64,
+          meg.stages = array<i64: 0>}
+    ```
+  }];
+}
+
 #endif // MEGC_DIALECT_MEG_TRANSFORMS_PASSES_TD
