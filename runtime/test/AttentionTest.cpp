@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <string>
@@ -585,6 +586,8 @@ Bytes download(const DeviceTensor &tensor) {
 struct DeviceCall {
   DeviceTensor q, k, v, dout, out, dq, dk, dv, scratch, stats;
   Stats mode;
+  /// The queries' positions when the inputs give them.
+  std::optional<DeviceTensor> positions;
 
   DeviceCall(const Inputs &in, size_t offset, Stats mode = Stats::Recomputed)
       : q(upload(in.q, offset)), k(upload(in.k, offset)),
@@ -593,7 +596,17 @@ struct DeviceCall {
         dq(in.q.size(), offset), dk(in.k.size(), offset),
         dv(in.v.size(), offset),
         scratch(CudaAttention::backwardScratchBytes(in.shape), 0),
-        stats(statsElements(in.shape) * sizeof(float), 0), mode(mode) {}
+        stats(statsElements(in.shape) * sizeof(float), 0), mode(mode) {
+    if (!in.positions.empty()) {
+      Bytes bytes(in.positions.size() * sizeof(int32_t));
+      std::memcpy(bytes.data(), in.positions.data(), bytes.size());
+      positions.emplace(upload(bytes, 0));
+    }
+  }
+
+  CUdeviceptr positionsAddress() const {
+    return positions ? positions->address : 0;
+  }
 
   CUdeviceptr statsAddress() const {
     return mode == Stats::Kept ? stats.address : 0;
@@ -602,7 +615,7 @@ struct DeviceCall {
   void forward(const AttentionShape &shape) {
     CudaState &cuda = cudaState();
     cuda.attention.forward(shape, q.address, k.address, v.address, out.address,
-                           statsAddress(), /*positions=*/0,
+                           statsAddress(), positionsAddress(),
                            cuda.context.stream());
   }
 
@@ -610,7 +623,7 @@ struct DeviceCall {
     CudaState &cuda = cudaState();
     cuda.attention.backward(
         shape, dout.address, q.address, k.address, v.address, out.address,
-        statsAddress(), dq.address, dk.address, dv.address, /*positions=*/0,
+        statsAddress(), dq.address, dk.address, dv.address, positionsAddress(),
         scratch.address, scratch.bytes, cuda.context.stream());
   }
 };
@@ -851,6 +864,40 @@ protected:
       GTEST_SKIP() << "CUDA unavailable: " << reason;
   }
 };
+
+// A context-parallel rank's queries (two chunks at their positions)
+// against every key, forward and backward, with and without the forward's
+// statistics, against the CPU: ranks 0 and 3 of 4, and a tile of 64 rows
+// that holds the end of one chunk and the start of the other.
+TEST_F(AttentionCuda, ContextParallelPositionsMatchCpu) {
+  for (DType dtype : kDTypes)
+    for (int64_t rank : {0, 3})
+      for (Stats mode : {Stats::Recomputed, Stats::Kept}) {
+        AttentionCase c{"cp", 2, 100, 400, 4, 2, 64, 64, true};
+        Inputs in = randomInputs(shapeOf(c, dtype), 11 + rank);
+        in.positions = contextParallelPositions(4, rank, 50);
+        Results cpu = cpuAttention(in, 3, mode);
+        DeviceCall call(in, 0, mode);
+        call.forward(in.shape);
+        Bytes out = download(call.out);
+        call.out = upload(cpu.out, 0);
+        if (mode == Stats::Kept)
+          call.stats = upload(floatBytes(cpu.stats), 0);
+        call.backward(in.shape);
+        double tolerance = toleranceOf(dtype);
+        std::string what =
+            describeAttention(in.shape) + " on CUDA, positions of rank " +
+            std::to_string(rank) + (mode == Stats::Kept ? ", stats kept" : "");
+        expectClose(widen(dtype, out), widen(dtype, cpu.out), tolerance,
+                    what + " out");
+        expectClose(widen(dtype, download(call.dq)), widen(dtype, cpu.dq),
+                    tolerance, what + " dq");
+        expectClose(widen(dtype, download(call.dk)), widen(dtype, cpu.dk),
+                    tolerance, what + " dk");
+        expectClose(widen(dtype, download(call.dv)), widen(dtype, cpu.dv),
+                    tolerance, what + " dv");
+      }
+}
 
 TEST_F(AttentionCuda, ErrorsNameTheShape) {
   AttentionShape shape{1, 4, 4, 2, 2, 320, 64, false, 1.0f, DType::BF16};
