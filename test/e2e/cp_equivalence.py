@@ -6,7 +6,9 @@ masked by its position), with grouped-query attention of fewer KV heads
 than ranks, with clipping and a cosine learning-rate schedule, with
 micro-batches, composed with data parallelism (dp_shard = 2 replicas, and
 FSDP's optim_grads_params sharding over dp_shard x cp) and with tensor and
-sequence parallelism (tp = 2), and with selective or full recomputation,
+sequence parallelism (tp = 2), with selective or full recomputation, and
+for imported models (llama-bias's q/k/v and o biases, qwen3's per-head
+q/k norms and tied embeddings),
 give the losses and the final training state (weights, moments, step) of
 the single-rank artifact compiled from the same model, within f32
 tolerance; bf16 weights with f32 master weights follow one rank within bf16
@@ -24,8 +26,13 @@ import fsdp_equivalence
 MODEL = ["--layers", "2", "--hidden", "32", "--heads", "8", "--kv-heads", "4",
          "--ffn", "48", "--seq", "16", "--vocab", "64", "--batch", "4",
          "--train", "--weight-decay", "0.1"]
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "hf-fixtures")
 STEPS = 10
 TOLERANCE = 1e-5
+# As tp_equivalence's imported models: an AdamW eps that keeps the updates
+# of gradient elements that are rounding noise in exact arithmetic small.
+IMPORTED_ADAM = ["--adam-eps", "1e-5"]
 SCHEDULE = ["--lr-schedule", "cosine", "--warmup-steps", "2",
             "--decay-steps", "10", "--min-lr", "1e-4"]
 
@@ -158,6 +165,31 @@ def main():
         ok = max(loss_error, worst, logits) < tolerance
         print(f"{name:36s} {ranks} ranks: loss rel err {loss_error:.2e}, "
               f"state rel err {worst:.2e} ({worst_name}){shown}"
+              + ("" if ok else "  FAILED"))
+        failed |= not ok
+    # Imported models: llama-bias (q/k/v and o biases) and qwen3 (per-head
+    # q/k norms on this rank's tokens, tied embeddings).
+    for case in ("llama-bias", "qwen3"):
+        name = f"imported {case} cp=2"
+        if options.only and options.only not in name:
+            continue
+        imported = ["megc", "import", os.path.join(FIXTURES, case), "--seq",
+                    "16", "--batch", "4", "--train", *IMPORTED_ADAM]
+        single = compile_model(f"{case}_single", imported)
+        want_losses, want_state = fsdp_equivalence.train(
+            single, inputs, os.path.join(tmp, f"{case}_single.safetensors"),
+            1, STEPS)
+        artifact = compile_model(f"{case}_cp2",
+                                 [*imported, "--mesh", "cp=2"])
+        losses, state = fsdp_equivalence.train(
+            artifact, inputs, os.path.join(tmp, f"{case}_cp2.safetensors"), 2,
+            STEPS)
+        loss_error = float(np.max(np.abs(losses - want_losses) /
+                                  np.abs(want_losses)))
+        worst, worst_name = e2e_util.worst_state_error(state, want_state, name)
+        ok = max(loss_error, worst) < TOLERANCE
+        print(f"{name:36s} 2 ranks: loss rel err {loss_error:.2e}, "
+              f"state rel err {worst:.2e} ({worst_name})"
               + ("" if ok else "  FAILED"))
         failed |= not ok
     if failed:
