@@ -153,6 +153,26 @@ Error localBatch(int64_t &batch, const std::optional<MeshSizes> &mesh,
   return Error::success();
 }
 
+/// Context parallelism splits the token sequence of a causal language
+/// model (`what`, for messages) into 2 x cp equal chunks.
+Error contextParallelFits(const std::optional<MeshSizes> &mesh, int64_t seq,
+                          StringRef what, bool causalLm) {
+  if (!mesh || mesh->cp == 1)
+    return Error::success();
+  if (!causalLm)
+    return genError("--mesh cp=" + Twine(mesh->cp) + ": " + what +
+                    " has no context-parallel layout (it splits the token "
+                    "sequences of the Llama family: the llama preset and "
+                    "imported Llama, Mistral and Qwen models)");
+  if (seq % (2 * mesh->cp) != 0)
+    return genError("--mesh cp=" + Twine(mesh->cp) + ": the sequence of " +
+                    Twine(seq) + " tokens does not split into 2 x " +
+                    Twine(mesh->cp) + " = " + Twine(2 * mesh->cp) +
+                    " equal chunks (each context-parallel rank holds two, "
+                    "for causal load balancing)");
+  return Error::success();
+}
+
 /// The settings only the deepseek preset takes.
 SmallVector<Setting> deepseekSettings(const GenOptions &o) {
   return {{"experts", bool(o.experts)},
@@ -226,6 +246,8 @@ buildMoeModel(mlir::MLIRContext &context, const GenOptions &o,
   if (mesh && mesh->tp > 1)
     return genError("--mesh tp = " + Twine(mesh->tp) + ": " + what +
                     " has no tensor-parallel layout yet");
+  if (Error error = contextParallelFits(mesh, c.seq, what, false))
+    return std::move(error);
   c.ep = mesh ? mesh->ep : 1;
   if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
@@ -283,6 +305,9 @@ importModel(mlir::MLIRContext &context, const GenOptions &o,
   if (Error error = rejectMoeFlags(o, "this architecture"))
     return error;
   LlamaConfig *config = &std::get<LlamaConfig>(*model);
+  if (Error error =
+          contextParallelFits(mesh, config->seq, "this architecture", true))
+    return std::move(error);
   if (Error error = localBatch(config->batch, mesh, o.microBatches.value_or(1)))
     return std::move(error);
   if (Error error = readIgnoreIndex(o, config->ignoreIndex))
@@ -340,6 +365,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     take(o.layers, c.layers), take(o.hidden, c.hidden), take(o.heads, c.heads);
     take(o.kvHeads, c.kvHeads), take(o.ffn, c.ffn), take(o.vocab, c.vocab);
     take(o.seq, c.seq), take(o.batch, c.batch), take(o.normEps, c.normEps);
+    if (Error error = contextParallelFits(mesh, c.seq, "llama", true))
+      return std::move(error);
     if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
       return std::move(error);
     if (Error error = readIgnoreIndex(o, c.ignoreIndex))
@@ -369,6 +396,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     if (Error error = readDType(o, c.dtype))
       return std::move(error);
     readDiT(o, c);
+    if (Error error = contextParallelFits(mesh, 0, "the mmdit preset", false))
+      return std::move(error);
     if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
       return std::move(error);
     return buildMMDiT(context, c);
@@ -387,6 +416,8 @@ build(mlir::MLIRContext &context, const GenOptions &o,
     if (Error error = readDType(o, c.dtype))
       return std::move(error);
     readDiT(o, c);
+    if (Error error = contextParallelFits(mesh, 0, "the flux preset", false))
+      return std::move(error);
     readRope(o, c.rope);
     if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))
       return std::move(error);
