@@ -57,33 +57,100 @@ std::string typeText(fb::DType dtype,
 }
 
 /// A data-parallel input shows the global tensor the caller passes.
+/// What a signature says of one tensor after its name.
+std::string specText(const fb::TensorSpec *spec,
+                     const std::vector<int64_t> &groupSizes) {
+  std::string text;
+  raw_string_ostream os(text);
+  os << typeText(spec->dtype(), spec->shape());
+  if (spec->index_bound() > 0)
+    os << " in [0," << spec->index_bound() << ")";
+  if (spec->index_ignore())
+    os << " or " << *spec->index_ignore();
+  int32_t split = spec->split();
+  if (split >= 0 && static_cast<size_t>(split) < groupSizes.size() &&
+      spec->shape() && spec->shape()->size()) {
+    std::vector<int64_t> global(spec->shape()->begin(), spec->shape()->end());
+    global[0] *= groupSizes[split];
+    os << " per rank of tensor<";
+    for (int64_t dim : global)
+      os << dim << "x";
+    os << EnumNameDType(spec->dtype()) << "> split over submesh " << split;
+  }
+  return text;
+}
+
+/// A name's first dot-separated part that is a number (a layer index), as
+/// the name with `{}` in its place and the number; none without.
+std::optional<std::pair<std::string, int64_t>> numberedPart(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    int64_t index = 0;
+    if (parts[i].empty() || parts[i].getAsInteger(10, index))
+      continue;
+    std::string pattern;
+    for (size_t j = 0; j < parts.size(); ++j)
+      pattern += (j ? "." : "") + (j == i ? std::string("{}") : parts[j].str());
+    return std::make_pair(pattern, index);
+  }
+  return std::nullopt;
+}
+
+/// The entry's tensors, the same tensor of consecutive layers folded into
+/// one line: `grad.model.layers.{0..125}.mlp.up_proj.weight: tensor<...>`
+/// for three layers and more with the same type (a 405B model's gradient
+/// has 1,137 outputs), placed where the first of them was.
 void printSpecs(
     raw_ostream &os,
     const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>> *specs,
     const std::vector<int64_t> &groupSizes) {
+  if (!specs)
+    return;
+  struct Item {
+    std::string name, text;
+    std::optional<std::pair<std::string, int64_t>> numbered;
+  };
+  std::vector<Item> items;
+  // Per (pattern, text): the items, in order.
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+  for (const fb::TensorSpec *spec : *specs) {
+    Item item{spec->name()->str(), specText(spec, groupSizes),
+              numberedPart(spec->name()->str())};
+    if (item.numbered)
+      groups[{item.numbered->first, item.text}].push_back(items.size());
+    items.push_back(std::move(item));
+  }
+  // A group folds when its numbers run consecutively from the first.
+  auto folds = [&](const std::vector<size_t> &members) {
+    if (members.size() < 3)
+      return false;
+    for (size_t i = 1; i < members.size(); ++i)
+      if (items[members[i]].numbered->second !=
+          items[members[0]].numbered->second + static_cast<int64_t>(i))
+        return false;
+    return true;
+  };
   bool first = true;
-  if (specs)
-    for (const fb::TensorSpec *spec : *specs) {
-      os << (first ? "" : ", ") << spec->name()->str() << ": "
-         << typeText(spec->dtype(), spec->shape());
-      if (spec->index_bound() > 0)
-        os << " in [0," << spec->index_bound() << ")";
-      if (spec->index_ignore())
-        os << " or " << *spec->index_ignore();
-      int32_t split = spec->split();
-      if (split >= 0 && static_cast<size_t>(split) < groupSizes.size() &&
-          spec->shape() && spec->shape()->size()) {
-        std::vector<int64_t> global(spec->shape()->begin(),
-                                    spec->shape()->end());
-        global[0] *= groupSizes[split];
-        std::string text = "tensor<";
-        for (int64_t dim : global)
-          text += std::to_string(dim) + "x";
-        os << " per rank of " << text << EnumNameDType(spec->dtype())
-           << "> split over submesh " << split;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item &item = items[i];
+    std::string name = item.name;
+    if (item.numbered) {
+      const std::vector<size_t> &members =
+          groups[{item.numbered->first, item.text}];
+      if (folds(members)) {
+        if (members.front() != i)
+          continue;
+        std::string range =
+            "{" + std::to_string(item.numbered->second) + ".." +
+            std::to_string(items[members.back()].numbered->second) + "}";
+        name = item.numbered->first;
+        name.replace(name.find("{}"), 2, range);
       }
-      first = false;
     }
+    os << (first ? "" : ", ") << name << ": " << item.text;
+    first = false;
+  }
 }
 
 uint64_t elementBytes(fb::DType dtype) {
