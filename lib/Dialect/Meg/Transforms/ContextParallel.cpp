@@ -62,11 +62,8 @@ private:
   InFlightDiagnostic error(Operation *op) {
     return op->emitError() << "meg-context-parallel: ";
   }
-  void buildAt(Operation *anchor) {
-    tagger.layer = anchor->getAttr(MegDialect::kLayerAttrName);
-    builder.setInsertionPoint(anchor);
-  }
-  void buildAfterValue(Value value);
+  void buildAt(Operation *anchor) { tagger.at(builder, anchor); }
+  void buildAfterValue(Value value) { tagger.afterValue(builder, value); }
   std::optional<int64_t> splitDim(Value value) const {
     auto it = dims.find(value);
     return it == dims.end() ? std::nullopt : std::optional(it->second);
@@ -112,16 +109,6 @@ private:
   DenseMap<Value, Value> gathers;
   Value localPositions;
 };
-
-void ContextParallelLayout::buildAfterValue(Value value) {
-  if (Operation *def = value.getDefiningOp()) {
-    tagger.layer = def->getAttr(MegDialect::kLayerAttrName);
-    builder.setInsertionPointAfter(def);
-    return;
-  }
-  tagger.layer = {};
-  builder.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
-}
 
 Value ContextParallelLayout::reorderRows(Value value, bool toCp) {
   if (ranks == 1)
@@ -327,8 +314,7 @@ LogicalResult ContextParallelLayout::seed(func::FuncOp func) {
     // by 1/C: its mean over the data-parallel group, which holds the
     // context axes, is then the mean of the ranks' own counts.
     for (LabelCountOp count : counts) {
-      builder.setInsertionPointAfter(count);
-      tagger.layer = count->getAttr(MegDialect::kLayerAttrName);
+      tagger.after(builder, count);
       auto type = cast<RankedTensorType>(count.getType());
       Value factor = arith::ConstantOp::create(
           builder, count.getLoc(), type,

@@ -51,11 +51,30 @@ Value alongDim(OpBuilder &builder, Value value, int64_t dim, int64_t times,
 }
 
 /// Tags the ops it sees inserted with the transformer layer (`meg.layer`)
-/// of the op they are built for.
+/// of the op they are built for. The positioning calls take that layer
+/// from where they place the builder (which listens to this tagger).
 struct LayerTagger : public OpBuilder::Listener {
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (layer)
       op->setAttr(MegDialect::kLayerAttrName, layer);
+  }
+  /// Before `anchor`, in its layer.
+  void at(OpBuilder &builder, Operation *anchor) {
+    layer = anchor->getAttr(MegDialect::kLayerAttrName);
+    builder.setInsertionPoint(anchor);
+  }
+  /// After `anchor`, in its layer.
+  void after(OpBuilder &builder, Operation *anchor) {
+    layer = anchor->getAttr(MegDialect::kLayerAttrName);
+    builder.setInsertionPointAfter(anchor);
+  }
+  /// Right after `value`'s definition (a block argument: its block's
+  /// start, in no layer).
+  void afterValue(OpBuilder &builder, Value value) {
+    if (Operation *def = value.getDefiningOp())
+      return after(builder, def);
+    layer = {};
+    builder.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
   }
   Attribute layer;
 };

@@ -140,25 +140,17 @@ private:
 };
 
 OpBuilder &TensorParallelLayout::buildAt(Operation *anchor) {
-  tagger.layer = anchor->getAttr(MegDialect::kLayerAttrName);
-  builder.setInsertionPoint(anchor);
+  tagger.at(builder, anchor);
   return builder;
 }
 
 OpBuilder &TensorParallelLayout::buildAfter(Operation *anchor) {
-  tagger.layer = anchor->getAttr(MegDialect::kLayerAttrName);
-  builder.setInsertionPointAfter(anchor);
+  tagger.after(builder, anchor);
   return builder;
 }
 
 void TensorParallelLayout::buildAfterValue(Value value) {
-  if (Operation *def = value.getDefiningOp()) {
-    tagger.layer = def->getAttr(MegDialect::kLayerAttrName);
-    builder.setInsertionPointAfter(def);
-    return;
-  }
-  tagger.layer = {};
-  builder.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+  tagger.afterValue(builder, value);
 }
 
 Value TensorParallelLayout::allReduce(Value value, CollectiveReduce reduce) {
