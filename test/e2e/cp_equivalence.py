@@ -14,7 +14,6 @@ the single-rank artifact compiled from the same model, within f32
 tolerance; bf16 weights with f32 master weights follow one rank within bf16
 tolerance for three steps. The forward entry's logits, gathered over cp,
 equal one rank's in the original token order."""
-import argparse
 import os
 import sys
 
@@ -66,13 +65,8 @@ LAYOUT_FLAGS = {"--sequence-parallel": 0, "--fsdp": 1}
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tmp", required=True)
-    parser.add_argument("--only", help="run the configurations whose name "
-                        "contains this")
-    options = parser.parse_args()
+    options = e2e_util.parse_options()
     tmp = options.tmp
-    os.makedirs(tmp, exist_ok=True)
     rng = np.random.default_rng(7)
     inputs = []
     for name in ("input_ids", "labels"):
@@ -86,28 +80,10 @@ def main():
         inputs += ["--input", f"{name}={path}"]
 
     def model_flags(flags):
-        given = {flag for flag in flags if flag.startswith("--")}
-        kept, skip = [], False
-        for index, flag in enumerate(MODEL):
-            if skip:
-                skip = False
-            elif flag in given:
-                skip = index + 1 < len(MODEL) and not MODEL[
-                    index + 1].startswith("--")
-            else:
-                kept.append(flag)
-        return kept + list(flags)
+        return e2e_util.with_flags(MODEL, flags)
 
     def reference_flags(flags):
-        kept, skip = [], 0
-        for flag in flags:
-            if skip:
-                skip -= 1
-            elif flag in LAYOUT_FLAGS:
-                skip = LAYOUT_FLAGS[flag]
-            else:
-                kept.append(flag)
-        return kept
+        return e2e_util.without_flags(flags, LAYOUT_FLAGS)
 
     def compile_model(tag, command, compile_flags=()):
         model = os.path.join(tmp, tag + ".mlir")
@@ -146,26 +122,10 @@ def main():
         artifact = compile_model(tag, ["megc", "gen", "llama",
                                        *model_flags(flags), "--mesh", mesh],
                                  compile_flags)
-        losses, state = fsdp_equivalence.train(
-            artifact, inputs, os.path.join(tmp, tag + ".safetensors"), ranks,
-            steps)
-        loss_error = float(np.max(np.abs(losses - want_losses) /
-                                  np.abs(want_losses)))
-        worst, worst_name = e2e_util.worst_state_error(state, want_state, name)
-        logits, shown = 0.0, ""
-        if "--micro-batches" not in flags:
-            want = fsdp_equivalence.entry_outputs(
-                single, "forward", inputs[:2], os.path.join(tmp, tag + "_fw1"),
-                1)
-            got = fsdp_equivalence.entry_outputs(
-                artifact, "forward", inputs[:2],
-                os.path.join(tmp, tag + "_fwN"), ranks)
-            logits = e2e_util.relative_error(got["logits"], want["logits"])
-            shown = f", logits rel err {logits:.2e}"
-        ok = max(loss_error, worst, logits) < tolerance
-        print(f"{name:36s} {ranks} ranks: loss rel err {loss_error:.2e}, "
-              f"state rel err {worst:.2e} ({worst_name}){shown}"
-              + ("" if ok else "  FAILED"))
+        # With micro-batches the forward entry takes one micro-batch.
+        ok = fsdp_equivalence.compare_with_one_rank(
+            name, ranks, artifact, single, want_losses, want_state, inputs,
+            tmp, steps, tolerance, forward="--micro-batches" not in flags)
         failed |= not ok
     # Imported models: llama-bias (q/k/v and o biases) and qwen3 (per-head
     # q/k norms on this rank's tokens, tied embeddings).
@@ -181,16 +141,9 @@ def main():
             1, STEPS)
         artifact = compile_model(f"{case}_cp2",
                                  [*imported, "--mesh", "cp=2"])
-        losses, state = fsdp_equivalence.train(
-            artifact, inputs, os.path.join(tmp, f"{case}_cp2.safetensors"), 2,
-            STEPS)
-        loss_error = float(np.max(np.abs(losses - want_losses) /
-                                  np.abs(want_losses)))
-        worst, worst_name = e2e_util.worst_state_error(state, want_state, name)
-        ok = max(loss_error, worst) < TOLERANCE
-        print(f"{name:36s} 2 ranks: loss rel err {loss_error:.2e}, "
-              f"state rel err {worst:.2e} ({worst_name})"
-              + ("" if ok else "  FAILED"))
+        ok = fsdp_equivalence.compare_with_one_rank(
+            name, 2, artifact, single, want_losses, want_state, inputs, tmp,
+            STEPS, TOLERANCE, forward=False)
         failed |= not ok
     if failed:
         sys.exit(f"some configurations differ from one rank by more than "

@@ -1,6 +1,9 @@
 """Helpers for the end-to-end tests: safetensors writing, bf16 rounding,
-.npy reading of bf16 outputs, and running the tools."""
+.npy reading of bf16 outputs, running the tools, the tests' command line and
+editing `megc gen` flags."""
+import argparse
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -138,3 +141,47 @@ def max_relative_error(got, want):
     """The largest elementwise difference, relative to the largest magnitude
     of `want` (so that tiny elements do not dominate)."""
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
+
+
+def parse_options():
+    """`--tmp DIR` (required) and `--only TEXT` (the configurations whose
+    name contains it), the command line of the multi-configuration tests;
+    DIR is created."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tmp", required=True)
+    parser.add_argument("--only", help="run the configurations whose name "
+                        "contains this")
+    options = parser.parse_args()
+    os.makedirs(options.tmp, exist_ok=True)
+    return options
+
+
+def with_flags(base, flags):
+    """`base` gen flags with the settings that `flags` give replaced by
+    theirs (a replaced setting drops its value too), then `flags`."""
+    given = {flag for flag in flags if flag.startswith("--")}
+    kept, skip = [], False
+    for index, flag in enumerate(base):
+        if skip:
+            skip = False
+        elif flag in given:
+            skip = index + 1 < len(base) and not base[index + 1].startswith(
+                "--")
+        else:
+            kept.append(flag)
+    return kept + list(flags)
+
+
+def without_flags(flags, dropped):
+    """`flags` less those named in `dropped` (flag -> how many values it
+    takes): a parallel layout's flags, which a one-rank reference leaves
+    out."""
+    kept, skip = [], 0
+    for flag in flags:
+        if skip:
+            skip -= 1
+        elif flag in dropped:
+            skip = dropped[flag]
+        else:
+            kept.append(flag)
+    return kept

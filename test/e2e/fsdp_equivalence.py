@@ -9,7 +9,6 @@ single-rank outputs too. bf16 weights with f32 master weights (sharded
 masters initialised from replicated or sharded weights) follow one rank
 within bf16 tolerance: each rank's gradients are rounded to bf16 before
 they are averaged, where one rank rounds the whole-batch gradient once."""
-import argparse
 import os
 import sys
 
@@ -142,13 +141,36 @@ def compare_entries(name, artifact, single, inputs, tmp, ranks):
     return worst
 
 
+def compare_with_one_rank(name, ranks, artifact, single, want_losses,
+                          want_state, inputs, tmp, steps, tolerance,
+                          forward=True):
+    """Trains `artifact` on `ranks` ranks for `steps` steps; prints its
+    losses', final state's and (with `forward`) forward logits' relative
+    errors against one rank's (`single`, `want_losses`, `want_state`) and
+    returns whether all are below `tolerance`."""
+    tag = name.replace(" ", "_").replace("=", "").replace("+", "")
+    losses, state = train(artifact, inputs,
+                          os.path.join(tmp, tag + ".safetensors"), ranks, steps)
+    loss_error = float(np.max(np.abs(losses - want_losses) /
+                              np.abs(want_losses)))
+    worst, worst_name = e2e_util.worst_state_error(state, want_state, name)
+    logits, shown = 0.0, ""
+    if forward:
+        want = entry_outputs(single, "forward", inputs[:2],
+                             os.path.join(tmp, tag + "_fw1"), 1)
+        got = entry_outputs(artifact, "forward", inputs[:2],
+                            os.path.join(tmp, tag + "_fwN"), ranks)
+        logits = e2e_util.relative_error(got["logits"], want["logits"])
+        shown = f", logits rel err {logits:.2e}"
+    ok = max(loss_error, worst, logits) < tolerance
+    print(f"{name:36s} {ranks} ranks: loss rel err {loss_error:.2e}, "
+          f"state rel err {worst:.2e} ({worst_name}){shown}"
+          + ("" if ok else "  FAILED"))
+    return ok
+
+
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tmp", required=True)
-    parser.add_argument("--only", help="run the configurations whose name "
-                        "contains this")
-    options = parser.parse_args()
-    os.makedirs(options.tmp, exist_ok=True)
+    options = e2e_util.parse_options()
     rng = np.random.default_rng(11)
     ids = rng.integers(0, 61, (8, 8)).astype(np.int32)
     labels = rng.integers(0, 61, (8, 8)).astype(np.int32)

@@ -23,7 +23,6 @@ weights follow one rank within bf16 tolerance for three steps, the norm
 weights' gradients summed over tp in the policy's grad_reduce dtype (f32):
 each tp rank rounds its partial products to bf16 before they are summed,
 where one rank rounds the whole product once."""
-import argparse
 import os
 import sys
 
@@ -131,30 +130,11 @@ LAYOUT_FLAGS = {SP: 0, "--fsdp": 1, "--outer-fsdp": 1}
 
 def model_flags(flags):
     """MODEL with the settings that `flags` give replaced by theirs."""
-    given = {flag for flag in flags if flag.startswith("--")}
-    kept, skip = [], False
-    for index, flag in enumerate(MODEL):
-        if skip:
-            skip = False
-        elif flag in given:
-            # A setting with a value drops the value too.
-            skip = index + 1 < len(MODEL) and not MODEL[index + 1].startswith(
-                "--")
-        else:
-            kept.append(flag)
-    return kept + list(flags)
+    return e2e_util.with_flags(MODEL, flags)
 
 
 def reference_flags(flags):
-    kept, skip = [], 0
-    for flag in flags:
-        if skip:
-            skip -= 1
-        elif flag in LAYOUT_FLAGS:
-            skip = LAYOUT_FLAGS[flag]
-        else:
-            kept.append(flag)
-    return kept
+    return e2e_util.without_flags(flags, LAYOUT_FLAGS)
 
 
 # Some gradient elements of the imported models are rounding noise in
@@ -257,13 +237,8 @@ def run_ranks(ranks, args):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tmp", required=True)
-    parser.add_argument("--only", help="run the configurations whose name "
-                        "contains this")
-    options = parser.parse_args()
+    options = e2e_util.parse_options()
     tmp = options.tmp
-    os.makedirs(tmp, exist_ok=True)
     rng = np.random.default_rng(5)
     inputs = []
     for name in ("input_ids", "labels"):
@@ -296,29 +271,10 @@ def main():
 
     def compare(name, ranks, single, want_losses, want_state, artifact,
                 flags=(), steps=STEPS, tolerance=TOLERANCE):
-        tag = name.replace(" ", "_").replace("=", "").replace("+", "")
-        losses, state = fsdp_equivalence.train(
-            artifact, inputs, os.path.join(tmp, tag + ".safetensors"), ranks,
-            steps)
-        loss_error = float(np.max(np.abs(losses - want_losses) /
-                                  np.abs(want_losses)))
-        worst, worst_name = e2e_util.worst_state_error(state, want_state, name)
-        logits, shown = 0.0, ""
         # With micro-batches the forward entry takes one micro-batch.
-        if "--micro-batches" not in flags:
-            want = fsdp_equivalence.entry_outputs(
-                single, "forward", inputs[:2], os.path.join(tmp, tag + "_fw1"),
-                1)
-            got = fsdp_equivalence.entry_outputs(
-                artifact, "forward", inputs[:2],
-                os.path.join(tmp, tag + "_fwN"), ranks)
-            logits = e2e_util.relative_error(got["logits"], want["logits"])
-            shown = f", logits rel err {logits:.2e}"
-        ok = max(loss_error, worst, logits) < tolerance
-        print(f"{name:28s} {ranks} ranks: loss rel err {loss_error:.2e}, "
-              f"state rel err {worst:.2e} ({worst_name}){shown}"
-              + ("" if ok else "  FAILED"))
-        return ok
+        return fsdp_equivalence.compare_with_one_rank(
+            name, ranks, artifact, single, want_losses, want_state, inputs,
+            tmp, steps, tolerance, forward="--micro-batches" not in flags)
 
     failed = False
     for configs, steps, tolerance, compile_flags in (

@@ -42,6 +42,12 @@ RankedTensorType divided(Type type, int64_t dim, int64_t parts) {
   return tensor.clone(shape);
 }
 
+/// The chunk at place `place` of cp order (0, 2C-1, 1, 2C-2, ...: rank i
+/// holds places 2i and 2i + 1) of `chunks` = 2C chunks.
+int64_t cpChunk(int64_t place, int64_t chunks) {
+  return place % 2 == 0 ? place / 2 : chunks - 1 - place / 2;
+}
+
 /// The split of one function: which values hold this rank's chunks, and
 /// along which dimension.
 class ContextParallelLayout {
@@ -116,16 +122,13 @@ Value ContextParallelLayout::reorderRows(Value value, bool toCp) {
   auto type = cast<RankedTensorType>(value.getType());
   int64_t rows = type.getDimSize(0), chunks = 2 * ranks,
           chunk = rows / chunks;
-  // The chunk at place p of cp order, and the place of chunk c.
-  auto cpChunk = [&](int64_t p) {
-    return p % 2 == 0 ? p / 2 : chunks - 1 - p / 2;
-  };
+  // The place in cp order of chunk c.
   auto cpPlace = [&](int64_t c) {
     return c < ranks ? 2 * c : 2 * (chunks - 1 - c) + 1;
   };
   // Row r of the result is row source(r) of the value.
   auto source = [&](int64_t r) {
-    int64_t from = toCp ? cpChunk(r / chunk) : cpPlace(r / chunk);
+    int64_t from = toCp ? cpChunk(r / chunk, chunks) : cpPlace(r / chunk);
     return from * chunk + r % chunk;
   };
   Location loc = value.getLoc();
@@ -246,7 +249,7 @@ Value ContextParallelLayout::positions(func::FuncOp func) {
   int64_t chunks = 2 * ranks, chunk = sequence / chunks;
   SmallVector<int32_t> values;
   for (int64_t p = 0; p < chunks; ++p) {
-    int64_t c = p % 2 == 0 ? p / 2 : chunks - 1 - p / 2;
+    int64_t c = cpChunk(p, chunks);
     for (int64_t i = 0; i < chunk; ++i)
       values.push_back(static_cast<int32_t>(c * chunk + i));
   }
