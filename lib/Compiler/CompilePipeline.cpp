@@ -73,8 +73,12 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
   // have the conjugate gradients.
   pm.addPass(mlir::meg::createMegContextParallel());
   pm.addPass(mlir::meg::createMegTensorParallel());
-  if (training) {
+  if (training)
     pm.addPass(mlir::meg::createMegAutodiff());
+  // Ring attention's steps, once autodiff has paired each with its
+  // gradient.
+  pm.addPass(mlir::meg::createMegRingAttention());
+  if (training) {
     pm.addPass(mlir::meg::createMegPrecision());
     pm.addPass(mlir::meg::createMegOptimizer());
   }

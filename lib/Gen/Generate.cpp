@@ -596,11 +596,18 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
     world.erase();
     world = extended;
   }
+  auto cpAttention = mlir::meg::symbolizeCpAttention(
+      o.cpAttention.value_or("allgather"));
+  if (!cpAttention)
+    return genError("--cp-attention: unknown algorithm '" + *o.cpAttention +
+                    "' (expected allgather or ring)");
+  if (o.cpAttention && sizes.cp == 1)
+    return genError("--cp-attention needs a cp axis of size > 1 in --mesh");
   if (sizes.cp > 1)
     module->setAttr(mlir::meg::MegDialect::kContextParallelAttrName,
                     mlir::meg::ContextParallelAttr::get(
                         context, mlir::FlatSymbolRefAttr::get(context, "world"),
-                        builder.getStrArrayAttr({"cp"})));
+                        builder.getStrArrayAttr({"cp"}), *cpAttention));
   if (world) {
     SmallVector<int64_t> axisSizes;
     for (mlir::Attribute axis : world.getAxisNames())
@@ -693,7 +700,8 @@ generateModel(mlir::MLIRContext &context, const GenOptions &options) {
     for (const Setting &setting :
          {Setting{"fsdp", bool(options.fsdp)},
           Setting{"outer-fsdp", bool(options.outerFsdp)},
-          Setting{"bucket-mb", bool(options.bucketMb)}})
+          Setting{"bucket-mb", bool(options.bucketMb)},
+          Setting{"cp-attention", bool(options.cpAttention)}})
       if (setting.given)
         return genError("--" + setting.flag + " needs --mesh");
   }

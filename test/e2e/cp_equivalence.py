@@ -35,6 +35,7 @@ IMPORTED_ADAM = ["--adam-eps", "1e-5"]
 SCHEDULE = ["--lr-schedule", "cosine", "--warmup-steps", "2",
             "--decay-steps", "10", "--min-lr", "1e-4"]
 
+RING = ["--cp-attention", "ring"]
 # (name, --mesh, extra gen flags[, compile flags])
 CONFIGS = [
     # One rank laid out as context-parallel: every collective over a group
@@ -53,6 +54,18 @@ CONFIGS = [
     # recomputed).
     ("cp=2 recompute selective", "cp=2", [], ["--recompute=selective"]),
     ("cp=2 recompute full", "cp=2", [], ["--recompute=full"]),
+    # Ring attention: the key and value blocks passed around the cp ranks,
+    # the partial results merged by their softmax statistics.
+    ("ring cp=2", "cp=2", RING),
+    ("ring cp=4", "cp=4", RING),
+    ("ring cp=4 kv-heads 2", "cp=4", [*RING, "--kv-heads", "2"]),
+    ("ring cp=2 clip cosine 2 micro-batches", "cp=2",
+     [*RING, "--clip-grad", "0.5", *SCHEDULE, "--micro-batches", "2"]),
+    ("ring dp_shard=2 x cp=2 optim_grads_params", "dp_shard=2,cp=2",
+     [*RING, "--fsdp", "optim_grads_params"]),
+    ("ring cp=2 x tp=2 sp", "cp=2,tp=2", [*RING, "--sequence-parallel"]),
+    ("ring cp=2 recompute selective", "cp=2", RING,
+     ["--recompute=selective"]),
 ]
 # bf16 weights with f32 master weights, three steps (rounding differences
 # grow with every update; as tp_equivalence's bf16 runs): each cp rank
@@ -60,8 +73,9 @@ CONFIGS = [
 BF16 = ["--dtype", "bf16", "--precision", "main_params=f32"]
 BF16_STEPS = 3
 BF16_TOLERANCE = 5e-2
-BF16_CONFIGS = [("bf16 cp=2", "cp=2", BF16)]
-LAYOUT_FLAGS = {"--sequence-parallel": 0, "--fsdp": 1}
+BF16_CONFIGS = [("bf16 cp=2", "cp=2", BF16),
+                ("bf16 ring cp=2", "cp=2", [*BF16, *RING])]
+LAYOUT_FLAGS = {"--sequence-parallel": 0, "--fsdp": 1, "--cp-attention": 1}
 
 
 def main():

@@ -184,6 +184,13 @@ cl::opt<bool> sequenceParallel(
              "all-gathered before and reduce-scattered after each attention "
              "and MLP block (Megatron's sequence parallelism)"),
     MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string> cpAttention(
+    "cp-attention",
+    cl::desc("With cp in --mesh: allgather (default: keys and values "
+             "gathered over cp, their gradients reduce-scattered) or ring "
+             "(passed around the cp ranks block by block, merged by their "
+             "softmax statistics)"),
+    MEGC_BOTH, cl::cat(genCategory));
 cl::opt<int64_t> bucketMb("bucket-mb",
                           cl::desc("Gradient bucket size in MiB (default 40)"),
                           MEGC_BOTH, cl::cat(genCategory));
@@ -266,6 +273,7 @@ gen::GenOptions readOptions() {
   o.mesh = given(mesh), o.fsdp = given(fsdp), o.outerFsdp = given(outerFsdp);
   o.bucketMb = given(bucketMb);
   o.sequenceParallel = sequenceParallel;
+  o.cpAttention = given(cpAttention);
   o.moeCapacityFactor = given(moeCapacityFactor);
   o.moeDropPolicy = given(moeDropPolicy);
   o.moeAuxLossCoeff = given(moeAuxLossCoeff);

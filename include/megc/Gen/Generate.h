@@ -75,6 +75,9 @@ struct GenOptions {
   /// attention and the MLP run on sequence shards (Megatron's sequence
   /// parallelism).
   bool sequenceParallel = false;
+  /// With cp in `mesh`: how attention meets the other ranks' keys,
+  /// `allgather` (default) or `ring`.
+  std::optional<std::string> cpAttention;
   /// The #meg.fsdp strategy (needs `mesh`): no_shard, optim, optim_grads
   /// or optim_grads_params; `outerFsdp` no_shard or optim over dp_outer.
   std::optional<std::string> fsdp, outerFsdp;

@@ -361,7 +361,8 @@ TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 ContextParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                            FlatSymbolRefAttr mesh, ArrayAttr axes) {
+                            FlatSymbolRefAttr mesh, ArrayAttr axes,
+                            CpAttention) {
   if (!mesh)
     return emitError() << "expects a mesh symbol";
   return verifyAxisNames(emitError, axes, "context_parallel");

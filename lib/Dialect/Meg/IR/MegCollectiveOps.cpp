@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShapeUtils.h"
+#include "SharedVerifiers.h"
 #include "megc/Dialect/Meg/IR/MegOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -141,6 +142,61 @@ FailureOr<SmallVector<Value>> ShiftOp::buildVJP(OpBuilder &b,
       ShiftOp::create(b, getLoc(), grads[0], getMeshAttr(), getAxesAttr(),
                       b.getI64IntegerAttr(-static_cast<int64_t>(getOffset())))
           .getResult()};
+}
+
+//===----------------------------------------------------------------------===//
+// RingAttentionOp, RingAttentionGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RingAttentionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  if (failed(verifyAttentionScale(loc, "meg.ring_attention",
+                                  adaptor.getScale().convertToDouble())))
+    return failure();
+  return inferAttentionType(loc, "meg.ring_attention",
+                            adaptor.getQuery().getType(),
+                            adaptor.getKey().getType(),
+                            adaptor.getValue().getType(), inferred);
+}
+
+/// A ring's group is registered, and each rank holds its two chunks of
+/// queries, keys and values alike.
+static LogicalResult verifyRing(Operation *op, SymbolTableCollection &table,
+                                FlatSymbolRefAttr mesh, ArrayAttr axes,
+                                Value query, Value key) {
+  if (failed(SubmeshOp::verifyGroup(op, table, mesh, axes)))
+    return failure();
+  int64_t queries = cast<RankedTensorType>(query.getType()).getDimSize(1);
+  int64_t keys = cast<RankedTensorType>(key.getType()).getDimSize(1);
+  if (queries != keys)
+    return op->emitOpError() << "expects as many keys as queries on a rank "
+                                "(its two chunks of the sequence), got "
+                             << keys << " keys for " << queries << " queries";
+  if (queries % 2 != 0)
+    return op->emitOpError()
+           << "expects a rank's two equal chunks of the sequence, got "
+           << queries << " tokens";
+  return success();
+}
+
+LogicalResult RingAttentionOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRing(*this, table, getMeshAttr(), getAxesAttr(), getQuery(),
+                    getKey());
+}
+
+LogicalResult
+RingAttentionGradOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyRing(*this, table, getMeshAttr(), getAxesAttr(), getQuery(),
+                    getKey());
+}
+
+FailureOr<SmallVector<Value>> RingAttentionOp::buildVJP(OpBuilder &b,
+                                                        ValueRange grads) {
+  auto grad = RingAttentionGradOp::create(
+      b, getLoc(), grads[0], getQuery(), getKey(), getValue(), getResult(),
+      getMeshAttr(), getAxesAttr(), getScaleAttr());
+  return SmallVector<Value>(grad.getResults());
 }
 
 /// A model's collectives have gradients for the sum of partial results

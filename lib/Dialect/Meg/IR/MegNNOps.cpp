@@ -256,6 +256,16 @@ LogicalResult inferAttentionType(std::optional<Location> loc,
   return success();
 }
 
+LogicalResult verifyAttentionScale(std::optional<Location> loc,
+                                   StringRef opName, double scale) {
+  // The scores are computed in f32: a larger scale overflows them.
+  if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max()))
+    return inferError(loc, opName,
+                      "expects a scale > 0 that f32 can hold, got " +
+                          llvm::formatv("{0:e}", scale).str());
+  return success();
+}
+
 LogicalResult verifyAttentionPositions(std::optional<Location> loc,
                                        StringRef opName, Value positions,
                                        Type queryType, bool causal) {
@@ -285,13 +295,9 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  double scale = adaptor.getScale().convertToDouble();
-  // The scores are computed in f32: a larger scale overflows them.
-  if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max()))
-    return inferError(loc, "meg.attention",
-                      "expects a scale > 0 that f32 can hold, got " +
-                          llvm::formatv("{0:e}", scale).str());
-  if (failed(inferAttentionType(loc, "meg.attention",
+  if (failed(verifyAttentionScale(loc, "meg.attention",
+                                  adaptor.getScale().convertToDouble())) ||
+      failed(inferAttentionType(loc, "meg.attention",
                                 adaptor.getQuery().getType(),
                                 adaptor.getKey().getType(),
                                 adaptor.getValue().getType(), inferred)) ||

@@ -22,6 +22,10 @@ LogicalResult inferAttentionType(std::optional<Location> loc,
                                  Type keyType, Type valueType,
                                  SmallVectorImpl<Type> &inferred);
 
+/// Checks an attention's scale: > 0 and within f32 (the scores are f32).
+LogicalResult verifyAttentionScale(std::optional<Location> loc,
+                                   StringRef opName, double scale);
+
 /// Checks an attention's optional query positions: with `causal`, one i32
 /// per query.
 LogicalResult verifyAttentionPositions(std::optional<Location> loc,

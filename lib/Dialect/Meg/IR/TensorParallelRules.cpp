@@ -229,25 +229,37 @@ RopeOp::layOutOverTensorParallelGroup(TensorParallelRewriter &rw) {
   return success();
 }
 
-LogicalResult
-AttentionOp::layOutOverTensorParallelGroup(TensorParallelRewriter &rw) {
-  AttentionOp attention = *this;
-  // Heads (dim 2) or the batch (dim 0) split alike in q, k and v; keys and
-  // values may be a group's block when the query heads are split.
-  TpLayout query = rw.layoutOf(attention.getQuery());
+/// Attention (`op`: q, k, v its operands 0 to 2) splits alike along heads
+/// (dim 2) or the batch (dim 0) in q, k and v; keys and values may be a
+/// group's block when the query heads are split.
+static LogicalResult layOutAttention(TensorParallelRewriter &rw, Operation *op,
+                                     Value result, Value stats) {
+  TpLayout query = rw.layoutOf(op->getOperand(0));
   bool aligned = !query.isWhole() && (query.dim == 0 || query.dim == 2);
   for (unsigned index : {1u, 2u}) {
-    TpLayout layout = rw.layoutOf(attention->getOperand(index));
+    TpLayout layout = rw.layoutOf(op->getOperand(index));
     bool groupOfHeads = query.kind == TpLayout::Split && query.dim == 2 &&
                         layout.kind == TpLayout::GroupBlock && layout.dim == 2;
     aligned &= layout == query || groupOfHeads;
   }
   if (!aligned)
-    return rw.makeWhole(attention);
-  rw.splitResult(attention.getResult(), query);
-  if (Value stats = attention.getStats())
+    return rw.makeWhole(op);
+  rw.splitResult(result, query);
+  if (stats)
     rw.splitResult(stats, query.moved(query.dim == 2 ? 1 : 0));
   return success();
+}
+
+LogicalResult
+AttentionOp::layOutOverTensorParallelGroup(TensorParallelRewriter &rw) {
+  return layOutAttention(rw, *this, getResult(), getStats());
+}
+
+// The ring passes each rank's heads around its context-parallel group as
+// attention splits them.
+LogicalResult
+RingAttentionOp::layOutOverTensorParallelGroup(TensorParallelRewriter &rw) {
+  return layOutAttention(rw, *this, getResult(), Value());
 }
 
 LogicalResult

@@ -9,7 +9,8 @@
 // model reads (the ids of an embedding, the labels of a loss) are sliced
 // into this rank's chunks where they enter, and the split follows the data.
 // Attention gathers the keys and values over the group in the original
-// order and masks by each query's position; entry results with a split
+// order and masks by each query's position, or (`attention = ring`) passes
+// them around the group (`meg.ring_attention`); entry results with a split
 // sequence are gathered back into the original order.
 //
 //===----------------------------------------------------------------------===//
@@ -414,6 +415,28 @@ LogicalResult ContextParallelLayout::visitAttention(AttentionOp attention,
     return error(attention) << "already places its queries (positions)";
   if (attention.getStats())
     return error(attention) << "runs before meg-keep-attention-stats";
+  if (config.getAttention() == CpAttention::ring) {
+    // The ring's blocks are the ranks' chunk pairs: load-balanced causal
+    // attention only.
+    if (!attention.getCausal())
+      return error(attention)
+             << "ring attention splits causal attention only (its chunks "
+                "are load-balanced for the causal mask); this attention "
+                "is not causal: use the all-gather algorithm";
+    buildAt(attention);
+    auto ring = RingAttentionOp::create(
+        builder, attention.getLoc(), attention.getQuery(), attention.getKey(),
+        attention.getValue(), config.getMesh(), config.getAxes(),
+        attention.getScaleAttr());
+    for (NamedAttribute attr : attention->getDiscardableAttrs())
+      ring->setAttr(attr.getName(), attr.getValue());
+    attention.getResult().replaceAllUsesWith(ring.getResult());
+    attention.erase();
+    // Its type follows from this rank's chunks already.
+    dims[ring.getResult()] = 1;
+    ++numAttentions;
+    return success();
+  }
   Value positionsValue = attention.getCausal() ? positions(func) : Value();
   buildAt(attention);
   Value key = gathered(attention.getKey(), 1, /*partialGradient=*/true);

@@ -29,6 +29,14 @@ def Meg_FsdpStrategyAttr : EnumAttr<Meg_Dialect, Meg_FsdpStrategy, "fsdp_strateg
   let assemblyFormat = "$value";
 }
 
+def Meg_CpAttention : I32EnumAttr<"CpAttention",
+    "how attention meets the keys of a context-parallel group", [
+    I32EnumAttrCase<"allgather", 0>,
+    I32EnumAttrCase<"ring", 1>]> {
+  let cppNamespace = "::mlir::meg";
+  let genSpecializedAttr = 0;
+}
+
 def Meg_RopeLayout : I32EnumAttr<"RopeLayout", "tensor layout of a RoPE input", [
     I32EnumAttrCase<"bshd", 0>,
     I32EnumAttrCase<"sbhd", 1>]> {
@@ -512,15 +520,23 @@ def Meg_ContextParallelAttr : Meg_Attr<"ContextParallel", "context_parallel"> {
     The module attribute `meg.context_parallel` asks `meg-context-parallel`
     to split every sequence over the ranks of the group of `axes` of `mesh`:
     cut into 2 x C chunks, rank i holds chunks i and 2C - 1 - i (causal load
-    balancing); attention gathers the keys and values over the group.
+    balancing). `attention` says how each rank's queries meet the keys of
+    the others: `allgather` (the default) gathers the keys and values over
+    the group; `ring` passes them around it block by block
+    (`meg.ring_attention`), so that a rank never holds more than two
+    blocks.
 
     ```mlir
     module attributes {meg.context_parallel = #meg.context_parallel<
         mesh = @world, axes = ["cp"]>} { ... }
+    module attributes {meg.context_parallel = #meg.context_parallel<
+        mesh = @world, axes = ["cp"], attention = ring>} { ... }
     ```
   }];
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
-                        "::mlir::ArrayAttr":$axes);
+                        "::mlir::ArrayAttr":$axes,
+      DefaultValuedParameter<"::mlir::meg::CpAttention",
+                             "::mlir::meg::CpAttention::allgather">:$attention);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -152,6 +152,84 @@ def Meg_ShiftOp : Meg_CollectiveOp<"shift",
   }];
 }
 
+// Attention over a context-parallel group whose keys and values go around
+// the ring of its ranks; `meg-ring-attention` expands both ops into the
+// ring's shifts and block attentions once autodiff has paired them.
+class Meg_RingAttentionBase<string mnemonic, list<Trait> traits = []>
+    : Meg_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        MemoryEffects<[MemRead<Meg_CommResource>,
+                       MemWrite<Meg_CommResource>]>])> {
+}
+
+def Meg_RingAttentionOp : Meg_RingAttentionBase<"ring_attention",
+    [Meg_VJP, Meg_TP, InferTypeOpAdaptor]> {
+  let summary = "Causal attention of a context-parallel group, by a ring";
+  let description = [{
+    Causal attention (`meg.attention`'s, in the bshd layout) of a sequence
+    split over the ranks of a group of C ranks, each holding two of its 2C
+    chunks: rank i holds chunks i and 2C - 1 - i (causal load balancing),
+    so `q`, `k` and `v` are a rank's two chunks, `[B, 2L, H, D]`. The
+    result is this rank's queries' attention against the keys of the
+    whole sequence.
+
+    It is computed in C steps: step 0 attends to the rank's own keys
+    (causally), and step s to those of the rank s places back, passed on
+    by `meg.shift` while the previous block is worked on; a block's partial
+    result joins the running one by their log-sum-exp statistics. A block
+    of an earlier rank is seen whole by both query chunks through its
+    first chunk only, one of a later rank by the second query chunk only,
+    so each step after the first costs half of the first. The gradient
+    (`meg.ring_attention_grad`) passes the blocks around again, with the
+    gradients of their keys and values travelling with them back to their
+    ranks.
+
+    ```mlir
+    %o = meg.ring_attention %q, %k, %v over @world[cp] scale 0.125
+        : tensor<2x1024x32x128xbf16>, tensor<2x1024x8x128xbf16>,
+          tensor<2x1024x8x128xbf16>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$query, Meg_FloatTensor:$key,
+                       Meg_FloatTensor:$value, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, F64Attr:$scale);
+  let results = (outs Meg_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `over` $mesh `` custom<AxisList>($axes)
+    `scale` $scale attr-dict `:` type($query) `,` type($key) `,` type($value)
+  }];
+}
+
+def Meg_RingAttentionGradOp : Meg_RingAttentionBase<"ring_attention_grad", [
+    AllTypesMatch<["grad", "output"]>, AllTypesMatch<["query", "query_grad"]>,
+    AllTypesMatch<["key", "key_grad"]>, AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "Gradients of `meg.ring_attention` with respect to q, k, v";
+  let description = [{
+    The gradients of this rank's queries, keys and values, given the
+    output gradient and the forward's output: the key and value blocks go
+    around the ring again, each step's block gradients travel with them,
+    and one last shift hands them to their ranks.
+
+    ```mlir
+    %dq, %dk, %dv = meg.ring_attention_grad %do, %q, %k, %v, %o
+        over @world[cp] scale 0.125
+        : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>,
+          tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>
+    ```
+  }];
+  let arguments = (ins Meg_FloatTensor:$grad, Meg_FloatTensor:$query,
+                       Meg_FloatTensor:$key, Meg_FloatTensor:$value,
+                       Meg_FloatTensor:$output, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, F64Attr:$scale);
+  let results = (outs Meg_FloatTensor:$query_grad, Meg_FloatTensor:$key_grad,
+                      Meg_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $output `over` $mesh ``
+    custom<AxisList>($axes) `scale` $scale attr-dict `:` type($grad) `,`
+    type($query) `,` type($key) `,` type($value)
+  }];
+}
+
 def Meg_CopyToGroupOp : Meg_Op<"copy_to_group", [Pure, Meg_VJP,
     AllTypesMatch<["input", "result"]>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {

@@ -692,6 +692,54 @@ def MegTensorParallel : Pass<"meg-tensor-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegRingAttention : Pass<"meg-ring-attention", "::mlir::ModuleOp"> {
+  let summary = "Expands ring attention over a context-parallel group into "
+                "the ring's shifts and block attentions";
+  let description = [{
+    Expands every `meg.ring_attention` and `meg.ring_attention_grad` (after
+    autodiff has paired them) over its group of C ranks, each holding
+    chunks i and 2C - 1 - i of the sequence:
+
+    - the forward attends to the rank's own keys causally (with
+      statistics), then C - 1 times passes the key and value block on
+      (`meg.shift` by 1) and attends to the block received, each query
+      seeing the keys before its position (`positions`, a per-rank
+      constant: a block of an earlier rank is seen through its first chunk
+      by all queries, one of a later rank whole by the second query chunk
+      only); each partial result joins the running one in f32 by their
+      log-sum-exp statistics (a query that sees no key of a block gets the
+      weight 0);
+    - the gradient runs `meg.attention_grad` of each step given the
+      forward's output and final statistics (so each block's probabilities
+      are the whole softmax's), passes the blocks around again with their
+      key and value gradients travelling along, adds up the query
+      gradient, and with one last shift hands each block's gradients back
+      to its rank.
+
+    A rank holds at most its own block and the one in flight; C - 1 shifts
+    of the keys and values run forward, 2(C - 1) of them and C of their
+    gradients backward. Errors: a gradient whose output is not a ring
+    forward's of the same function, a group that is not registered.
+
+    ```mlir
+    // before (cp = 2)
+    %o = meg.ring_attention %q, %k, %v over @world[cp] scale 0.35
+        : tensor<1x4x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+    // after
+    %o0, %l0 = meg.attention %q, %k, %v causal scale 0.35 stats : ...
+    %k1 = meg.shift %k over @world[cp] by 1 : tensor<1x4x2x8xf32>
+    %v1 = meg.shift %v over @world[cp] by 1 : tensor<1x4x2x8xf32>
+    %o1, %l1 = meg.attention %q, %k1, %v1 causal
+        positions(%p1 : tensor<4xi32>) scale 0.35 stats : ...
+    // the merge of (%o0, %l0) and (%o1, %l1)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numRings", "rings", "Ring attentions expanded">
+  ];
+}
+
 def MegContextParallel : Pass<"meg-context-parallel", "::mlir::ModuleOp"> {
   let summary = "Context parallelism: every sequence split over the ranks of "
                 "the module's #meg.context_parallel, load-balanced for "
