@@ -192,3 +192,44 @@ module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, a
     return %o : tensor<1x8x2x4xf32>
   }
 }
+
+// -----
+
+// attention = ring: the attention of this rank's chunks becomes one
+// meg.ring_attention of its local q, k and v (meg-ring-attention expands
+// it); nothing is gathered for it and no positions are made.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: arith.constant dense<[0, 1, 6, 7, 2, 3, 4, 5]>
+// CHECK: %[[H:.*]] = meg.embedding
+// CHECK-NEXT: %[[Q:.*]] = meg.reshape %[[H]] {meg.layer = 0 : i64} : tensor<1x4x8xf32> to tensor<1x4x2x4xf32>
+// CHECK-NEXT: %[[O:.*]] = meg.ring_attention %[[Q]], %[[Q]], %[[Q]] over @world[cp] scale 5.000000e-01 {meg.layer = 0 : i64} : tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+// CHECK-NEXT: meg.reshape %[[O]] {meg.layer = 0 : i64} : tensor<1x4x2x4xf32> to tensor<1x4x8xf32>
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"], attention = ring>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
+    %q = meg.reshape %h {meg.layer = 0 : i64} : tensor<1x8x8xf32> to tensor<1x8x2x4xf32>
+    %o = meg.attention %q, %q, %q causal scale 0.5 {meg.layer = 0 : i64} : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+    %r = meg.reshape %o {meg.layer = 0 : i64} : tensor<1x8x2x4xf32> to tensor<1x8x8xf32>
+    return %r : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+// The ring's chunks are balanced for the causal mask.
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"], attention = ring>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
+    %q = meg.reshape %h : tensor<1x8x8xf32> to tensor<1x8x2x4xf32>
+    // expected-error @+1 {{meg-context-parallel: ring attention splits causal attention only (its chunks are load-balanced for the causal mask); this attention is not causal: use the all-gather algorithm}}
+    %o = meg.attention %q, %q, %q scale 0.5 : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+    %r = meg.reshape %o : tensor<1x8x2x4xf32> to tensor<1x8x8xf32>
+    return %r : tensor<1x8x8xf32>
+  }
+}

@@ -2053,6 +2053,46 @@ func.func @f(%x: tensor<8x8xf32>) {
 
 // -----
 
+meg.mesh @world [cp = 2]
+meg.submesh @world[cp]
+func.func @f(%q: tensor<1x6x2x8xf32>, %k: tensor<1x4x2x8xf32>) {
+  // expected-error @+1 {{'meg.ring_attention' op expects as many keys as queries on a rank (its two chunks of the sequence), got 4 keys for 6 queries}}
+  %o = meg.ring_attention %q, %k, %k over @world[cp] scale 0.25 : tensor<1x6x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+  return
+}
+
+// -----
+
+meg.mesh @world [cp = 2]
+meg.submesh @world[cp]
+func.func @f(%q: tensor<1x5x2x8xf32>) {
+  // expected-error @+1 {{'meg.ring_attention_grad' op expects a rank's two equal chunks of the sequence, got 5 tokens}}
+  %dq, %dk, %dv = meg.ring_attention_grad %q, %q, %q, %q, %q over @world[cp] scale 0.25 : tensor<1x5x2x8xf32>, tensor<1x5x2x8xf32>, tensor<1x5x2x8xf32>, tensor<1x5x2x8xf32>
+  return
+}
+
+// -----
+
+meg.mesh @world [cp = 2, tp = 2]
+meg.submesh @world[cp]
+func.func @f(%q: tensor<1x4x2x8xf32>) {
+  // expected-error @+1 {{'meg.ring_attention' op communicates over @world[tp], which is not a registered submesh; registered: @world[cp]}}
+  %o = meg.ring_attention %q, %q, %q over @world[tp] scale 0.25 : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+  return
+}
+
+// -----
+
+meg.mesh @world [cp = 2]
+meg.submesh @world[cp]
+func.func @f(%q: tensor<1x4x2x8xf32>) {
+  // expected-error @+1 {{'meg.ring_attention' op expects a scale > 0 that f32 can hold, got 0.000000e+00}}
+  %o = meg.ring_attention %q, %q, %q over @world[cp] scale 0.0 : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+  return
+}
+
+// -----
+
 meg.mesh @world [dp_outer = 2, dp_shard = 4, tp = 1]
 meg.submesh @world[dp_shard]
 func.func @f(%x: tensor<8x8xf32>) {

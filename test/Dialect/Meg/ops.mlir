@@ -371,6 +371,15 @@ func.func @collectives(%s: tensor<4x8xbf16>, %g: tensor<16x8xf32>,
   %x = meg.all_to_all %g over @world[dp_shard] : tensor<16x8xf32>
   // CHECK: meg.shift %{{.*}} over @world[dp_shard] by -1 : tensor<16x8xf32>
   %sh = meg.shift %g over @world[dp_shard] by -1 : tensor<16x8xf32>
+  // CHECK: %[[RO:.*]] = meg.ring_attention %[[RQ:.*]], %[[RK:.*]], %[[RK]] over @world[dp_shard] scale 2.500000e-01 : tensor<1x16x2x8xf32>, tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>
+  // CHECK: meg.ring_attention_grad %[[RO]], %[[RQ]], %[[RK]], %[[RK]], %[[RO]] over @world[dp_shard] scale 2.500000e-01 : tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>
+  %rq = meg.reshape %g : tensor<16x8xf32> to tensor<1x16x1x8xf32>
+  %rq2 = meg.concat %rq, %rq axis 2 : tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>
+  %ro = meg.ring_attention %rq2, %rq, %rq over @world[dp_shard] scale 0.25
+      : tensor<1x16x2x8xf32>, tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>
+  %rdq, %rdk, %rdv = meg.ring_attention_grad %ro, %rq2, %rq, %rq, %ro
+      over @world[dp_shard] scale 0.25 : tensor<1x16x2x8xf32>,
+      tensor<1x16x2x8xf32>, tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>
   // CHECK: %[[FX:.*]] = meg.all_to_all_start %{{.*}} over @world[dp_shard] : tensor<16x8xf32> -> !meg.future<tensor<16x8xf32>>
   // CHECK: meg.wait %[[FX]] : !meg.future<tensor<16x8xf32>>
   %fx = meg.all_to_all_start %g over @world[dp_shard]

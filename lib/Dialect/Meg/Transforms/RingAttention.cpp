@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <algorithm>
 #include <map>
@@ -125,8 +126,11 @@ private:
 
 template <typename T>
 Value RingExpander::perRank(ArrayRef<T> values, Type element) {
+  // At the function's entry, in no layer.
   OpBuilder::InsertionGuard guard(builder);
+  OpBuilder::Listener *listener = builder.getListener();
   builder.setListener(nullptr);
+  auto restore = llvm::make_scope_exit([&] { builder.setListener(listener); });
   builder.setInsertionPointToStart(&func.getBody().front());
   auto type =
       RankedTensorType::get({static_cast<int64_t>(values.size())}, element);
