@@ -9,9 +9,10 @@
 // earlier, so all its queries see chunk 0 only (1). The partial results
 // merge in f32 by their statistics (a query that sees no key weighs 0:
 // its +-inf statistics clamped, times 0, plus -1e30). The gradient reruns
-// each step given the merged output and statistics, the block gradients
-// shifted on with their blocks and once more back home. Every op keeps the
-// ring's layer; the per-rank constants sit at the entry.
+// each step given the merged output and statistics; the gradients of the
+// block received are shifted back on to its rank, which adds its own
+// share. Every op keeps the ring's layer; the per-rank constants sit at
+// the entry.
 // CHECK-LABEL: func.func @grad
 // CHECK-SAME: (%[[Q:.*]]: tensor<1x4x2x4xf32>, %[[K:.*]]: tensor<1x4x1x4xf32>, %[[V:.*]]: tensor<1x4x1x4xf32>, %[[DO:.*]]: tensor<1x4x2x4xf32>)
 // CHECK: %[[FARS:.*]] = arith.constant dense<[-1.000000e+30, -1.000000e+30, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<8xf32>
@@ -51,14 +52,12 @@
 // CHECK-NEXT: %[[DQ0:.*]], %[[DK0:.*]], %[[DV0:.*]] = meg.attention_grad %[[DO]], %[[Q]], %[[K]], %[[V]], %[[O]] stats %[[LSE]] causal scale 5.000000e-01 {meg.layer = 3 : i64}
 // CHECK-NEXT: %[[K1B:.*]] = meg.shift %[[K]] over @world[cp] by 1
 // CHECK-NEXT: %[[V1B:.*]] = meg.shift %[[V]] over @world[cp] by 1
-// CHECK-NEXT: %[[DK0S:.*]] = meg.shift %[[DK0]] over @world[cp] by 1
-// CHECK-NEXT: %[[DV0S:.*]] = meg.shift %[[DV0]] over @world[cp] by 1
 // CHECK-NEXT: %[[DQ1:.*]], %[[DK1:.*]], %[[DV1:.*]] = meg.attention_grad %[[DO]], %[[Q]], %[[K1B]], %[[V1B]], %[[O]] stats %[[LSE]] causal positions(%[[POS]] : tensor<4xi32>) scale 5.000000e-01
 // CHECK-NEXT: %[[DQ:.*]] = meg.add %[[DQ0]], %[[DQ1]]
-// CHECK-NEXT: %[[DKA:.*]] = meg.add %[[DK0S]], %[[DK1]]
-// CHECK-NEXT: %[[DVA:.*]] = meg.add %[[DV0S]], %[[DV1]]
-// CHECK-NEXT: %[[DK:.*]] = meg.shift %[[DKA]] over @world[cp] by 1
-// CHECK-NEXT: %[[DV:.*]] = meg.shift %[[DVA]] over @world[cp] by 1
+// CHECK-NEXT: %[[DK1S:.*]] = meg.shift %[[DK1]] over @world[cp] by 1
+// CHECK-NEXT: %[[DK:.*]] = meg.add %[[DK1S]], %[[DK0]]
+// CHECK-NEXT: %[[DV1S:.*]] = meg.shift %[[DV1]] over @world[cp] by 1
+// CHECK-NEXT: %[[DV:.*]] = meg.add %[[DV1S]], %[[DV0]]
 // CHECK-NEXT: return %[[O]], %[[DQ]], %[[DK]], %[[DV]]
 module {
   meg.mesh @world [cp = 2]
@@ -76,7 +75,8 @@ module {
 // step's block is of an earlier rank (all queries see its first chunk: 1)
 // or a later one (the first query chunk sees nothing, the second all 4
 // keys: -1 -1 3 3); three steps, three shifts of k and v each, a bf16
-// result merged in f32 and cast back.
+// result merged in f32 and cast back. In the gradient a block's gradients
+// gather over three shifts too.
 // CHECK-LABEL: func.func @forward
 // CHECK-DAG: arith.constant dense<[-1, -1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]> : tensor<16xi32>
 // CHECK-DAG: arith.constant dense<[-1, -1, 3, 3, -1, -1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1]> : tensor<16xi32>
@@ -85,13 +85,37 @@ module {
 // CHECK-NEXT: %[[ACC:.*]] = meg.cast %[[O0]] : tensor<1x4x2x8xbf16> to tensor<1x4x2x8xf32>
 // CHECK-COUNT-6: meg.shift
 // CHECK: %[[R:.*]] = meg.cast %{{.*}} : tensor<1x4x2x8xf32> to tensor<1x4x2x8xbf16>
-// CHECK-NEXT: return %[[R]]
+// CHECK-NEXT: %{{.*}}, %[[DK0:.*]], %{{.*}} = meg.attention_grad
+// CHECK-NEXT: %[[K1:.*]] = meg.shift
+// CHECK-NEXT: %[[V1:.*]] = meg.shift
+// CHECK-NEXT: %{{.*}}, %[[DK1:.*]], %{{.*}} = meg.attention_grad %{{.*}}, %{{.*}}, %[[K1]], %[[V1]]
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: %[[K2:.*]] = meg.shift %[[K1]]
+// CHECK-NEXT: %[[V2:.*]] = meg.shift %[[V1]]
+// CHECK-NEXT: %[[DK1S:.*]] = meg.shift %[[DK1]]
+// CHECK-NEXT: meg.shift
+// CHECK-NEXT: %{{.*}}, %[[DK2:.*]], %{{.*}} = meg.attention_grad %{{.*}}, %{{.*}}, %[[K2]], %[[V2]]
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: %[[DKA2:.*]] = meg.add %[[DK1S]], %[[DK2]]
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: %[[K3:.*]] = meg.shift %[[K2]]
+// CHECK-NEXT: %[[V3:.*]] = meg.shift %[[V2]]
+// CHECK-NEXT: %[[DK2S:.*]] = meg.shift %[[DKA2]]
+// CHECK-NEXT: meg.shift
+// CHECK-NEXT: %{{.*}}, %[[DK3:.*]], %{{.*}} = meg.attention_grad %{{.*}}, %{{.*}}, %[[K3]], %[[V3]]
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: %[[DKA3:.*]] = meg.add %[[DK2S]], %[[DK3]]
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: %[[DKS:.*]] = meg.shift %[[DKA3]]
+// CHECK-NEXT: %[[DK:.*]] = meg.add %[[DKS]], %[[DK0]]
+// CHECK: return %[[R]], %[[DK]]
 module {
   meg.mesh @world [dp = 2, cp = 4]
   meg.submesh @world[cp]
-  func.func @forward(%q: tensor<1x4x2x8xbf16>, %k: tensor<1x4x2x8xbf16>, %v: tensor<1x4x2x8xbf16>) -> tensor<1x4x2x8xbf16> {
+  func.func @forward(%q: tensor<1x4x2x8xbf16>, %k: tensor<1x4x2x8xbf16>, %v: tensor<1x4x2x8xbf16>) -> (tensor<1x4x2x8xbf16>, tensor<1x4x2x8xbf16>) {
     %o = meg.ring_attention %q, %k, %v over @world[cp] scale 0.25 : tensor<1x4x2x8xbf16>, tensor<1x4x2x8xbf16>, tensor<1x4x2x8xbf16>
-    return %o : tensor<1x4x2x8xbf16>
+    %dq, %dk, %dv = meg.ring_attention_grad %o, %q, %k, %v, %o over @world[cp] scale 0.25 : tensor<1x4x2x8xbf16>, tensor<1x4x2x8xbf16>, tensor<1x4x2x8xbf16>, tensor<1x4x2x8xbf16>
+    return %o, %dk : tensor<1x4x2x8xbf16>, tensor<1x4x2x8xbf16>
   }
 }
 

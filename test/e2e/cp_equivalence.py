@@ -8,7 +8,9 @@ micro-batches, composed with data parallelism (dp_shard = 2 replicas, and
 FSDP's optim_grads_params sharding over dp_shard x cp) and with tensor and
 sequence parallelism (tp = 2), with selective or full recomputation, and
 for imported models (llama-bias's q/k/v and o biases, qwen3's per-head
-q/k norms and tied embeddings),
+q/k norms and tied embeddings), and with the ring algorithm
+(`--cp-attention ring`: the key and value blocks passed around the cp
+ranks, partial results merged by their softmax statistics),
 give the losses and the final training state (weights, moments, step) of
 the single-rank artifact compiled from the same model, within f32
 tolerance; bf16 weights with f32 master weights follow one rank within bf16

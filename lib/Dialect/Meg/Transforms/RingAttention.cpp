@@ -8,9 +8,9 @@
 // (a constant per rank: the whole block's first chunk for an earlier rank,
 // the whole block for the second query chunk only for a later one), and
 // its partial result joins the running one by their log-sum-exp
-// statistics. The gradient passes the blocks around again with their key
-// and value gradients travelling along, given the forward's output and
-// statistics, and one last shift hands those back to their ranks.
+// statistics. The gradient passes the blocks around again, given the
+// forward's output and statistics; each block's key and value gradients
+// gather from the rank after its own around to its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -255,23 +255,35 @@ LogicalResult RingExpander::expand(RingAttentionGradOp grad) {
   };
   auto own = gradOf(grad.getKey(), grad.getValue(), Value());
   Value queryGrad = own.getQueryGrad();
-  // The gradients of the block a rank holds travel with it.
-  Value keyGrad = own.getKeyGrad(), valueGrad = own.getValueGrad();
+  // The gradients of a block gather on the way from the rank after its
+  // own (step 1) around to its own: C - 1 shifts, as many as the block
+  // itself takes.
+  Value keyGrad, valueGrad;
   Value key = grad.getKey(), value = grad.getValue();
   for (int64_t step = 1; step < ranks; ++step) {
     key = shift(key);
     value = shift(value);
-    keyGrad = shift(keyGrad);
-    valueGrad = shift(valueGrad);
+    if (keyGrad) {
+      keyGrad = shift(keyGrad);
+      valueGrad = shift(valueGrad);
+    }
     auto block = gradOf(key, value, positions(step, chunk));
     queryGrad = AddOp::create(builder, loc, queryGrad, block.getQueryGrad());
-    keyGrad = AddOp::create(builder, loc, keyGrad, block.getKeyGrad());
-    valueGrad = AddOp::create(builder, loc, valueGrad, block.getValueGrad());
+    keyGrad = keyGrad ? AddOp::create(builder, loc, keyGrad, block.getKeyGrad())
+                      : block.getKeyGrad();
+    valueGrad = valueGrad ? AddOp::create(builder, loc, valueGrad,
+                                          block.getValueGrad())
+                          : block.getValueGrad();
   }
-  // After C - 1 steps a rank holds the block of the rank after it.
-  if (ranks > 1) {
-    keyGrad = shift(keyGrad);
-    valueGrad = shift(valueGrad);
+  // After step C - 1 a rank holds the gradients of the block of the rank
+  // after it, whole but for that rank's own share.
+  if (keyGrad) {
+    keyGrad = AddOp::create(builder, loc, shift(keyGrad), own.getKeyGrad());
+    valueGrad =
+        AddOp::create(builder, loc, shift(valueGrad), own.getValueGrad());
+  } else {
+    keyGrad = own.getKeyGrad();
+    valueGrad = own.getValueGrad();
   }
   builder.setListener(nullptr);
   grad.getQueryGrad().replaceAllUsesWith(queryGrad);

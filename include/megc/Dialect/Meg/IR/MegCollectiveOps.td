@@ -180,8 +180,8 @@ def Meg_RingAttentionOp : Meg_RingAttentionBase<"ring_attention",
     of an earlier rank is seen whole by both query chunks through its
     first chunk only, one of a later rank by the second query chunk only,
     so each step after the first costs half of the first. The gradient
-    (`meg.ring_attention_grad`) passes the blocks around again, with the
-    gradients of their keys and values travelling with them back to their
+    (`meg.ring_attention_grad`) passes the blocks around again, the
+    gradients of their keys and values gathering on the way back to their
     ranks.
 
     ```mlir
@@ -207,8 +207,8 @@ def Meg_RingAttentionGradOp : Meg_RingAttentionBase<"ring_attention_grad", [
   let description = [{
     The gradients of this rank's queries, keys and values, given the
     output gradient and the forward's output: the key and value blocks go
-    around the ring again, each step's block gradients travel with them,
-    and one last shift hands them to their ranks.
+    around the ring again, and each block's gradients gather from the rank
+    after its own around to its own.
 
     ```mlir
     %dq, %dk, %dv = meg.ring_attention_grad %do, %q, %k, %v, %o

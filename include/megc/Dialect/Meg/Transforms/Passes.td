@@ -711,14 +711,16 @@ def MegRingAttention : Pass<"meg-ring-attention", "::mlir::ModuleOp"> {
       weight 0);
     - the gradient runs `meg.attention_grad` of each step given the
       forward's output and final statistics (so each block's probabilities
-      are the whole softmax's), passes the blocks around again with their
-      key and value gradients travelling along, adds up the query
-      gradient, and with one last shift hands each block's gradients back
-      to its rank.
+      are the whole softmax's), passes the blocks around again, adds up
+      the query gradient, and gathers each block's key and value gradients
+      on their way from the rank after the block's own (step 1) around to
+      its own, which adds its share last.
 
     A rank holds at most its own block and the one in flight; C - 1 shifts
-    of the keys and values run forward, 2(C - 1) of them and C of their
-    gradients backward. Errors: a gradient whose output is not a ring
+    of the keys and values run forward, and C - 1 of them and of their
+    gradients backward: per layer 6 (C - 1) / C times the bytes of the
+    whole sequence's keys and values, against the all-gather's 4 (C - 1) /
+    C (which keeps them whole for the backward). Errors: a gradient whose output is not a ring
     forward's of the same function, a group that is not registered.
 
     ```mlir
