@@ -2,27 +2,28 @@
 
 1. Bytes sent per rank per step (`megc inspect`, ring algorithms: an
    all-gather or a reduce-scatter of n bytes over g ranks sends (g - 1) / g
-   * n, an all-reduce twice that) against the textbook volume of the
-   all-gather algorithm computed here from the model's shapes: per layer the
-   keys and the values all-gathered over cp in the forward and their
-   gradients reduce-scattered in the backward (4 (cp - 1) / cp * batch * seq
-   * kv_heads * head_dim * 4 bytes), plus the gradients all-reduced over the
-   data-parallel group that cp joins (2 (cp - 1) / cp * 4 bytes per
-   parameter). The ring algorithm is not built yet; its textbook volume
-   (2 (cp - 1) / cp * batch * seq * kv_heads * head_dim * 4 bytes per layer
-   forward, twice that backward: the blocks passed around C - 1 steps, with
-   dK and dV going round in the backward) is printed next to it.
+   * n, an all-reduce twice that, a shift all of its n) for both
+   algorithms, each against its textbook volume computed here from the
+   model's shapes: per layer, with kv the bytes of the whole sequence's keys
+   and values, the all-gather algorithm sends 2 (cp - 1) / cp * kv (keys
+   and values gathered over cp in the forward, their gradients
+   reduce-scattered in the backward), the ring 3 (cp - 1) / cp * kv (the
+   blocks passed on C - 1 times forward, again backward, and their
+   gradients C - 1 times); plus, for both, the gradients all-reduced over
+   the data-parallel group that cp joins (2 (cp - 1) / cp * 4 bytes per
+   parameter).
 2. Each rank's planned activation memory: the train_step arena of the
    static memory plan (`megc inspect`, before anything runs) for sequences
-   of 4K, 8K and 16K tokens at cp = 1, 2, 4, and how it compares to 1/cp of
-   cp = 1's. What does not fall as 1/cp is the keys and values gathered
-   whole for each layer's attention (kept for the backward) and the whole
-   token inputs.
+   of 4K, 8K and 16K tokens at cp = 1, 2, 4, for both algorithms, and how
+   it compares to 1/cp of cp = 1's. What does not fall as 1/cp under the
+   all-gather algorithm is the keys and values gathered whole for each
+   layer's attention (kept for the backward), and for both the whole token
+   inputs.
 3. Step time of a model whose attention dominates (1 layer, hidden 128, 8
-   heads of 16, seq 4096) trained on 2 ranks with cp = 2, one thread each,
-   against 1 rank with one thread (the same cores per rank: the scaling)
-   and with two (the same machine: the two cores either way); rank 0's
-   median train_step after warm-up.
+   heads of 16, seq 4096) trained on 2 ranks with cp = 2 (each algorithm),
+   one thread each, against 1 rank with one thread (the same cores per
+   rank: the scaling) and with two (the same machine: the two cores either
+   way); rank 0's median train_step after warm-up.
 
 Usage: python3 bench/cp_cpu.py --build build [--steps 4]
 """
@@ -60,13 +61,17 @@ def textbook_sent(seq, cp, algorithm):
     if cp == 1:
         return 0.0
     share = (cp - 1) / cp
-    kv_bytes = BATCH * seq * KV_HEADS * HEAD_DIM * 4
+    # Keys and values of the whole sequence.
+    kv_bytes = 2 * BATCH * seq * KV_HEADS * HEAD_DIM * 4
     gradients = 2 * share * 4 * parameters()
     if algorithm == "allgather":
-        attention = LAYERS * 4 * share * kv_bytes
+        attention = LAYERS * 2 * share * kv_bytes
     else:
-        attention = LAYERS * 6 * share * kv_bytes
+        attention = LAYERS * 3 * share * kv_bytes
     return attention + gradients
+
+
+ALGORITHMS = ("allgather", "ring")
 
 
 def main():
@@ -80,23 +85,26 @@ def main():
 
     # 1 and 2: compiled only (no run needs the ranks).
     arenas = {}
-    print(f"{'seq':>6s} {'cp':>3s} {'sent MB':>8s} {'textbook':>9s} "
-          f"{'ring textbook':>13s} {'arena MB':>9s} {'x cp=1':>7s} "
-          f"{'1/cp':>6s}")
+    print(f"{'seq':>6s} {'cp':>3s} {'algorithm':>9s} {'sent MB':>8s} "
+          f"{'textbook':>9s} {'arena MB':>9s} {'x cp=1':>7s} {'1/cp':>6s}")
     for seq in (4096, 8192, 16384):
         for cp in (1, 2, 4):
-            bench = Bench(options.build, tmp, ranks=cp, vocab=VOCAB,
-                          batch=BATCH, seq=seq)
-            flags = model(seq) + (["--mesh", f"cp={cp}"] if cp > 1 else [])
-            _, figures = bench.compile(f"s{seq}_cp{cp}", flags)
-            sent = figures["sent"] if cp > 1 else 0.0
-            arenas[(seq, cp)] = figures["arena"]
-            print(f"{seq:6d} {cp:3d} {sent:8.3f} "
-                  f"{textbook_sent(seq, cp, 'allgather') / MB:9.3f} "
-                  f"{textbook_sent(seq, cp, 'ring') / MB:13.3f} "
-                  f"{figures['arena']:9.2f} "
-                  f"{figures['arena'] / arenas[(seq, 1)]:7.3f} "
-                  f"{1 / cp:6.3f}")
+            for algorithm in ALGORITHMS if cp > 1 else ("-",):
+                bench = Bench(options.build, tmp, ranks=cp, vocab=VOCAB,
+                              batch=BATCH, seq=seq)
+                flags = model(seq)
+                if cp > 1:
+                    flags += ["--mesh", f"cp={cp}", "--cp-attention",
+                              algorithm]
+                _, figures = bench.compile(f"s{seq}_cp{cp}_{algorithm}",
+                                           flags)
+                sent = figures["sent"] if cp > 1 else 0.0
+                arenas[(seq, cp, algorithm)] = figures["arena"]
+                print(f"{seq:6d} {cp:3d} {algorithm:>9s} {sent:8.3f} "
+                      f"{textbook_sent(seq, cp, algorithm) / MB:9.3f} "
+                      f"{figures['arena']:9.2f} "
+                      f"{figures['arena'] / arenas[(seq, 1, '-')]:7.3f} "
+                      f"{1 / cp:6.3f}")
 
     # 3: attention-dominated step time, 2 ranks (cp = 2) against 1.
     seq = 4096
@@ -105,9 +113,17 @@ def main():
     one = Bench(options.build, tmp, ranks=1, vocab=256, batch=BATCH, seq=seq)
     single, _ = one.compile("time_cp1", flags)
     two = Bench(options.build, tmp, ranks=2, vocab=256, batch=BATCH, seq=seq)
-    split, _ = two.compile("time_cp2", flags + ["--mesh", "cp=2"])
+    splits = {algorithm: two.compile(f"time_cp2_{algorithm}",
+                                     flags + ["--mesh", "cp=2",
+                                              "--cp-attention",
+                                              algorithm])[0]
+              for algorithm in ALGORITHMS}
     print(f"step time, 1 layer x 128, 8 heads of 16, seq {seq} (attention "
           f"dominates), {os.cpu_count()} cores, rank 0's median train_step:")
+    # The two ranks share the cores: one thread each.
+    two.extra = ["--threads", "1"]
+    medians = {algorithm: two.train(split, options.steps)[0]
+               for algorithm, split in splits.items()}
     for threads in (1, 2):
         result = run([one.megc_run, single, "--entry", "train_step",
                       "--params", "init:1", "--threads", str(threads),
@@ -115,12 +131,10 @@ def main():
                       *one.inputs], timeout=3600)
         base = float(re.search(r"median step ms: ([\d.]+)",
                                result.stdout).group(1))
-        # The two ranks share the cores: one thread each.
-        two.extra = ["--threads", "1"]
-        median, _ = two.train(split, options.steps)
-        print(f"  1 rank, {threads} thread(s): {base:8.1f} ms; cp=2 on 2 "
-              f"ranks of 1 thread: {median:8.1f} ms; 1 rank / cp=2 "
-              f"{base / median:.2f}x")
+        for algorithm, median in medians.items():
+            print(f"  1 rank, {threads} thread(s): {base:8.1f} ms; cp=2 "
+                  f"{algorithm} on 2 ranks of 1 thread: {median:8.1f} ms; "
+                  f"1 rank / cp=2 {base / median:.2f}x")
     shutil.rmtree(tmp)
 
 
