@@ -596,8 +596,8 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
     world.erase();
     world = extended;
   }
-  auto cpAttention = mlir::meg::symbolizeCpAttention(
-      o.cpAttention.value_or("allgather"));
+  auto cpAttention =
+      mlir::meg::symbolizeCpAttention(o.cpAttention.value_or("allgather"));
   if (!cpAttention)
     return genError("--cp-attention: unknown algorithm '" + *o.cpAttention +
                     "' (expected allgather or ring)");

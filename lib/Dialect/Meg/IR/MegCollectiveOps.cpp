@@ -148,16 +148,16 @@ FailureOr<SmallVector<Value>> ShiftOp::buildVJP(OpBuilder &b,
 // RingAttentionOp, RingAttentionGradOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult RingAttentionOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+RingAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   if (failed(verifyAttentionScale(loc, "meg.ring_attention",
                                   adaptor.getScale().convertToDouble())))
     return failure();
-  return inferAttentionType(loc, "meg.ring_attention",
-                            adaptor.getQuery().getType(),
-                            adaptor.getKey().getType(),
-                            adaptor.getValue().getType(), inferred);
+  return inferAttentionType(
+      loc, "meg.ring_attention", adaptor.getQuery().getType(),
+      adaptor.getKey().getType(), adaptor.getValue().getType(), inferred);
 }
 
 /// A ring's group is registered, and each rank holds its two chunks of

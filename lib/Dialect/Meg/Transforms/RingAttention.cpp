@@ -80,8 +80,7 @@ public:
 
 private:
   /// This rank's piece of a per-rank constant laid out rank by rank.
-  template <typename T>
-  Value perRank(ArrayRef<T> values, Type element);
+  template <typename T> Value perRank(ArrayRef<T> values, Type element);
   /// The block positions of step s (s > 0) for this rank.
   Value positions(int64_t step, int64_t chunk);
   /// 1 for the queries that see a key of step s's block, else 0; and 0 or
@@ -183,12 +182,13 @@ void RingExpander::merge(Value &acc, Value &running, Value out, Value lse,
                               MulOp::create(builder, loc, clamped, sees), far);
   // The log-sum-exp of both, and each side's share of it.
   Value top = MaxOp::create(builder, loc, running, block);
-  Value mine = ExpOp::create(builder, loc,
-                             SubOp::create(builder, loc, running, top));
+  Value mine =
+      ExpOp::create(builder, loc, SubOp::create(builder, loc, running, top));
   Value theirs =
       ExpOp::create(builder, loc, SubOp::create(builder, loc, block, top));
   Value total = AddOp::create(builder, loc, mine, theirs);
-  running = AddOp::create(builder, loc, top, LogOp::create(builder, loc, total));
+  running =
+      AddOp::create(builder, loc, top, LogOp::create(builder, loc, total));
   // [B, H, S] shares onto the [B, S, H, Dv] results.
   auto onRows = [&](Value share) -> Value {
     Value moved = TransposeOp::create(builder, loc, share,
@@ -227,8 +227,8 @@ void RingExpander::expand(RingAttentionOp ring) {
         builder.getUnitAttr(), ring.getScaleAttr(), builder.getUnitAttr());
     merge(acc, running, block.getResult(), block.getStats(), step, chunk);
   }
-  Value result = castTo(
-      acc, cast<RankedTensorType>(ring.getType()).getElementType());
+  Value result =
+      castTo(acc, cast<RankedTensorType>(ring.getType()).getElementType());
   builder.setListener(nullptr);
   ring.getResult().replaceAllUsesWith(result);
   statsOf[result] = running;
@@ -248,10 +248,10 @@ LogicalResult RingExpander::expand(RingAttentionGradOp grad) {
   int64_t chunk =
       cast<RankedTensorType>(grad.getQuery().getType()).getDimSize(1) / 2;
   auto gradOf = [&](Value key, Value value, Value positions) {
-    return AttentionGradOp::create(
-        builder, loc, grad.getGrad(), grad.getQuery(), key, value,
-        grad.getOutput(), stats, positions, builder.getUnitAttr(),
-        grad.getScaleAttr());
+    return AttentionGradOp::create(builder, loc, grad.getGrad(),
+                                   grad.getQuery(), key, value,
+                                   grad.getOutput(), stats, positions,
+                                   builder.getUnitAttr(), grad.getScaleAttr());
   };
   auto own = gradOf(grad.getKey(), grad.getValue(), Value());
   Value queryGrad = own.getQueryGrad();
@@ -271,9 +271,9 @@ LogicalResult RingExpander::expand(RingAttentionGradOp grad) {
     queryGrad = AddOp::create(builder, loc, queryGrad, block.getQueryGrad());
     keyGrad = keyGrad ? AddOp::create(builder, loc, keyGrad, block.getKeyGrad())
                       : block.getKeyGrad();
-    valueGrad = valueGrad ? AddOp::create(builder, loc, valueGrad,
-                                          block.getValueGrad())
-                          : block.getValueGrad();
+    valueGrad =
+        valueGrad ? AddOp::create(builder, loc, valueGrad, block.getValueGrad())
+                  : block.getValueGrad();
   }
   // After step C - 1 a rank holds the gradients of the block of the rank
   // after it, whole but for that rank's own share.
@@ -310,8 +310,8 @@ struct MegRingAttentionPass
           expanders;
       auto expanderOf = [&](Operation *op, FlatSymbolRefAttr mesh,
                             ArrayAttr axes) -> RingExpander * {
-        auto &slot = expanders[{mesh.getAsOpaquePointer(),
-                                axes.getAsOpaquePointer()}];
+        auto &slot =
+            expanders[{mesh.getAsOpaquePointer(), axes.getAsOpaquePointer()}];
         if (!slot) {
           FailureOr<int64_t> ranks =
               SubmeshOp::verifyGroup(op, symbols, mesh, axes);
