@@ -162,8 +162,9 @@ Error contextParallelFits(const std::optional<MeshSizes> &mesh, int64_t seq,
   if (!causalLm)
     return genError("--mesh cp=" + Twine(mesh->cp) + ": " + what +
                     " has no context-parallel layout (it splits the token "
-                    "sequences of the Llama family: the llama preset and "
-                    "imported Llama, Mistral and Qwen models)");
+                    "sequences of causal language models: the llama and "
+                    "deepseek presets and imported Llama, Mistral, Qwen and "
+                    "DeepSeek-V3 models)");
   if (seq % (2 * mesh->cp) != 0)
     return genError("--mesh cp=" + Twine(mesh->cp) + ": the sequence of " +
                     Twine(seq) + " tokens does not split into 2 x " +
@@ -246,7 +247,7 @@ buildMoeModel(mlir::MLIRContext &context, const GenOptions &o,
   if (mesh && mesh->tp > 1)
     return genError("--mesh tp = " + Twine(mesh->tp) + ": " + what +
                     " has no tensor-parallel layout yet");
-  if (Error error = contextParallelFits(mesh, c.seq, what, false))
+  if (Error error = contextParallelFits(mesh, c.seq, what, true))
     return std::move(error);
   c.ep = mesh ? mesh->ep : 1;
   if (Error error = localBatch(c.batch, mesh, o.microBatches.value_or(1)))

@@ -145,12 +145,12 @@ module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, a
 module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
   meg.mesh @world [cp = 2]
   meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
-  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8xf32> {meg.name = "h"}) {
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32> {meg.name = "h"}) {
     %t = meg.param_ref @emb : tensor<16x8xf32>
     %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
-    // expected-error @+1 {{meg-context-parallel: 'meg.reduce' has no context-parallel form (its operand holds this rank's chunks of the sequence)}}
-    %s = meg.reduce sum %h dims [2] : tensor<1x8x8xf32>
-    return %s : tensor<1x8xf32>
+    // expected-error @+1 {{meg-context-parallel: 'meg.data_sum' has no context-parallel form (its operand holds this rank's chunks of the sequence)}}
+    %s = meg.data_sum %h : tensor<1x8x8xf32>
+    return %s : tensor<1x8x8xf32>
   }
 }
 
@@ -231,5 +231,88 @@ module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, a
     %o = meg.attention %q, %q, %q scale 0.5 : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
     %r = meg.reshape %o : tensor<1x8x2x4xf32> to tensor<1x8x8xf32>
     return %r : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+// Mixture-of-experts routing of this rank's tokens (cp = 2, 2 x 8 tokens):
+// the batch and this rank's 4 tokens of each sequence merge into 8 token
+// rows; the router's choices are per token; each expert's capacity on a
+// rank is its share (16 -> 8 slots), and the gathers between tokens and
+// slots stay on the rank. The rows split back into [batch, sequence]
+// innermost. A sum over the split sequence (a sequence-wise statistic)
+// adds up the ranks' partial sums, whose gradient is summed over the group
+// too (meg.copy_to_group).
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[X:.*]] = meg.reshape %{{.*}} : tensor<2x4x8xf32> to tensor<8x8xf32>
+// CHECK: %[[S:.*]] = meg.sigmoid %{{.*}} : tensor<8x4xf32>
+// CHECK: %[[E:.*]], %[[W:.*]] = meg.moe_route %[[S]], %{{.*}} : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x2xi32>, tensor<8x2xf32>
+// CHECK-NEXT: %[[TOK:.*]], %[[CH:.*]], %[[POS:.*]], %{{.*}}, %{{.*}} = meg.moe_assign %[[E]], %[[W]] experts 4 capacity 8 policy probs : tensor<8x2xi32>, tensor<8x2xf32> -> tensor<4x8xi32>, tensor<4x8xi32>, tensor<8x2xi32>, tensor<4xi32>, tensor<i32>
+// CHECK-NEXT: %[[SLOTS:.*]] = meg.gather_rows %[[X]], %[[TOK]] inverse %[[POS]] : tensor<8x8xf32>, tensor<4x8xi32>, tensor<8x2xi32> -> tensor<4x8x8xf32>
+// CHECK: %[[Y:.*]] = meg.matmul %[[SLOTS]], %{{.*}} transpose_rhs : tensor<4x8x8xf32>, tensor<4x8x8xf32>
+// CHECK-NEXT: %[[ROWS:.*]] = meg.reshape %[[Y]] : tensor<4x8x8xf32> to tensor<32x8xf32>
+// CHECK-NEXT: %[[C:.*]] = meg.reshape %[[CH]] : tensor<4x8xi32> to tensor<32x1xi32>
+// CHECK-NEXT: %[[BACK:.*]] = meg.gather_rows %[[ROWS]], %[[POS]] inverse %[[C]] : tensor<32x8xf32>, tensor<8x2xi32>, tensor<32x1xi32> -> tensor<8x2x8xf32>
+// CHECK-NEXT: %[[SUM:.*]] = meg.reduce sum %[[BACK]] dims [1] : tensor<8x2x8xf32>
+// CHECK-NEXT: meg.reshape %[[SUM]] : tensor<8x8xf32> to tensor<2x4x8xf32>
+// CHECK: %[[SEQ:.*]] = meg.reshape %[[S]] : tensor<8x4xf32> to tensor<2x4x4xf32>
+// CHECK-NEXT: %[[PART:.*]] = meg.reduce sum %[[SEQ]] dims [0, 1] : tensor<2x4x4xf32>
+// CHECK-NEXT: %[[TOTAL:.*]] = meg.all_reduce %[[PART]] over @world[cp] sum : tensor<4xf32>
+// CHECK-NEXT: %[[SHARE:.*]] = meg.copy_to_group %[[TOTAL]] over @world[cp] : tensor<4xf32>
+// CHECK: return %{{.*}}, %[[SHARE]] : tensor<2x8x8xf32>, tensor<4xf32>
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  meg.param @router : tensor<4x8xf32> init #meg.init<normal(0.02)>
+  meg.param @bias : tensor<4xf32> init #meg.init<zeros>
+  meg.param @experts : tensor<4x8x8xf32> init #meg.init<normal(0.02)>
+  func.func @forward(%ids: tensor<2x8xi32> {meg.name = "input_ids"}) -> (tensor<2x8x8xf32> {meg.name = "h"}, tensor<4xf32> {meg.name = "share"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<2x8xi32>
+    %x = meg.reshape %h : tensor<2x8x8xf32> to tensor<16x8xf32>
+    %r = meg.param_ref @router : tensor<4x8xf32>
+    %logits = meg.matmul %x, %r transpose_rhs : tensor<16x8xf32>, tensor<4x8xf32>
+    %scores = meg.sigmoid %logits : tensor<16x4xf32>
+    %b = meg.param_ref @bias : tensor<4xf32>
+    %experts, %weights = meg.moe_route %scores, %b top_k 2 groups 1 top_groups 1 scaling 1.0 : tensor<16x4xf32>, tensor<4xf32> -> tensor<16x2xi32>, tensor<16x2xf32>
+    %tok, %choice, %pos, %load, %dropped = meg.moe_assign %experts, %weights experts 4 capacity 16 policy probs : tensor<16x2xi32>, tensor<16x2xf32> -> tensor<4x16xi32>, tensor<4x16xi32>, tensor<16x2xi32>, tensor<4xi32>, tensor<i32>
+    %slots = meg.gather_rows %x, %tok inverse %pos : tensor<16x8xf32>, tensor<4x16xi32>, tensor<16x2xi32> -> tensor<4x16x8xf32>
+    %w = meg.param_ref @experts : tensor<4x8x8xf32>
+    %y = meg.matmul %slots, %w transpose_rhs : tensor<4x16x8xf32>, tensor<4x8x8xf32>
+    %rows = meg.reshape %y : tensor<4x16x8xf32> to tensor<64x8xf32>
+    %c = meg.reshape %choice : tensor<4x16xi32> to tensor<64x1xi32>
+    %back = meg.gather_rows %rows, %pos inverse %c : tensor<64x8xf32>, tensor<16x2xi32>, tensor<64x1xi32> -> tensor<16x2x8xf32>
+    %sum = meg.reduce sum %back dims [1] : tensor<16x2x8xf32>
+    %o = meg.reshape %sum : tensor<16x8xf32> to tensor<2x8x8xf32>
+    %q = meg.reshape %o : tensor<2x8x8xf32> to tensor<2x8x2x4xf32>
+    %a = meg.attention %q, %q, %q causal scale 0.5 : tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>
+    %out = meg.reshape %a : tensor<2x8x2x4xf32> to tensor<2x8x8xf32>
+    %seq = meg.reshape %scores : tensor<16x4xf32> to tensor<2x8x4xf32>
+    %share = meg.reduce sum %seq dims [0, 1] : tensor<2x8x4xf32>
+    return %out, %share : tensor<2x8x8xf32>, tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {meg.context_parallel = #meg.context_parallel<mesh = @world, axes = ["cp"]>} {
+  meg.mesh @world [cp = 2]
+  meg.param @emb : tensor<16x8xf32> init #meg.init<normal(0.02)>
+  meg.param @bias : tensor<4xf32> init #meg.init<zeros>
+  func.func @forward(%ids: tensor<1x8xi32> {meg.name = "input_ids"}) -> (tensor<1x8x8xf32> {meg.name = "h"}) {
+    %t = meg.param_ref @emb : tensor<16x8xf32>
+    %h = meg.embedding %t, %ids : tensor<16x8xf32>, tensor<1x8xi32>
+    %x = meg.reshape %h : tensor<1x8x8xf32> to tensor<8x8xf32>
+    %s = meg.slice %x [0, 0] [8, 4] [1, 1] : tensor<8x8xf32>
+    %scores = meg.sigmoid %s : tensor<8x4xf32>
+    %b = meg.param_ref @bias : tensor<4xf32>
+    %experts, %weights = meg.moe_route %scores, %b top_k 1 groups 1 top_groups 1 scaling 1.0 : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x1xi32>, tensor<8x1xf32>
+    // expected-error @+1 {{meg-context-parallel: an expert's capacity of 3 slots does not split over the 2 context-parallel ranks}}
+    %tok, %choice, %pos, %load, %dropped = meg.moe_assign %experts, %weights experts 4 capacity 3 policy probs : tensor<8x1xi32>, tensor<8x1xf32> -> tensor<4x3xi32>, tensor<4x3xi32>, tensor<8x1xi32>, tensor<4xi32>, tensor<i32>
+    %q = meg.reshape %h : tensor<1x8x8xf32> to tensor<1x8x2x4xf32>
+    %a = meg.attention %q, %q, %q causal scale 0.5 : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+    %out = meg.reshape %a : tensor<1x8x2x4xf32> to tensor<1x8x8xf32>
+    return %out : tensor<1x8x8xf32>
   }
 }

@@ -8,7 +8,9 @@ micro-batches, composed with data parallelism (dp_shard = 2 replicas, and
 FSDP's optim_grads_params sharding over dp_shard x cp) and with tensor and
 sequence parallelism (tp = 2), with selective or full recomputation, and
 for imported models (llama-bias's q/k/v and o biases, qwen3's per-head
-q/k norms and tied embeddings), and with the ring algorithm
+q/k norms and tied embeddings, DeepSeek-V3's MLA and MoE layer routing
+each rank's tokens into its share of the experts' slots, with its
+sequence-wise auxiliary loss, under expert parallelism and FSDP), and with the ring algorithm
 (`--cp-attention ring`: the key and value blocks passed around the cp
 ranks, partial results merged by their softmax statistics),
 give the losses and the final training state (weights, moments, step) of
@@ -77,6 +79,17 @@ BF16_STEPS = 3
 BF16_TOLERANCE = 5e-2
 BF16_CONFIGS = [("bf16 cp=2", "cp=2", BF16),
                 ("bf16 ring cp=2", "cp=2", [*BF16, *RING])]
+MOE = ["--moe-bias-update-rate", "1e-2"]
+# (fixture, --mesh, extra import flags)
+IMPORTED = [
+    ("llama-bias", "cp=2", []),
+    ("qwen3", "cp=2", []),
+    ("deepseek-v3", "cp=2", MOE),
+    ("deepseek-v3", "cp=2", [*MOE, "--moe-aux-loss-coeff", "1.0"]),
+    ("deepseek-v3", "cp=2", [*MOE, *RING]),
+    ("deepseek-v3", "dp_shard=2,cp=2", [*MOE, "--fsdp", "optim_grads_params"]),
+    ("deepseek-v3", "ep=2,cp=2", MOE),
+]
 LAYOUT_FLAGS = {"--sequence-parallel": 0, "--fsdp": 1, "--cp-attention": 1}
 
 
@@ -143,23 +156,33 @@ def main():
             name, ranks, artifact, single, want_losses, want_state, inputs,
             tmp, steps, tolerance, forward="--micro-batches" not in flags)
         failed |= not ok
-    # Imported models: llama-bias (q/k/v and o biases) and qwen3 (per-head
-    # q/k norms on this rank's tokens, tied embeddings).
-    for case in ("llama-bias", "qwen3"):
-        name = f"imported {case} cp=2"
+    # Imported models: llama-bias (q/k/v and o biases), qwen3 (per-head
+    # q/k norms on this rank's tokens, tied embeddings) and DeepSeek-V3
+    # (MLA; an MoE layer routing this rank's tokens into its share of each
+    # expert's slots, the routing bias moved by the loads summed over dp x
+    # cp; with the sequence-wise auxiliary loss, its per-sequence sums
+    # added up over cp).
+    for case, mesh, flags in IMPORTED:
+        name = f"imported {case} {mesh}{' ' if flags else ''}" \
+               f"{' '.join(flags)}"
         if options.only and options.only not in name:
             continue
+        ranks = int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
         imported = ["megc", "import", os.path.join(FIXTURES, case), "--seq",
                     "16", "--batch", "4", "--train", *IMPORTED_ADAM]
-        single = compile_model(f"{case}_single", imported)
+        reference_tag = "_".join([case, "single", *flags]).replace(
+            "-", "").replace(".", "")
+        single = compile_model(reference_tag,
+                               [*imported, *reference_flags(flags)])
         want_losses, want_state = fsdp_equivalence.train(
-            single, inputs, os.path.join(tmp, f"{case}_single.safetensors"),
+            single, inputs, os.path.join(tmp, reference_tag + ".safetensors"),
             1, STEPS)
-        artifact = compile_model(f"{case}_cp2",
-                                 [*imported, "--mesh", "cp=2"])
+        tag = name.replace(" ", "_").replace("=", "").replace(",", "_") \
+            .replace("-", "").replace(".", "")
+        artifact = compile_model(tag, [*imported, *flags, "--mesh", mesh])
         ok = fsdp_equivalence.compare_with_one_rank(
-            name, 2, artifact, single, want_losses, want_state, inputs, tmp,
-            STEPS, TOLERANCE, forward=False)
+            name, ranks, artifact, single, want_losses, want_state, inputs,
+            tmp, STEPS, TOLERANCE, forward=False)
         failed |= not ok
     if failed:
         sys.exit(f"some configurations differ from one rank by more than "

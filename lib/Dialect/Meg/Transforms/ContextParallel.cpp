@@ -79,6 +79,19 @@ private:
     dims[value] = dim;
     value.setType(divided(value.getType(), dim, ranks));
   }
+  /// The whole extent of a split value's split dimension.
+  int64_t wholeExtent(Value value) const {
+    return cast<RankedTensorType>(value.getType())
+               .getDimSize(*splitDim(value)) *
+           ranks;
+  }
+  /// For a split dimension that merges dimensions (the batch and the
+  /// sequence into tokens, an expert and its slots into rows), the whole
+  /// extent of its innermost one, which holds the split; 0 otherwise.
+  int64_t innerOf(Value value) const { return inners.lookup(value); }
+  /// Results split along a dimension of the same extent as a split
+  /// operand's merged one take its inner extent, unless the rule said.
+  void inheritInner(Operation *op);
 
   /// Reorders the 2C chunks along dim 0 of a whole value: into cp order
   /// (`toCp`), or from cp order back to the original one.
@@ -99,8 +112,12 @@ private:
   LogicalResult sequenceOf(Operation *op, int64_t extent);
 
   LogicalResult visit(Operation *op, func::FuncOp func);
+  LogicalResult visitOp(Operation *op, func::FuncOp func);
   LogicalResult visitElementwise(Operation *op);
   LogicalResult visitReshape(ReshapeOp reshape, int64_t dim);
+  LogicalResult visitMatmul(MatmulOp matmul);
+  LogicalResult visitReduce(ReduceOp reduce);
+  LogicalResult visitMoe(Operation *op);
   LogicalResult visitAttention(AttentionOp attention, func::FuncOp func);
 
   ContextParallelAttr config;
@@ -111,6 +128,7 @@ private:
   int64_t sequence = 0;
   // Per function.
   DenseMap<Value, int64_t> dims;
+  DenseMap<Value, int64_t> inners;
   DenseMap<std::pair<Value, int64_t>, Value> slices;
   /// Keys and values gathered for attention (once per value).
   DenseMap<Value, Value> gathers;
@@ -378,27 +396,147 @@ LogicalResult ContextParallelLayout::visitElementwise(Operation *op) {
   return success();
 }
 
-/// The split dimension of the reshape's result: the one with as many
-/// elements before it, and the same extent.
+/// The split dimension of the reshape's result. A reshape may merge the
+/// split dimension with the dimensions before it (the batch and the
+/// sequence into tokens: the rows of this rank are its tokens, batch by
+/// batch; an expert's slots into rows) or split such a merged dimension
+/// back, the sequence innermost.
 LogicalResult ContextParallelLayout::visitReshape(ReshapeOp reshape,
                                                   int64_t dim) {
   auto in = cast<RankedTensorType>(reshape.getInput().getType());
   ArrayRef<int64_t> out = reshape.getType().getShape();
-  int64_t before = 1;
-  for (int64_t d = 0; d < dim; ++d)
-    before *= in.getDimSize(d);
-  int64_t extent = in.getDimSize(dim) * ranks;
-  int64_t outBefore = 1;
+  SmallVector<int64_t> whole(in.getShape());
+  whole[dim] *= ranks;
+  // Elements before each dimension, of the input and of the result.
+  SmallVector<int64_t> inBefore(whole.size() + 1, 1),
+      outBefore(out.size() + 1, 1);
+  for (size_t d = 0; d < whole.size(); ++d)
+    inBefore[d + 1] = inBefore[d] * whole[d];
+  for (size_t d = 0; d < out.size(); ++d)
+    outBefore[d + 1] = outBefore[d] * out[d];
+  int64_t before = inBefore[dim], through = inBefore[dim + 1];
   for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d) {
-    if (outBefore == before && out[d] == extent) {
+    // The result dimension ends where the split one does and starts at an
+    // input dimension's start: it merges the split one with those before.
+    if (outBefore[d + 1] == through && outBefore[d] <= before &&
+        llvm::is_contained(ArrayRef(inBefore).take_front(dim + 1),
+                           outBefore[d])) {
       split(reshape.getResult(), d);
+      int64_t inner = innerOf(reshape.getInput());
+      inners[reshape.getResult()] =
+          outBefore[d] == before && !inner ? 0 : (inner ? inner : whole[dim]);
       return success();
     }
-    outBefore *= out[d];
+    // A merged dimension split back, its innermost part the split one.
+    int64_t inner = innerOf(reshape.getInput());
+    if (inner && outBefore[d] > before && outBefore[d + 1] == through &&
+        out[d] == inner) {
+      split(reshape.getResult(), d);
+      inners[reshape.getResult()] = 0;
+      return success();
+    }
   }
   return error(reshape) << "reshapes the split sequence (dim " << dim << ", "
-                        << extent << " tokens) into " << reshape.getType()
+                        << whole[dim] << " elements) into " << reshape.getType()
                         << ", which does not keep it a dimension";
+}
+
+/// A matrix product of a split left-hand side by a whole right-hand side:
+/// the split stays on the rows or the batch dimension it is on.
+LogicalResult ContextParallelLayout::visitMatmul(MatmulOp matmul) {
+  if (splitDim(matmul.getRhs()))
+    return error(matmul) << "multiplies by a right-hand side split along the "
+                            "sequence";
+  int64_t dim = *splitDim(matmul.getLhs());
+  int64_t rank = cast<RankedTensorType>(matmul.getLhs().getType()).getRank();
+  int64_t outRank = matmul.getType().getRank();
+  int64_t contracted = matmul.getTransposeLhs() ? rank - 2 : rank - 1;
+  if (dim == contracted)
+    return error(matmul) << "contracts over the split sequence";
+  split(matmul.getResult(),
+        dim < rank - 2 ? dim + outRank - rank : outRank - 2);
+  return success();
+}
+
+/// A reduction that keeps the split dimension stays split; a sum over it
+/// adds up the ranks' partial sums (and the gradient of that total, used
+/// by every rank, is the sum of the ranks' gradients).
+LogicalResult ContextParallelLayout::visitReduce(ReduceOp reduce) {
+  int64_t dim = *splitDim(reduce.getInput());
+  ArrayRef<int64_t> reduced = reduce.getDims();
+  if (!llvm::is_contained(reduced, dim)) {
+    int64_t removed =
+        reduce.getKeepDims()
+            ? 0
+            : llvm::count_if(reduced, [&](int64_t d) { return d < dim; });
+    split(reduce.getResult(), dim - removed);
+    return success();
+  }
+  if (reduce.getKind() != ReduceKind::sum)
+    return error(reduce) << "reduces over the split sequence by "
+                         << stringifyReduceKind(reduce.getKind())
+                         << " (only a sum adds up over the ranks)";
+  tagger.after(builder, reduce);
+  auto add =
+      CollectiveReduceAttr::get(builder.getContext(), CollectiveReduce::sum);
+  Value total = AllReduceOp::create(builder, reduce.getLoc(), reduce.getType(),
+                                    reduce.getResult(), config.getMesh(),
+                                    config.getAxes(), add);
+  Value shared = CopyToGroupOp::create(builder, reduce.getLoc(), total,
+                                       config.getMesh(), config.getAxes());
+  reduce.getResult().replaceAllUsesExcept(shared, total.getDefiningOp());
+  return success();
+}
+
+/// Mixture-of-experts routing of this rank's tokens: the router's choices
+/// per token, the experts' slots (the capacity of each expert's slots on
+/// a rank is its share, 1/C of the whole's), and the gathers between the
+/// tokens and the slots. The loads and the dropped count are this rank's:
+/// meg-optimizer sums the loads over the data-parallel group, which holds
+/// the context axes.
+LogicalResult ContextParallelLayout::visitMoe(Operation *op) {
+  if (auto route = dyn_cast<MoeRouteOp>(op)) {
+    if (splitDim(route.getBias()) || splitDim(route.getScores()) != 0)
+      return error(op) << "expects the scores of this rank's tokens (split "
+                          "along dim 0) and a whole bias";
+    split(route.getExperts(), 0);
+    split(route.getWeights(), 0);
+    return success();
+  }
+  if (auto assign = dyn_cast<MoeAssignOp>(op)) {
+    if (splitDim(assign.getExperts()) != 0 ||
+        splitDim(assign.getWeights()) != 0)
+      return error(op) << "expects the choices of this rank's tokens (split "
+                          "along dim 0)";
+    int64_t capacity = assign.getCapacity();
+    if (capacity % ranks != 0)
+      return error(op) << "an expert's capacity of " << capacity
+                       << " slots does not split over the " << ranks
+                       << " context-parallel ranks";
+    assign.setCapacity(capacity / ranks);
+    split(assign.getSlotTokens(), 1);
+    split(assign.getSlotChoices(), 1);
+    inners[assign.getSlotTokens()] = inners[assign.getSlotChoices()] = 0;
+    split(assign.getPositions(), 0);
+    return success();
+  }
+  auto gather = cast<GatherRowsOp>(op);
+  std::optional<int64_t> index = splitDim(gather.getIndex());
+  // Rows of a whole table (a one-hot of each token's experts) for this
+  // rank's tokens.
+  if (index && !splitDim(gather.getSource()) && !gather.getInverse()) {
+    split(gather.getResult(), *index);
+    inners[gather.getResult()] = innerOf(gather.getIndex());
+    return success();
+  }
+  if (splitDim(gather.getSource()) != 0 || !index ||
+      (gather.getInverse() && splitDim(gather.getInverse()) != 0))
+    return error(op) << "gathers rows across the split sequence (expects "
+                        "this rank's rows, indices and inverse)";
+  // The result's rows are the index's: its merged dimension, if any.
+  split(gather.getResult(), *index);
+  inners[gather.getResult()] = innerOf(gather.getIndex());
+  return success();
 }
 
 /// Causal attention of this rank's queries against every key: the keys and
@@ -450,7 +588,27 @@ LogicalResult ContextParallelLayout::visitAttention(AttentionOp attention,
   return success();
 }
 
+void ContextParallelLayout::inheritInner(Operation *op) {
+  for (Value result : op->getResults()) {
+    if (!splitDim(result) || inners.count(result))
+      continue;
+    for (Value operand : op->getOperands())
+      if (splitDim(operand) && innerOf(operand) &&
+          wholeExtent(operand) == wholeExtent(result)) {
+        inners[result] = innerOf(operand);
+        break;
+      }
+  }
+}
+
 LogicalResult ContextParallelLayout::visit(Operation *op, func::FuncOp func) {
+  if (failed(visitOp(op, func)))
+    return failure();
+  inheritInner(op);
+  return success();
+}
+
+LogicalResult ContextParallelLayout::visitOp(Operation *op, func::FuncOp func) {
   bool anySplit = llvm::any_of(op->getOperands(), [&](Value operand) {
     return splitDim(operand).has_value();
   });
@@ -471,6 +629,38 @@ LogicalResult ContextParallelLayout::visit(Operation *op, func::FuncOp func) {
     return visitAttention(attention, func);
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return visitReshape(reshape, *splitDim(reshape.getInput()));
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return visitMatmul(matmul);
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return visitReduce(reduce);
+  if (isa<MoeRouteOp, MoeAssignOp, GatherRowsOp>(op))
+    return visitMoe(op);
+  // Expert parallelism's exchange of expert slots (along dim 0) between
+  // the ranks of ep: the slots of this rank's tokens go and come back.
+  if (auto exchange = dyn_cast<AllToAllOp>(op)) {
+    int64_t dim = *splitDim(exchange.getInput());
+    if (dim == 0)
+      return error(op) << "exchanges the split sequence's pieces";
+    split(exchange.getResult(), dim);
+    return success();
+  }
+  if (auto pieces = dyn_cast<SplitOp>(op)) {
+    int64_t dim = *splitDim(pieces.getInput());
+    if (pieces.getAxis() == dim)
+      return error(op) << "cuts the split sequence into pieces";
+    for (Value piece : pieces.getResults())
+      split(piece, dim);
+    return success();
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    auto in = cast<RankedTensorType>(broadcast.getInput().getType());
+    int64_t dim = *splitDim(broadcast.getInput());
+    int64_t moved = dim + broadcast.getType().getRank() - in.getRank();
+    if (broadcast.getType().getDimSize(moved) != in.getDimSize(dim) * ranks)
+      return error(op) << "broadcasts along the split sequence";
+    split(broadcast.getResult(), moved);
+    return success();
+  }
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     int64_t dim = *splitDim(transpose.getInput());
     ArrayRef<int64_t> permutation = transpose.getPermutation();
@@ -579,6 +769,7 @@ LogicalResult ContextParallelLayout::visit(Operation *op, func::FuncOp func) {
 
 LogicalResult ContextParallelLayout::layOut(func::FuncOp func) {
   dims.clear();
+  inners.clear();
   slices.clear();
   gathers.clear();
   localPositions = {};

@@ -759,9 +759,16 @@ def MegContextParallel : Pass<"meg-context-parallel", "::mlir::ModuleOp"> {
     `meg.label_count`, along their last dimension) are cut into this rank's
     chunks where they enter (`meg.shard_slice` of the chunks reordered
     rank by rank), and the split follows the data through elementwise ops,
-    norms, linear layers, RoPE, reshapes, transposes and slices that keep
-    the sequence a dimension. A whole value computed without parameters that
-    meets the split sequence (positions, RoPE tables) is cut the same way.
+    norms, linear layers and matrix products, RoPE, transposes, slices and
+    splits that keep the sequence a dimension, and reshapes that keep it or
+    merge it with the batch into token rows (and back). A mixture-of-experts
+    layer routes this rank's tokens: each expert's capacity on a rank is its
+    share (1/C of its slots), and the gathers between tokens and slots and
+    expert parallelism's all-to-alls stay on the rank. A sum over the split
+    sequence adds up the ranks' partial sums (`meg.all_reduce`, then
+    `meg.copy_to_group`: every rank uses the total). A whole value computed
+    without parameters that meets the split sequence (positions, RoPE
+    tables) is cut the same way.
     Each `meg.attention` gathers the keys and values over the group
     (`meg.all_gather`, whose gradient is the reduce-scatter of theirs) back
     into the original order, and with `causal` takes its queries' positions
@@ -773,9 +780,15 @@ def MegContextParallel : Pass<"meg-context-parallel", "::mlir::ModuleOp"> {
     the original order. The group's submesh is registered; the pass removes
     the attribute it applied.
 
+    With `attention = ring` each causal attention becomes one
+    `meg.ring_attention` of this rank's queries, keys and values instead
+    (expanded by `meg-ring-attention` after autodiff).
+
     Errors: a sequence that 2C does not divide, a model without attention,
     an op with no context-parallel form, a parameter-dependent value along
-    the sequence, a training model whose `meg.fsdp` lacks the context axes.
+    the sequence, a training model whose `meg.fsdp` lacks the context axes,
+    an expert capacity that C does not divide, a non-causal attention with
+    the ring.
 
     ```mlir
     // before (cp = 2, a sequence of 8)
