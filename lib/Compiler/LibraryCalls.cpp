@@ -65,7 +65,7 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
       })
       .Case<AllToAllOp, AllToAllStartOp>(
           [&](auto) { command.kind = CollectiveCommand::Kind::AllToAll; })
-      .Case<ShiftOp>([&](ShiftOp shift) {
+      .Case<ShiftOp, ShiftStartOp>([&](auto shift) {
         command.kind = CollectiveCommand::Kind::Shift;
         command.params = {static_cast<int64_t>(shift.getOffset())};
       });

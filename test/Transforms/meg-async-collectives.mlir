@@ -92,3 +92,25 @@ func.func @late_sum(%dy: tensor<4x4xf32>, %w1: tensor<4x4xf32>, %w2: tensor<4x4x
   %out = meg.neg %reduced : tensor<4x4xf32>
   return %out, %updated : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// A ring's next block moves while the current one is attended to: each
+// shift starts right after its input exists and is waited for right
+// before the attention that reads it.
+// CHECK-LABEL: func.func @ring
+// CHECK-NEXT: %[[FK:.*]] = meg.shift_start %arg1 over @cpring[cp] by 1 : tensor<1x4x1x4xf32> -> !meg.future<tensor<1x4x1x4xf32>>
+// CHECK-NEXT: %[[FV:.*]] = meg.shift_start %arg2 over @cpring[cp] by 1
+// CHECK-NEXT: %[[O0:.*]] = meg.attention %arg0, %arg1, %arg2 causal
+// CHECK-NEXT: %[[K1:.*]] = meg.wait %[[FK]]
+// CHECK-NEXT: %[[V1:.*]] = meg.wait %[[FV]]
+// CHECK-NEXT: %[[O1:.*]] = meg.attention %arg0, %[[K1]], %[[V1]] causal positions
+// CHECK-NEXT: meg.add %[[O0]], %[[O1]]
+meg.mesh @cpring [cp = 2]
+meg.submesh @cpring[cp]
+func.func @ring(%q: tensor<1x4x2x4xf32>, %k: tensor<1x4x1x4xf32>, %v: tensor<1x4x1x4xf32>, %p: tensor<4xi32>) -> tensor<1x4x2x4xf32> {
+  %k1 = meg.shift %k over @cpring[cp] by 1 : tensor<1x4x1x4xf32>
+  %v1 = meg.shift %v over @cpring[cp] by 1 : tensor<1x4x1x4xf32>
+  %o0 = meg.attention %q, %k, %v causal scale 0.5 : tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>, tensor<1x4x1x4xf32>
+  %o1 = meg.attention %q, %k1, %v1 causal positions(%p : tensor<4xi32>) scale 0.5 : tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>, tensor<1x4x1x4xf32>
+  %sum = meg.add %o0, %o1 : tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+  return %sum : tensor<1x4x2x4xf32>
+}

@@ -385,6 +385,11 @@ func.func @collectives(%s: tensor<4x8xbf16>, %g: tensor<16x8xf32>,
   %fx = meg.all_to_all_start %g over @world[dp_shard]
       : tensor<16x8xf32> -> !meg.future<tensor<16x8xf32>>
   %wx = meg.wait %fx : !meg.future<tensor<16x8xf32>>
+  // CHECK: %[[FS:.*]] = meg.shift_start %{{.*}} over @world[dp_shard] by 1 : tensor<16x8xf32> -> !meg.future<tensor<16x8xf32>>
+  // CHECK: meg.wait %[[FS]] : !meg.future<tensor<16x8xf32>>
+  %fs = meg.shift_start %g over @world[dp_shard] by 1
+      : tensor<16x8xf32> -> !meg.future<tensor<16x8xf32>>
+  %ws = meg.wait %fs : !meg.future<tensor<16x8xf32>>
   // CHECK: %[[F0:.*]] = meg.all_gather_start %{{.*}} over @world[dp_shard] dim 1 : tensor<4x8xbf16> -> !meg.future<tensor<4x32xbf16>>
   // CHECK: meg.wait %[[F0]] : !meg.future<tensor<4x32xbf16>>
   %4 = meg.all_gather_start %s over @world[dp_shard] dim 1

@@ -333,6 +333,15 @@ LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &table) {
                           ShardChange::None, 0);
 }
 
+RankedTensorType ShiftStartOp::getProducedType() {
+  return futureValue(getFuture());
+}
+LogicalResult ShiftStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyCollective(*this, table, getMeshAttr(), getAxesAttr(),
+                          getInput().getType(), getProducedType(),
+                          ShardChange::None, 0);
+}
+
 RankedTensorType AllToAllStartOp::getProducedType() {
   return futureValue(getFuture());
 }

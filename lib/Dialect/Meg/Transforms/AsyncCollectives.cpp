@@ -73,7 +73,8 @@ struct MegAsyncCollectivesPass
     getOperation().walk([&](Operation *op) {
       if (isa<AllGatherOp>(op) && reachesParamStore(op->getResult(0)))
         return;
-      if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp>(op))
+      if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, ShiftOp>(
+              op))
         collectives.push_back(op);
     });
     for (Operation *op : collectives)
@@ -109,6 +110,11 @@ struct MegAsyncCollectivesPass
                                          exchange.getInput(),
                                          exchange.getMeshAttr(),
                                          exchange.getAxesAttr());
+        })
+        .Case([&](ShiftOp shift) {
+          return ShiftStartOp::create(builder, loc, future, shift.getInput(),
+                                      shift.getMeshAttr(), shift.getAxesAttr(),
+                                      shift.getOffsetAttr());
         });
   }
 

@@ -360,6 +360,27 @@ def Meg_AllToAllStartOp : Meg_CollectiveOp<"all_to_all_start"> {
   }];
 }
 
+def Meg_ShiftStartOp : Meg_CollectiveOp<"shift_start"> {
+  let summary = "Starts a shift; meg.wait yields its result";
+  let description = [{
+    The asynchronous form of `meg.shift` (meg-async-collectives makes it):
+    a ring's next key and value block moves while the current one is
+    attended to.
+
+    ```mlir
+    %f = meg.shift_start %kv over @world[cp] by 1
+        : tensor<2x128x64xbf16> -> !meg.future<tensor<2x128x64xbf16>>
+    ```
+  }];
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$offset);
+  let results = (outs Meg_FutureType:$future);
+  let assemblyFormat = [{
+    $input `over` $mesh `` custom<AxisList>($axes) `by` $offset attr-dict `:`
+    type($input) `->` qualified(type($future))
+  }];
+}
+
 def Meg_WaitOp : Meg_Op<"wait", [InferTypeOpAdaptor,
     MemoryEffects<[MemRead<Meg_CommResource>, MemWrite<Meg_CommResource>]>]> {
   let summary = "Waits for an asynchronous collective and yields its tensor";

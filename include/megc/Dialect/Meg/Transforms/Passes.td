@@ -311,7 +311,8 @@ def MegAsyncCollectives : Pass<"meg-async-collectives", "::mlir::func::FuncOp"> 
   let summary = "Overlaps each collective with the work that does not need it";
   let description = [{
     Replaces a blocking `meg.all_reduce`, `meg.all_gather`,
-    `meg.reduce_scatter` or `meg.all_to_all` by its `_start` form, issued
+    `meg.reduce_scatter`, `meg.all_to_all` or `meg.shift` by its `_start`
+    form, issued
     as soon as its input is computed (but after every op before it that
     writes: other collectives and waits keep their order on every rank),
     and `meg.wait`, right before the first op of its block that reads the
@@ -333,7 +334,10 @@ def MegAsyncCollectives : Pass<"meg-async-collectives", "::mlir::func::FuncOp"> 
     - expert parallelism: an MoE layer computes its shared experts between
       the dispatch's start and its wait, and in the backward the shared
       experts' gradient between the exchange of the slots' gradient and its
-      wait.
+      wait;
+    - context parallelism by a ring: the next key and value block moves
+      while the current one is attended to, and in the backward the blocks
+      move again while the layer's MLP gradient is computed.
 
     ```mlir
     // before
