@@ -462,6 +462,44 @@ TEST(AttentionPositionsOnCpu, ContextParallelChunksMatchReference) {
     }
 }
 
+/// The positions of a ring attention's step on a rank holding two chunks
+/// of `chunk` queries against a block of two chunks of keys: a block of an
+/// earlier rank is seen through its first chunk by every query, one of a
+/// later rank whole by the second query chunk only, the first seeing no key
+/// (-1).
+std::vector<int32_t> ringBlockPositions(bool laterRank, int64_t chunk) {
+  std::vector<int32_t> positions;
+  for (int64_t i = 0; i < 2 * chunk; ++i)
+    positions.push_back(static_cast<int32_t>(!laterRank  ? chunk - 1
+                                             : i < chunk ? -1
+                                                         : 2 * chunk - 1));
+  return positions;
+}
+
+// A ring step's block: queries that see no key have a zero result, no
+// gradient and statistics +inf; the others see their prefix.
+TEST(AttentionPositionsOnCpu, RingBlockPositionsMatchReference) {
+  for (DType dtype : kDTypes)
+    for (bool laterRank : {false, true}) {
+      AttentionCase c{"ring", 2, 100, 100, 4, 2, 64, 64, true};
+      Inputs in = randomInputs(shapeOf(c, dtype), 17 + laterRank);
+      in.positions = ringBlockPositions(laterRank, 50);
+      Reference ref = referenceAttention(in);
+      Results r = cpuAttention(in);
+      Results kept = cpuAttention(in, 2, Stats::Kept);
+      double tolerance = toleranceOf(dtype);
+      std::string what =
+          describeAttention(in.shape) +
+          (laterRank ? " block of a later rank" : " block of an earlier rank");
+      expectClose(widen(dtype, r.out), ref.out, tolerance, what + " out");
+      expectClose(widen(dtype, r.dq), ref.dq, tolerance, what + " dq");
+      expectClose(widen(dtype, r.dk), ref.dk, tolerance, what + " dk");
+      expectClose(widen(dtype, r.dv), ref.dv, tolerance, what + " dv");
+      expectStatsClose(kept.stats, ref.lse, kStatsTolerance, what + " stats");
+      EXPECT_EQ(kept.dq, r.dq) << what;
+    }
+}
+
 // Positions that place every query where the default does give the same
 // bits.
 TEST(AttentionPositionsOnCpu, DefaultPositionsAreTheSameBits) {
@@ -888,6 +926,45 @@ TEST_F(AttentionCuda, ContextParallelPositionsMatchCpu) {
         std::string what =
             describeAttention(in.shape) + " on CUDA, positions of rank " +
             std::to_string(rank) + (mode == Stats::Kept ? ", stats kept" : "");
+        expectClose(widen(dtype, out), widen(dtype, cpu.out), tolerance,
+                    what + " out");
+        expectClose(widen(dtype, download(call.dq)), widen(dtype, cpu.dq),
+                    tolerance, what + " dq");
+        expectClose(widen(dtype, download(call.dk)), widen(dtype, cpu.dk),
+                    tolerance, what + " dk");
+        expectClose(widen(dtype, download(call.dv)), widen(dtype, cpu.dv),
+                    tolerance, what + " dv");
+      }
+}
+
+// A ring step's block on CUDA (queries that see no key included), forward
+// and backward, with and without the forward's statistics, against the
+// CPU.
+TEST_F(AttentionCuda, RingBlockPositionsMatchCpu) {
+  for (DType dtype : kDTypes)
+    for (bool laterRank : {false, true})
+      for (Stats mode : {Stats::Recomputed, Stats::Kept}) {
+        AttentionCase c{"ring", 2, 100, 100, 4, 2, 64, 64, true};
+        Inputs in = randomInputs(shapeOf(c, dtype), 23 + laterRank);
+        in.positions = ringBlockPositions(laterRank, 50);
+        Results cpu = cpuAttention(in, 3, mode);
+        DeviceCall call(in, 0, mode);
+        call.forward(in.shape);
+        Bytes out = download(call.out);
+        if (mode == Stats::Kept) {
+          std::vector<float> stats = downloadFloats(call.stats);
+          for (size_t i = 0; i < stats.size(); ++i)
+            if (std::isinf(cpu.stats[i]))
+              EXPECT_EQ(stats[i], INFINITY) << "row " << i;
+          call.stats = upload(floatBytes(cpu.stats), 0);
+        }
+        call.out = upload(cpu.out, 0);
+        call.backward(in.shape);
+        double tolerance = toleranceOf(dtype);
+        std::string what =
+            describeAttention(in.shape) + " on CUDA, " +
+            (laterRank ? "block of a later rank" : "block of an earlier rank") +
+            (mode == Stats::Kept ? ", stats kept" : "");
         expectClose(widen(dtype, out), widen(dtype, cpu.out), tolerance,
                     what + " out");
         expectClose(widen(dtype, download(call.dq)), widen(dtype, cpu.dq),
