@@ -7,6 +7,7 @@
 #include "CompileCommand.h"
 #include "GenCommand.h"
 #include "InspectCommand.h"
+#include "PlanCommand.h"
 #include "ScheduleCommand.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   llvm::cl::SubCommand &import = megc::importSubCommand();
   llvm::cl::SubCommand &inspect = megc::inspectSubCommand();
   llvm::cl::SubCommand &schedule = megc::scheduleSubCommand();
+  llvm::cl::SubCommand &plan = megc::planSubCommand();
   megc::registerCompileOptions();
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
@@ -28,13 +30,17 @@ int main(int argc, char **argv) {
       "  megc import <hf-dir|config.json> --seq N --batch N -o model.mlir\n"
       "  megc inspect model.megc             describe an artifact\n"
       "  megc schedule --pp P --micro-batches M [--pp-schedule S]\n"
-      "                                      show a pipeline schedule\n");
+      "                                      show a pipeline schedule\n"
+      "  megc plan model.mlir --cluster C    simulate the model's step on a\n"
+      "                                      cluster\n");
   if (gen || import)
     return megc::runGen();
   if (inspect)
     return megc::runInspect();
   if (schedule)
     return megc::runSchedule();
+  if (plan)
+    return megc::runPlan();
   if (megc::hasCompileInput())
     return megc::runCompile();
   llvm::WithColor::error(llvm::errs(), "megc")

@@ -1,0 +1,86 @@
+//===- Simulate.h - a compiled step played out on a cluster ------*- C++
+//-*-===//
+//
+// A discrete-event simulation of one rank's command stream as the compiler
+// built it: matrix products and attention by their FLOPs against the
+// device's peak, kernels, copies and library kernels by the bytes of their
+// buffers against its memory bandwidth, collectives by the bytes the rank
+// sends against the link or network their group crosses, plus a latency
+// per step of their ring. Two streams, as the runtime runs them: compute,
+// and communication for started collectives, which a wait joins.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_PLAN_SIMULATE_H
+#define MEGC_PLAN_SIMULATE_H
+
+#include "megc/Compiler/Program.h"
+#include "megc/Plan/Cluster.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace megc::plan {
+
+/// What a command is costed as.
+enum class CostClass { Gemm, Attention, Memory, Collective, Wait };
+
+/// One command's cost: `work` in FLOPs (gemm, attention) or bytes (memory:
+/// read and written; collective: sent), and the latency-bound steps of a
+/// collective.
+struct CommandCost {
+  CostClass cls = CostClass::Memory;
+  double work = 0;
+  int64_t steps = 0;
+  /// For a collective: whether its group stays inside a node.
+  bool intraNode = true;
+  /// The element type of a matrix product or attention ("bf16", "f32").
+  std::string dtype = "f32";
+};
+
+/// The cost of command `index` of `entry`.
+CommandCost commandCost(const ProgramDesc &program, const EntryDesc &entry,
+                        size_t index, const Cluster &cluster);
+
+/// Its duration on `cluster`, in seconds.
+double commandSeconds(const CommandCost &cost, const Cluster &cluster);
+
+struct SimEvent {
+  uint32_t command;
+  std::string name;
+  CostClass cls;
+  /// On the communication stream (a started collective).
+  bool comm;
+  double start, end;
+};
+
+struct Simulation {
+  double stepSeconds = 0;
+  /// Busy time of the compute stream, of communication (blocking and
+  /// started collectives), and the part of the step in which the compute
+  /// stream waits for communication.
+  double computeSeconds = 0, commSeconds = 0, exposedCommSeconds = 0;
+  /// Of the compute stream, the commands that recompute activations.
+  double recomputeSeconds = 0;
+  std::map<CostClass, double> secondsByClass;
+  /// Of matrix products and attention on this rank; model FLOPs leave out
+  /// recomputation.
+  double flops = 0, modelFlops = 0;
+  /// The dtype of most of those FLOPs, whose peak the utilisation uses.
+  std::string flopsDtype = "f32";
+  double bytesSent = 0;
+  std::vector<SimEvent> events;
+};
+
+Simulation simulateEntry(const ProgramDesc &program, const EntryDesc &entry,
+                         const Cluster &cluster);
+
+/// Each rank's parameters and training state, in bytes.
+uint64_t stateBytes(const ProgramDesc &program);
+
+const char *costClassName(CostClass cls);
+
+} // namespace megc::plan
+
+#endif // MEGC_PLAN_SIMULATE_H

@@ -1,0 +1,136 @@
+//===- PlanTest.cpp - cluster files and the step simulation --------------===//
+
+#include "megc/Plan/Cluster.h"
+#include "megc/Plan/Simulate.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace megc;
+using namespace megc::plan;
+
+namespace {
+
+const char *kCluster = R"({
+  "name": "test",
+  "device": {"name": "d", "peak_flops": {"bf16": 4e12, "f32": 1e12},
+             "memory_bytes": 1e9, "memory_bandwidth": 1e9, "units": 4},
+  "node": {"devices": 2, "link_bandwidth": 1e8, "link_latency": 1e-3},
+  "network": {"bandwidth": 1e7, "latency": 2e-3},
+  "efficiency": {"gemm": 0.5, "gemm_half_flops": 0, "attention": 0.25,
+                 "memory": 0.5, "intra_node": 0.5, "inter_node": 0.25,
+                 "launch_seconds": 1e-6}
+})";
+
+std::string errorOf(const std::string &text) {
+  llvm::Expected<Cluster> cluster = parseCluster(text, "c.json");
+  if (cluster)
+    return "";
+  return llvm::toString(cluster.takeError());
+}
+
+std::string replaced(std::string text, const std::string &from,
+                     const std::string &to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(PlanCluster, ReadsAndPrintsBack) {
+  llvm::Expected<Cluster> cluster = parseCluster(kCluster, "c.json");
+  ASSERT_TRUE(static_cast<bool>(cluster))
+      << llvm::toString(cluster.takeError());
+  EXPECT_EQ(cluster->device.peakFlops.at("bf16"), 4e12);
+  EXPECT_EQ(cluster->peakFor("f16"), 1e12);
+  EXPECT_EQ(cluster->node.devices, 2);
+  EXPECT_EQ(cluster->efficiency.interNode, 0.25);
+  llvm::Expected<Cluster> again =
+      parseCluster(printCluster(*cluster), "printed.json");
+  ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(printCluster(*again), printCluster(*cluster));
+}
+
+TEST(PlanCluster, ErrorsNameTheField) {
+  EXPECT_EQ(errorOf(replaced(kCluster, "\"gemm\": 0.5", "\"gemmm\": 0.5")),
+            "c.json: missing field 'efficiency.gemm'");
+  EXPECT_EQ(errorOf(replaced(kCluster, "\"launch_seconds\": 1e-6",
+                             "\"launch_seconds\": 1e-6, \"extra\": 1")),
+            "c.json: unknown field 'efficiency.extra'");
+  EXPECT_EQ(errorOf(replaced(kCluster, "\"memory_bandwidth\": 1e9",
+                             "\"memory_bandwidth\": -1")),
+            "c.json: device.memory_bandwidth: -1 is not physical (expected "
+            "> 0)");
+  EXPECT_EQ(errorOf(replaced(kCluster, "\"f32\": 1e12", "\"f32\": 0")),
+            "c.json: device.peak_flops.f32: 0 is not physical (expected > 0)");
+  EXPECT_EQ(errorOf(replaced(kCluster, "\"gemm\": 0.5", "\"gemm\": 1.5")),
+            "c.json: efficiency.gemm: 1.5 is not physical (expected > 0 and "
+            "<= 1)");
+  EXPECT_EQ(errorOf(replaced(kCluster, "\"bf16\": 4e12, ", "\"fp4\": 4e12, ")),
+            "c.json: device.peak_flops.fp4: unknown element type (expected "
+            "bf16, f16 or f32)");
+  EXPECT_EQ(errorOf(replaced(kCluster, "\"devices\": 2", "\"devices\": 2.5")),
+            "c.json: node.devices: expected a whole number");
+  EXPECT_EQ(errorOf("[1]"), "c.json: expected a JSON object");
+}
+
+// The costs follow from the file's peaks and efficiencies exactly.
+TEST(PlanSimulate, CostsFromPeaksAndEfficiencies) {
+  Cluster cluster = *parseCluster(kCluster, "c.json");
+  CommandCost gemm{CostClass::Gemm, 1e12, 0, true, "bf16"};
+  // 1e12 FLOPs at 0.5 of 4e12.
+  EXPECT_DOUBLE_EQ(commandSeconds(gemm, cluster), 1e-6 + 0.5);
+  cluster.efficiency.gemmHalfFlops = 1e12;
+  // Half of the efficiency at the half size.
+  EXPECT_DOUBLE_EQ(commandSeconds(gemm, cluster), 1e-6 + 1.0);
+  CommandCost memory{CostClass::Memory, 1e9, 0, true, "f32"};
+  EXPECT_DOUBLE_EQ(commandSeconds(memory, cluster), 1e-6 + 2.0);
+  CommandCost intra{CostClass::Collective, 1e8, 3, true, "f32"};
+  EXPECT_DOUBLE_EQ(commandSeconds(intra, cluster), 1e-6 + 3e-3 + 2.0);
+  CommandCost inter{CostClass::Collective, 1e7, 3, false, "f32"};
+  EXPECT_DOUBLE_EQ(commandSeconds(inter, cluster), 1e-6 + 6e-3 + 4.0);
+}
+
+// A started collective runs beside the compute stream until its wait; the
+// bytes sent are the runtime's count (an all-reduce of n bytes over 2
+// ranks sends n); a group that spans nodes uses the network.
+TEST(PlanSimulate, StartedCollectivesOverlapUntilTheirWait) {
+  mlir::MLIRContext context;
+  auto f32 = mlir::Float32Type::get(&context);
+  auto type = mlir::RankedTensorType::get({1000}, f32);
+  ProgramDesc program;
+  program.mesh = MeshDesc{"world", {{"dp", 2}, {"tp", 2}}};
+  program.submeshes = {{"dp"}, {"tp"}};
+  EntryDesc entry;
+  entry.name = "step";
+  for (int i = 0; i < 4; ++i)
+    entry.buffers.push_back(BufferDesc{BufferKind::Arena, 0, 0, type, -1});
+  CollectiveCommand reduce{};
+  reduce.kind = megrt::CollectiveId::AllReduce;
+  reduce.submesh = 1; // tp: ranks 0 and 1, one node
+  reduce.src = 0, reduce.dst = 1, reduce.count = 1000, reduce.async = true;
+  entry.commands.push_back(reduce);
+  entry.commands.push_back(LaunchCommand{0, {2, 3}});
+  entry.commands.push_back(WaitCommand{0, 0, 1});
+  CollectiveCommand across = reduce;
+  across.submesh = 0; // dp: ranks 0 and 2, two nodes
+  across.async = false;
+  entry.commands.push_back(across);
+  Cluster cluster = *parseCluster(kCluster, "c.json");
+  Simulation sim = simulateEntry(program, entry, cluster);
+  double launch = 1e-6;
+  double reduceSeconds = launch + 2 * 1e-3 + 4000.0 / (1e8 * 0.5);
+  double kernelSeconds = launch + 8000.0 / (1e9 * 0.5);
+  double acrossSeconds = launch + 2 * 2e-3 + 4000.0 / (1e7 * 0.25);
+  EXPECT_DOUBLE_EQ(sim.bytesSent, 8000.0);
+  EXPECT_DOUBLE_EQ(sim.computeSeconds, kernelSeconds);
+  EXPECT_DOUBLE_EQ(sim.commSeconds, reduceSeconds + acrossSeconds);
+  EXPECT_DOUBLE_EQ(sim.stepSeconds,
+                   std::max(reduceSeconds, kernelSeconds) + acrossSeconds);
+  EXPECT_DOUBLE_EQ(sim.exposedCommSeconds, sim.stepSeconds - kernelSeconds);
+}
+
+} // namespace

@@ -1,0 +1,276 @@
+//===- PlanCommand.cpp - `megc plan` -------------------------------------===//
+//
+// Compiles the layout a model file declares (its mesh, tensor, sequence,
+// context and expert parallelism, FSDP), as `megc` would, without code
+// generation, and plays one rank's step out on a cluster (Simulate.h): the
+// step time, tokens per second per device, model FLOP utilisation, each
+// rank's planned memory against the device's, and the communication the
+// compute stream waits for. --calibrate fits the cluster's efficiencies to
+// a megc-run trace of the same artifact and writes the calibrated cluster.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanCommand.h"
+
+#include "megc/Compiler/CompilePipeline.h"
+#include "megc/Plan/Calibrate.h"
+#include "megc/Plan/Cluster.h"
+#include "megc/Plan/Simulate.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace megc {
+
+cl::SubCommand &planSubCommand() {
+  static cl::SubCommand command(
+      "plan", "Simulate a model's compiled step on a cluster");
+  return command;
+}
+
+namespace {
+
+cl::OptionCategory planCategory("megc plan options");
+
+cl::opt<std::string> modelFile(cl::Positional, cl::Required,
+                               cl::desc("<model.mlir>"),
+                               cl::sub(planSubCommand()),
+                               cl::cat(planCategory));
+cl::opt<std::string>
+    clusterFile("cluster",
+                cl::desc("Cluster file, or a shipped cluster: h100-sxm, h200, "
+                         "a100-80gb, cpu"),
+                cl::Required, cl::sub(planSubCommand()), cl::cat(planCategory));
+cl::opt<std::string> entryName("entry",
+                               cl::desc("Entry to simulate (default "
+                                        "train_step, else the first)"),
+                               cl::init(""), cl::sub(planSubCommand()),
+                               cl::cat(planCategory));
+cl::opt<bool> asJson("json", cl::desc("Print the plan as JSON"),
+                     cl::sub(planSubCommand()), cl::cat(planCategory));
+cl::opt<std::string> traceOut("trace",
+                              cl::desc("Write the simulated step as a Chrome "
+                                       "trace (compute and communication)"),
+                              cl::init(""), cl::sub(planSubCommand()),
+                              cl::cat(planCategory));
+cl::opt<std::string>
+    calibrateFrom("calibrate",
+                  cl::desc("Fit the cluster's efficiencies to this megc-run "
+                           "--trace of the model's artifact; writes the "
+                           "calibrated cluster to -o"),
+                  cl::init(""), cl::sub(planSubCommand()),
+                  cl::cat(planCategory));
+cl::opt<std::string> outputFile("o",
+                                cl::desc("With --calibrate: the calibrated "
+                                         "cluster file"),
+                                cl::init(""), cl::sub(planSubCommand()),
+                                cl::cat(planCategory));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "megc plan") << message << "\n";
+  return 1;
+}
+
+/// The tokens one step trains on, over every rank: the entry's integer
+/// input named input_ids (else its first integer input), global along
+/// the batch when the input is split.
+double globalTokens(const ProgramDesc &program, const EntryDesc &entry) {
+  const TensorSpec *tokens = nullptr;
+  for (const TensorSpec &spec : entry.inputs)
+    if (spec.type.getElementType().isInteger() &&
+        (!tokens || spec.name == "input_ids"))
+      if (!tokens || tokens->name != "input_ids")
+        tokens = &spec;
+  if (!tokens)
+    return 0;
+  double count = static_cast<double>(tokens->type.getNumElements());
+  if (tokens->split >= 0 && program.mesh &&
+      static_cast<size_t>(tokens->split) < program.submeshes.size())
+    for (const auto &[axis, size] : program.mesh->axes)
+      if (llvm::is_contained(program.submeshes[tokens->split], axis))
+        count *= static_cast<double>(size);
+  return count;
+}
+
+int64_t meshRanks(const ProgramDesc &program) {
+  int64_t ranks = 1;
+  if (program.mesh)
+    for (const auto &[axis, size] : program.mesh->axes)
+      ranks *= size;
+  return ranks;
+}
+
+std::string layoutText(const ProgramDesc &program) {
+  if (!program.mesh)
+    return "one rank";
+  std::string text;
+  for (const auto &[axis, size] : program.mesh->axes)
+    if (size > 1)
+      text += (text.empty() ? "" : ",") + axis + "=" + std::to_string(size);
+  return text.empty() ? "one rank" : text;
+}
+
+Error writeTrace(const plan::Simulation &sim, StringRef path) {
+  json::Array events;
+  for (const plan::SimEvent &event : sim.events)
+    events.push_back(
+        json::Object{{"name", event.name},
+                     {"cat", plan::costClassName(event.cls)},
+                     {"ph", "X"},
+                     {"ts", event.start * 1e6},
+                     {"dur", (event.end - event.start) * 1e6},
+                     {"pid", 1},
+                     {"tid", event.comm ? 2 : 1},
+                     {"args", json::Object{{"command", event.command}}}});
+  std::string error;
+  auto output = mlir::openOutputFile(path, &error);
+  if (!output)
+    return createStringError(error);
+  output->os() << formatv("{0}", json::Value(json::Object{
+                                     {"traceEvents", std::move(events)}}))
+               << "\n";
+  output->keep();
+  return Error::success();
+}
+
+} // namespace
+
+int runPlan() {
+  Expected<plan::Cluster> cluster = plan::loadCluster(clusterFile);
+  if (!cluster)
+    return fail(toString(cluster.takeError()));
+
+  mlir::DialectRegistry registry;
+  registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      parseModuleFile(modelFile, sourceMgr, context, error);
+  if (!module)
+    return error.empty() ? 1 : fail(error);
+  CompileOptions options;
+  if (failed(runFrontEnd(*module, options)))
+    return 1;
+  mlir::FailureOr<ProgramDesc> program = buildProgram(*module, options);
+  if (failed(program))
+    return 1;
+  for (EntryDesc &entry : program->entries)
+    planMemory(entry);
+  const EntryDesc *entry = nullptr;
+  for (const EntryDesc &candidate : program->entries)
+    if (entryName.empty() ? candidate.name == "train_step"
+                          : candidate.name == entryName)
+      entry = &candidate;
+  if (!entry && entryName.empty() && !program->entries.empty())
+    entry = &program->entries.front();
+  if (!entry) {
+    std::string names;
+    for (const EntryDesc &candidate : program->entries)
+      names += (names.empty() ? "" : ", ") + candidate.name;
+    return fail("the model has no entry '" + entryName + "' (it has " + names +
+                ")");
+  }
+
+  if (!calibrateFrom.empty()) {
+    if (outputFile.empty())
+      return fail("--calibrate writes the calibrated cluster: give -o FILE");
+    ErrorOr<std::unique_ptr<MemoryBuffer>> trace =
+        MemoryBuffer::getFile(calibrateFrom);
+    if (!trace)
+      return fail("cannot read trace '" + calibrateFrom +
+                  "': " + trace.getError().message());
+    Expected<plan::Calibration> calibrated = plan::calibrate(
+        *cluster, *program, *entry, (*trace)->getBuffer(), calibrateFrom);
+    if (!calibrated)
+      return fail(toString(calibrated.takeError()));
+    for (const std::string &line : calibrated->notes)
+      outs() << line << "\n";
+    auto output = mlir::openOutputFile(outputFile, &error);
+    if (!output)
+      return fail(error);
+    output->os() << plan::printCluster(calibrated->cluster);
+    output->keep();
+    *cluster = calibrated->cluster;
+  }
+
+  plan::Simulation sim = plan::simulateEntry(*program, *entry, *cluster);
+  double tokens = globalTokens(*program, *entry);
+  int64_t ranks = meshRanks(*program);
+  double perDevice = sim.stepSeconds > 0 ? tokens / sim.stepSeconds / ranks : 0;
+  double mfu = sim.stepSeconds > 0
+                   ? sim.modelFlops /
+                         (sim.stepSeconds * cluster->peakFor(sim.flopsDtype))
+                   : 0;
+  uint64_t peakBytes = entry->plan.arenaBytes + plan::stateBytes(*program);
+  double headroom =
+      cluster->device.memoryBytes - static_cast<double>(peakBytes);
+
+  if (!traceOut.empty())
+    if (Error error = writeTrace(sim, traceOut))
+      return fail(toString(std::move(error)));
+
+  if (asJson) {
+    json::Object breakdown;
+    for (const auto &[cls, seconds] : sim.secondsByClass)
+      breakdown[plan::costClassName(cls)] = seconds;
+    json::Value result =
+        json::Object{{"cluster", cluster->name},
+                     {"entry", entry->name},
+                     {"layout", layoutText(*program)},
+                     {"ranks", ranks},
+                     {"step_s", sim.stepSeconds},
+                     {"tokens_per_s_per_device", perDevice},
+                     {"mfu", mfu},
+                     {"peak_bytes_per_rank", static_cast<int64_t>(peakBytes)},
+                     {"headroom_bytes", headroom},
+                     {"bubble_fraction", 0.0},
+                     {"exposed_comm_s", sim.exposedCommSeconds},
+                     {"comm_s", sim.commSeconds},
+                     {"compute_s", sim.computeSeconds},
+                     {"recompute_s", sim.recomputeSeconds},
+                     {"bytes_sent_per_rank", sim.bytesSent},
+                     {"seconds_by_class", std::move(breakdown)}};
+    outs() << formatv("{0:2}", result) << "\n";
+    return 0;
+  }
+  outs() << formatv("{0} on {1}, {2} ({3} rank{4}), entry {5}\n",
+                    modelFile.getValue(), cluster->name, layoutText(*program),
+                    ranks, ranks == 1 ? "" : "s", entry->name);
+  outs() << formatv("  step {0:f3} ms: compute {1:f3} ms (recomputation "
+                    "{2:f3} ms), communication {3:f3} ms, of it exposed "
+                    "{4:f3} ms\n",
+                    sim.stepSeconds * 1e3, sim.computeSeconds * 1e3,
+                    sim.recomputeSeconds * 1e3, sim.commSeconds * 1e3,
+                    sim.exposedCommSeconds * 1e3);
+  outs() << "  by class:";
+  for (const auto &[cls, seconds] : sim.secondsByClass)
+    outs() << formatv(" {0} {1:f3} ms", plan::costClassName(cls),
+                      seconds * 1e3);
+  outs() << "\n";
+  outs() << formatv("  {0:f0} tokens a step, {1:f1} tokens/s per device, "
+                    "MFU {2:f1}% of the {3} peak\n",
+                    tokens, perDevice, mfu * 100, sim.flopsDtype);
+  outs() << formatv(
+      "  memory per rank {0:f2} MB (arena {1:f2} MB, "
+      "parameters and state {2:f2} MB) of {3:f2} GB: {4}\n",
+      peakBytes / 1e6, entry->plan.arenaBytes / 1e6,
+      plan::stateBytes(*program) / 1e6, cluster->device.memoryBytes / 1e9,
+      headroom >= 0
+          ? formatv("{0:f2} GB free", headroom / 1e9).str()
+          : formatv("does not fit, {0:f2} GB over", -headroom / 1e9).str());
+  outs() << formatv("  sent per rank {0:f3} MB a step\n", sim.bytesSent / 1e6);
+  return 0;
+}
+
+} // namespace megc
