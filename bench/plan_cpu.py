@@ -73,8 +73,10 @@ def main():
                  cluster]).stdout
     print("calibration from a 1-rank llama trace:")
     for line in notes.splitlines():
-        if ":" in line and "on this machine" not in line:
-            print("  " + line)
+        # The fit's notes come before the plan of the calibration model.
+        if "on this machine" in line:
+            break
+        print("  " + line)
 
     # 2. Predicted against measured.
     print(f"{'layout':38s} {'ranks':>5s} {'measured ms':>11s} "
