@@ -953,9 +953,11 @@ TEST_F(AttentionCuda, RingBlockPositionsMatchCpu) {
         Bytes out = download(call.out);
         if (mode == Stats::Kept) {
           std::vector<float> stats = downloadFloats(call.stats);
-          for (size_t i = 0; i < stats.size(); ++i)
-            if (std::isinf(cpu.stats[i]))
+          for (size_t i = 0; i < stats.size(); ++i) {
+            if (std::isinf(cpu.stats[i])) {
               EXPECT_EQ(stats[i], INFINITY) << "row " << i;
+            }
+          }
           call.stats = upload(floatBytes(cpu.stats), 0);
         }
         call.out = upload(cpu.out, 0);

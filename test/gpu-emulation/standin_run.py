@@ -4,7 +4,10 @@ cuBLASLt, and NCCL over MPI, every call checked, kernels on the GPU
 emulator), against the CPU backend's run of the same artifact.
 
 Cases: a llama training step (3 steps), the same with the layers as CUDA
-graphs (captured once, replayed), and a 2-rank FSDP step through NCCL.
+graphs (captured once, replayed), a 2-rank FSDP step through NCCL, and
+2-rank context parallelism through NCCL by each algorithm (the ring's key
+and value blocks passed by NCCL's point-to-point exchange, attention with
+query positions on megc's flash kernels).
 Each compares every parameter and optimizer state tensor after the steps
 with the relative L2 bound of the GPU check (bench/gpu_compare.py, 1e-4
 for f32: the GEMMs and reductions add in other orders, and AdamW's
@@ -14,7 +17,8 @@ and reads the stand-in's log: no error, the entry's arena allocated with
 exactly its memory plan's bytes, every kernel launched on the emulator,
 captures replayed.
 
-Usage: standin_run.py --tmp DIR --standin LIBDIR --case train|graphs|nccl
+Usage: standin_run.py --tmp DIR --standin LIBDIR
+                      --case train|graphs|nccl|cp-ring|cp-allgather
 """
 import argparse
 import os
@@ -49,15 +53,19 @@ def main():
     parser.add_argument("--tmp", required=True)
     parser.add_argument("--standin", required=True)
     parser.add_argument("--case", required=True,
-                        choices=["train", "graphs", "nccl"])
+                        choices=["train", "graphs", "nccl", "cp-ring",
+                                 "cp-allgather"])
     options = parser.parse_args()
     os.makedirs(options.tmp, exist_ok=True)
     tmp = options.tmp
-    ranks = 2 if options.case == "nccl" else 1
+    ranks = 2 if options.case in ("nccl", "cp-ring", "cp-allgather") else 1
     gen = ["llama", "--train"]
     flags = ["--target=cpu,cuda"]
     if options.case == "nccl":
         gen += ["--mesh", "dp_shard=2", "--fsdp", "optim_grads_params"]
+    if options.case.startswith("cp-"):
+        gen += ["--mesh", "cp=2", "--cp-attention",
+                options.case[len("cp-"):]]
     if options.case == "graphs":
         flags += ["--cuda-graphs=layer"]
     model = os.path.join(tmp, "model.mlir")
@@ -71,7 +79,8 @@ def main():
                           re.M).group(1))
 
     rng = np.random.default_rng(5)
-    # The preset's batch of 2 sequences (global: one per rank under FSDP).
+    # The preset's batch of 2 sequences (global: one per rank under FSDP;
+    # both on each rank under cp, which splits every sequence).
     for name in ("input_ids", "labels"):
         np.save(os.path.join(tmp, name + ".npy"),
                 rng.integers(0, 256, (2, 16)).astype(np.int32))
