@@ -11,7 +11,10 @@
 
 #include "megc/Plan/Simulate.h"
 
+#include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megrt/Collectives.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -58,6 +61,55 @@ double bytesOf(const EntryDesc &entry, llvm::ArrayRef<uint32_t> buffers) {
   return bytes;
 }
 
+double bytesOfType(mlir::Type type) {
+  auto tensor = mlir::cast<mlir::RankedTensorType>(type);
+  return static_cast<double>(tensor.getNumElements()) *
+         (tensor.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// The bytes a kernel reads of its argument `arg`: all of it, unless every
+/// use reads a part (a slice, the rows a gather or an embedding picks),
+/// then what those parts hold.
+double bytesRead(mlir::BlockArgument arg) {
+  double read = 0;
+  for (mlir::OpOperand &use : arg.getUses()) {
+    mlir::Operation *user = use.getOwner();
+    bool part =
+        mlir::isa<mlir::meg::SliceOp>(user) ||
+        (use.getOperandNumber() == 0 &&
+         mlir::isa<mlir::meg::GatherRowsOp, mlir::meg::EmbeddingOp>(user));
+    if (!part)
+      return bytesOfType(arg.getType());
+    read += bytesOfType(user->getResult(0).getType());
+  }
+  return std::min(read, bytesOfType(arg.getType()));
+}
+
+/// The bytes a kernel launch reads and writes: its outputs, and of each
+/// input what the kernel's body reads (from its tensor function in the
+/// program's kernel module; all of the buffer without one).
+double launchBytes(const ProgramDesc &program, const EntryDesc &entry,
+                   const LaunchCommand &launch) {
+  mlir::func::FuncOp kernel;
+  if (program.kernelModule && launch.kernel < program.kernels.size())
+    kernel = mlir::ModuleOp(program.kernelModule.get())
+                 .lookupSymbol<mlir::func::FuncOp>(
+                     program.kernels[launch.kernel].name);
+  if (!kernel || kernel.isExternal())
+    return bytesOf(entry, launch.args);
+  double bytes = 0;
+  unsigned inputs = kernel.getNumArguments();
+  for (auto [i, buffer] : llvm::enumerate(launch.args)) {
+    if (buffer >= entry.buffers.size())
+      continue;
+    double size = static_cast<double>(entry.buffers[buffer].sizeBytes());
+    if (i < inputs)
+      size = std::min(size, bytesRead(kernel.getArgument(i)));
+    bytes += size;
+  }
+  return bytes;
+}
+
 } // namespace
 
 const char *costClassName(CostClass cls) {
@@ -96,7 +148,7 @@ CommandCost commandCost(const ProgramDesc &program, const EntryDesc &entry,
     cost.work = attention->backward ? 2.5 * forward : forward;
     cost.dtype = dtypeName(entry.buffers[attention->q].type.getElementType());
   } else if (const auto *launch = std::get_if<LaunchCommand>(&command)) {
-    cost.work = bytesOf(entry, launch->args);
+    cost.work = launchBytes(program, entry, *launch);
   } else if (const auto *copy = std::get_if<CopyCommand>(&command)) {
     cost.work = 2.0 * static_cast<double>(copy->bytes);
   } else if (const auto *call = std::get_if<LibraryCallCommand>(&command)) {

@@ -3,8 +3,12 @@
 #include "megc/Plan/Cluster.h"
 #include "megc/Plan/Simulate.h"
 
+#include "megc/Dialect/Meg/IR/MegDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -131,6 +135,37 @@ TEST(PlanSimulate, StartedCollectivesOverlapUntilTheirWait) {
   EXPECT_DOUBLE_EQ(sim.stepSeconds,
                    std::max(reduceSeconds, kernelSeconds) + acrossSeconds);
   EXPECT_DOUBLE_EQ(sim.exposedCommSeconds, sim.stepSeconds - kernelSeconds);
+}
+
+// A kernel is costed by what it writes and, of each input, what its body
+// reads: a slice reads its part, an elementwise op the whole input.
+TEST(PlanSimulate, KernelsCostWhatTheirBodiesRead) {
+  mlir::MLIRContext context;
+  context.loadDialect<mlir::func::FuncDialect, mlir::meg::MegDialect>();
+  ProgramDesc program;
+  program.kernelModule = mlir::parseSourceString<mlir::ModuleOp>(
+      R"(func.func @slice(%a: tensor<1000xf32>) -> tensor<100xf32> {
+           %0 = meg.slice %a [0] [100] [1] : tensor<1000xf32>
+           return %0 : tensor<100xf32>
+         }
+         func.func @neg(%a: tensor<1000xf32>) -> tensor<1000xf32> {
+           %0 = meg.neg %a : tensor<1000xf32>
+           return %0 : tensor<1000xf32>
+         })",
+      &context);
+  ASSERT_TRUE(program.kernelModule);
+  program.kernels = {{"slice", 2}, {"neg", 2}};
+  auto f32 = mlir::Float32Type::get(&context);
+  EntryDesc entry;
+  for (int64_t elements : {1000, 100, 1000})
+    entry.buffers.push_back(
+        BufferDesc{BufferKind::Arena, 0, 0,
+                   mlir::RankedTensorType::get({elements}, f32), -1});
+  entry.commands.push_back(LaunchCommand{0, {0, 1}});
+  entry.commands.push_back(LaunchCommand{1, {0, 2}});
+  Cluster cluster = *parseCluster(kCluster, "c.json");
+  EXPECT_DOUBLE_EQ(commandCost(program, entry, 0, cluster).work, 800.0);
+  EXPECT_DOUBLE_EQ(commandCost(program, entry, 1, cluster).work, 8000.0);
 }
 
 } // namespace
