@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GenCommand.h"
+#include "PlanCommand.h"
 
 #include "megc/Gen/Generate.h"
 
@@ -39,7 +40,10 @@ cl::OptionCategory genCategory("megc gen options");
 
 // Options of both `gen` and `import` (import rejects the model-size flags
 // with a message, rather than leaving them to the parser).
-#define MEGC_BOTH cl::sub(genSubCommand()), cl::sub(importSubCommand())
+// `megc plan` takes them too, to generate each layout it evaluates.
+#define MEGC_BOTH                                                              \
+  cl::sub(genSubCommand()), cl::sub(importSubCommand()),                       \
+      cl::sub(planSubCommand())
 
 cl::opt<std::string> preset(cl::Positional, cl::Required,
                             cl::desc("<llama|deepseek|mmdit|flux>"),
@@ -49,7 +53,9 @@ cl::opt<std::string> hfPath(cl::Positional, cl::Required,
                             cl::sub(importSubCommand()), cl::cat(genCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
-                                MEGC_BOTH, cl::cat(genCategory));
+                                cl::sub(genSubCommand()),
+                                cl::sub(importSubCommand()),
+                                cl::cat(genCategory));
 
 #define MEGC_INT_FLAG(var, flag, help)                                         \
   cl::opt<int64_t> var(flag, cl::desc(help), MEGC_BOTH, cl::cat(genCategory))
@@ -89,13 +95,13 @@ cl::opt<std::string> dtype("dtype", cl::desc("Element type: f32, bf16, f16"),
                            MEGC_BOTH, cl::cat(genCategory));
 cl::opt<bool> rotaryInterleaved(
     "rotary-interleaved",
-    cl::desc("Interleaved rotate_half ([-x1, x0, -x3, x2, ...])"),
-    MEGC_BOTH, cl::cat(genCategory));
+    cl::desc("Interleaved rotate_half ([-x1, x0, -x3, x2, ...])"), MEGC_BOTH,
+    cl::cat(genCategory));
 cl::opt<double> rotaryPercent("rotary-percent",
                               cl::desc("Fraction of head dim that rotates"),
                               MEGC_BOTH, cl::cat(genCategory));
-cl::opt<double> ropeTheta("rope-theta", cl::desc("RoPE base"),
-                          MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double> ropeTheta("rope-theta", cl::desc("RoPE base"), MEGC_BOTH,
+                          cl::cat(genCategory));
 cl::opt<double> normEps("norm-eps", cl::desc("Normalisation epsilon"),
                         MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> ignoreIndex(
@@ -111,8 +117,8 @@ cl::opt<bool> train("train",
 cl::opt<double> learningRate("lr", cl::desc("AdamW learning rate (--train)"),
                              MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> weightDecay("weight-decay",
-                            cl::desc("AdamW weight decay (--train)"),
-                            MEGC_BOTH, cl::cat(genCategory));
+                            cl::desc("AdamW weight decay (--train)"), MEGC_BOTH,
+                            cl::cat(genCategory));
 cl::opt<std::string> betas("betas", cl::desc("AdamW B1,B2 (--train)"),
                            MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> adamEps("adam-eps", cl::desc("AdamW epsilon (--train)"),
@@ -142,16 +148,18 @@ cl::opt<int64_t> decaySteps(
     MEGC_BOTH, cl::cat(genCategory));
 cl::opt<double> minLr("min-lr", cl::desc("Floor of the decay (default 0)"),
                       MEGC_BOTH, cl::cat(genCategory));
-cl::opt<double> warmupInitLr(
-    "warmup-init-lr", cl::desc("Learning rate warmup starts from (default 0)"),
-    MEGC_BOTH, cl::cat(genCategory));
-cl::opt<int64_t> wsdDecaySteps(
-    "wsd-decay-steps", cl::desc("Steps of the final decay (--lr-schedule wsd)"),
-    MEGC_BOTH, cl::cat(genCategory));
-cl::opt<std::string> wsdStyle(
-    "wsd-style",
-    cl::desc("WSD decay: linear, cosine, exponential, minus_sqrt"),
-    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<double>
+    warmupInitLr("warmup-init-lr",
+                 cl::desc("Learning rate warmup starts from (default 0)"),
+                 MEGC_BOTH, cl::cat(genCategory));
+cl::opt<int64_t>
+    wsdDecaySteps("wsd-decay-steps",
+                  cl::desc("Steps of the final decay (--lr-schedule wsd)"),
+                  MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string>
+    wsdStyle("wsd-style",
+             cl::desc("WSD decay: linear, cosine, exponential, minus_sqrt"),
+             MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Precision policy KEY=DTYPE,... over param, main_params, "
@@ -169,11 +177,11 @@ cl::opt<std::string> mesh(
              "the global batch; ep splits an MoE model's experts, cp every "
              "sequence)"),
     MEGC_BOTH, cl::cat(genCategory));
-cl::opt<std::string> fsdp(
-    "fsdp",
-    cl::desc("FSDP strategy over dp_shard (--mesh): no_shard, optim, "
-             "optim_grads, optim_grads_params (default no_shard)"),
-    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string>
+    fsdp("fsdp",
+         cl::desc("FSDP strategy over dp_shard (--mesh): no_shard, optim, "
+                  "optim_grads, optim_grads_params (default no_shard)"),
+         MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string> outerFsdp(
     "outer-fsdp",
     cl::desc("HSDP strategy over dp_outer: no_shard (default) or optim"),
@@ -244,12 +252,15 @@ std::vector<std::pair<std::string, std::string>> precisionPairs() {
   return pairs;
 }
 
-gen::GenOptions readOptions() {
+} // namespace
+
+gen::GenOptions genOptionsFromFlags(std::optional<std::string> presetName,
+                                    std::optional<std::string> hfConfig) {
   gen::GenOptions o;
-  if (importSubCommand())
-    o.hfConfig = hfPath;
+  if (hfConfig)
+    o.hfConfig = *hfConfig;
   else
-    o.preset = preset;
+    o.preset = presetName.value_or("");
   o.layers = given(layers), o.hidden = given(hidden), o.heads = given(heads);
   o.kvHeads = given(kvHeads), o.ffn = given(ffn), o.vocab = given(vocab);
   o.seq = given(seq), o.textSeq = given(textSeq), o.batch = given(batch);
@@ -287,16 +298,16 @@ gen::GenOptions readOptions() {
   o.routedScaling = given(routedScaling);
   return o;
 }
-} // namespace
 
 int runGen() {
   const char *command = importSubCommand() ? "megc import" : "megc gen";
   mlir::MLIRContext context;
-  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-      gen::generateModel(context, readOptions());
+  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module = gen::generateModel(
+      context, importSubCommand()
+                   ? genOptionsFromFlags(std::nullopt, hfPath.getValue())
+                   : genOptionsFromFlags(preset.getValue(), std::nullopt));
   if (!module) {
-    WithColor::error(errs(), command)
-        << toString(module.takeError()) << "\n";
+    WithColor::error(errs(), command) << toString(module.takeError()) << "\n";
     return 1;
   }
   std::string error;

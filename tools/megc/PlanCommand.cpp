@@ -11,8 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanCommand.h"
+#include "GenCommand.h"
 
 #include "megc/Compiler/CompilePipeline.h"
+#include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Plan/Calibrate.h"
 #include "megc/Plan/Cluster.h"
 #include "megc/Plan/Simulate.h"
@@ -40,10 +42,34 @@ namespace {
 
 cl::OptionCategory planCategory("megc plan options");
 
-cl::opt<std::string> modelFile(cl::Positional, cl::Required,
+cl::opt<std::string> modelFile(cl::Positional, cl::Optional,
                                cl::desc("<model.mlir>"),
                                cl::sub(planSubCommand()),
                                cl::cat(planCategory));
+cl::opt<std::string>
+    presetName("preset",
+               cl::desc("Generate the model as `megc gen PRESET` with the "
+                        "gen flags given (each layout evaluated)"),
+               cl::init(""), cl::sub(planSubCommand()), cl::cat(planCategory));
+cl::opt<std::string>
+    hfDir("hf",
+          cl::desc("Generate the model as `megc import DIR` with the flags "
+                   "given (each layout evaluated)"),
+          cl::init(""), cl::sub(planSubCommand()), cl::cat(planCategory));
+cl::opt<int64_t> gpus("gpus",
+                      cl::desc("Search the layouts of this many devices "
+                               "(with --preset or --hf): dp_shard x ep x cp "
+                               "x tp, FSDP, recomputation"),
+                      cl::init(0), cl::sub(planSubCommand()),
+                      cl::cat(planCategory));
+cl::opt<int64_t> top("top", cl::desc("Layouts to list (default 5)"),
+                     cl::init(5), cl::sub(planSubCommand()),
+                     cl::cat(planCategory));
+cl::opt<std::string>
+    budgetText("budget",
+               cl::desc("Memory per device a layout must fit, e.g. 70GiB "
+                        "(default: the cluster's device memory)"),
+               cl::init(""), cl::sub(planSubCommand()), cl::cat(planCategory));
 cl::opt<std::string>
     clusterFile("cluster",
                 cl::desc("Cluster file, or a shipped cluster: h100-sxm, h200, "
@@ -141,22 +167,299 @@ Error writeTrace(const plan::Simulation &sim, StringRef path) {
   return Error::success();
 }
 
+/// Compiles `module` with `options` (no code generation) and plans its
+/// memory; diagnostics go to `context`'s handler.
+mlir::FailureOr<ProgramDesc> compileProgram(mlir::ModuleOp module,
+                                            const CompileOptions &options) {
+  if (failed(runFrontEnd(module, options)))
+    return mlir::failure();
+  mlir::FailureOr<ProgramDesc> program = buildProgram(module, options);
+  if (failed(program))
+    return mlir::failure();
+  for (EntryDesc &entry : program->entries)
+    planMemory(entry);
+  return program;
+}
+
+const EntryDesc *trainStep(const ProgramDesc &program) {
+  for (const EntryDesc &entry : program.entries)
+    if (entry.name == "train_step")
+      return &entry;
+  return nullptr;
+}
+
+std::optional<std::string> given(const cl::opt<std::string> &flag) {
+  if (flag.empty())
+    return std::nullopt;
+  return flag.getValue();
+}
+
+/// One layout the search evaluates.
+struct Candidate {
+  int64_t dp = 1, ep = 1, cp = 1, tp = 1;
+  std::string fsdp; // empty: no_shard by default
+  Recompute recompute = Recompute::None;
+
+  std::string mesh() const {
+    std::string text;
+    for (auto [axis, size] : {std::pair<const char *, int64_t>{"dp_shard", dp},
+                              {"ep", ep},
+                              {"cp", cp},
+                              {"tp", tp}})
+      if (size > 1)
+        text += (text.empty() ? "" : ",") + std::string(axis) + "=" +
+                std::to_string(size);
+    return text;
+  }
+  std::string describe() const {
+    std::string text = mesh().empty() ? "one rank" : mesh();
+    if (!fsdp.empty())
+      text += " fsdp " + fsdp;
+    if (tp > 1)
+      text += " sp";
+    if (recompute == Recompute::Selective)
+      text += " recompute selective";
+    if (recompute == Recompute::Full)
+      text += " recompute full";
+    return text;
+  }
+};
+
+struct Evaluated {
+  Candidate layout;
+  plan::Simulation sim;
+  double tokens = 0, perDevice = 0, mfu = 0;
+  uint64_t peakBytes = 0;
+};
+
+/// --gpus: every layout of the devices over dp_shard x ep x cp x tp (tp
+/// inside a node; ep for a mixture-of-experts model), with and without
+/// FSDP's full sharding where data is parallel, each with the least
+/// recomputation that fits the budget; the ones that fit, fastest first.
+int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
+  double budget = cluster.device.memoryBytes;
+  if (!budgetText.empty()) {
+    Expected<uint64_t> bytes = parseByteSize(budgetText, "--budget");
+    if (!bytes)
+      return fail(toString(bytes.takeError()));
+    budget = static_cast<double>(*bytes);
+  }
+  gen::GenOptions base = genOptionsFromFlags(given(presetName), given(hfDir));
+  if (base.mesh || base.fsdp || base.sequenceParallel)
+    return fail("--gpus searches the layouts: leave --mesh, --fsdp and "
+                "--sequence-parallel out");
+  // Whether the model routes experts (then ep is searched too).
+  bool moe = false;
+  {
+    Expected<mlir::OwningOpRef<mlir::ModuleOp>> one =
+        gen::generateModel(context, base);
+    if (!one)
+      return fail(toString(one.takeError()));
+    (**one)->walk([&](mlir::meg::MoeRouteOp) { moe = true; });
+  }
+  int64_t devices = gpus;
+  auto divisors = [](int64_t n) {
+    std::vector<int64_t> list;
+    for (int64_t d = 1; d <= n; ++d)
+      if (n % d == 0)
+        list.push_back(d);
+    return list;
+  };
+  std::vector<Candidate> layouts;
+  for (int64_t tp : divisors(devices)) {
+    if (tp > cluster.node.devices)
+      continue;
+    for (int64_t cp : divisors(devices / tp))
+      for (int64_t ep :
+           moe ? divisors(devices / tp / cp) : std::vector<int64_t>{1}) {
+        Candidate layout;
+        layout.tp = tp, layout.cp = cp, layout.ep = ep;
+        layout.dp = devices / tp / cp / ep;
+        layouts.push_back(layout);
+        if (layout.dp * cp * ep > 1) {
+          layout.fsdp = "optim_grads_params";
+          layouts.push_back(layout);
+        }
+      }
+  }
+  std::vector<Evaluated> fitting;
+  // Per layout that cannot run here: why, and the memory it needs at least.
+  std::vector<std::pair<std::string, std::string>> rejected;
+  double smallestNeed = HUGE_VAL;
+  std::string smallestLayout;
+  for (const Candidate &layout : layouts) {
+    gen::GenOptions options = base;
+    if (!layout.mesh().empty())
+      options.mesh = layout.mesh();
+    if (!layout.fsdp.empty())
+      options.fsdp = layout.fsdp;
+    options.sequenceParallel = layout.tp > 1;
+    std::optional<Evaluated> best;
+    double need = HUGE_VAL;
+    std::string why;
+    for (Recompute recompute :
+         {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      Candidate tried = layout;
+      tried.recompute = recompute;
+      Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+          gen::generateModel(context, options);
+      if (!module) {
+        why = toString(module.takeError());
+        break;
+      }
+      std::string diagnostics;
+      mlir::ScopedDiagnosticHandler capture(
+          &context, [&](mlir::Diagnostic &diagnostic) {
+            if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error &&
+                diagnostics.empty())
+              diagnostics = diagnostic.str();
+            return mlir::success();
+          });
+      CompileOptions compile;
+      compile.recompute = recompute;
+      mlir::FailureOr<ProgramDesc> program = compileProgram(**module, compile);
+      if (failed(program)) {
+        why = "does not compile: " + diagnostics;
+        break;
+      }
+      const EntryDesc *entry = trainStep(*program);
+      if (!entry)
+        return fail("--gpus plans a training model: give the gen flags "
+                    "--train");
+      Evaluated result{tried, plan::simulateEntry(*program, *entry, cluster)};
+      result.peakBytes = entry->plan.arenaBytes + plan::stateBytes(*program);
+      result.tokens = globalTokens(*program, *entry);
+      result.perDevice =
+          result.tokens / result.sim.stepSeconds / static_cast<double>(devices);
+      result.mfu =
+          result.sim.modelFlops /
+          (result.sim.stepSeconds * cluster.peakFor(result.sim.flopsDtype));
+      need = std::min(need, static_cast<double>(result.peakBytes));
+      if (static_cast<double>(result.peakBytes) <= budget) {
+        best = result;
+        break;
+      }
+      why = formatv("needs {0:f2} GB per device even with full "
+                    "recomputation",
+                    need / 1e9)
+                .str();
+    }
+    if (best) {
+      fitting.push_back(*best);
+      continue;
+    }
+    if (need < smallestNeed)
+      smallestNeed = need, smallestLayout = layout.describe();
+    rejected.push_back({layout.describe(), why});
+  }
+  std::sort(fitting.begin(), fitting.end(),
+            [](const Evaluated &a, const Evaluated &b) {
+              return a.sim.stepSeconds < b.sim.stepSeconds;
+            });
+  if (fitting.empty()) {
+    std::string smallest =
+        smallestNeed == HUGE_VAL
+            ? std::string("none compiled")
+            : formatv("the smallest, {0}, needs {1:f2} GB per device",
+                      smallestLayout, smallestNeed / 1e9)
+                  .str();
+    return fail(formatv("no layout of {0} devices fits {1:f2} GB per "
+                        "device ({2} evaluated; {3})",
+                        devices, budget / 1e9, layouts.size(), smallest)
+                    .str());
+  }
+  size_t shown = std::min<size_t>(fitting.size(), std::max<int64_t>(top, 1));
+  if (asJson) {
+    json::Array plans;
+    for (const Evaluated &e : ArrayRef(fitting).take_front(shown))
+      plans.push_back(json::Object{
+          {"layout", e.layout.describe()},
+          {"mesh", e.layout.mesh()},
+          {"step_s", e.sim.stepSeconds},
+          {"tokens_per_s_per_device", e.perDevice},
+          {"mfu", e.mfu},
+          {"peak_bytes_per_rank", static_cast<int64_t>(e.peakBytes)},
+          {"bubble_fraction", 0.0},
+          {"exposed_comm_s", e.sim.exposedCommSeconds}});
+    json::Array refused;
+    for (const auto &[layout, why] : rejected)
+      refused.push_back(json::Object{{"layout", layout}, {"why", why}});
+    outs() << formatv("{0:2}", json::Value(json::Object{
+                                   {"cluster", cluster.name},
+                                   {"devices", devices},
+                                   {"budget_bytes", budget},
+                                   {"evaluated", int64_t(layouts.size())},
+                                   {"plans", std::move(plans)},
+                                   {"rejected", std::move(refused)}}))
+           << "\n";
+    return 0;
+  }
+  outs() << formatv("{0} devices of {1}, {2:f2} GB each: {3} layouts "
+                    "evaluated, {4} fit\n",
+                    devices, cluster.name, budget / 1e9, layouts.size(),
+                    fitting.size());
+  outs() << formatv("  {0,-48} {1,10} {2,14} {3,6} {4,9} {5,10}\n", "layout",
+                    "step ms", "tokens/s/dev", "MFU %", "peak GB",
+                    "exposed ms");
+  for (const Evaluated &e : ArrayRef(fitting).take_front(shown))
+    outs() << formatv("  {0,-48} {1,10:f2} {2,14:f1} {3,6:f1} {4,9:f2} "
+                      "{5,10:f2}\n",
+                      e.layout.describe(), e.sim.stepSeconds * 1e3, e.perDevice,
+                      e.mfu * 100, e.peakBytes / 1e9,
+                      e.sim.exposedCommSeconds * 1e3);
+  for (const auto &[layout, why] : rejected)
+    outs() << formatv("  {0,-48} rejected: {1}\n", layout, why);
+  const Candidate &best = fitting.front().layout;
+  std::string gen = hfDir.empty() ? "megc gen " + presetName.getValue()
+                                  : "megc import " + hfDir.getValue();
+  outs() << formatv("best: {0} <your flags>{1}{2}{3} -o model.mlir && megc "
+                    "model.mlir{4} -o model.megc && mpirun -n {5} megc-run "
+                    "model.megc ...\n",
+                    gen, best.mesh().empty() ? "" : " --mesh " + best.mesh(),
+                    best.fsdp.empty() ? "" : " --fsdp " + best.fsdp,
+                    best.tp > 1 ? " --sequence-parallel" : "",
+                    best.recompute == Recompute::Full ? " --recompute=full"
+                    : best.recompute == Recompute::Selective
+                        ? " --recompute=selective"
+                        : "",
+                    devices);
+  return 0;
+}
+
 } // namespace
 
 int runPlan() {
   Expected<plan::Cluster> cluster = plan::loadCluster(clusterFile);
   if (!cluster)
     return fail(toString(cluster.takeError()));
+  int sources = !modelFile.empty() + !presetName.empty() + !hfDir.empty();
+  if (sources != 1)
+    return fail("give the model once: a model file, --preset NAME or --hf "
+                "DIR");
 
   mlir::DialectRegistry registry;
   registerCompilerDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  if (gpus > 0) {
+    if (!modelFile.empty())
+      return fail("--gpus generates each layout: give the model as --preset "
+                  "NAME or --hf DIR with its gen flags");
+    return runSearch(*cluster, context);
+  }
   SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string error;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      parseModuleFile(modelFile, sourceMgr, context, error);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (!modelFile.empty()) {
+    module = parseModuleFile(modelFile, sourceMgr, context, error);
+  } else {
+    Expected<mlir::OwningOpRef<mlir::ModuleOp>> generated = gen::generateModel(
+        context, genOptionsFromFlags(given(presetName), given(hfDir)));
+    if (!generated)
+      return fail(toString(generated.takeError()));
+    module = std::move(*generated);
+  }
   if (!module)
     return error.empty() ? 1 : fail(error);
   CompileOptions options;
