@@ -161,15 +161,6 @@ static mlir::LogicalResult checkReservedEntries(mlir::ModuleOp module) {
   return mlir::success();
 }
 
-/// Bytes per rank of the parameters and state.
-static uint64_t stateBytes(const ProgramDesc &program) {
-  uint64_t total = 0;
-  for (const ParameterDesc &param : program.parameters)
-    total += static_cast<uint64_t>(param.type.getNumElements()) *
-             (param.type.getElementType().getIntOrFloatBitWidth() / 8);
-  return total;
-}
-
 /// The entry whose plan (arena plus parameters and state) needs the most,
 /// and what it needs.
 static std::pair<const EntryDesc *, uint64_t>
@@ -180,7 +171,7 @@ largestPlan(const ProgramDesc &program) {
     if (!largest || entry.plan.arenaBytes > largest->plan.arenaBytes)
       largest = &entry;
   if (largest)
-    most = largest->plan.arenaBytes + stateBytes(program);
+    most = largest->plan.arenaBytes + program.stateBytes();
   return {largest, most};
 }
 
@@ -239,7 +230,7 @@ static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
              << " per rank is not met: with every layer recomputed, entry '"
              << entry->name << "' needs " << megabytes(needed) << " (arena "
              << megabytes(entry->plan.arenaBytes) << ", parameters and state "
-             << megabytes(stateBytes(*program)) << ")";
+             << megabytes(program->stateBytes()) << ")";
     probe.rematMinSteps = static_cast<unsigned>(taken) + 1;
   }
 }
@@ -344,7 +335,7 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
     mlir::emitWarning(module.getLoc())
         << "entry '" << entry->name << "' needs " << megabytes(needed)
         << " per rank (arena " << megabytes(entry->plan.arenaBytes)
-        << ", parameters and state " << megabytes(stateBytes(*program))
+        << ", parameters and state " << megabytes(program->stateBytes())
         << "), more than any device holds (the largest GPUs have "
         << megabytes(kLargestGpuBytes)
         << "); check the model's sizes, or shard it over a mesh";
@@ -357,7 +348,7 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
              << " per rank is not met: entry '" << entry->name << "' needs "
              << megabytes(needed) << " (arena "
              << megabytes(entry->plan.arenaBytes) << ", parameters and state "
-             << megabytes(stateBytes(*program)) << ")";
+             << megabytes(program->stateBytes()) << ")";
   }
   const CpuModuleDesc *cpuCode = cpu ? &*cpu : nullptr;
   const CudaModuleDesc *cudaCode = cuda ? &*cuda : nullptr;

@@ -219,14 +219,6 @@ double commandSeconds(const CommandCost &cost, const Cluster &cluster) {
   return 0;
 }
 
-uint64_t stateBytes(const ProgramDesc &program) {
-  uint64_t total = 0;
-  for (const ParameterDesc &param : program.parameters)
-    total += static_cast<uint64_t>(param.type.getNumElements()) *
-             (param.type.getElementType().getIntOrFloatBitWidth() / 8);
-  return total;
-}
-
 Simulation simulateEntry(const ProgramDesc &program, const EntryDesc &entry,
                          const Cluster &cluster) {
   Simulation sim;

@@ -254,6 +254,8 @@ struct ProgramDesc {
   uint64_t memoryBudget = 0;
   std::vector<EntryDesc> entries;
   std::vector<KernelDesc> kernels;
+  /// Bytes per rank of the parameters and training state.
+  uint64_t stateBytes() const;
   /// The kernels as tensor functions (one `func.func` per KernelDesc, same
   /// name), ready for the target code generators.
   mlir::OwningOpRef<mlir::ModuleOp> kernelModule;

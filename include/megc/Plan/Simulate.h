@@ -76,9 +76,6 @@ struct Simulation {
 Simulation simulateEntry(const ProgramDesc &program, const EntryDesc &entry,
                          const Cluster &cluster);
 
-/// Each rank's parameters and training state, in bytes.
-uint64_t stateBytes(const ProgramDesc &program);
-
 const char *costClassName(CostClass cls);
 
 } // namespace megc::plan
