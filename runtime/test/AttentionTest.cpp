@@ -438,6 +438,22 @@ std::vector<int32_t> contextParallelPositions(int64_t ranks, int64_t rank,
   return positions;
 }
 
+/// `in` (with its query positions) forward and backward on the CPU, with
+/// and without kept statistics, against the double-precision reference.
+void expectPositionsMatchReference(const Inputs &in, DType dtype,
+                                   const std::string &what) {
+  Reference ref = referenceAttention(in);
+  Results r = cpuAttention(in);
+  Results kept = cpuAttention(in, 2, Stats::Kept);
+  double tolerance = toleranceOf(dtype);
+  expectClose(widen(dtype, r.out), ref.out, tolerance, what + " out");
+  expectClose(widen(dtype, r.dq), ref.dq, tolerance, what + " dq");
+  expectClose(widen(dtype, r.dk), ref.dk, tolerance, what + " dk");
+  expectClose(widen(dtype, r.dv), ref.dv, tolerance, what + " dv");
+  expectStatsClose(kept.stats, ref.lse, kStatsTolerance, what + " stats");
+  EXPECT_EQ(kept.dq, r.dq) << what;
+}
+
 // A context-parallel rank's queries (two chunks, 100 rows, so that a
 // 64-row tile holds both) against every key: each sees the keys up to its
 // position.
@@ -447,18 +463,10 @@ TEST(AttentionPositionsOnCpu, ContextParallelChunksMatchReference) {
       AttentionCase c{"cp", 2, 100, 400, 4, 2, 64, 64, true};
       Inputs in = randomInputs(shapeOf(c, dtype), 3 + rank);
       in.positions = contextParallelPositions(4, rank, 50);
-      Reference ref = referenceAttention(in);
-      Results r = cpuAttention(in);
-      Results kept = cpuAttention(in, 2, Stats::Kept);
-      double tolerance = toleranceOf(dtype);
-      std::string what = describeAttention(in.shape) + " positions of rank " +
-                         std::to_string(rank);
-      expectClose(widen(dtype, r.out), ref.out, tolerance, what + " out");
-      expectClose(widen(dtype, r.dq), ref.dq, tolerance, what + " dq");
-      expectClose(widen(dtype, r.dk), ref.dk, tolerance, what + " dk");
-      expectClose(widen(dtype, r.dv), ref.dv, tolerance, what + " dv");
-      expectStatsClose(kept.stats, ref.lse, kStatsTolerance, what + " stats");
-      EXPECT_EQ(kept.dq, r.dq) << what;
+      expectPositionsMatchReference(in, dtype,
+                                    describeAttention(in.shape) +
+                                        " positions of rank " +
+                                        std::to_string(rank));
     }
 }
 
@@ -484,19 +492,11 @@ TEST(AttentionPositionsOnCpu, RingBlockPositionsMatchReference) {
       AttentionCase c{"ring", 2, 100, 100, 4, 2, 64, 64, true};
       Inputs in = randomInputs(shapeOf(c, dtype), 17 + laterRank);
       in.positions = ringBlockPositions(laterRank, 50);
-      Reference ref = referenceAttention(in);
-      Results r = cpuAttention(in);
-      Results kept = cpuAttention(in, 2, Stats::Kept);
-      double tolerance = toleranceOf(dtype);
-      std::string what =
-          describeAttention(in.shape) +
-          (laterRank ? " block of a later rank" : " block of an earlier rank");
-      expectClose(widen(dtype, r.out), ref.out, tolerance, what + " out");
-      expectClose(widen(dtype, r.dq), ref.dq, tolerance, what + " dq");
-      expectClose(widen(dtype, r.dk), ref.dk, tolerance, what + " dk");
-      expectClose(widen(dtype, r.dv), ref.dv, tolerance, what + " dv");
-      expectStatsClose(kept.stats, ref.lse, kStatsTolerance, what + " stats");
-      EXPECT_EQ(kept.dq, r.dq) << what;
+      expectPositionsMatchReference(in, dtype,
+                                    describeAttention(in.shape) +
+                                        (laterRank
+                                             ? " block of a later rank"
+                                             : " block of an earlier rank"));
     }
 }
 
@@ -903,6 +903,40 @@ protected:
   }
 };
 
+/// `in` (with its query positions) forward and backward on CUDA, with or
+/// without the forward's statistics, against the CPU; with
+/// `infiniteStats` the rows whose CPU statistics are +inf (no key seen)
+/// must be +inf on CUDA too.
+void expectPositionsMatchCpu(const Inputs &in, DType dtype, Stats mode,
+                             const std::string &what, bool infiniteStats) {
+  Results cpu = cpuAttention(in, 3, mode);
+  DeviceCall call(in, 0, mode);
+  call.forward(in.shape);
+  Bytes out = download(call.out);
+  if (mode == Stats::Kept) {
+    if (infiniteStats) {
+      std::vector<float> stats = downloadFloats(call.stats);
+      for (size_t i = 0; i < stats.size(); ++i) {
+        if (std::isinf(cpu.stats[i])) {
+          EXPECT_EQ(stats[i], INFINITY) << "row " << i;
+        }
+      }
+    }
+    call.stats = upload(floatBytes(cpu.stats), 0);
+  }
+  call.out = upload(cpu.out, 0);
+  call.backward(in.shape);
+  double tolerance = toleranceOf(dtype);
+  expectClose(widen(dtype, out), widen(dtype, cpu.out), tolerance,
+              what + " out");
+  expectClose(widen(dtype, download(call.dq)), widen(dtype, cpu.dq), tolerance,
+              what + " dq");
+  expectClose(widen(dtype, download(call.dk)), widen(dtype, cpu.dk), tolerance,
+              what + " dk");
+  expectClose(widen(dtype, download(call.dv)), widen(dtype, cpu.dv), tolerance,
+              what + " dv");
+}
+
 // A context-parallel rank's queries (two chunks at their positions)
 // against every key, forward and backward, with and without the forward's
 // statistics, against the CPU: ranks 0 and 3 of 4, and a tile of 64 rows
@@ -914,26 +948,12 @@ TEST_F(AttentionCuda, ContextParallelPositionsMatchCpu) {
         AttentionCase c{"cp", 2, 100, 400, 4, 2, 64, 64, true};
         Inputs in = randomInputs(shapeOf(c, dtype), 11 + rank);
         in.positions = contextParallelPositions(4, rank, 50);
-        Results cpu = cpuAttention(in, 3, mode);
-        DeviceCall call(in, 0, mode);
-        call.forward(in.shape);
-        Bytes out = download(call.out);
-        call.out = upload(cpu.out, 0);
-        if (mode == Stats::Kept)
-          call.stats = upload(floatBytes(cpu.stats), 0);
-        call.backward(in.shape);
-        double tolerance = toleranceOf(dtype);
-        std::string what =
-            describeAttention(in.shape) + " on CUDA, positions of rank " +
-            std::to_string(rank) + (mode == Stats::Kept ? ", stats kept" : "");
-        expectClose(widen(dtype, out), widen(dtype, cpu.out), tolerance,
-                    what + " out");
-        expectClose(widen(dtype, download(call.dq)), widen(dtype, cpu.dq),
-                    tolerance, what + " dq");
-        expectClose(widen(dtype, download(call.dk)), widen(dtype, cpu.dk),
-                    tolerance, what + " dk");
-        expectClose(widen(dtype, download(call.dv)), widen(dtype, cpu.dv),
-                    tolerance, what + " dv");
+        expectPositionsMatchCpu(in, dtype, mode,
+                                describeAttention(in.shape) +
+                                    " on CUDA, positions of rank " +
+                                    std::to_string(rank) +
+                                    (mode == Stats::Kept ? ", stats kept" : ""),
+                                /*infiniteStats=*/false);
       }
 }
 
@@ -947,34 +967,12 @@ TEST_F(AttentionCuda, RingBlockPositionsMatchCpu) {
         AttentionCase c{"ring", 2, 100, 100, 4, 2, 64, 64, true};
         Inputs in = randomInputs(shapeOf(c, dtype), 23 + laterRank);
         in.positions = ringBlockPositions(laterRank, 50);
-        Results cpu = cpuAttention(in, 3, mode);
-        DeviceCall call(in, 0, mode);
-        call.forward(in.shape);
-        Bytes out = download(call.out);
-        if (mode == Stats::Kept) {
-          std::vector<float> stats = downloadFloats(call.stats);
-          for (size_t i = 0; i < stats.size(); ++i) {
-            if (std::isinf(cpu.stats[i])) {
-              EXPECT_EQ(stats[i], INFINITY) << "row " << i;
-            }
-          }
-          call.stats = upload(floatBytes(cpu.stats), 0);
-        }
-        call.out = upload(cpu.out, 0);
-        call.backward(in.shape);
-        double tolerance = toleranceOf(dtype);
-        std::string what =
-            describeAttention(in.shape) + " on CUDA, " +
-            (laterRank ? "block of a later rank" : "block of an earlier rank") +
-            (mode == Stats::Kept ? ", stats kept" : "");
-        expectClose(widen(dtype, out), widen(dtype, cpu.out), tolerance,
-                    what + " out");
-        expectClose(widen(dtype, download(call.dq)), widen(dtype, cpu.dq),
-                    tolerance, what + " dq");
-        expectClose(widen(dtype, download(call.dk)), widen(dtype, cpu.dk),
-                    tolerance, what + " dk");
-        expectClose(widen(dtype, download(call.dv)), widen(dtype, cpu.dv),
-                    tolerance, what + " dv");
+        expectPositionsMatchCpu(in, dtype, mode,
+                                describeAttention(in.shape) + " on CUDA, " +
+                                    (laterRank ? "block of a later rank"
+                                               : "block of an earlier rank") +
+                                    (mode == Stats::Kept ? ", stats kept" : ""),
+                                /*infiniteStats=*/true);
       }
 }
 
