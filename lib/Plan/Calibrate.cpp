@@ -205,10 +205,10 @@ Expected<Calibration> calibrate(const Cluster &cluster,
     note("gemm: none in the trace; kept");
   }
 
-  // The others from their totals.
-  auto fitTotal = [&](CostClass cls, double &efficiency, const char *what,
-                      auto ideal) {
-    const auto &list = samples[cls];
+  // The others from their totals: measured = launch + fixed + ideal / e,
+  // as commandSeconds costs them.
+  auto fitTotal = [&](const std::vector<Sample> &list, double &efficiency,
+                      const char *what, auto ideal, auto fixed) {
     if (list.empty()) {
       note(formatv("{0}: none in the trace; kept", what));
       return;
@@ -216,16 +216,20 @@ Expected<Calibration> calibrate(const Cluster &cluster,
     double idealSeconds = 0, measuredSeconds = 0;
     for (const Sample &s : list) {
       idealSeconds += ideal(s.cost);
-      measuredSeconds += std::max(s.seconds - e.launchSeconds, 1e-12);
+      measuredSeconds +=
+          std::max(s.seconds - e.launchSeconds - fixed(s.cost), 1e-12);
     }
     efficiency = idealSeconds / measuredSeconds;
     note(formatv("{0}: {1} commands, efficiency {2:f3}", what, list.size(),
                  efficiency));
   };
-  fitTotal(CostClass::Attention, e.attention, "attention",
-           [&](const CommandCost &cost) {
-             return cost.work / c.peakFor(cost.dtype);
-           });
+  auto none = [](const CommandCost &) { return 0.0; };
+  fitTotal(
+      samples[CostClass::Attention], e.attention, "attention",
+      [&](const CommandCost &cost) {
+        return cost.work / c.peakFor(cost.dtype);
+      },
+      none);
   if (e.attention > 1.0) {
     note(formatv("attention: measured above the f32 peak; efficiency "
                  "capped at 1 ({0:f2})",
@@ -235,19 +239,19 @@ Expected<Calibration> calibrate(const Cluster &cluster,
   std::vector<Sample> intra, inter;
   for (const Sample &s : samples[CostClass::Collective])
     (s.cost.intraNode ? intra : inter).push_back(s);
-  samples[CostClass::Collective] = intra;
-  fitTotal(CostClass::Collective, e.intraNode, "collectives inside a node",
-           [&](const CommandCost &cost) {
-             return cost.work / c.node.linkBandwidth +
-                    cost.steps * c.node.linkLatency;
-           });
+  fitTotal(
+      intra, e.intraNode, "collectives inside a node",
+      [&](const CommandCost &cost) { return cost.work / c.node.linkBandwidth; },
+      [&](const CommandCost &cost) {
+        return static_cast<double>(cost.steps) * c.node.linkLatency;
+      });
   settle(e.intraNode, c.node.linkBandwidth, "link bandwidth");
-  samples[CostClass::Collective] = inter;
-  fitTotal(CostClass::Collective, e.interNode, "collectives across nodes",
-           [&](const CommandCost &cost) {
-             return cost.work / c.network.bandwidth +
-                    cost.steps * c.network.latency;
-           });
+  fitTotal(
+      inter, e.interNode, "collectives across nodes",
+      [&](const CommandCost &cost) { return cost.work / c.network.bandwidth; },
+      [&](const CommandCost &cost) {
+        return static_cast<double>(cost.steps) * c.network.latency;
+      });
   settle(e.interNode, c.network.bandwidth, "network bandwidth");
   c.name += " (calibrated)";
   return result;

@@ -113,8 +113,7 @@ double globalTokens(const ProgramDesc &program, const EntryDesc &entry) {
   for (const TensorSpec &spec : entry.inputs)
     if (spec.type.getElementType().isInteger() &&
         (!tokens || spec.name == "input_ids"))
-      if (!tokens || tokens->name != "input_ids")
-        tokens = &spec;
+      tokens = &spec;
   if (!tokens)
     return 0;
   double count = static_cast<double>(tokens->type.getNumElements());
