@@ -309,7 +309,8 @@ private:
         builder, builder.CreateString(entry.name), builder.CreateVector(inputs),
         builder.CreateVector(outputs), builder.CreateVector(buffers),
         builder.CreateVector(commands), plan, builder.CreateVector(graphs),
-        entry.flops(), entry.flops(/*onlyRecomputed=*/true));
+        entry.flops(), entry.flops(/*onlyRecomputed=*/true), entry.stageSubmesh,
+        entry.pipelineRank);
   }
 
   flatbuffers::FlatBufferBuilder builder;

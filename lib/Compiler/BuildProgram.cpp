@@ -90,6 +90,24 @@ LogicalResult ProgramBuilder::buildEntry(func::FuncOp func) {
   program.entries.emplace_back();
   entry = &program.entries.back();
   entry->name = func.getName().str();
+  // One rank's program of a pipeline's entry (meg-pipeline-split).
+  if (auto rank =
+          func->getAttrOfType<IntegerAttr>(MegDialect::kPipelineRankAttrName)) {
+    auto name = func->getAttrOfType<StringAttr>(MegDialect::kEntryNameAttrName);
+    auto pipeline =
+        module->getAttrOfType<PipelineAttr>(MegDialect::kPipelineAttrName);
+    if (!name || !pipeline)
+      return func.emitError()
+             << "a pipeline rank's program needs its entry's name and the "
+                "module's meg.pipeline";
+    FailureOr<uint32_t> group =
+        submeshIndex(func, pipeline.getMesh(), pipeline.getAxes());
+    if (failed(group))
+      return failure();
+    entry->name = name.getValue().str();
+    entry->stageSubmesh = static_cast<int32_t>(*group);
+    entry->pipelineRank = static_cast<int32_t>(rank.getInt());
+  }
   buffers.clear();
   for (auto [index, arg] : llvm::enumerate(func.getArguments())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());

@@ -55,6 +55,7 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
   bool training = module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
                   !module.lookupSymbol("train_step");
   bool fsdp = module->hasAttr(mlir::meg::MegDialect::kFsdpAttrName);
+  bool pipelined = module->hasAttr(mlir::meg::MegDialect::kPipelineAttrName);
   pm.addPass(mlir::createInlinerPass());
   // Fusion runs before autodiff, so that fused ops get fused gradients;
   // CSE first lets q and k share one pair of tables.
@@ -73,6 +74,10 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
   // have the conjugate gradients.
   pm.addPass(mlir::meg::createMegContextParallel());
   pm.addPass(mlir::meg::createMegTensorParallel());
+  // The stages, recorded on every op before autodiff gives each gradient
+  // op its forward op's.
+  if (pipelined)
+    pm.addPass(mlir::meg::createMegPipelineStages());
   if (training)
     pm.addPass(mlir::meg::createMegAutodiff());
   // Ring attention's steps, once autodiff has paired each with its
@@ -87,6 +92,11 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(mlir::createSymbolDCEPass());
+  // Each rank's program of every entry, in its schedule's order.
+  if (pipelined) {
+    pm.addPass(mlir::meg::createMegPipelineSplit());
+    pm.addPass(mlir::createCanonicalizerPass());
+  }
   // Each update right after its gradient, so that gradients die early.
   if (training)
     pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegScheduleUpdates());

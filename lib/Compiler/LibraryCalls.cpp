@@ -39,9 +39,11 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
     buffers[wait.getResult()] = it->second.dst;
     return success();
   }
+  auto collective = cast<CollectiveOpInterface>(op);
+  if (isa<SendStartOp, RecvStartOp>(op))
+    return placeTransfer(op);
   auto input = op->getOperand(0);
   auto inputType = cast<RankedTensorType>(input.getType());
-  auto collective = cast<CollectiveOpInterface>(op);
   RankedTensorType producedType = collective.getProducedType();
   CollectiveCommand command{};
   std::optional<int64_t> dim;
@@ -111,6 +113,39 @@ LogicalResult ProgramBuilder::placeCollective(Operation *op) {
                     command.dst};
   else
     buffers[op->getResult(0)] = command.dst;
+  entry->commands.push_back(command);
+  return success();
+}
+
+/// One side of a point-to-point transfer: a send moves its input's buffer
+/// (src and dst both), a receive fills a new one; each is waited for by a
+/// meg.wait, which yields the sent input or the received tensor.
+LogicalResult ProgramBuilder::placeTransfer(Operation *op) {
+  auto send = dyn_cast<SendStartOp>(op);
+  auto recv = dyn_cast<RecvStartOp>(op);
+  auto mesh = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
+  auto axes = op->getAttrOfType<ArrayAttr>("axes");
+  FailureOr<uint32_t> group = submeshIndex(op, mesh, axes);
+  if (failed(group))
+    return failure();
+  RankedTensorType type = cast<CollectiveOpInterface>(op).getProducedType();
+  CollectiveCommand command{};
+  command.kind =
+      send ? CollectiveCommand::Kind::Send : CollectiveCommand::Kind::Recv;
+  command.submesh = *group;
+  command.params = {send ? send.getPeer() : recv.getPeer()};
+  if (send) {
+    FailureOr<uint32_t> src = bufferFor(send.getInput());
+    if (failed(src))
+      return failure();
+    command.src = command.dst = *src;
+  } else {
+    command.src = command.dst = addBuffer(BufferKind::Arena, 0, type);
+  }
+  command.count = type.getNumElements();
+  command.async = true;
+  started[op->getResult(0)] = WaitCommand{
+      static_cast<uint32_t>(entry->commands.size()), command.src, command.dst};
   entry->commands.push_back(command);
   return success();
 }

@@ -58,6 +58,7 @@ private:
   FailureOr<uint32_t> submeshIndex(Operation *user, FlatSymbolRefAttr mesh,
                                    ArrayAttr axes);
   LogicalResult placeCollective(Operation *op);
+  LogicalResult placeTransfer(Operation *op);
   LogicalResult buildEntry(func::FuncOp func);
   void indexBoundOf(Value input, TensorSpec &spec);
   FailureOr<uint32_t> bufferFor(Value value);

@@ -13,6 +13,7 @@
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Gen/HfImport.h"
 #include "megc/Gen/Presets.h"
+#include "megc/Pipeline/Schedule.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -91,7 +92,7 @@ void readRope(const GenOptions &o, RopeConfig &rope) {
 /// tp. Every rank of dp_outer x dp_shard x ep computes on its own samples,
 /// every rank of cp on its chunks of their sequences.
 struct MeshSizes {
-  int64_t dpOuter = 1, dpShard = 1, ep = 1, cp = 1, tp = 1;
+  int64_t pp = 1, dpOuter = 1, dpShard = 1, ep = 1, cp = 1, tp = 1;
   /// Whether --mesh names tp (a tensor-parallel layout, over one rank too).
   bool tensorParallel = false;
   int64_t dataParallel() const { return dpOuter * dpShard * ep; }
@@ -111,7 +112,9 @@ Expected<MeshSizes> parseMesh(StringRef text) {
                       item.trim() + "'");
     if (!seen.insert({name, true}).second)
       return genError("--mesh: axis '" + name + "' is given twice");
-    if (name == "dp_outer")
+    if (name == "pp")
+      sizes.pp = size;
+    else if (name == "dp_outer")
       sizes.dpOuter = size;
     else if (name == "dp_shard")
       sizes.dpShard = size;
@@ -124,7 +127,7 @@ Expected<MeshSizes> parseMesh(StringRef text) {
       sizes.tensorParallel = true;
     } else
       return genError("--mesh: unknown axis '" + name +
-                      "'; expected dp_outer, dp_shard, ep, cp or tp");
+                      "'; expected pp, dp_outer, dp_shard, ep, cp or tp");
   }
   return sizes;
 }
@@ -552,6 +555,71 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
   return Error::success();
 }
 
+/// The #meg.pipeline of a pp axis: its schedule, virtual stages and given
+/// layers per stage.
+Error applyPipeline(mlir::ModuleOp module, const GenOptions &o,
+                    const MeshSizes &sizes) {
+  mlir::MLIRContext *context = module.getContext();
+  mlir::Builder builder(context);
+  if (sizes.pp == 1) {
+    for (const Setting &setting : {Setting{"pp-schedule", bool(o.ppSchedule)},
+                                   Setting{"pp-virtual", bool(o.ppVirtual)},
+                                   Setting{"pp-layers", bool(o.ppLayers)}})
+      if (setting.given)
+        return genError("--" + setting.flag +
+                        " needs a pp axis of size > 1 in --mesh");
+    return Error::success();
+  }
+  if (o.ppSchedule && !megc::pipeline::parseScheduleKind(*o.ppSchedule))
+    return genError("--pp-schedule: unknown schedule '" + *o.ppSchedule +
+                    "' (expected 1f1b, interleaved or zb-h1)");
+  int64_t virtualStages = o.ppVirtual.value_or(1);
+  if (virtualStages < 1)
+    return genError("--pp-virtual must be >= 1, got " + Twine(virtualStages));
+  StringRef schedule = o.ppSchedule        ? StringRef(*o.ppSchedule)
+                       : virtualStages > 1 ? "interleaved"
+                                           : "1f1b";
+  if ((schedule == "interleaved") != (virtualStages > 1))
+    return genError("--pp-schedule " + schedule + " with --pp-virtual " +
+                    Twine(virtualStages) +
+                    ": the interleaved schedule runs 2 or more virtual "
+                    "stages per rank, the others one");
+  int64_t microBatches = o.microBatches.value_or(1);
+  if (o.train && microBatches < sizes.pp)
+    return genError("--mesh pp=" + Twine(sizes.pp) + " needs --micro-batches " +
+                    ">= " + Twine(sizes.pp) + " (got " + Twine(microBatches) +
+                    "): every stage works on its own micro-batch");
+  if (o.train && schedule == "interleaved" && microBatches % sizes.pp != 0)
+    return genError("--pp-schedule interleaved needs --micro-batches a "
+                    "multiple of pp=" +
+                    Twine(sizes.pp) + ", got " + Twine(microBatches));
+  mlir::DenseI64ArrayAttr layers;
+  if (o.ppLayers) {
+    SmallVector<int64_t> counts;
+    SmallVector<StringRef> items;
+    StringRef(*o.ppLayers).split(items, ',');
+    for (StringRef item : items) {
+      int64_t count = 0;
+      if (item.trim().getAsInteger(10, count) || count < 1)
+        return genError("--pp-layers: expected positive layer counts, got '" +
+                        item.trim() + "'");
+      counts.push_back(count);
+    }
+    if (static_cast<int64_t>(counts.size()) != sizes.pp * virtualStages)
+      return genError("--pp-layers gives " + Twine(counts.size()) +
+                      " stages; pp=" + Twine(sizes.pp) + " x " +
+                      Twine(virtualStages) + " virtual stages has " +
+                      Twine(sizes.pp * virtualStages));
+    layers = builder.getDenseI64ArrayAttr(counts);
+  }
+  module->setAttr(mlir::meg::MegDialect::kPipelineAttrName,
+                  mlir::meg::PipelineAttr::get(
+                      context, mlir::FlatSymbolRefAttr::get(context, "world"),
+                      builder.getStrArrayAttr({"pp"}), virtualStages, layers,
+                      builder.getStringAttr(schedule)));
+  return Error::success();
+}
+
 /// Declares the mesh @world and the #meg.fsdp configuration; meg-fsdp
 /// registers the submeshes it communicates over.
 Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
@@ -561,7 +629,8 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   builder.setInsertionPointToStart(module.getBody());
   auto sizeOf = [&](mlir::Attribute axis) {
     StringRef name = mlir::cast<mlir::StringAttr>(axis).getValue();
-    return name == "dp_outer"   ? sizes.dpOuter
+    return name == "pp"         ? sizes.pp
+           : name == "dp_outer" ? sizes.dpOuter
            : name == "dp_shard" ? sizes.dpShard
            : name == "ep"       ? sizes.ep
            : name == "cp"       ? sizes.cp
@@ -597,6 +666,21 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
     world.erase();
     world = extended;
   }
+  // Pipeline parallelism adds its axis first (stages vary slowest, so that
+  // the other groups stay within a node).
+  if (world && sizes.pp > 1 && !world.getAxisSize("pp")) {
+    SmallVector<mlir::Attribute> names = {builder.getStringAttr("pp")};
+    llvm::append_range(names, world.getAxisNames());
+    builder.setInsertionPoint(world);
+    auto extended = mlir::meg::MeshOp::create(
+        builder, world.getLoc(), world.getSymNameAttr(),
+        builder.getArrayAttr(names),
+        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(names.size(), 1)));
+    world.erase();
+    world = extended;
+  }
+  if (Error error = applyPipeline(module, o, sizes))
+    return error;
   auto cpAttention =
       mlir::meg::symbolizeCpAttention(o.cpAttention.value_or("allgather"));
   if (!cpAttention)
@@ -625,8 +709,14 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
       return Error::success();
     }
   } else {
-    SmallVector<StringRef> names = {"dp_outer", "dp_shard"};
-    SmallVector<int64_t> axisSizes = {sizes.dpOuter, sizes.dpShard};
+    SmallVector<StringRef> names, dataNames = {"dp_outer", "dp_shard"};
+    SmallVector<int64_t> axisSizes;
+    if (sizes.pp > 1) {
+      names.push_back("pp");
+      axisSizes.push_back(sizes.pp);
+    }
+    names.append(dataNames.begin(), dataNames.end());
+    axisSizes.append({sizes.dpOuter, sizes.dpShard});
     if (sizes.cp > 1) {
       names.push_back("cp");
       axisSizes.push_back(sizes.cp);
@@ -637,6 +727,9 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
                               builder.getStringAttr("world"),
                               builder.getStrArrayAttr(names),
                               builder.getDenseI64ArrayAttr(axisSizes));
+    // A pipeline alone has no data-parallel gradients to average.
+    if (sizes.pp > 1 && sizes.dataParallel() * sizes.cp == 1)
+      return Error::success();
   }
   auto strategy = mlir::meg::symbolizeFsdpStrategy(o.fsdp.value_or("no_shard"));
   if (!strategy)
@@ -702,7 +795,10 @@ generateModel(mlir::MLIRContext &context, const GenOptions &options) {
          {Setting{"fsdp", bool(options.fsdp)},
           Setting{"outer-fsdp", bool(options.outerFsdp)},
           Setting{"bucket-mb", bool(options.bucketMb)},
-          Setting{"cp-attention", bool(options.cpAttention)}})
+          Setting{"cp-attention", bool(options.cpAttention)},
+          Setting{"pp-schedule", bool(options.ppSchedule)},
+          Setting{"pp-virtual", bool(options.ppVirtual)},
+          Setting{"pp-layers", bool(options.ppLayers)}})
       if (setting.given)
         return genError("--" + setting.flag + " needs --mesh");
   }

@@ -75,6 +75,16 @@ void CollectivesInFlight::run(const CollectiveCall &call, void *stream) {
       handle = call.group->startExchange(
           call.src, (rank + offset) % size, call.dst,
           (rank - offset + size) % size, call.count, call.dtype, stream);
+    } else if (call.kind == comm::CollectiveKind::Send ||
+               call.kind == comm::CollectiveKind::Recv) {
+      // One side of a transfer with the rank at index params[0] of the
+      // group.
+      int peer = static_cast<int>(call.params.at(0));
+      bool send = call.kind == comm::CollectiveKind::Send;
+      handle =
+          call.group->startExchange(send ? call.src : nullptr, send ? peer : -1,
+                                    send ? nullptr : call.dst, send ? -1 : peer,
+                                    call.count, call.dtype, stream);
     } else {
       handle = call.group->start(call.kind, call.src, call.dst, call.count,
                                  call.dtype, call.op, stream);

@@ -175,7 +175,8 @@ void describe(Program::Impl &impl) {
     impl.entries.push_back({entry.name()->str(), toTensorSpecs(entry.inputs()),
                             toTensorSpecs(entry.outputs()), plan,
                             sizeOf(entry.buffers()), sizeOf(entry.commands()),
-                            entry.flops()});
+                            entry.flops(), entry.stage_submesh(),
+                            entry.pipeline_rank()});
   }
   for (uint32_t i = 0; i < sizeOf(root.kernels()); ++i) {
     const fb::Kernel &kernel = *root.kernels()->Get(i);
@@ -336,10 +337,22 @@ const uint8_t *Program::bytes() const { return impl_->bytes.data(); }
 size_t Program::size() const { return impl_->bytes.size(); }
 
 const EntrySpec *Program::findEntry(std::string_view name) const {
-  for (const EntrySpec &entry : impl_->entries)
-    if (entry.name == name)
-      return &entry;
+  for (size_t i = 0; i < impl_->entries.size(); ++i)
+    if (impl_->entries[i].name == name &&
+        !(i < otherRank_.size() && otherRank_[i]))
+      return &impl_->entries[i];
   return nullptr;
+}
+
+void Program::selectPipelineRank(
+    const std::function<int(uint32_t submesh)> &indexInGroup) {
+  otherRank_.assign(impl_->entries.size(), false);
+  for (size_t i = 0; i < impl_->entries.size(); ++i) {
+    const EntrySpec &entry = impl_->entries[i];
+    if (entry.stageSubmesh >= 0)
+      otherRank_[i] = indexInGroup(static_cast<uint32_t>(entry.stageSubmesh)) !=
+                      entry.pipelineRank;
+  }
 }
 
 std::optional<size_t> Program::findParameter(std::string_view name) const {

@@ -282,8 +282,30 @@ void verifyProgramSemantics(const fb::Program &program) {
   }
 
   names.clear();
+  // A pipeline's entries share their name, one per rank of its group.
+  std::set<std::pair<std::string, int32_t>> stageNames;
   for (uint32_t i = 0; i < sizeOf(program.entries()); ++i) {
     const fb::Entry *entry = program.entries()->Get(i);
+    if (entry->stage_submesh() >= 0 || entry->pipeline_rank() >= 0) {
+      std::string what =
+          concat("entry ", i, " '", toString(entry->name()), "'");
+      if (entry->stage_submesh() < 0)
+        fail(what, ": a pipeline_rank needs a stage_submesh");
+      int64_t size =
+          mesh.groupSize(static_cast<uint64_t>(entry->stage_submesh()),
+                         concat(what, ": stage_submesh"));
+      if (entry->pipeline_rank() < 0 || entry->pipeline_rank() >= size)
+        fail(what, ": pipeline_rank ", entry->pipeline_rank(),
+             " is not a rank of its ", size, "-rank group");
+      std::set<std::string> own;
+      checkUniqueName(own, toString(entry->name()), what);
+      if (!stageNames.insert({toString(entry->name()), entry->pipeline_rank()})
+               .second)
+        fail(what, ": pipeline rank ", entry->pipeline_rank(),
+             " has two programs of this entry");
+      names.insert(toString(entry->name()));
+      continue;
+    }
     checkUniqueName(names, toString(entry->name()), concat("entry ", i));
     verifyEntry(program, *entry, mesh,
                 concat("entry '", entry->name()->str(), "'"));

@@ -94,6 +94,10 @@ struct Session::Impl {
         world(connect(this->program, this->options.commTimeoutSeconds)),
         layout(this->program), rank(world ? world->rank() : 0),
         tracePath(tracePathOf(this->options.traceFile, rank)) {
+    // A pipeline's rank runs its own stage's program.
+    this->program.selectPipelineRank([this](uint32_t submesh) {
+      return layout.indexInGroup(submesh, rank);
+    });
     if (!tracePath.empty())
       trace = std::make_unique<Trace>();
   }

@@ -172,10 +172,10 @@ cl::opt<std::string> frozen("frozen",
 
 cl::opt<std::string> mesh(
     "mesh",
-    cl::desc("Device mesh AXIS=SIZE,... over dp_outer, dp_shard, ep, cp, "
-             "tp (data parallel over dp_outer x dp_shard x ep: --batch is "
-             "the global batch; ep splits an MoE model's experts, cp every "
-             "sequence)"),
+    cl::desc("Device mesh AXIS=SIZE,... over pp, dp_outer, dp_shard, ep, "
+             "cp, tp (data parallel over dp_outer x dp_shard x ep: --batch "
+             "is the global batch; pp cuts the layers into pipeline stages, "
+             "ep splits an MoE model's experts, cp every sequence)"),
     MEGC_BOTH, cl::cat(genCategory));
 cl::opt<std::string>
     fsdp("fsdp",
@@ -198,6 +198,22 @@ cl::opt<std::string> cpAttention(
              "gathered over cp, their gradients reduce-scattered) or ring "
              "(passed around the cp ranks block by block, merged by their "
              "softmax statistics)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string> ppSchedule(
+    "pp-schedule",
+    cl::desc("With pp in --mesh: the pipeline schedule, 1f1b (default), "
+             "interleaved (with --pp-virtual) or zb-h1 (zero-bubble: weight "
+             "gradients deferred into the bubble)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<int64_t> ppVirtual(
+    "pp-virtual",
+    cl::desc("With pp in --mesh: stages per rank (interleaved schedule; "
+             "default 1)"),
+    MEGC_BOTH, cl::cat(genCategory));
+cl::opt<std::string> ppLayers(
+    "pp-layers",
+    cl::desc("With pp in --mesh: the layers of each stage, e.g. 9,8,8,7 "
+             "(default: balanced by their work)"),
     MEGC_BOTH, cl::cat(genCategory));
 cl::opt<int64_t> bucketMb("bucket-mb",
                           cl::desc("Gradient bucket size in MiB (default 40)"),
@@ -285,6 +301,9 @@ gen::GenOptions genOptionsFromFlags(std::optional<std::string> presetName,
   o.bucketMb = given(bucketMb);
   o.sequenceParallel = sequenceParallel;
   o.cpAttention = given(cpAttention);
+  o.ppSchedule = given(ppSchedule);
+  o.ppVirtual = given(ppVirtual);
+  o.ppLayers = given(ppLayers);
   o.moeCapacityFactor = given(moeCapacityFactor);
   o.moeDropPolicy = given(moeDropPolicy);
   o.moeAuxLossCoeff = given(moeAuxLossCoeff);

@@ -155,6 +155,10 @@ struct EntryDesc {
   MemoryPlan plan;
   std::vector<GraphRegionDesc> graphs;
 
+  /// A pipeline stage's program: run by the ranks at index pipelineRank of
+  /// the group of ProgramDesc::submeshes[stageSubmesh] (-1: every rank).
+  int32_t stageSubmesh = -1, pipelineRank = -1;
+
   /// Per command: whether it recomputes an activation (meg.recomputed).
   std::vector<bool> recomputed;
 

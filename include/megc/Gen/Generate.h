@@ -78,6 +78,11 @@ struct GenOptions {
   /// With cp in `mesh`: how attention meets the other ranks' keys,
   /// `allgather` (default) or `ring`.
   std::optional<std::string> cpAttention;
+  /// With pp in `mesh`: the pipeline schedule (1f1b, interleaved, zb-h1),
+  /// each rank's virtual stages (interleaved) and the layers of each stage
+  /// ("9,8,8,7"; balanced by the compiler without it).
+  std::optional<std::string> ppSchedule, ppLayers;
+  std::optional<int64_t> ppVirtual;
   /// The #meg.fsdp strategy (needs `mesh`): no_shard, optim, optim_grads
   /// or optim_grads_params; `outerFsdp` no_shard or optim over dp_outer.
   std::optional<std::string> fsdp, outerFsdp;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -151,6 +152,10 @@ struct EntrySpec {
   size_t numCommands;
   /// Floating-point operations of one run in GEMMs and attention.
   uint64_t flops = 0;
+  /// A pipeline stage's program: run by the ranks at index pipelineRank of
+  /// the group of submesh stageSubmesh (-1: by every rank). A Session keeps
+  /// its own rank's (Program::selectPipelineRank).
+  int32_t stageSubmesh = -1, pipelineRank = -1;
 };
 
 /// One dispatch of a kernel's code: its entry (a CPU symbol or a CUDA
@@ -207,8 +212,14 @@ public:
   /// checksums mean the same artifact.
   uint64_t checksum() const;
 
-  /// nullptr if there is no entry of that name.
+  /// The selected entry of that name (this rank's stage of a pipeline);
+  /// nullptr if there is none.
   const EntrySpec *findEntry(std::string_view name) const;
+  /// Keeps, of each pipeline stage's entries, the one whose pipelineRank is
+  /// this rank's index in its stage submesh's group (`indexInGroup`); a
+  /// Session does this for its rank.
+  void
+  selectPipelineRank(const std::function<int(uint32_t submesh)> &indexInGroup);
   /// Index into parameters(), or nullopt.
   std::optional<size_t> findParameter(std::string_view name) const;
 
@@ -222,6 +233,8 @@ public:
 private:
   explicit Program(std::shared_ptr<const Impl> impl);
   std::shared_ptr<const Impl> impl_;
+  /// Per entry: another pipeline rank's program, which findEntry skips.
+  std::vector<bool> otherRank_;
 };
 
 } // namespace megrt

@@ -371,11 +371,18 @@ ContextParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh, ArrayAttr axes,
                                    int64_t virtualStages,
-                                   DenseI64ArrayAttr layers) {
+                                   DenseI64ArrayAttr layers,
+                                   StringAttr schedule) {
   if (!mesh)
     return emitError() << "expects a mesh symbol";
   if (virtualStages < 1)
     return emitError() << "expects virtual_stages >= 1, got " << virtualStages;
+  if (schedule &&
+      !llvm::is_contained(
+          {StringRef("1f1b"), StringRef("interleaved"), StringRef("zb-h1")},
+          schedule.getValue()))
+    return emitError() << "unknown pipeline schedule '" << schedule.getValue()
+                       << "' (expected 1f1b, interleaved or zb-h1)";
   return verifyAxisNames(emitError, axes, "pipeline");
 }
 

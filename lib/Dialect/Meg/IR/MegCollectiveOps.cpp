@@ -355,6 +355,37 @@ LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &table) {
                           ShardChange::Exchange, 0);
 }
 
+/// A point-to-point transfer's peer is a rank of its registered group.
+static LogicalResult verifyPeer(Operation *op, SymbolTableCollection &table,
+                                FlatSymbolRefAttr mesh, ArrayAttr axes,
+                                int64_t peer) {
+  FailureOr<int64_t> size = SubmeshOp::verifyGroup(op, table, mesh, axes);
+  if (failed(size))
+    return failure();
+  if (peer < 0 || peer >= *size)
+    return op->emitOpError() << "peer " << peer << " is not a rank of its "
+                             << *size << "-rank group";
+  return success();
+}
+
+RankedTensorType SendStartOp::getProducedType() {
+  return futureValue(getFuture());
+}
+LogicalResult SendStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  if (getInput().getType() != getProducedType())
+    return emitOpError() << "sends " << getInput().getType()
+                         << ", so its future must hold that type, got "
+                         << getProducedType();
+  return verifyPeer(*this, table, getMeshAttr(), getAxesAttr(), getPeer());
+}
+
+RankedTensorType RecvStartOp::getProducedType() {
+  return futureValue(getFuture());
+}
+LogicalResult RecvStartOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyPeer(*this, table, getMeshAttr(), getAxesAttr(), getPeer());
+}
+
 LogicalResult WaitOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,

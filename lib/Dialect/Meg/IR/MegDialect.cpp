@@ -228,6 +228,28 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
                << "function with " << func.getNumArguments() << " arguments";
     return success();
   }
+  if (name == kStageAttrName || name == kMicroBatchAttrName ||
+      name == kPipelineRankAttrName) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || index.getInt() < 0)
+      return op->emitError()
+             << "'" << name << "' expects a non-negative integer";
+    if (name == kPipelineRankAttrName && !isa<func::FuncOp>(op))
+      return op->emitError() << "'" << name << "' is only valid on a function";
+    return success();
+  }
+  if (name == kBackwardAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' is a unit attribute";
+    return success();
+  }
+  if (name == kEntryNameAttrName) {
+    auto entry = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !entry || entry.getValue().empty())
+      return op->emitError()
+             << "'" << name << "' expects a non-empty string on a function";
+    return success();
+  }
   if (name == kLayerAttrName || name == kLossChunkAttrName) {
     auto index = dyn_cast<IntegerAttr>(attr.getValue());
     if (!index || index.getInt() < 0)

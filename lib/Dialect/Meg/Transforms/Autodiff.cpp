@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/ScopeExit.h"
 
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGAUTODIFF
@@ -27,6 +28,14 @@ bool isFloatTensor(Value value) {
 }
 
 /// Gradients accumulated per value (and per parameter symbol).
+/// The ops a builder creates, in order.
+struct CreatedOps : public OpBuilder::Listener {
+  SmallVector<Operation *> ops;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+};
+
 class GradientMap {
 public:
   explicit GradientMap(OpBuilder &builder) : builder(builder) {}
@@ -112,7 +121,29 @@ struct MegAutodiffPass
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
+    // Under a pipeline, every op built here is part of the backward pass
+    // and runs on the stage of the forward op it differentiates.
+    bool pipelined = module->hasAttr(MegDialect::kPipelineAttrName);
+    CreatedOps created;
+    if (pipelined)
+      builder.setListener(&created);
+    auto stampCreated = [&](Operation *forward) {
+      Attribute stage = forward->getAttr(MegDialect::kStageAttrName);
+      for (Operation *op : created.ops) {
+        op->setAttr(MegDialect::kBackwardAttrName, builder.getUnitAttr());
+        if (stage)
+          op->setAttr(MegDialect::kStageAttrName, stage);
+      }
+      created.ops.clear();
+    };
+    auto restoreListener =
+        llvm::make_scope_exit([&] { builder.setListener(nullptr); });
+    Operation *previous = nullptr;
     for (Operation *op : llvm::reverse(ops)) {
+      // What the previous op's gradient built (also when it ended early).
+      if (pipelined && previous)
+        stampCreated(previous);
+      previous = op;
       SmallVector<Value> resultGrads;
       bool reached = false;
       for (Value result : op->getResults()) {
@@ -146,6 +177,10 @@ struct MegAutodiffPass
         if (operandGrad && isFloatTensor(operand))
           grads.add(operand, operandGrad, op->getLoc());
     }
+    if (pipelined && previous)
+      stampCreated(previous);
+    restoreListener.release();
+    builder.setListener(nullptr);
 
     SmallVector<Value> results = {lossValue};
     SmallVector<std::string> names = {"loss"};

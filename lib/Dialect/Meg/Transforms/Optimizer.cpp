@@ -90,6 +90,8 @@ struct MegOptimizerPass
   FailureOr<func::FuncOp> accumulate(OpBuilder &builder, func::FuncOp grad,
                                      int64_t count) {
     Location loc = grad.getLoc();
+    bool pipelined = grad->getParentOfType<ModuleOp>()->hasAttr(
+        MegDialect::kPipelineAttrName);
     SmallVector<Type> argTypes;
     for (BlockArgument arg : grad.getArguments()) {
       auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -147,7 +149,11 @@ struct MegOptimizerPass
           mapping.map(op.getResult(0), stepCount);
           continue;
         }
-        inner.clone(op, mapping);
+        Operation *copy = inner.clone(op, mapping);
+        // A pipeline's schedule runs each micro-batch's passes apart.
+        if (pipelined)
+          copy->setAttr(MegDialect::kMicroBatchAttrName,
+                        inner.getI64IntegerAttr(k));
       }
       auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {

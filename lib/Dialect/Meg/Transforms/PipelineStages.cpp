@@ -235,6 +235,32 @@ struct MegPipelineStagesPass
         held[ref.getName().str()].insert(stage);
       });
     }
+    // Each op of the model's functions records its stage (meg.stage): a
+    // layer's op its layer's, another the latest stage of the values it
+    // reads (the head reads the last layer's output); an op that reads
+    // none (constants, an unlayered parameter, the inputs) records none:
+    // every stage that needs it computes it.
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      DenseMap<Value, int64_t> stageOf;
+      for (Operation &op : func.getBody().front().without_terminator()) {
+        std::optional<int64_t> stage;
+        if (std::optional<int64_t> layer = layerOf(&op);
+            layer && *layer < numLayers)
+          stage = stageOfLayer[*layer];
+        else
+          for (Value operand : op.getOperands())
+            if (auto it = stageOf.find(operand); it != stageOf.end())
+              stage = std::max(stage.value_or(0), it->second);
+        if (!stage)
+          continue;
+        op.setAttr(MegDialect::kStageAttrName,
+                   builder.getI64IntegerAttr(*stage));
+        for (Value result : op.getResults())
+          stageOf[result] = *stage;
+      }
+    }
     for (ParamOp param : module.getOps<ParamOp>()) {
       std::set<int64_t> stagesOf;
       if (std::optional<int64_t> layer = layerOf(param))
@@ -252,7 +278,8 @@ struct MegPipelineStagesPass
                     PipelineAttr::get(module.getContext(), config.getMesh(),
                                       config.getAxes(),
                                       config.getVirtualStages(),
-                                      builder.getDenseI64ArrayAttr(lengths)));
+                                      builder.getDenseI64ArrayAttr(lengths),
+                                      config.getSchedule()));
   }
 };
 

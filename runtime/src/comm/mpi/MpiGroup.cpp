@@ -89,8 +89,10 @@ uint64_t MpiGroup::start(CollectiveKind kind, const void *src, void *dst,
   case CollectiveKind::Slice: // a local copy, refused by checkCollective
     break;
   case CollectiveKind::Shift:
-    fail(pending.what, ": a shift runs through startExchange, which pairs "
-                       "each rank with its two neighbours");
+  case CollectiveKind::Send:
+  case CollectiveKind::Recv:
+    fail(pending.what, ": a ", collectiveName(kind),
+         " runs through startExchange, which names its peers");
   }
   return pending_.add(std::move(pending));
 }

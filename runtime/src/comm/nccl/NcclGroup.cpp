@@ -152,8 +152,11 @@ void NcclGroup::issue(CollectiveKind kind, const void *src, void *dst,
   case CollectiveKind::Slice: // a local copy, refused by checkCollective
     break;
   case CollectiveKind::Shift:
-    fail(what, ": a shift runs through startExchange, which cannot be "
-               "captured into a CUDA graph yet");
+  case CollectiveKind::Send:
+  case CollectiveKind::Recv:
+    fail(what, ": a ", collectiveName(kind),
+         " runs through startExchange, which cannot be captured into a CUDA "
+         "graph yet");
   }
   completeIssue(result, call, what);
 }

@@ -549,18 +549,21 @@ def Meg_PipelineAttr : Meg_Attr<"Pipeline", "pipeline"> {
     the group of `axes` of `mesh`; stage s runs on rank s % P of the group
     (chunk s / P of that rank). `layers` gives each stage's number of
     layers, in stage order; without it the pass balances them and records
-    its cut here.
+    its cut here. `schedule` names the order `meg-pipeline-split` runs each
+    rank's passes in: `1f1b` (the default), `interleaved` (virtual stages
+    > 1) or `zb-h1`.
 
     ```mlir
     module attributes {meg.pipeline = #meg.pipeline<mesh = @world,
         axes = ["pp"], virtual_stages = 2,
-        layers = [3, 2, 2, 3]>} { ... }
+        layers = [3, 2, 2, 3], schedule = "interleaved">} { ... }
     ```
   }];
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$axes,
                         DefaultValuedParameter<"int64_t", "1">:$virtual_stages,
-                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$layers);
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$layers,
+                        OptionalParameter<"::mlir::StringAttr">:$schedule);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

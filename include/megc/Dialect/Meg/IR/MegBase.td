@@ -59,6 +59,21 @@ def Meg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPipelineAttrName = "meg.pipeline";
     /// On a meg.param: the pipeline stages that hold it (meg-pipeline-stages).
     static constexpr ::llvm::StringLiteral kStagesAttrName = "meg.stages";
+    /// On an op: the pipeline stage it runs on. meg-pipeline-stages records
+    /// it on the forward's ops, meg-autodiff on each gradient op (its
+    /// forward op's stage); meg-pipeline-split reads it.
+    static constexpr ::llvm::StringLiteral kStageAttrName = "meg.stage";
+    /// On an op meg-autodiff built: part of the backward pass (under a
+    /// pipeline, whose schedule runs forward and backward passes apart).
+    static constexpr ::llvm::StringLiteral kBackwardAttrName = "meg.backward";
+    /// On an op of a training step over micro-batches (under a pipeline):
+    /// the micro-batch whose copy of the gradient it belongs to
+    /// (meg-optimizer).
+    static constexpr ::llvm::StringLiteral kMicroBatchAttrName = "meg.micro_batch";
+    /// On a function meg-pipeline-split made: the entry it is one rank's
+    /// program of (a string), and that rank's index in the pipeline group.
+    static constexpr ::llvm::StringLiteral kEntryNameAttrName = "meg.entry_name";
+    static constexpr ::llvm::StringLiteral kPipelineRankAttrName = "meg.pipeline_rank";
     /// The module's #meg.context_parallel (meg-context-parallel).
     static constexpr ::llvm::StringLiteral kContextParallelAttrName = "meg.context_parallel";
     /// On a meg.linear or meg.embedding: its #meg.tp_layer, as the model's

@@ -381,6 +381,51 @@ def Meg_ShiftStartOp : Meg_CollectiveOp<"shift_start"> {
   }];
 }
 
+def Meg_SendStartOp : Meg_CollectiveOp<"send_start"> {
+  let summary = "Starts sending a tensor to one rank of a group";
+  let description = [{
+    One side of a point-to-point transfer (pipeline stages hand their
+    activations on and their gradients back): the input goes to the rank
+    at index `peer` of the group, whose matching `meg.recv_start` receives
+    it. Transfers between two ranks of a group arrive in the order they
+    were sent. `meg.wait` on the future completes the send (its result is
+    the input, which stays unchanged until then); a per-rank program made
+    by `meg-pipeline-split` holds it.
+
+    ```mlir
+    %f = meg.send_start %h over @world[pp] to 1
+        : tensor<2x128x512xf32> -> !meg.future<tensor<2x128x512xf32>>
+    ```
+  }];
+  let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$peer);
+  let results = (outs Meg_FutureType:$future);
+  let assemblyFormat = [{
+    $input `over` $mesh `` custom<AxisList>($axes) `to` $peer attr-dict `:`
+    type($input) `->` qualified(type($future))
+  }];
+}
+
+def Meg_RecvStartOp : Meg_CollectiveOp<"recv_start"> {
+  let summary = "Starts receiving a tensor from one rank of a group";
+  let description = [{
+    The other side of `meg.send_start`: `meg.wait` on the future yields
+    the tensor the rank at index `peer` of the group sent.
+
+    ```mlir
+    %f = meg.recv_start over @world[pp] from 0
+        : !meg.future<tensor<2x128x512xf32>>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$peer);
+  let results = (outs Meg_FutureType:$future);
+  let assemblyFormat = [{
+    `over` $mesh `` custom<AxisList>($axes) `from` $peer attr-dict `:`
+    qualified(type($future))
+  }];
+}
+
 def Meg_WaitOp : Meg_Op<"wait", [InferTypeOpAdaptor,
     MemoryEffects<[MemRead<Meg_CommResource>, MemWrite<Meg_CommResource>]>]> {
   let summary = "Waits for an asynchronous collective and yields its tensor";

@@ -832,7 +832,12 @@ def MegPipelineStages : Pass<"meg-pipeline-stages", "::mlir::ModuleOp"> {
     layers, and each parameter the stages that hold it (`meg.stages`): its
     layer's, or for a parameter outside the layers the stages of the ops
     that read it (a tied embedding, read by the embedding and the LM head:
-    the first and the last).
+    the first and the last). Each op of the model's functions records its
+    stage (`meg.stage`): a layer's op its layer's, another the latest stage
+    of the values it reads (the final norm, the head and the loss read the
+    last layer's output); ops that read no staged value (constants, the
+    inputs, an unlayered parameter) record none. meg-autodiff gives each
+    gradient op its forward op's stage.
 
     Errors: a model that records no layers, more stages than layers, a
     given cut whose count, sum or any stage does not fit.
@@ -848,6 +853,47 @@ def MegPipelineStages : Pass<"meg-pipeline-stages", "::mlir::ModuleOp"> {
           meg.stages = array<i64: 0>}
     ```
   }];
+}
+
+def MegPipelineSplit : Pass<"meg-pipeline-split", "::mlir::ModuleOp"> {
+  let summary = "Pipeline parallelism: each rank's program of every entry, "
+                "in its schedule's order";
+  let description = [{
+    Replaces each public function of a module with a `meg.pipeline` (its
+    stages cut by meg-pipeline-stages, its ops recording `meg.stage`,
+    `meg.backward` and `meg.micro_batch`) by one function per rank of the
+    pipeline group (`meg.entry_name`, `meg.pipeline_rank`), which the
+    program builder makes that rank's entry of the same name.
+
+    An op runs on its recorded stage; one that records none runs on the
+    stage of the values it reads, or, reading none, on every stage that
+    needs it (constants, the inputs' micro-batch slices, the positions'
+    tables). A rank runs its stages' forward and backward passes of each
+    micro-batch in the order of the schedule (`lib/Pipeline`: 1f1b,
+    interleaved or zb-h1 for the training step; every other entry runs its
+    single micro-batch through the stages and back), each value a stage
+    reads from a stage of another rank received (`meg.recv_start`, waited
+    for right before the pass) and sent (`meg.send_start`) right after the
+    pass that makes it. A send is waited for once a later receive from the
+    same rank proves it arrived (an activation once its gradient comes
+    back), else at the end of the passes, so that nothing blocks on a
+    transfer the schedule has not reached. What follows the last pass (the
+    optimizer step) runs on every rank in the function's order: a sum of
+    values of several stages (the gradient norm's, a tied weight's
+    gradient) is summed on each rank and all-reduced over the pipeline
+    group, and a value one stage makes that another rank needs there (the
+    loss, the count of non-finite values that skips an update) all-reduced
+    with zeros from the others; every rank returns every result.
+
+    With zb-h1, a backward pass splits into B (what the gradients sent to
+    the previous stage need) and W (the rest: the weight gradients), and
+    the schedule places each W in time its rank would otherwise wait.
+
+    Errors: an op reading values of two stages that is not a sum, a
+    schedule that does not fit the micro-batches, transfers between two
+    ranks that the receiver would take in another order than sent.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 #endif // MEGC_DIALECT_MEG_TRANSFORMS_PASSES_TD

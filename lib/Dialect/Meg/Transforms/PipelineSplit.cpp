@@ -1,0 +1,700 @@
+//===- PipelineSplit.cpp - the meg-pipeline-split pass -------------------===//
+//
+// Turns each public function of a pipelined module into one program per
+// rank of the pipeline group. Every op is placed: on a stage (recorded by
+// meg-pipeline-stages and meg-autodiff as `meg.stage`, or the stage of the
+// values it reads), on every rank that needs it (it reads no staged value:
+// constants, the inputs' micro-batch slices), as a partial sum of several
+// stages (an add of values of two stages, summed per rank and all-reduced
+// when used), or on every rank after the passes (it reads such a sum). A
+// rank's program runs its stages' passes in its schedule's order, each a
+// forward (F) or backward (B, and W under zero-bubble schedules) of one
+// micro-batch, with the values of other ranks' stages received before the
+// pass that reads them and its own sent after the pass that makes them;
+// then what follows the passes (the optimizer step), in the function's
+// order, on every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/Transforms/Passes.h"
+#include "megc/Pipeline/Schedule.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <map>
+#include <set>
+
+namespace mlir::meg {
+#define GEN_PASS_DEF_MEGPIPELINESPLIT
+#include "megc/Dialect/Meg/Transforms/Passes.h.inc"
+} // namespace mlir::meg
+
+using namespace mlir;
+using namespace mlir::meg;
+namespace pl = megc::pipeline;
+
+namespace {
+
+/// Where an op runs.
+struct Placement {
+  enum Kind {
+    Free,       // reads no staged value: on every rank that needs it
+    Owned,      // on `stage`
+    Partial,    // a sum of values of several stages
+    Replicated, // on every rank after the passes
+  } kind = Free;
+  int64_t stage = -1;
+  int64_t microBatch = 0;
+  bool backward = false;
+  /// Owned: runs after the passes (it reads a value all-reduced there).
+  bool post = false;
+};
+
+/// One pass of the schedule: stage, micro-batch and part (0 F, 1 B or BW,
+/// 2 W).
+using PassKey = std::tuple<int64_t, int64_t, int>;
+
+/// One step of a rank's program.
+struct Item {
+  enum Kind { Recv, Run, Send, SendWait } kind;
+  PassKey pass{};   // Run
+  Value value;      // Recv, Send
+  int64_t peer = 0; // Recv, Send: the other rank
+  size_t send = 0;  // SendWait: the index of its Send in the rank's items
+};
+
+struct Splitter {
+  ModuleOp module;
+  func::FuncOp func;
+  PipelineAttr config;
+  int64_t ranks, numStages;
+  pl::ScheduleKind kind;
+
+  DenseMap<Operation *, Placement> placement;
+  /// Owned or partial values all-reduced over the pipeline group after the
+  /// passes (a result, a sum of stages, a value another rank needs there).
+  llvm::SetVector<Value> replicate;
+  /// The ops of each pass, in the function's order.
+  std::map<PassKey, SmallVector<Operation *>> passOps;
+  DenseMap<Operation *, unsigned> position;
+
+  int64_t rankOf(int64_t stage) const { return stage % ranks; }
+
+  InFlightDiagnostic error(Operation *op) {
+    return op->emitError() << "meg-pipeline-split: ";
+  }
+
+  /// Whether ranks of more than one stage hold the parameter a store
+  /// writes: by its (or for optimizer state its parameter's) `meg.stages`,
+  /// all of them for state of no parameter.
+  bool heldOnSeveralRanks(ParamStoreOp store) {
+    auto param = module.lookupSymbol<ParamOp>(store.getNameAttr().getAttr());
+    if (!param)
+      return false;
+    if (auto stateOf =
+            param->getAttrOfType<StateOfAttr>(MegDialect::kStateOfAttrName)) {
+      param = module.lookupSymbol<ParamOp>(stateOf.getParam().getAttr());
+      if (!param)
+        return true;
+    } else if (!param->hasAttr(MegDialect::kStagesAttrName)) {
+      return ranks > 1;
+    }
+    auto stages =
+        param->getAttrOfType<DenseI64ArrayAttr>(MegDialect::kStagesAttrName);
+    if (!stages)
+      return ranks > 1;
+    std::set<int64_t> holders;
+    for (int64_t stage : stages.asArrayRef())
+      holders.insert(rankOf(stage));
+    return holders.size() > 1;
+  }
+
+  Placement placementOf(Value value) const {
+    if (Operation *def = value.getDefiningOp())
+      return placement.lookup(def);
+    return {};
+  }
+
+  /// Places every op of the function.
+  LogicalResult place() {
+    unsigned index = 0;
+    for (Operation &op : func.getBody().front()) {
+      position[&op] = index++;
+      if (isa<func::ReturnOp>(op)) {
+        for (Value operand : op.getOperands()) {
+          Placement::Kind kind = placementOf(operand).kind;
+          if (kind == Placement::Owned || kind == Placement::Partial)
+            replicate.insert(operand);
+        }
+        continue;
+      }
+      if (op.getNumRegions())
+        return error(&op) << "ops with regions are not split into stages";
+      Placement p;
+      auto stamp = op.getAttrOfType<IntegerAttr>(MegDialect::kStageAttrName);
+      if (stamp && stamp.getInt() >= numStages)
+        return error(&op) << "runs on stage " << stamp.getInt()
+                          << ", but the pipeline has " << numStages;
+      bool isSum = isa<AddOp>(op) && !stamp;
+      std::set<int64_t> stages, passStages;
+      bool reads = false, partial = false, replicated = false;
+      for (Value operand : op.getOperands()) {
+        Placement q = placementOf(operand);
+        switch (q.kind) {
+        case Placement::Free:
+          reads = true;
+          break;
+        case Placement::Owned:
+          stages.insert(q.stage);
+          if (!q.post)
+            passStages.insert(q.stage);
+          p.microBatch = std::max(p.microBatch, q.microBatch);
+          p.backward |= q.backward;
+          p.post |= q.post;
+          break;
+        case Placement::Partial:
+          partial = true;
+          break;
+        case Placement::Replicated:
+          replicated = true;
+          break;
+        }
+      }
+      // A sum of values of several stages stays a per-rank partial sum
+      // while only sums read it; anything else reads the all-reduced total.
+      bool sumOfStages =
+          isSum && !replicated && !reads && (partial || stages.size() > 1);
+      if (partial && !sumOfStages) {
+        for (Value operand : op.getOperands())
+          if (placementOf(operand).kind == Placement::Partial)
+            replicate.insert(operand);
+        replicated = true;
+      }
+      if (auto mb =
+              op.getAttrOfType<IntegerAttr>(MegDialect::kMicroBatchAttrName))
+        p.microBatch = mb.getInt();
+      p.backward |= op.hasAttr(MegDialect::kBackwardAttrName);
+      if (sumOfStages) {
+        p.kind = Placement::Partial;
+      } else if (stamp) {
+        p.kind = Placement::Owned;
+        p.stage = stamp.getInt();
+      } else if (stages.empty()) {
+        p.kind = replicated ? Placement::Replicated : Placement::Free;
+        // An effect nothing reads (a state update) happens on every rank.
+        if (p.kind == Placement::Free && !isMemoryEffectFree(&op) &&
+            op.use_empty())
+          p.kind = Placement::Replicated;
+      } else if (stages.size() == 1) {
+        p.kind = Placement::Owned;
+        p.stage = *stages.begin();
+      } else {
+        // Values of several stages (an update reading its gradient and the
+        // step's count of non-finite values): the op runs after the passes
+        // on the stage of its largest input, the others all-reduced to
+        // every rank there.
+        int64_t largest = -1;
+        for (Value operand : op.getOperands()) {
+          Placement q = placementOf(operand);
+          auto type = dyn_cast<RankedTensorType>(operand.getType());
+          int64_t size =
+              type && type.hasStaticShape() ? type.getNumElements() : 0;
+          if (q.kind == Placement::Owned && size > largest) {
+            largest = size;
+            p.stage = q.stage;
+          }
+        }
+        p.kind = Placement::Owned;
+        p.post = true;
+      }
+      // State that ranks of several stages hold (the step count) is stored
+      // by every rank, its value all-reduced to them.
+      if (auto store = dyn_cast<ParamStoreOp>(op);
+          store && p.kind == Placement::Owned && heldOnSeveralRanks(store)) {
+        replicate.insert(store.getValue());
+        p = {};
+        p.kind = Placement::Replicated;
+      }
+      if (p.kind == Placement::Owned) {
+        p.post |= replicated;
+        // Values of another rank's stage: received before the pass, or
+        // all-reduced to every rank after the passes.
+        if (p.post)
+          for (Value operand : op.getOperands()) {
+            Placement q = placementOf(operand);
+            if (q.kind == Placement::Owned &&
+                rankOf(q.stage) != rankOf(p.stage))
+              replicate.insert(operand);
+          }
+        if (!p.post)
+          passOps[{p.stage, p.microBatch, p.backward ? 1 : 0}].push_back(&op);
+      }
+      placement[&op] = p;
+    }
+    for (Value value : replicate)
+      if (!isa<FloatType>(
+              cast<RankedTensorType>(value.getType()).getElementType()))
+        return error(value.getDefiningOp())
+               << "its " << value.getType()
+               << " result is needed on every rank, but only floating-point "
+                  "values are all-reduced";
+    return success();
+  }
+
+  /// Each rank's passes in its order: the schedule's for a function over
+  /// `microBatches`, else each stage's forward, then its backward.
+  FailureOr<std::vector<std::vector<PassKey>>> order(int64_t microBatches,
+                                                     bool stepSchedule) {
+    std::vector<std::vector<PassKey>> passes(ranks);
+    int64_t chunks = config.getVirtualStages();
+    if (!stepSchedule) {
+      for (int64_t rank = 0; rank < ranks; ++rank) {
+        for (int64_t c = 0; c < chunks; ++c)
+          passes[rank].push_back({rank + c * ranks, 0, 0});
+        for (int64_t c = chunks - 1; c >= 0; --c)
+          passes[rank].push_back({rank + c * ranks, 0, 1});
+      }
+      return passes;
+    }
+    llvm::Expected<pl::Schedule> schedule = pl::buildSchedule(
+        kind, static_cast<int32_t>(ranks), static_cast<int32_t>(chunks),
+        static_cast<int32_t>(microBatches));
+    if (!schedule) {
+      error(func) << "the " << pl::scheduleName(kind) << " schedule over "
+                  << microBatches
+                  << " micro-batches: " << llvm::toString(schedule.takeError());
+      return failure();
+    }
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      for (const pl::Action &action : schedule->actions[rank]) {
+        int part;
+        switch (action.pass) {
+        case pl::Pass::Forward:
+          part = 0;
+          break;
+        case pl::Pass::Backward:
+        case pl::Pass::BackwardInput:
+          part = 1;
+          break;
+        case pl::Pass::BackwardWeight:
+          part = 2;
+          break;
+        default:
+          continue;
+        }
+        passes[rank].push_back({action.stage, action.microBatch, part});
+      }
+    return passes;
+  }
+
+  /// Under zero-bubble schedules, a backward pass's ops that the values it
+  /// sends to other ranks do not need move to its W part.
+  void splitWeightGradients(const DenseMap<Value, std::set<int64_t>> &sentTo) {
+    std::map<PassKey, SmallVector<Operation *>> weights;
+    for (auto &[key, ops] : passOps) {
+      if (std::get<2>(key) != 1)
+        continue;
+      DenseSet<Operation *> inPass(ops.begin(), ops.end()), needed;
+      SmallVector<Operation *> worklist;
+      for (Operation *op : ops)
+        for (Value result : op->getResults())
+          if (sentTo.count(result))
+            worklist.push_back(op);
+      while (!worklist.empty()) {
+        Operation *op = worklist.pop_back_val();
+        if (!needed.insert(op).second)
+          continue;
+        for (Value operand : op->getOperands())
+          if (Operation *def = operand.getDefiningOp();
+              def && inPass.count(def))
+            worklist.push_back(def);
+      }
+      SmallVector<Operation *> input, weight;
+      for (Operation *op : ops)
+        (needed.count(op) ? input : weight).push_back(op);
+      ops = input;
+      weights[{std::get<0>(key), std::get<1>(key), 2}] = weight;
+    }
+    for (auto &[key, ops] : weights)
+      passOps[key] = ops;
+  }
+
+  LogicalResult run(int64_t microBatches, bool stepSchedule) {
+    if (failed(place()))
+      return failure();
+    for (auto &[key, ops] : passOps) {
+      auto [stage, microBatch, part] = key;
+      if (microBatch >= microBatches)
+        return error(ops.front())
+               << "belongs to micro-batch " << microBatch << ", but "
+               << func.getName() << " runs " << microBatches;
+    }
+    FailureOr<std::vector<std::vector<PassKey>>> passes =
+        order(microBatches, stepSchedule);
+    if (failed(passes))
+      return failure();
+
+    // The values each pass reads from other ranks' stages, and the ranks
+    // each value goes to.
+    DenseMap<Value, std::set<int64_t>> sentTo;
+    for (auto &[key, ops] : passOps)
+      for (Operation *op : ops)
+        for (Value operand : op->getOperands()) {
+          Placement q = placementOf(operand);
+          if (q.kind == Placement::Owned && !q.post &&
+              rankOf(q.stage) != rankOf(std::get<0>(key)))
+            sentTo[operand].insert(rankOf(std::get<0>(key)));
+        }
+    bool zeroBubble = stepSchedule && kind == pl::ScheduleKind::ZeroBubbleH1;
+    if (zeroBubble)
+      splitWeightGradients(sentTo);
+    else
+      for (auto &[key, ops] : passOps)
+        if (std::get<2>(key) == 1)
+          passOps[{std::get<0>(key), std::get<1>(key), 2}];
+
+    // Every pass of the function must be in the schedule once.
+    std::map<PassKey, int64_t> scheduled;
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      for (const PassKey &key : (*passes)[rank])
+        scheduled[key] = rank;
+    for (auto &[key, ops] : passOps)
+      if (!ops.empty() && !scheduled.count(key))
+        return error(ops.front())
+               << "its pass (stage " << std::get<0>(key) << ", micro-batch "
+               << std::get<1>(key) << ") is not in the schedule";
+
+    // Each rank's items: receives before a pass, sends after it.
+    std::vector<std::vector<Item>> items(ranks);
+    std::vector<DenseSet<Value>> received(ranks);
+    // A pass's index in its rank's order, to order transfers.
+    std::map<PassKey, size_t> passIndex;
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      for (auto [i, key] : llvm::enumerate((*passes)[rank]))
+        passIndex[key] = i;
+    auto producer = [&](Value value) {
+      Placement q = placementOf(value);
+      int part = q.backward ? 1 : 0;
+      PassKey key{q.stage, q.microBatch, part};
+      if (zeroBubble && part == 1 &&
+          !llvm::is_contained(passOps[key], value.getDefiningOp()))
+        key = {q.stage, q.microBatch, 2};
+      return key;
+    };
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      for (const PassKey &key : (*passes)[rank]) {
+        SmallVector<Value> incoming;
+        for (Operation *op : passOps[key])
+          for (Value operand : op->getOperands())
+            if (sentTo.count(operand) &&
+                rankOf(placementOf(operand).stage) != rank &&
+                received[rank].insert(operand).second)
+              incoming.push_back(operand);
+        // In the order the senders send them.
+        llvm::stable_sort(incoming, [&](Value a, Value b) {
+          return std::make_pair(passIndex[producer(a)],
+                                position[a.getDefiningOp()]) <
+                 std::make_pair(passIndex[producer(b)],
+                                position[b.getDefiningOp()]);
+        });
+        for (Value value : incoming)
+          items[rank].push_back(
+              {Item::Recv, {}, value, rankOf(placementOf(value).stage)});
+        items[rank].push_back({Item::Run, key});
+        for (Operation *op : passOps[key])
+          for (Value result : op->getResults())
+            if (auto it = sentTo.find(result); it != sentTo.end())
+              for (int64_t to : it->second)
+                items[rank].push_back({Item::Send, {}, result, to});
+      }
+    }
+
+    // Transfers between two ranks arrive in the order they were sent.
+    std::map<std::pair<int64_t, int64_t>, SmallVector<Value>> sends, recvs;
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      for (const Item &item : items[rank]) {
+        if (item.kind == Item::Send)
+          sends[{rank, item.peer}].push_back(item.value);
+        if (item.kind == Item::Recv)
+          recvs[{item.peer, rank}].push_back(item.value);
+      }
+    for (auto &[pair, values] : sends)
+      if (recvs[pair] != values)
+        return error(func) << "the schedule has rank " << pair.second
+                           << " receive what rank " << pair.first
+                           << " sends in another order than sent";
+
+    // A send is waited for right after a receive from its peer that the
+    // peer sent after it took the sent value; else after the passes.
+    std::vector<std::vector<Item>> withWaits(ranks);
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      // Where the peer took each value (index in its items).
+      auto indexIn = [&](int64_t peer, Item::Kind kind, Value value,
+                         int64_t other) -> size_t {
+        for (auto [i, item] : llvm::enumerate(items[peer]))
+          if (item.kind == kind && item.value == value && item.peer == other)
+            return i;
+        return items[peer].size();
+      };
+      std::map<size_t, SmallVector<size_t>> waitsAfter;
+      SmallVector<size_t> atEnd;
+      for (auto [i, item] : llvm::enumerate(items[rank])) {
+        if (item.kind != Item::Send)
+          continue;
+        size_t taken = indexIn(item.peer, Item::Recv, item.value, rank);
+        std::optional<size_t> after;
+        for (size_t j = i + 1; j < items[rank].size() && !after; ++j) {
+          const Item &later = items[rank][j];
+          if (later.kind == Item::Recv && later.peer == item.peer &&
+              indexIn(item.peer, Item::Send, later.value, rank) > taken)
+            after = j;
+        }
+        if (after)
+          waitsAfter[*after].push_back(i);
+        else
+          atEnd.push_back(i);
+      }
+      for (auto [i, item] : llvm::enumerate(items[rank])) {
+        withWaits[rank].push_back(item);
+        for (size_t send : waitsAfter[i])
+          withWaits[rank].push_back({Item::SendWait, {}, {}, 0, send});
+      }
+      for (size_t send : atEnd)
+        withWaits[rank].push_back({Item::SendWait, {}, {}, 0, send});
+    }
+
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      if (failed(emit(rank, items[rank], withWaits[rank])))
+        return failure();
+    return success();
+  }
+
+  /// The zero of a value's type, a rank's share of a sum it takes no part
+  /// in.
+  Value zeros(OpBuilder &builder, Value like) {
+    auto type = cast<RankedTensorType>(like.getType());
+    return arith::ConstantOp::create(
+        builder, like.getLoc(), type,
+        DenseElementsAttr::get(type,
+                               builder.getZeroAttr(type.getElementType())));
+  }
+
+  LogicalResult emit(int64_t rank, ArrayRef<Item> sendsOf,
+                     ArrayRef<Item> program) {
+    OpBuilder builder(func);
+    builder.setInsertionPoint(func);
+    auto rankFunc = cast<func::FuncOp>(builder.cloneWithoutRegions(*func));
+    rankFunc.setName((func.getName() + "_pp" + Twine(rank)).str());
+    rankFunc->setAttr(MegDialect::kEntryNameAttrName, func.getNameAttr());
+    rankFunc->setAttr(MegDialect::kPipelineRankAttrName,
+                      builder.getI64IntegerAttr(rank));
+    Block *body = rankFunc.addEntryBlock();
+    IRMapping mapping;
+    for (auto [from, to] : llvm::zip(func.getArguments(), body->getArguments()))
+      mapping.map(from, to);
+    // Values every rank computes where it first needs them go at the top.
+    OpBuilder top = OpBuilder::atBlockBegin(body);
+    OpBuilder at = OpBuilder::atBlockEnd(body);
+    auto mesh = config.getMesh();
+    auto axes = config.getAxes();
+
+    std::function<FailureOr<Value>(Value, Operation *)> resolve =
+        [&](Value value, Operation *user) -> FailureOr<Value> {
+      if (Value mapped = mapping.lookupOrNull(value))
+        return mapped;
+      Operation *def = value.getDefiningOp();
+      if (!def || placement.lookup(def).kind != Placement::Free) {
+        error(user) << "on pipeline rank " << rank
+                    << ", it reads a value its rank has not computed yet "
+                       "(the schedule runs a pass before its input)";
+        return failure();
+      }
+      for (Value operand : def->getOperands())
+        if (failed(resolve(operand, def)))
+          return failure();
+      Operation *copy = top.clone(*def, mapping);
+      top.setInsertionPointAfter(copy);
+      return copy->getResult(cast<OpResult>(value).getResultNumber());
+    };
+    auto cloneAt = [&](Operation *op) -> LogicalResult {
+      for (Value operand : op->getOperands())
+        if (failed(resolve(operand, op)))
+          return failure();
+      at.clone(*op, mapping);
+      return success();
+    };
+
+    std::vector<Value> futures(sendsOf.size());
+    for (const Item &item : program) {
+      switch (item.kind) {
+      case Item::Recv: {
+        auto type = cast<RankedTensorType>(item.value.getType());
+        Value future = RecvStartOp::create(
+            at, item.value.getLoc(), FutureType::get(at.getContext(), type),
+            mesh, axes, at.getI64IntegerAttr(item.peer));
+        mapping.map(
+            item.value,
+            WaitOp::create(at, item.value.getLoc(), future).getResult());
+        break;
+      }
+      case Item::Run:
+        for (Operation *op : passOps[item.pass])
+          if (failed(cloneAt(op)))
+            return failure();
+        break;
+      case Item::Send: {
+        Value future = SendStartOp::create(
+            at, item.value.getLoc(),
+            FutureType::get(at.getContext(),
+                            cast<RankedTensorType>(item.value.getType())),
+            mapping.lookup(item.value), mesh, axes,
+            at.getI64IntegerAttr(item.peer));
+        // Find this send's index among the rank's items (its identity).
+        for (auto [i, send] : llvm::enumerate(sendsOf))
+          if (send.kind == Item::Send && send.value == item.value &&
+              send.peer == item.peer)
+            futures[i] = future;
+        break;
+      }
+      case Item::SendWait:
+        WaitOp::create(at, func.getLoc(), futures[item.send]);
+        break;
+      }
+    }
+
+    // After the passes: the rest in the function's order, on every rank.
+    DenseMap<Value, Value> localPartial;
+    for (Operation &op : func.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        SmallVector<Value> results;
+        for (Value operand : ret.getOperands()) {
+          FailureOr<Value> mapped = resolve(operand, &op);
+          if (failed(mapped))
+            return failure();
+          results.push_back(*mapped);
+        }
+        func::ReturnOp::create(at, ret.getLoc(), results);
+        break;
+      }
+      Placement p = placement.lookup(&op);
+      if (p.kind == Placement::Partial) {
+        // This rank's share: the sum of its stages' terms.
+        Value sum;
+        for (Value operand : op.getOperands()) {
+          Placement q = placementOf(operand);
+          Value term = q.kind == Placement::Partial
+                           ? localPartial.lookup(operand)
+                       : rankOf(q.stage) == rank ? mapping.lookupOrNull(operand)
+                                                 : Value();
+          if (!term)
+            continue;
+          sum = sum ? AddOp::create(at, op.getLoc(), sum, term).getResult()
+                    : term;
+        }
+        if (sum)
+          localPartial[op.getResult(0)] = sum;
+      } else if (p.kind == Placement::Replicated ||
+                 (p.kind == Placement::Owned && p.post &&
+                  rankOf(p.stage) == rank)) {
+        if (failed(cloneAt(&op)))
+          return failure();
+      }
+      for (Value result : op.getResults()) {
+        if (!replicate.contains(result))
+          continue;
+        Value share = p.kind == Placement::Partial ? localPartial.lookup(result)
+                      : rankOf(p.stage) == rank ? mapping.lookupOrNull(result)
+                                                : Value();
+        if (!share)
+          share = zeros(at, result);
+        Value total = AllReduceOp::create(
+            at, op.getLoc(), result.getType(), share, mesh, axes,
+            CollectiveReduceAttr::get(at.getContext(), CollectiveReduce::sum));
+        mapping.map(result, total);
+      }
+    }
+    return success();
+  }
+};
+
+struct MegPipelineSplitPass
+    : public mlir::meg::impl::MegPipelineSplitBase<MegPipelineSplitPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto config =
+        module->getAttrOfType<PipelineAttr>(MegDialect::kPipelineAttrName);
+    if (!config)
+      return;
+    auto mesh = module.lookupSymbol<MeshOp>(config.getMesh().getAttr());
+    if (!mesh) {
+      module.emitError() << "meg-pipeline-split: mesh "
+                         << config.getMesh().getValue() << " is not a meg.mesh";
+      return signalPassFailure();
+    }
+    int64_t ranks = 1;
+    for (Attribute axis : config.getAxes())
+      ranks *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+    std::optional<pl::ScheduleKind> kind = pl::parseScheduleKind(
+        config.getSchedule()            ? config.getSchedule().getValue()
+        : config.getVirtualStages() > 1 ? "interleaved"
+                                        : "1f1b");
+    if (!kind) {
+      module.emitError() << "meg-pipeline-split: unknown schedule";
+      return signalPassFailure();
+    }
+    int64_t microBatches = 1;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(
+            MegDialect::kMicroBatchesAttrName))
+      microBatches = attr.getInt();
+    registerGroup(module, mesh, config);
+
+    SmallVector<func::FuncOp> entries;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        entries.push_back(func);
+    for (func::FuncOp func : entries) {
+      // The step (its ops record their micro-batch) follows the schedule.
+      bool step = false;
+      func.walk([&](Operation *op) {
+        step |= op->hasAttr(MegDialect::kMicroBatchAttrName);
+      });
+      step |= func.getName() == "train_step";
+      Splitter splitter{
+          module, func, config, ranks, ranks * config.getVirtualStages(),
+          *kind,  {},   {},     {},    {}};
+      if (failed(splitter.run(step ? microBatches : 1, step)))
+        return signalPassFailure();
+      func.erase();
+    }
+    // The records the split consumed.
+    module.walk([](Operation *op) {
+      op->removeAttr(MegDialect::kStageAttrName);
+      op->removeAttr(MegDialect::kBackwardAttrName);
+      op->removeAttr(MegDialect::kMicroBatchAttrName);
+    });
+  }
+
+  /// The pipeline group's transfers and sums run over its registered
+  /// submesh.
+  static void registerGroup(ModuleOp module, MeshOp mesh, PipelineAttr config) {
+    for (auto submesh : module.getOps<SubmeshOp>())
+      if (submesh.getMeshAttr() == config.getMesh() &&
+          submesh.getAxesAttr() == config.getAxes())
+        return;
+    OpBuilder builder(module.getContext());
+    Operation *after = mesh;
+    for (auto submesh : module.getOps<SubmeshOp>())
+      after = submesh;
+    builder.setInsertionPointAfter(after);
+    SubmeshOp::create(builder, mesh.getLoc(), config.getMesh(),
+                      config.getAxes());
+  }
+};
+
+} // namespace
