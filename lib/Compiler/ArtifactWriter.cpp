@@ -103,8 +103,8 @@ public:
           param.aliases.empty() ? 0
                                 : builder.CreateVectorOfStrings(param.aliases),
           param.nonNegative,
-          param.parts.empty() ? 0
-                              : builder.CreateVectorOfStrings(param.parts)));
+          param.parts.empty() ? 0 : builder.CreateVectorOfStrings(param.parts),
+          param.pipelineSubmesh, param.pipelineOwner));
     }
     flatbuffers::Offset<fb::Mesh> mesh = 0;
     if (program.mesh) {

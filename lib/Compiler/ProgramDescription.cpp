@@ -28,6 +28,21 @@ LogicalResult ProgramBuilder::describeParameters() {
     if (ArrayAttr parts = param.getPartsAttr())
       for (Attribute part : parts)
         program.parameters.back().parts.push_back(cast<StringAttr>(part).str());
+    if (auto owner = param->getAttrOfType<IntegerAttr>(
+            MegDialect::kPipelineOwnerAttrName)) {
+      auto pipeline =
+          module->getAttrOfType<PipelineAttr>(MegDialect::kPipelineAttrName);
+      if (!pipeline)
+        return param.emitError() << "has a pipeline owner, but the module "
+                                    "has no meg.pipeline";
+      FailureOr<uint32_t> group =
+          submeshIndex(param, pipeline.getMesh(), pipeline.getAxes());
+      if (failed(group))
+        return failure();
+      program.parameters.back().pipelineSubmesh = *group;
+      program.parameters.back().pipelineOwner =
+          static_cast<int32_t>(owner.getInt());
+    }
     if (ShardingAttr sharding = param.getShardingAttr()) {
       FailureOr<uint32_t> group =
           submeshIndex(param, sharding.getMesh(), sharding.getAxes());

@@ -204,6 +204,16 @@ void saveCheckpointFile(const ParameterStore &store, const Program &program,
                                          spec.parts.size()))
                  .first;
       data = it->second.first.data() + offset;
+    } else if (spec.pipelineOwner >= 0) {
+      // Stacked parts of a pipeline stage's parameter: brought over once.
+      auto it = held.find(item.parameter);
+      if (it == held.end())
+        it =
+            held.emplace(item.parameter,
+                         std::make_pair(store.fromOwner(item.parameter),
+                                        std::max<size_t>(spec.parts.size(), 1)))
+                .first;
+      data = it->second.first.data() + offset;
     } else if (writer) {
       data = store.read(item.parameter).data() + offset;
     }
@@ -215,7 +225,8 @@ void saveCheckpointFile(const ParameterStore &store, const Program &program,
         sink.reset();
       }
     }
-    if (spec.sharding && item.part >= 0) {
+    if ((spec.sharding && item.part >= 0) ||
+        (!spec.sharding && spec.pipelineOwner >= 0)) {
       auto it = held.find(item.parameter);
       if (--it->second.second == 0)
         held.erase(it);

@@ -135,11 +135,37 @@ PieceGeometry ParameterStore::geometryOf(const ParameterSpec &spec,
 }
 
 bool ParameterStore::holdsFirstCopy(size_t index, int rank) const {
+  if (!holdsCurrent(index, rank))
+    return false;
   PieceGeometry mine = geometry(index, rank);
   for (int peer = 0; peer < rank; ++peer)
-    if (geometry(index, peer) == mine)
+    if (holdsCurrent(index, peer) && geometry(index, peer) == mine)
       return false;
   return true;
+}
+
+bool ParameterStore::holdsCurrent(size_t index, int rank) const {
+  const ParameterSpec &spec = program_.parameters()[index];
+  return spec.pipelineOwner < 0 ||
+         layout_.indexInGroup(static_cast<size_t>(spec.pipelineSubmesh),
+                              rank) == spec.pipelineOwner;
+}
+
+Tensor ParameterStore::fromOwner(size_t index) const {
+  const ParameterSpec &spec = program_.parameters()[index];
+  Tensor whole(spec.dtype, spec.shape);
+  const Tensor &mine = read(index);
+  std::memcpy(whole.data(), mine.data(), mine.sizeBytes());
+  if (spec.pipelineOwner < 0 || !world_)
+    return whole;
+  // The owning rank of rank 0's pipeline group.
+  auto submesh = static_cast<size_t>(spec.pipelineSubmesh);
+  int root = 0;
+  while (!(layout_.groupOf(submesh, root) == layout_.groupOf(submesh, 0) &&
+           layout_.indexInGroup(submesh, root) == spec.pipelineOwner))
+    ++root;
+  world_->broadcast(whole.data(), whole.sizeBytes(), root);
+  return whole;
 }
 
 /// The group that cuts a sharded parameter into blocks.
@@ -176,6 +202,8 @@ Tensor ParameterStore::gather(size_t index) const {
   size_t elementBytes = elementSize(spec.dtype);
   std::vector<PieceGeometry> seen;
   for (int peer = 0; peer < world_->size(); ++peer) {
+    if (!holdsCurrent(index, peer))
+      continue;
     PieceGeometry geometry = geometryOf(spec, peer);
     if (std::find(seen.begin(), seen.end(), geometry) != seen.end())
       continue;

@@ -78,6 +78,13 @@ public:
   /// Every rank must call it.
   Tensor gather(size_t index) const;
 
+  /// Whether `rank`'s copy of parameter `index` is current: under a
+  /// pipeline only the owning stage's ranks update it.
+  bool holdsCurrent(size_t index, int rank) const;
+  /// Parameter `index` (a whole one) as its owning stage holds it, on
+  /// rank 0 (the others get an unfilled tensor). Every rank must call it.
+  Tensor fromOwner(size_t index) const;
+
   /// The elements of the whole tensor that `rank`'s parameter `index`
   /// holds (the padding past a flattened tensor's end left out).
   PieceGeometry geometry(size_t index, int rank) const;

@@ -116,6 +116,8 @@ ParameterSpec toParameterSpec(const fb::Parameter &param) {
                      param.state(),
                      toString(param.init_source())};
   spec.nonNegative = param.non_negative();
+  spec.pipelineSubmesh = param.pipeline_submesh();
+  spec.pipelineOwner = param.pipeline_owner();
   for (uint32_t i = 0; i < sizeOf(param.aliases()); ++i)
     spec.aliases.push_back(param.aliases()->Get(i)->str());
   for (uint32_t i = 0; i < sizeOf(param.parts()); ++i)

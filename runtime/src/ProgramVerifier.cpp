@@ -158,6 +158,16 @@ void verifyParameter(const fb::Parameter &param, const MeshVerifier &mesh,
     fail(where, ": expected a finite non-negative init_scale, found ",
          param.init_scale());
   mesh.verifySharding(param, where);
+  if (param.pipeline_submesh() >= 0 || param.pipeline_owner() >= 0) {
+    if (param.pipeline_submesh() < 0)
+      fail(where, ": a pipeline_owner needs a pipeline_submesh");
+    int64_t size =
+        mesh.groupSize(static_cast<uint64_t>(param.pipeline_submesh()),
+                       concat(where, ": pipeline_submesh"));
+    if (param.pipeline_owner() < 0 || param.pipeline_owner() >= size)
+      fail(where, ": pipeline_owner ", param.pipeline_owner(),
+           " is not a rank of its ", size, "-rank group");
+  }
   if (uint32_t parts = sizeOf(param.parts())) {
     // The whole tensor's dim 0 is the count of parts.
     const auto *full =

@@ -227,6 +227,10 @@ struct ParameterDesc {
   /// With shardDim: the submesh whose group cuts the blocks, when the
   /// pieces over shardSubmesh split this rank's block; -1 otherwise.
   int32_t blockSubmesh = -1;
+  /// Under a pipeline: the rank of the group of pipelineSubmesh whose
+  /// stage updates the parameter (the others' copies go stale); -1 when
+  /// every rank holds its current value.
+  int32_t pipelineSubmesh = -1, pipelineOwner = -1;
 };
 
 /// The learning-rate schedule (#meg.lr_schedule with the optimizer's lr as

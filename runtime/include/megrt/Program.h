@@ -119,6 +119,10 @@ struct ParameterSpec {
   std::vector<std::string> parts;
   /// Never negative (a second moment, the step count): checked on load.
   bool nonNegative = false;
+  /// Under a pipeline: the rank of the group of submesh pipelineSubmesh
+  /// whose stage updates it (the others' copies go stale); -1: every rank
+  /// holds its current value.
+  int32_t pipelineSubmesh = -1, pipelineOwner = -1;
 };
 
 /// Megatron's learning-rate schedule (schema table LrSchedule): before a run

@@ -229,7 +229,7 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kStageAttrName || name == kMicroBatchAttrName ||
-      name == kPipelineRankAttrName) {
+      name == kPipelineRankAttrName || name == kPipelineOwnerAttrName) {
     auto index = dyn_cast<IntegerAttr>(attr.getValue());
     if (!index || index.getInt() < 0)
       return op->emitError()

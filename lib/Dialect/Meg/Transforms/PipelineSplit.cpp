@@ -672,6 +672,22 @@ struct MegPipelineSplitPass
         return signalPassFailure();
       func.erase();
     }
+    // Each parameter one rank updates records that rank; checkpoints take
+    // its value from there.
+    std::map<std::string, std::set<int64_t>> writers;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (auto rank = func->getAttrOfType<IntegerAttr>(
+              MegDialect::kPipelineRankAttrName))
+        func.walk([&](ParamStoreOp store) {
+          writers[store.getName().str()].insert(rank.getInt());
+        });
+    OpBuilder builder(module.getContext());
+    for (ParamOp param : module.getOps<ParamOp>()) {
+      auto it = writers.find(param.getSymName().str());
+      if (it != writers.end() && it->second.size() == 1 && ranks > 1)
+        param->setAttr(MegDialect::kPipelineOwnerAttrName,
+                       builder.getI64IntegerAttr(*it->second.begin()));
+    }
     // The records the split consumed.
     module.walk([](Operation *op) {
       op->removeAttr(MegDialect::kStageAttrName);

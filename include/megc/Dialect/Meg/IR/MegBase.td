@@ -74,6 +74,10 @@ def Meg_Dialect : Dialect {
     /// program of (a string), and that rank's index in the pipeline group.
     static constexpr ::llvm::StringLiteral kEntryNameAttrName = "meg.entry_name";
     static constexpr ::llvm::StringLiteral kPipelineRankAttrName = "meg.pipeline_rank";
+    /// On a meg.param under a pipeline: the rank of the pipeline group
+    /// whose program updates it (meg-pipeline-split); checkpoints take it
+    /// from there.
+    static constexpr ::llvm::StringLiteral kPipelineOwnerAttrName = "meg.pipeline_owner";
     /// The module's #meg.context_parallel (meg-context-parallel).
     static constexpr ::llvm::StringLiteral kContextParallelAttrName = "meg.context_parallel";
     /// On a meg.linear or meg.embedding: its #meg.tp_layer, as the model's
