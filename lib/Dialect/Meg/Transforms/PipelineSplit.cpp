@@ -90,29 +90,48 @@ struct Splitter {
     return op->emitError() << "meg-pipeline-split: ";
   }
 
-  /// Whether ranks of more than one stage hold the parameter a store
-  /// writes: by its (or for optimizer state its parameter's) `meg.stages`,
-  /// all of them for state of no parameter.
-  bool heldOnSeveralRanks(ParamStoreOp store) {
-    auto param = module.lookupSymbol<ParamOp>(store.getNameAttr().getAttr());
-    if (!param)
-      return false;
-    if (auto stateOf =
-            param->getAttrOfType<StateOfAttr>(MegDialect::kStateOfAttrName)) {
-      param = module.lookupSymbol<ParamOp>(stateOf.getParam().getAttr());
-      if (!param)
-        return true;
-    } else if (!param->hasAttr(MegDialect::kStagesAttrName)) {
-      return ranks > 1;
+  /// A parameter that ranks of other stages read too (the step count, a
+  /// tied embedding) is stored by every rank, its new value all-reduced to
+  /// them; one only its own stage reads stays there.
+  void storeWhereRead() {
+    Block &block = func.getBody().front();
+    std::set<int64_t> everyRank;
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      everyRank.insert(rank);
+    // The ranks that use each op's results.
+    DenseMap<Operation *, std::set<int64_t>> usedOn;
+    for (Operation &op : llvm::reverse(block)) {
+      std::set<int64_t> on;
+      for (Operation *user : op.getUsers()) {
+        Placement u = placement.lookup(user);
+        if (isa<func::ReturnOp>(user) || u.kind == Placement::Replicated ||
+            u.kind == Placement::Partial)
+          on = everyRank;
+        else if (u.kind == Placement::Owned)
+          on.insert(rankOf(u.stage));
+        else
+          on.insert(usedOn[user].begin(), usedOn[user].end());
+      }
+      usedOn[&op] = std::move(on);
     }
-    auto stages =
-        param->getAttrOfType<DenseI64ArrayAttr>(MegDialect::kStagesAttrName);
-    if (!stages)
-      return ranks > 1;
-    std::set<int64_t> holders;
-    for (int64_t stage : stages.asArrayRef())
-      holders.insert(rankOf(stage));
-    return holders.size() > 1;
+    llvm::StringMap<std::set<int64_t>> readOn;
+    for (auto ref : block.getOps<ParamRefOp>())
+      readOn[ref.getName()].insert(usedOn[ref].begin(), usedOn[ref].end());
+    for (auto store : block.getOps<ParamStoreOp>()) {
+      Placement &p = placement[store];
+      if (p.kind != Placement::Owned)
+        continue;
+      const std::set<int64_t> &readers = readOn[store.getName()];
+      if (llvm::any_of(readers,
+                       [&](int64_t rank) { return rank != rankOf(p.stage); })) {
+        replicate.insert(store.getValue());
+        if (!p.post)
+          llvm::erase(passOps[{p.stage, p.microBatch, p.backward ? 1 : 0}],
+                      store.getOperation());
+        p = {};
+        p.kind = Placement::Replicated;
+      }
+    }
   }
 
   Placement placementOf(Value value) const {
@@ -213,14 +232,6 @@ struct Splitter {
         p.kind = Placement::Owned;
         p.post = true;
       }
-      // State that ranks of several stages hold (the step count) is stored
-      // by every rank, its value all-reduced to them.
-      if (auto store = dyn_cast<ParamStoreOp>(op);
-          store && p.kind == Placement::Owned && heldOnSeveralRanks(store)) {
-        replicate.insert(store.getValue());
-        p = {};
-        p.kind = Placement::Replicated;
-      }
       if (p.kind == Placement::Owned) {
         p.post |= replicated;
         // Values of another rank's stage: received before the pass, or
@@ -237,6 +248,7 @@ struct Splitter {
       }
       placement[&op] = p;
     }
+    storeWhereRead();
     for (Value value : replicate)
       if (!isa<FloatType>(
               cast<RankedTensorType>(value.getType()).getElementType()))
