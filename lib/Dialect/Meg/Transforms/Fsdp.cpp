@@ -603,6 +603,7 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     unsigned ready;     // position of the gradient's definition
     int64_t offset = 0; // in its bucket (elements, per rank row)
     Value grad;         // the reduced gradient the update reads
+    Attribute stages;   // under a pipeline, the stages holding the weight
   };
   SmallVector<Update> updates;
   for (AdamWOp adamw : body.getOps<AdamWOp>()) {
@@ -618,6 +619,8 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     Operation *def = adamw.getGrad().getDefiningOp();
     updates.push_back(
         {adamw, &it->second, def ? position[topLevel(def, &body)] : 0u});
+    if (auto param = module.lookupSymbol<ParamOp>(name))
+      updates.back().stages = param->getAttr(MegDialect::kStagesAttrName);
   }
   if (updates.empty())
     return success();
@@ -639,11 +642,13 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
     Type element = reduceType ? reduceType : gradType.getElementType();
     int64_t bytes =
         update.layout->padded * element.getIntOrFloatBitWidth() / 8;
-    // A bucket reduces over one group: experts over their own.
+    // A bucket reduces over one group: experts over their own; under a
+    // pipeline, each stage's weights over their own.
     if (!buckets.back().empty() &&
         (filled + bytes > bucketBytes ||
          buckets.back().front()->layout->shardAxes !=
-             update.layout->shardAxes)) {
+             update.layout->shardAxes ||
+         buckets.back().front()->stages != update.stages)) {
       buckets.emplace_back();
       filled = 0;
     }
