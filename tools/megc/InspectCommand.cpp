@@ -405,6 +405,9 @@ int runInspect() {
       os << ") -> (";
       printSpecs(os, entry->outputs(), groupSizes);
       os << ")\n";
+      if (entry->pipeline_rank() >= 0)
+        os << "  pipeline rank " << entry->pipeline_rank()
+           << " of the group of submesh " << entry->stage_submesh() << "\n";
       std::map<std::string, int> counts;
       if (entry->commands())
         for (const fb::Command *command : *entry->commands()) {

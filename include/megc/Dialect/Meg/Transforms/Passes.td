@@ -889,9 +889,18 @@ def MegPipelineSplit : Pass<"meg-pipeline-split", "::mlir::ModuleOp"> {
     the previous stage need) and W (the rest: the weight gradients), and
     the schedule places each W in time its rank would otherwise wait.
 
-    Errors: an op reading values of two stages that is not a sum, a
-    schedule that does not fit the micro-batches, transfers between two
-    ranks that the receiver would take in another order than sent.
+    An op that reads values of several stages and is not a sum (an update
+    reading its gradient and the step's count of non-finite values) runs
+    after the passes on the stage of its largest input, the others
+    all-reduced to it; a parameter that ranks of several stages read (the
+    step count, a tied embedding) is stored by each of them; one a single
+    rank updates records it (`meg.pipeline_owner`), and checkpoints take it
+    from there.
+
+    Errors: a schedule that does not fit the micro-batches, a pass of the
+    function the schedule does not run, transfers between two ranks that
+    the receiver would take in another order than sent, a value every rank
+    needs that is not floating-point.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
