@@ -265,6 +265,21 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
     return mlir::failure();
   if (failed(checkReservedEntries(module)))
     return mlir::failure();
+  // The passes below work on the whole step, which a pipeline has replaced
+  // by its ranks' programs.
+  if (module->hasAttr(mlir::meg::MegDialect::kPipelineAttrName))
+    for (auto [given, flag] :
+         {std::pair{options.recompute != Recompute::None, "--recompute"},
+          std::pair{options.memoryBudget != 0, "--memory-budget"},
+          std::pair{options.cudaGraphs != CudaGraphScope::None,
+                    "--cuda-graphs"},
+          std::pair{options.lossChunks > 1, "--loss-chunks"}})
+      if (given)
+        return module.emitError()
+               << flag
+               << " does not apply to a pipeline (meg.pipeline) yet: "
+                  "recomputation, memory budgets, CUDA graphs and loss "
+                  "chunks work on the whole training step";
   if (options.recompute != Recompute::None &&
       !module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName))
     return module.emitError()
