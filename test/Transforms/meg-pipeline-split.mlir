@@ -1,4 +1,4 @@
-// RUN: megc-opt %s --meg-pipeline-split | FileCheck %s
+// RUN: megc-opt %s --split-input-file --meg-pipeline-split --verify-diagnostics | FileCheck %s
 
 // Two stages of one forward (the ops record their stage, as
 // meg-pipeline-stages leaves them): rank 0 computes its layer and sends
@@ -43,5 +43,95 @@ module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], la
     %y = meg.mul %h1, %c : tensor<2x4x8xf32>, tensor<2x4x8xf32>
     %s = meg.add %h0, %h1 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
     return %y, %s : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Programs written by hand: what rank 0 sends rank 1 must be what rank 1
+// receives, in order.
+module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], layers = [1, 1]>} {
+  meg.mesh @world [pp = 2]
+  meg.submesh @world[pp]
+  func.func @step_pp0(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 0 : i64} {
+    %f = meg.send_start %x over @world[pp] to 1 : tensor<4xf32> -> !meg.future<tensor<4xf32>>
+    %w = meg.wait %f : !meg.future<tensor<4xf32>>
+    return
+  }
+  func.func @step_pp1(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 1 : i64} {
+    // expected-error @+1 {{meg-pipeline-split: receives 'tensor<8xf32>' as transfer 0 from rank 0, which sends 'tensor<4xf32>'}}
+    %f = meg.recv_start over @world[pp] from 0 : !meg.future<tensor<8xf32>>
+    %w = meg.wait %f : !meg.future<tensor<8xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], layers = [1, 1]>} {
+  meg.mesh @world [pp = 2]
+  meg.submesh @world[pp]
+  func.func @step_pp0(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 0 : i64} {
+    // expected-error @+1 {{meg-pipeline-split: rank 1 of entry 'step' receives 0 transfers from rank 0, which sends 1; this send has no receive}}
+    %f = meg.send_start %x over @world[pp] to 1 : tensor<4xf32> -> !meg.future<tensor<4xf32>>
+    %w = meg.wait %f : !meg.future<tensor<4xf32>>
+    return
+  }
+  func.func @step_pp1(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 1 : i64} {
+    return
+  }
+}
+
+// -----
+
+module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], layers = [1, 1]>} {
+  meg.mesh @world [pp = 2]
+  meg.submesh @world[pp]
+  // expected-error @+1 {{meg-pipeline-split: entry 'step' has programs for 1 of the 2 pipeline ranks}}
+  func.func @step_pp0(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 0 : i64} {
+    return
+  }
+}
+
+// -----
+
+// ZB-H1 over 2 micro-batches: a backward pass splits into B, what the
+// gradient sent to the previous stage needs, and W, the rest; rank 1 runs
+// both B passes (sending each gradient at once) and then the W passes,
+// which fill the time rank 0 would otherwise make it wait. Rank 0's
+// backward sends nothing: all of it is W.
+// CHECK-LABEL: func.func @train_step_pp1(
+// CHECK: %[[IN0:.*]] = meg.wait
+// CHECK: %[[B0:.*]] = meg.linear %[[IN0]]
+// CHECK-NEXT: %[[GI0:.*]] = meg.linear %[[B0]]
+// CHECK-NEXT: meg.send_start %[[GI0]] over @world[pp] to 0
+// CHECK: %[[IN1:.*]] = meg.wait
+// CHECK: %[[B1:.*]] = meg.linear %[[IN1]]
+// CHECK-NEXT: %[[GI1:.*]] = meg.linear %[[B1]]
+// CHECK-NEXT: meg.send_start %[[GI1]] over @world[pp] to 0
+// CHECK-NEXT: %[[W0:.*]] = meg.mul %[[B0]], %[[IN0]]
+// CHECK-NEXT: %[[W1:.*]] = meg.mul %[[B1]], %[[IN1]]
+// CHECK-NEXT: meg.add %[[W0]], %[[W1]]
+module attributes {meg.micro_batches = 2 : i64, meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], layers = [1, 1], schedule = "zb-h1">} {
+  meg.mesh @world [pp = 2]
+  meg.param @w0 : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 0 : i64, meg.stages = array<i64: 0>}
+  meg.param @w1 : tensor<8x8xf32> init #meg.init<normal(0.02)> {meg.layer = 1 : i64, meg.stages = array<i64: 1>}
+  func.func @train_step(%x0: tensor<2x4x8xf32> {meg.name = "x0"}, %x1: tensor<2x4x8xf32> {meg.name = "x1"}) -> (tensor<2x4x8xf32> {meg.name = "wgrad"}) {
+    %w0 = meg.param_ref @w0 {meg.stage = 0 : i64} : tensor<8x8xf32>
+    %w1 = meg.param_ref @w1 {meg.stage = 1 : i64} : tensor<8x8xf32>
+    %a0 = meg.linear %x0, %w0 {meg.stage = 0 : i64, meg.micro_batch = 0 : i64} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %b0 = meg.linear %a0, %w1 {meg.stage = 1 : i64, meg.micro_batch = 0 : i64} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %gi0 = meg.linear %b0, %w1 {meg.stage = 1 : i64, meg.micro_batch = 0 : i64, meg.backward} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %gw0 = meg.mul %b0, %a0 {meg.stage = 1 : i64, meg.micro_batch = 0 : i64, meg.backward} : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+    %gx0 = meg.linear %gi0, %w0 {meg.stage = 0 : i64, meg.micro_batch = 0 : i64, meg.backward} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %a1 = meg.linear %x1, %w0 {meg.stage = 0 : i64, meg.micro_batch = 1 : i64} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %b1 = meg.linear %a1, %w1 {meg.stage = 1 : i64, meg.micro_batch = 1 : i64} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %gi1 = meg.linear %b1, %w1 {meg.stage = 1 : i64, meg.micro_batch = 1 : i64, meg.backward} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %gw1 = meg.mul %b1, %a1 {meg.stage = 1 : i64, meg.micro_batch = 1 : i64, meg.backward} : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+    %gx1 = meg.linear %gi1, %w0 {meg.stage = 0 : i64, meg.micro_batch = 1 : i64, meg.backward} : tensor<2x4x8xf32>, tensor<8x8xf32>
+    %gw = meg.add %gw0, %gw1 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+    %gx = meg.add %gx0, %gx1 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+    %all = meg.add %gw, %gx : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+    return %all : tensor<2x4x8xf32>
   }
 }

@@ -668,7 +668,8 @@ struct MegPipelineSplitPass
 
     SmallVector<func::FuncOp> entries;
     for (auto func : module.getOps<func::FuncOp>())
-      if (func.isPublic() && !func.isExternal())
+      if (func.isPublic() && !func.isExternal() &&
+          !func->hasAttr(MegDialect::kPipelineRankAttrName))
         entries.push_back(func);
     for (func::FuncOp func : entries) {
       // The step (its ops record their micro-batch) follows the schedule.
@@ -684,6 +685,8 @@ struct MegPipelineSplitPass
         return signalPassFailure();
       func.erase();
     }
+    if (failed(verifyTransfers(module, ranks)))
+      return signalPassFailure();
     // Each parameter one rank updates records that rank; checkpoints take
     // its value from there.
     std::map<std::string, std::set<int64_t>> writers;
@@ -706,6 +709,86 @@ struct MegPipelineSplitPass
       op->removeAttr(MegDialect::kBackwardAttrName);
       op->removeAttr(MegDialect::kMicroBatchAttrName);
     });
+  }
+
+  /// Every rank's programs of an entry (made here or written by hand): one
+  /// per rank, and what each rank sends another the other receives, in the
+  /// same order and of the same types.
+  static LogicalResult verifyTransfers(ModuleOp module, int64_t ranks) {
+    struct Transfer {
+      Operation *op;
+      RankedTensorType type;
+    };
+    // Per entry, per (from, to): the sends and the receives in order.
+    std::map<std::string, std::map<int64_t, func::FuncOp>> programs;
+    std::map<std::string,
+             std::map<std::pair<int64_t, int64_t>, SmallVector<Transfer>>>
+        sends, recvs;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto rank =
+          func->getAttrOfType<IntegerAttr>(MegDialect::kPipelineRankAttrName);
+      if (!rank)
+        continue;
+      auto name =
+          func->getAttrOfType<StringAttr>(MegDialect::kEntryNameAttrName);
+      if (!name)
+        return func.emitError() << "meg-pipeline-split: a pipeline rank's "
+                                   "program needs its entry's name ("
+                                << MegDialect::kEntryNameAttrName << ")";
+      int64_t r = rank.getInt();
+      if (r >= ranks)
+        return func.emitError()
+               << "meg-pipeline-split: pipeline rank " << r
+               << " is not a rank of the " << ranks << "-rank pipeline group";
+      if (!programs[name.str()].try_emplace(r, func).second)
+        return func.emitError()
+               << "meg-pipeline-split: a second program of entry '"
+               << name.getValue() << "' for pipeline rank " << r;
+      func.walk([&](Operation *op) {
+        if (auto send = dyn_cast<SendStartOp>(op))
+          sends[name.str()][{r, send.getPeer()}].push_back(
+              {op, send.getProducedType()});
+        else if (auto recv = dyn_cast<RecvStartOp>(op))
+          recvs[name.str()][{recv.getPeer(), r}].push_back(
+              {op, recv.getProducedType()});
+      });
+    }
+    for (auto &[name, byRank] : programs) {
+      if (static_cast<int64_t>(byRank.size()) != ranks)
+        return byRank.begin()->second.emitError()
+               << "meg-pipeline-split: entry '" << name << "' has programs "
+               << "for " << byRank.size() << " of the " << ranks
+               << " pipeline ranks";
+      std::set<std::pair<int64_t, int64_t>> pairs;
+      for (auto &[pair, list] : sends[name])
+        pairs.insert(pair);
+      for (auto &[pair, list] : recvs[name])
+        pairs.insert(pair);
+      for (auto [from, to] : pairs) {
+        ArrayRef<Transfer> sent = sends[name][{from, to}];
+        ArrayRef<Transfer> taken = recvs[name][{from, to}];
+        for (size_t i = 0; i < std::max(sent.size(), taken.size()); ++i) {
+          if (i >= taken.size())
+            return sent[i].op->emitError()
+                   << "meg-pipeline-split: rank " << to << " of entry '" << name
+                   << "' receives " << taken.size() << " transfers from rank "
+                   << from << ", which sends " << sent.size()
+                   << "; this send has no receive";
+          if (i >= sent.size())
+            return taken[i].op->emitError()
+                   << "meg-pipeline-split: rank " << from << " of entry '"
+                   << name << "' sends " << sent.size() << " transfers to rank "
+                   << to << ", which receives " << taken.size()
+                   << "; this receive has no send";
+          if (sent[i].type != taken[i].type)
+            return taken[i].op->emitError()
+                   << "meg-pipeline-split: receives " << taken[i].type
+                   << " as transfer " << i << " from rank " << from
+                   << ", which sends " << sent[i].type;
+        }
+      }
+    }
+    return success();
   }
 
   /// The pipeline group's transfers and sums run over its registered
