@@ -17,11 +17,13 @@ uint64_t BufferDesc::sizeBytes() const {
   return static_cast<uint64_t>(type.getNumElements()) * (bits / 8);
 }
 
-uint64_t ProgramDesc::stateBytes() const {
+uint64_t ProgramDesc::stateBytes(int32_t pipelineRank) const {
   uint64_t total = 0;
   for (const ParameterDesc &param : parameters)
-    total += static_cast<uint64_t>(param.type.getNumElements()) *
-             (param.type.getElementType().getIntOrFloatBitWidth() / 8);
+    if (param.pipelineOwner < 0 || pipelineRank < 0 ||
+        param.pipelineOwner == pipelineRank)
+      total += static_cast<uint64_t>(param.type.getNumElements()) *
+               (param.type.getElementType().getIntOrFloatBitWidth() / 8);
   return total;
 }
 

@@ -177,11 +177,14 @@ static std::pair<const EntryDesc *, uint64_t>
 largestPlan(const ProgramDesc &program) {
   const EntryDesc *largest = nullptr;
   uint64_t most = 0;
-  for (const EntryDesc &entry : program.entries)
-    if (!largest || entry.plan.arenaBytes > largest->plan.arenaBytes)
+  for (const EntryDesc &entry : program.entries) {
+    uint64_t needs =
+        entry.plan.arenaBytes + program.stateBytes(entry.pipelineRank);
+    if (!largest || needs > most) {
       largest = &entry;
-  if (largest)
-    most = largest->plan.arenaBytes + program.stateBytes();
+      most = needs;
+    }
+  }
   return {largest, most};
 }
 
@@ -240,7 +243,7 @@ static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
              << " per rank is not met: with every layer recomputed, entry '"
              << entry->name << "' needs " << megabytes(needed) << " (arena "
              << megabytes(entry->plan.arenaBytes) << ", parameters and state "
-             << megabytes(program->stateBytes()) << ")";
+             << megabytes(program->stateBytes(entry->pipelineRank)) << ")";
     probe.rematMinSteps = static_cast<unsigned>(taken) + 1;
   }
 }
@@ -360,7 +363,8 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
     mlir::emitWarning(module.getLoc())
         << "entry '" << entry->name << "' needs " << megabytes(needed)
         << " per rank (arena " << megabytes(entry->plan.arenaBytes)
-        << ", parameters and state " << megabytes(program->stateBytes())
+        << ", parameters and state "
+        << megabytes(program->stateBytes(entry->pipelineRank))
         << "), more than any device holds (the largest GPUs have "
         << megabytes(kLargestGpuBytes)
         << "); check the model's sizes, or shard it over a mesh";
@@ -373,7 +377,7 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
              << " per rank is not met: entry '" << entry->name << "' needs "
              << megabytes(needed) << " (arena "
              << megabytes(entry->plan.arenaBytes) << ", parameters and state "
-             << megabytes(program->stateBytes()) << ")";
+             << megabytes(program->stateBytes(entry->pipelineRank)) << ")";
   }
   const CpuModuleDesc *cpuCode = cpu ? &*cpu : nullptr;
   const CudaModuleDesc *cudaCode = cuda ? &*cuda : nullptr;

@@ -27,8 +27,16 @@ Tensor pieceOf(const Tensor &full, int64_t first, const Shape &shape) {
 ParameterStore::ParameterStore(const Program &program, const MeshLayout &layout,
                                int rank, comm::World *world)
     : program_(program), layout_(layout), rank_(rank), world_(world) {
-  for (const ParameterSpec &spec : program.parameters())
-    tensors_.emplace_back(spec.dtype, spec.shape);
+  // A pipeline rank holds no storage for another stage's parameters.
+  for (size_t i = 0; i < program.parameters().size(); ++i) {
+    const ParameterSpec &spec = program.parameters()[i];
+    tensors_.emplace_back(spec.dtype,
+                          holdsCurrent(i, rank_) ? spec.shape : Shape{0});
+  }
+}
+
+bool ParameterStore::holds(size_t index) const {
+  return holdsCurrent(index, rank_);
 }
 
 const ParameterSpec &ParameterStore::spec(std::string_view name,
@@ -56,7 +64,8 @@ void ParameterStore::initialize(uint64_t seed, bool weights, ThreadPool *pool) {
   const std::vector<ParameterSpec> &specs = program_.parameters();
   for (size_t i = 0; i < specs.size(); ++i) {
     const ParameterSpec &spec = specs[i];
-    if (spec.initKind == InitKind::Copy || (!weights && !spec.state))
+    if (spec.initKind == InitKind::Copy || (!weights && !spec.state) ||
+        !holds(i))
       continue;
     if (spec.sharding && spec.sharding->blockSubmesh) {
       uint32_t blocks = *spec.sharding->blockSubmesh;
@@ -83,7 +92,7 @@ void ParameterStore::initialize(uint64_t seed, bool weights, ThreadPool *pool) {
 void ParameterStore::refreshCopies(std::optional<size_t> source) {
   const std::vector<ParameterSpec> &specs = program_.parameters();
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].initKind != InitKind::Copy)
+    if (specs[i].initKind != InitKind::Copy || !holds(i))
       continue;
     size_t from = *program_.findParameter(specs[i].initSource);
     if (source && from != *source)
@@ -155,7 +164,8 @@ Tensor ParameterStore::fromOwner(size_t index) const {
   const ParameterSpec &spec = program_.parameters()[index];
   Tensor whole(spec.dtype, spec.shape);
   const Tensor &mine = read(index);
-  std::memcpy(whole.data(), mine.data(), mine.sizeBytes());
+  if (holds(index))
+    std::memcpy(whole.data(), mine.data(), mine.sizeBytes());
   if (spec.pipelineOwner < 0 || !world_)
     return whole;
   // The owning rank of rank 0's pipeline group.
@@ -190,8 +200,13 @@ Tensor ParameterStore::localPiece(const ParameterSpec &spec,
 
 Tensor ParameterStore::gather(size_t index) const {
   const ParameterSpec &spec = program_.parameters()[index];
-  const Tensor &piece = read(index);
-  size_t bytes = piece.sizeBytes();
+  // Every rank gives a piece's bytes; one of another pipeline stage (which
+  // holds none) gives zeros, left out below.
+  const Tensor &held = read(index);
+  size_t bytes = static_cast<size_t>(numElements(spec.shape, spec.name)) *
+                 elementSize(spec.dtype);
+  std::vector<uint8_t> piece(bytes, 0);
+  std::memcpy(piece.data(), held.data(), held.sizeBytes());
   std::vector<uint8_t> pieces(bytes * static_cast<size_t>(world_->size()));
   world_->allGatherBytes(piece.data(), pieces.data(), bytes);
   Tensor full(spec.dtype, spec.sharding->fullShape);

@@ -79,8 +79,12 @@ public:
   Tensor gather(size_t index) const;
 
   /// Whether `rank`'s copy of parameter `index` is current: under a
-  /// pipeline only the owning stage's ranks update it.
+  /// pipeline only the owning stage's ranks update it (the others hold no
+  /// storage for it).
   bool holdsCurrent(size_t index, int rank) const;
+  /// Whether this rank holds parameter `index` (its tensor is empty
+  /// otherwise).
+  bool holds(size_t index) const;
   /// Parameter `index` (a whole one) as its owning stage holds it, on
   /// rank 0 (the others get an unfilled tensor). Every rank must call it.
   Tensor fromOwner(size_t index) const;

@@ -199,13 +199,19 @@ namespace {
 /// fits in the machine's, checked before any of it is allocated: an
 /// artifact may declare any sizes, and zero-filling more than the machine
 /// holds would end in the kernel's OOM killer, not an error.
-void checkHostMemory(const Program &program, const std::string &device) {
+void checkHostMemory(const Program &program, const std::string &device,
+                     const MeshLayout &layout, int rank) {
   uint64_t parameters = 0, largest = 0, arenas = 0;
   std::string largestName;
   auto add = [](uint64_t &total, uint64_t bytes) {
     total = total > UINT64_MAX - bytes ? UINT64_MAX : total + bytes;
   };
   for (const ParameterSpec &spec : program.parameters()) {
+    // A pipeline rank holds no other stage's parameters.
+    if (spec.pipelineOwner >= 0 &&
+        layout.indexInGroup(static_cast<size_t>(spec.pipelineSubmesh), rank) !=
+            spec.pipelineOwner)
+      continue;
     uint64_t bytes = byteSize(spec.dtype, spec.shape,
                               concat("parameter '", spec.name, "'"));
     add(parameters, bytes);
@@ -214,7 +220,8 @@ void checkHostMemory(const Program &program, const std::string &device) {
   }
   if (device == "cpu")
     for (const EntrySpec &entry : program.entries())
-      add(arenas, entry.plan.arenaBytes);
+      if (entry.stageSubmesh < 0 || program.findEntry(entry.name) == &entry)
+        add(arenas, entry.plan.arenaBytes);
   uint64_t total = parameters;
   add(total, arenas);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
@@ -240,7 +247,8 @@ void checkHostMemory(const Program &program, const std::string &device) {
 
 Session::Session(Program program, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(program), std::move(options))) {
-  checkHostMemory(impl_->program, impl_->options.device);
+  checkHostMemory(impl_->program, impl_->options.device, impl_->layout,
+                  impl_->rank);
   impl_->store = std::make_unique<ParameterStore>(impl_->program, impl_->layout,
                                                   impl_->rank, impl_->world);
   unsigned threads = impl_->options.threads;
@@ -350,7 +358,11 @@ void Session::save(const std::string &path, bool withState,
 
 const Tensor &Session::parameter(std::string_view name) const {
   size_t index;
-  impl_->store->spec(name, index);
+  const ParameterSpec &spec = impl_->store->spec(name, index);
+  if (!impl_->store->holds(index))
+    fail("parameter '", name, "' belongs to pipeline rank ", spec.pipelineOwner,
+         "'s stage; this rank (", impl_->rank,
+         ") does not hold it (save a checkpoint to see every stage's)");
   return impl_->store->read(index);
 }
 

@@ -840,7 +840,12 @@ int run(const Options &options, const megrt::LaunchedRank &launched) {
     if (const megrt::EntrySpec *spec = program.findEntry(options.entry)) {
       // The plan's promise: the entry's arena next to the parameters and
       // state; the rest is its inputs, outputs and kernel scratch.
-      uint64_t state = parameterBytes;
+      // Rank 0 of a pipeline holds its stages' parameters and the shared
+      // ones (its index in every group is 0).
+      uint64_t state = 0;
+      for (const megrt::ParameterSpec &param : program.parameters())
+        if (param.pipelineOwner <= 0)
+          state += megrt::byteSize(param.dtype, param.shape, param.name);
       std::cout << "host memory: peak " << mb(megrt::hostMemory().peak)
                 << " MB while running; plan " << mb(spec->plan.arenaBytes + state)
                 << " MB (arena " << mb(spec->plan.arenaBytes)

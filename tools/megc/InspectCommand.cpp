@@ -451,10 +451,22 @@ int runInspect() {
                          : 0.0)
            << "\n";
       if (const fb::MemoryPlan *plan = entry->plan()) {
-        uint64_t peak = plan->arena_bytes() + weightBytes + stateBytes;
+        // A pipeline rank holds its stages' parameters and the shared ones.
+        uint64_t held = weightBytes + stateBytes;
+        if (entry->pipeline_rank() >= 0 && params)
+          for (const fb::Parameter *param : *params)
+            if (param->pipeline_owner() >= 0 &&
+                param->pipeline_owner() != entry->pipeline_rank()) {
+              uint64_t elements = 1;
+              if (param->shape())
+                for (int64_t dim : *param->shape())
+                  elements *= static_cast<uint64_t>(dim);
+              held -= elements * elementBytes(param->dtype());
+            }
+        uint64_t peak = plan->arena_bytes() + held;
         os << "  peak per rank: " << megabytes(peak) << " (arena "
            << megabytes(plan->arena_bytes()) << " + parameters and state "
-           << megabytes(weightBytes + stateBytes) << ")";
+           << megabytes(held) << ")";
         if (uint64_t budget = program->memory_budget())
           os << (peak <= budget ? ", within" : ", over") << " the budget";
         if (device)

@@ -326,7 +326,8 @@ int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
         return fail("--gpus plans a training model: give the gen flags "
                     "--train");
       Evaluated result{tried, plan::simulateEntry(*program, *entry, cluster)};
-      result.peakBytes = entry->plan.arenaBytes + program->stateBytes();
+      result.peakBytes =
+          entry->plan.arenaBytes + program->stateBytes(entry->pipelineRank);
       result.tokens = globalTokens(*program, *entry);
       result.perDevice =
           result.tokens / result.sim.stepSeconds / static_cast<double>(devices);
@@ -514,7 +515,8 @@ int runPlan() {
                    ? sim.modelFlops /
                          (sim.stepSeconds * cluster->peakFor(sim.flopsDtype))
                    : 0;
-  uint64_t peakBytes = entry->plan.arenaBytes + program->stateBytes();
+  uint64_t peakBytes =
+      entry->plan.arenaBytes + program->stateBytes(entry->pipelineRank);
   double headroom =
       cluster->device.memoryBytes - static_cast<double>(peakBytes);
 
@@ -567,7 +569,8 @@ int runPlan() {
       "  memory per rank {0:f2} MB (arena {1:f2} MB, "
       "parameters and state {2:f2} MB) of {3:f2} GB: {4}\n",
       peakBytes / 1e6, entry->plan.arenaBytes / 1e6,
-      program->stateBytes() / 1e6, cluster->device.memoryBytes / 1e9,
+      program->stateBytes(entry->pipelineRank) / 1e6,
+      cluster->device.memoryBytes / 1e9,
       headroom >= 0
           ? formatv("{0:f2} GB free", headroom / 1e9).str()
           : formatv("does not fit, {0:f2} GB over", -headroom / 1e9).str());

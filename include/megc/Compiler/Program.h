@@ -262,8 +262,10 @@ struct ProgramDesc {
   uint64_t memoryBudget = 0;
   std::vector<EntryDesc> entries;
   std::vector<KernelDesc> kernels;
-  /// Bytes per rank of the parameters and training state.
-  uint64_t stateBytes() const;
+  /// Bytes per rank of the parameters and training state; of a pipeline,
+  /// what rank `pipelineRank` of its group holds (its stages' and the
+  /// shared ones; -1: all).
+  uint64_t stateBytes(int32_t pipelineRank = -1) const;
   /// The kernels as tensor functions (one `func.func` per KernelDesc, same
   /// name), ready for the target code generators.
   mlir::OwningOpRef<mlir::ModuleOp> kernelModule;
