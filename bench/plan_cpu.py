@@ -5,8 +5,8 @@ this machine, in one run.
    (one thread), and `megc plan --calibrate` fits the shipped `cpu` cluster
    file's efficiencies to that trace.
 2. For llama and DeepSeek-V3 models at 1, 2 and 4 ranks over data
-   parallelism (replicated and FSDP-sharded), tensor, context and expert
-   parallelism: the step time `megc plan` predicts from the calibrated
+   parallelism (replicated and FSDP-sharded), tensor, context, pipeline
+   (1f1b and zb-h1 over 4 micro-batches) and expert parallelism: the step time `megc plan` predicts from the calibrated
    cluster against rank 0's measured median train_step under mpirun (one
    thread per rank), and the bytes each rank sends per step as the plan
    counts them against `megc inspect`'s count of the artifact (printed in
@@ -44,6 +44,11 @@ LAYOUTS = [
     ("llama cp=2", "llama", LLAMA + ["--mesh", "cp=2"], 2),
     ("llama dp_shard=2,tp=2", "llama",
      LLAMA + ["--mesh", "dp_shard=2,tp=2"], 4),
+    ("llama pp=2 1f1b M=4", "llama",
+     LLAMA + ["--mesh", "pp=2", "--micro-batches", "4"], 2),
+    ("llama pp=2 zb-h1 M=4", "llama",
+     LLAMA + ["--mesh", "pp=2", "--micro-batches", "4", "--pp-schedule",
+              "zb-h1"], 2),
     ("deepseek 1 rank", "deepseek", DEEPSEEK, 1),
     ("deepseek ep=2", "deepseek", DEEPSEEK + ["--mesh", "ep=2"], 2),
     ("deepseek dp_shard=2,ep=2", "deepseek",

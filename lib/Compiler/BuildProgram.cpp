@@ -56,6 +56,7 @@ FailureOr<ProgramDesc> ProgramBuilder::build() {
     return failure();
   if (failed(describeLrSchedule()))
     return failure();
+  describePipeline();
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
       continue;

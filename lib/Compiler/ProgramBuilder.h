@@ -55,6 +55,7 @@ private:
   /// The schedule's state parameters, as meg-optimizer recorded them.
   LogicalResult describeLrSchedule();
   LogicalResult describeMesh();
+  void describePipeline();
   FailureOr<uint32_t> submeshIndex(Operation *user, FlatSymbolRefAttr mesh,
                                    ArrayAttr axes);
   LogicalResult placeCollective(Operation *op);

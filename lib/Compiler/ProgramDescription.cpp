@@ -10,6 +10,28 @@
 
 namespace megc {
 
+void ProgramBuilder::describePipeline() {
+  auto config =
+      module->getAttrOfType<PipelineAttr>(MegDialect::kPipelineAttrName);
+  if (!config)
+    return;
+  ProgramDesc::Pipeline pipeline;
+  int32_t ranks = 0;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto rank =
+            func->getAttrOfType<IntegerAttr>(MegDialect::kPipelineRankAttrName))
+      ranks = std::max(ranks, static_cast<int32_t>(rank.getInt()) + 1);
+  pipeline.ranks = std::max(ranks, 1);
+  pipeline.chunks = static_cast<int32_t>(config.getVirtualStages());
+  if (auto micro =
+          module->getAttrOfType<IntegerAttr>(MegDialect::kMicroBatchesAttrName))
+    pipeline.microBatches = static_cast<int32_t>(micro.getInt());
+  pipeline.schedule = config.getSchedule()
+                          ? config.getSchedule().str()
+                          : (pipeline.chunks > 1 ? "interleaved" : "1f1b");
+  program.pipeline = pipeline;
+}
+
 LogicalResult ProgramBuilder::describeParameters() {
   for (ParamOp param : module.getOps<ParamOp>()) {
     paramIndex[param.getSymName()] = program.parameters.size();

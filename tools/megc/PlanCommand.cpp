@@ -195,13 +195,16 @@ std::optional<std::string> given(const cl::opt<std::string> &flag) {
 
 /// One layout the search evaluates.
 struct Candidate {
-  int64_t dp = 1, ep = 1, cp = 1, tp = 1;
+  int64_t pp = 1, dp = 1, ep = 1, cp = 1, tp = 1;
+  /// With pp: the micro-batches of a step.
+  int64_t micro = 1;
   std::string fsdp; // empty: no_shard by default
   Recompute recompute = Recompute::None;
 
   std::string mesh() const {
     std::string text;
-    for (auto [axis, size] : {std::pair<const char *, int64_t>{"dp_shard", dp},
+    for (auto [axis, size] : {std::pair<const char *, int64_t>{"pp", pp},
+                              {"dp_shard", dp},
                               {"ep", ep},
                               {"cp", cp},
                               {"tp", tp}})
@@ -212,6 +215,8 @@ struct Candidate {
   }
   std::string describe() const {
     std::string text = mesh().empty() ? "one rank" : mesh();
+    if (pp > 1)
+      text += " 1f1b M=" + std::to_string(micro);
     if (!fsdp.empty())
       text += " fsdp " + fsdp;
     if (tp > 1)
@@ -231,8 +236,10 @@ struct Evaluated {
   uint64_t peakBytes = 0;
 };
 
-/// --gpus: every layout of the devices over dp_shard x ep x cp x tp (tp
-/// inside a node; ep for a mixture-of-experts model), with and without
+/// --gpus: every layout of the devices over pp x dp_shard x ep x cp x tp
+/// (tp inside a node; ep for a mixture-of-experts model; pp up to the
+/// layers, 1F1B over 4 micro-batches per stage or what the batch splits
+/// into), with and without
 /// FSDP's full sharding where data is parallel, each with the least
 /// recomputation that fits the budget; the ones that fit, fastest first.
 int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
@@ -249,12 +256,18 @@ int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
                 "--sequence-parallel out");
   // Whether the model routes experts (then ep is searched too).
   bool moe = false;
+  int64_t layers = 0;
   {
     Expected<mlir::OwningOpRef<mlir::ModuleOp>> one =
         gen::generateModel(context, base);
     if (!one)
       return fail(toString(one.takeError()));
     (**one)->walk([&](mlir::meg::MoeRouteOp) { moe = true; });
+    // Its layers, which pipeline stages are cut at (one at least each).
+    for (auto param : (**one).getOps<mlir::meg::ParamOp>())
+      if (auto layer = param->getAttrOfType<mlir::IntegerAttr>(
+              mlir::meg::MegDialect::kLayerAttrName))
+        layers = std::max(layers, layer.getInt() + 1);
   }
   int64_t devices = gpus;
   auto divisors = [](int64_t n) {
@@ -265,34 +278,60 @@ int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
     return list;
   };
   std::vector<Candidate> layouts;
-  for (int64_t tp : divisors(devices)) {
-    if (tp > cluster.node.devices)
-      continue;
-    for (int64_t cp : divisors(devices / tp))
-      for (int64_t ep :
-           moe ? divisors(devices / tp / cp) : std::vector<int64_t>{1}) {
-        Candidate layout;
-        layout.tp = tp, layout.cp = cp, layout.ep = ep;
-        layout.dp = devices / tp / cp / ep;
-        layouts.push_back(layout);
-        if (layout.dp * cp * ep > 1) {
-          layout.fsdp = "optim_grads_params";
+  for (int64_t pp : divisors(devices))
+    for (int64_t tp : divisors(devices / pp)) {
+      if (pp > 1 && pp > layers)
+        continue;
+      if (tp > cluster.node.devices)
+        continue;
+      for (int64_t cp : divisors(devices / pp / tp))
+        for (int64_t ep :
+             moe ? divisors(devices / pp / tp / cp) : std::vector<int64_t>{1}) {
+          Candidate layout;
+          layout.pp = pp, layout.tp = tp, layout.cp = cp, layout.ep = ep;
+          layout.dp = devices / pp / tp / cp / ep;
+          // A pipeline over 4 micro-batches per stage (1F1B's bubble
+          // (P - 1) / (M + P - 1) under a fifth), or as many as the batch
+          // splits into.
+          layout.micro = pp > 1 ? 4 * pp : base.microBatches.value_or(1);
           layouts.push_back(layout);
+          if (layout.dp * cp * ep > 1) {
+            layout.fsdp = "optim_grads_params";
+            layouts.push_back(layout);
+          }
         }
-      }
-  }
+    }
   std::vector<Evaluated> fitting;
   // Per layout that cannot run here: why, and the memory it needs at least.
   std::vector<std::pair<std::string, std::string>> rejected;
   double smallestNeed = HUGE_VAL;
   std::string smallestLayout;
-  for (const Candidate &layout : layouts) {
+  for (Candidate layout : layouts) {
+    // A pipeline's micro-batches: 4 per stage, else the most (at least one
+    // per stage) that each data-parallel rank's batch splits into.
+    if (layout.pp > 1)
+      for (int64_t micro = 4 * layout.pp; micro >= layout.pp; --micro) {
+        gen::GenOptions probe = base;
+        probe.mesh = layout.mesh();
+        probe.microBatches = micro;
+        if (!layout.fsdp.empty())
+          probe.fsdp = layout.fsdp;
+        Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+            gen::generateModel(context, probe);
+        if (module) {
+          layout.micro = micro;
+          break;
+        }
+        consumeError(module.takeError());
+      }
     gen::GenOptions options = base;
     if (!layout.mesh().empty())
       options.mesh = layout.mesh();
     if (!layout.fsdp.empty())
       options.fsdp = layout.fsdp;
     options.sequenceParallel = layout.tp > 1;
+    if (layout.pp > 1)
+      options.microBatches = layout.micro;
     std::optional<Evaluated> best;
     double need = HUGE_VAL;
     std::string why;
@@ -325,9 +364,14 @@ int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
       if (!entry)
         return fail("--gpus plans a training model: give the gen flags "
                     "--train");
-      Evaluated result{tried, plan::simulateEntry(*program, *entry, cluster)};
-      result.peakBytes =
-          entry->plan.arenaBytes + program->stateBytes(entry->pipelineRank);
+      Expected<plan::Simulation> sim =
+          plan::simulateStep(*program, entry->name, cluster);
+      if (!sim) {
+        why = toString(sim.takeError());
+        break;
+      }
+      Evaluated result{tried, *sim};
+      result.peakBytes = plan::peakBytesPerRank(*program, entry->name);
       result.tokens = globalTokens(*program, *entry);
       result.perDevice =
           result.tokens / result.sim.stepSeconds / static_cast<double>(devices);
@@ -379,7 +423,7 @@ int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
           {"tokens_per_s_per_device", e.perDevice},
           {"mfu", e.mfu},
           {"peak_bytes_per_rank", static_cast<int64_t>(e.peakBytes)},
-          {"bubble_fraction", 0.0},
+          {"bubble_fraction", e.sim.bubbleFraction},
           {"exposed_comm_s", e.sim.exposedCommSeconds}});
     json::Array refused;
     for (const auto &[layout, why] : rejected)
@@ -398,31 +442,33 @@ int runSearch(const plan::Cluster &cluster, mlir::MLIRContext &context) {
                     "evaluated, {4} fit\n",
                     devices, cluster.name, budget / 1e9, layouts.size(),
                     fitting.size());
-  outs() << formatv("  {0,-48} {1,10} {2,14} {3,6} {4,9} {5,10}\n", "layout",
-                    "step ms", "tokens/s/dev", "MFU %", "peak GB",
-                    "exposed ms");
+  outs() << formatv("  {0,-48} {1,10} {2,14} {3,6} {4,9} {5,10} {6,7}\n",
+                    "layout", "step ms", "tokens/s/dev", "MFU %", "peak GB",
+                    "exposed ms", "bubble");
   for (const Evaluated &e : ArrayRef(fitting).take_front(shown))
     outs() << formatv("  {0,-48} {1,10:f2} {2,14:f1} {3,6:f1} {4,9:f2} "
-                      "{5,10:f2}\n",
+                      "{5,10:f2} {6,7:f3}\n",
                       e.layout.describe(), e.sim.stepSeconds * 1e3, e.perDevice,
                       e.mfu * 100, e.peakBytes / 1e9,
-                      e.sim.exposedCommSeconds * 1e3);
+                      e.sim.exposedCommSeconds * 1e3, e.sim.bubbleFraction);
   for (const auto &[layout, why] : rejected)
     outs() << formatv("  {0,-48} rejected: {1}\n", layout, why);
   const Candidate &best = fitting.front().layout;
   std::string gen = hfDir.empty() ? "megc gen " + presetName.getValue()
                                   : "megc import " + hfDir.getValue();
-  outs() << formatv("best: {0} <your flags>{1}{2}{3} -o model.mlir && megc "
-                    "model.mlir{4} -o model.megc && mpirun -n {5} megc-run "
-                    "model.megc ...\n",
-                    gen, best.mesh().empty() ? "" : " --mesh " + best.mesh(),
-                    best.fsdp.empty() ? "" : " --fsdp " + best.fsdp,
-                    best.tp > 1 ? " --sequence-parallel" : "",
-                    best.recompute == Recompute::Full ? " --recompute=full"
-                    : best.recompute == Recompute::Selective
-                        ? " --recompute=selective"
-                        : "",
-                    devices);
+  outs() << formatv(
+      "best: {0} <your flags>{1}{6}{2}{3} -o model.mlir && megc "
+      "model.mlir{4} -o model.megc && mpirun -n {5} megc-run "
+      "model.megc ...\n",
+      gen, best.mesh().empty() ? "" : " --mesh " + best.mesh(),
+      best.fsdp.empty() ? "" : " --fsdp " + best.fsdp,
+      best.tp > 1 ? " --sequence-parallel" : "",
+      best.recompute == Recompute::Full        ? " --recompute=full"
+      : best.recompute == Recompute::Selective ? " --recompute=selective"
+                                               : "",
+      devices,
+      best.pp > 1 ? " --micro-batches " + std::to_string(best.micro)
+                  : std::string());
   return 0;
 }
 
@@ -507,7 +553,11 @@ int runPlan() {
     *cluster = calibrated->cluster;
   }
 
-  plan::Simulation sim = plan::simulateEntry(*program, *entry, *cluster);
+  Expected<plan::Simulation> simulated =
+      plan::simulateStep(*program, entry->name, *cluster);
+  if (!simulated)
+    return fail(toString(simulated.takeError()));
+  plan::Simulation &sim = *simulated;
   double tokens = globalTokens(*program, *entry);
   int64_t ranks = meshRanks(*program);
   double perDevice = sim.stepSeconds > 0 ? tokens / sim.stepSeconds / ranks : 0;
@@ -515,8 +565,7 @@ int runPlan() {
                    ? sim.modelFlops /
                          (sim.stepSeconds * cluster->peakFor(sim.flopsDtype))
                    : 0;
-  uint64_t peakBytes =
-      entry->plan.arenaBytes + program->stateBytes(entry->pipelineRank);
+  uint64_t peakBytes = plan::peakBytesPerRank(*program, entry->name);
   double headroom =
       cluster->device.memoryBytes - static_cast<double>(peakBytes);
 
@@ -538,7 +587,7 @@ int runPlan() {
                      {"mfu", mfu},
                      {"peak_bytes_per_rank", static_cast<int64_t>(peakBytes)},
                      {"headroom_bytes", headroom},
-                     {"bubble_fraction", 0.0},
+                     {"bubble_fraction", sim.bubbleFraction},
                      {"exposed_comm_s", sim.exposedCommSeconds},
                      {"comm_s", sim.commSeconds},
                      {"compute_s", sim.computeSeconds},
@@ -557,6 +606,10 @@ int runPlan() {
                     sim.stepSeconds * 1e3, sim.computeSeconds * 1e3,
                     sim.recomputeSeconds * 1e3, sim.commSeconds * 1e3,
                     sim.exposedCommSeconds * 1e3);
+  if (sim.bubbleFraction > 0)
+    outs() << formatv("  pipeline bubble {0:f3} of the step ({1} schedule, "
+                      "the slowest rank's program stretched by it)\n",
+                      sim.bubbleFraction, program->pipeline->schedule);
   outs() << "  by class:";
   for (const auto &[cls, seconds] : sim.secondsByClass)
     outs() << formatv(" {0} {1:f3} ms", plan::costClassName(cls),

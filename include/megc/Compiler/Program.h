@@ -262,6 +262,14 @@ struct ProgramDesc {
   uint64_t memoryBudget = 0;
   std::vector<EntryDesc> entries;
   std::vector<KernelDesc> kernels;
+  /// A pipeline's ranks, stages per rank, micro-batches of the training
+  /// step and schedule (1f1b, interleaved, zb-h1), as the module's
+  /// meg.pipeline gives them; the planner plays the schedule out.
+  struct Pipeline {
+    int32_t ranks = 1, chunks = 1, microBatches = 1;
+    std::string schedule;
+  };
+  std::optional<Pipeline> pipeline;
   /// Bytes per rank of the parameters and training state; of a pipeline,
   /// what rank `pipelineRank` of its group holds (its stages' and the
   /// shared ones; -1: all).

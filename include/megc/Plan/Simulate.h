@@ -71,10 +71,25 @@ struct Simulation {
   std::string flopsDtype = "f32";
   double bytesSent = 0;
   std::vector<SimEvent> events;
+  /// Of a pipeline: the largest share of the step a rank waits for its
+  /// neighbours (the schedule's bubble).
+  double bubbleFraction = 0;
 };
 
 Simulation simulateEntry(const ProgramDesc &program, const EntryDesc &entry,
                          const Cluster &cluster);
+
+/// The step of entry `name`: simulateEntry's, or for a pipeline (one
+/// program per rank) each rank's program simulated alone and the schedule
+/// played out over them (lib/Pipeline, a backward pass costing twice its
+/// forward): the slowest rank's time stretched by the bubble, its FLOPs
+/// the mean of the ranks' (per device), its events the slowest rank's.
+llvm::Expected<Simulation> simulateStep(const ProgramDesc &program,
+                                        llvm::StringRef name,
+                                        const Cluster &cluster);
+/// The most bytes one rank's program of entry `name` needs (arena plus
+/// the parameters and state it holds), over the ranks of a pipeline.
+uint64_t peakBytesPerRank(const ProgramDesc &program, llvm::StringRef name);
 
 const char *costClassName(CostClass cls);
 
