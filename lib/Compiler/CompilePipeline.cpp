@@ -270,10 +270,10 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
     return mlir::failure();
   // The passes below work on the whole step, which a pipeline has replaced
   // by its ranks' programs.
-  if (module->hasAttr(mlir::meg::MegDialect::kPipelineAttrName))
+  bool pipelined = module->hasAttr(mlir::meg::MegDialect::kPipelineAttrName);
+  if (pipelined)
     for (auto [given, flag] :
          {std::pair{options.recompute != Recompute::None, "--recompute"},
-          std::pair{options.memoryBudget != 0, "--memory-budget"},
           std::pair{options.cudaGraphs != CudaGraphScope::None,
                     "--cuda-graphs"},
           std::pair{options.lossChunks > 1, "--loss-chunks"}})
@@ -281,15 +281,19 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
         return module.emitError()
                << flag
                << " does not apply to a pipeline (meg.pipeline) yet: "
-                  "recomputation, memory budgets, CUDA graphs and loss "
-                  "chunks work on the whole training step";
+                  "recomputation, CUDA graphs and loss chunks work on the "
+                  "whole training step";
   if (options.recompute != Recompute::None &&
       !module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName))
     return module.emitError()
            << "--recompute applies to a training model (one with "
               "meg.optimizer, e.g. megc gen --train), which this is not";
   CompileOptions compiled = options;
-  if (options.memoryBudget &&
+  // Under a pipeline the budget is checked against each rank's plan, with
+  // nothing recomputed to meet it (yet).
+  if (pipelined)
+    compiled.memoryBudget = 0;
+  if (compiled.memoryBudget &&
       module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
       !module.lookupSymbol("train_step")) {
     mlir::FailureOr<unsigned> steps = rematSteps(module, options);
@@ -374,8 +378,12 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
     if (entry && needed > options.memoryBudget)
       return module.emitError()
              << "the memory budget of " << megabytes(options.memoryBudget)
-             << " per rank is not met: entry '" << entry->name << "' needs "
-             << megabytes(needed) << " (arena "
+             << " per rank is not met: entry '" << entry->name << "'"
+             << (entry->pipelineRank >= 0
+                     ? " of pipeline rank " +
+                           std::to_string(entry->pipelineRank)
+                     : std::string())
+             << " needs " << megabytes(needed) << " (arena "
              << megabytes(entry->plan.arenaBytes) << ", parameters and state "
              << megabytes(program->stateBytes(entry->pipelineRank)) << ")";
   }
