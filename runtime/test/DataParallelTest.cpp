@@ -2,6 +2,7 @@
 // sharded parameters and split inputs with single-rank semantics; a mesh of
 // more ranks is refused before anything runs.
 #include "ArtifactBuilder.h"
+#include "CollectiveCommand.h"
 #include "DataParallelReference.h"
 #include "FbTypes.h"
 #include "MeshLayout.h"
@@ -164,6 +165,79 @@ TEST(DataParallel, AFailedRunAbandonsItsCollectivesInFlight) {
   }
   // The all_gather in flight was never waited for: abandoning never blocks.
   EXPECT_TRUE(inFlight.waited().empty());
+}
+
+/// A group of four ranks (this one at index 1) that records each exchange
+/// it is asked to start.
+class RecordingGroup : public comm::Group {
+public:
+  struct Exchange {
+    const void *send;
+    int sendTo;
+    void *recv;
+    int recvFrom;
+    size_t count;
+  };
+  int rank() const override { return 1; }
+  int size() const override { return 4; }
+  uint64_t start(comm::CollectiveKind, const void *, void *, size_t, DType,
+                 comm::ReduceOp, void *) override {
+    ADD_FAILURE() << "a point-to-point transfer runs through startExchange";
+    return 0;
+  }
+  uint64_t startExchange(const void *send, int sendTo, void *recv, int recvFrom,
+                         size_t count, DType, void *) override {
+    exchanges.push_back({send, sendTo, recv, recvFrom, count});
+    return exchanges.size();
+  }
+  void wait(uint64_t handle) override { waited.push_back(handle); }
+  std::vector<Exchange> exchanges;
+  std::vector<uint64_t> waited;
+};
+
+// A pipeline's send goes to the rank its parameter names and receives
+// nothing; a receive takes from that rank and sends nothing; each is
+// completed by its Wait, not when it starts.
+TEST(DataParallel, SendAndRecvAreOneSidedExchangesWithTheirPeer) {
+  RecordingGroup group;
+  CollectivesInFlight inFlight("entry 'train_step'", 4);
+  float out[3] = {1, 2, 3}, in[3] = {0, 0, 0};
+  inFlight.run({&group,
+                comm::CollectiveKind::Send,
+                comm::ReduceOp::Sum,
+                DType::F32,
+                3,
+                out,
+                out,
+                /*async=*/true,
+                0,
+                {2}},
+               nullptr);
+  inFlight.run({&group,
+                comm::CollectiveKind::Recv,
+                comm::ReduceOp::Sum,
+                DType::F32,
+                3,
+                in,
+                in,
+                /*async=*/true,
+                1,
+                {0}},
+               nullptr);
+  ASSERT_EQ(group.exchanges.size(), 2u);
+  EXPECT_EQ(group.exchanges[0].send, out);
+  EXPECT_EQ(group.exchanges[0].sendTo, 2);
+  EXPECT_EQ(group.exchanges[0].recv, nullptr);
+  EXPECT_EQ(group.exchanges[0].recvFrom, -1);
+  EXPECT_EQ(group.exchanges[0].count, 3u);
+  EXPECT_EQ(group.exchanges[1].send, nullptr);
+  EXPECT_EQ(group.exchanges[1].sendTo, -1);
+  EXPECT_EQ(group.exchanges[1].recv, in);
+  EXPECT_EQ(group.exchanges[1].recvFrom, 0);
+  EXPECT_TRUE(group.waited.empty());
+  inFlight.wait(1);
+  inFlight.wait(0);
+  EXPECT_EQ(group.waited, (std::vector<uint64_t>{2, 1}));
 }
 
 TEST(DataParallel, CApiGivesTheRank) {
