@@ -11,7 +11,8 @@ give the losses and the final training state (weights, moments, step) of
 the single-rank artifact compiled from the same model, within f32
 tolerance: the checkpoint takes each stage's weights from the ranks that
 update them. The forward entry's logits, computed stage by stage, equal
-one rank's."""
+one rank's, and a distributed checkpoint the pipeline writes halfway
+resumes, on the pipeline and on one rank, to the uninterrupted state."""
 import os
 import sys
 
@@ -19,6 +20,7 @@ import numpy as np
 
 import e2e_util
 import fsdp_equivalence
+import mpi_util
 
 MODEL = ["--layers", "4", "--hidden", "32", "--heads", "4", "--kv-heads", "2",
          "--ffn", "48", "--seq", "16", "--vocab", "64", "--batch", "8",
@@ -69,6 +71,45 @@ def ranks_of(mesh):
     return int(np.prod([int(a.split("=")[1]) for a in mesh.split(",")]))
 
 
+def resumes(name, artifact, single, want_state, ranks):
+    """A distributed checkpoint written halfway by the pipeline resumes on
+    the pipeline and on one rank to the uninterrupted state (each stage's
+    pieces written by the ranks that update them)."""
+    tmp = os.path.dirname(artifact)
+    save_dir = os.path.join(tmp, "resume_ckpt")
+    common = ["--entry", "train_step", "--params", "init:7", *INPUTS]
+    run_ranks(ranks, ["megc-run", artifact, *common, "--steps",
+                      str(STEPS // 2), "--save-every", str(STEPS // 2),
+                      "--save-dir", save_dir])
+    ok = True
+    for tag, target, target_ranks in (("pipeline", artifact, ranks),
+                                      ("one rank", single, 1)):
+        state = os.path.join(tmp, f"resumed_{tag.replace(' ', '_')}"
+                                  ".safetensors")
+        run_ranks(target_ranks, ["megc-run", target, *common, "--steps",
+                                 str(STEPS), "--resume", save_dir,
+                                 "--save-state", state])
+        worst, where = e2e_util.worst_state_error(
+            e2e_util.read_safetensors(state), want_state, name)
+        print(f"{name}: resumed on {tag} from step {STEPS // 2}: state rel "
+              f"err {worst:.2e} {where}")
+        ok &= worst < TOLERANCE
+    return ok
+
+
+def run_ranks(ranks, args):
+    if ranks == 1:
+        return e2e_util.run(args)
+    result = mpi_util.run_ranks(ranks, args)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args)} on {ranks} ranks failed:\n"
+                 f"{result.stdout}{result.stderr}")
+    return result
+
+
+INPUTS = []
+
+
 def main():
     options = e2e_util.parse_options()
     tmp = options.tmp
@@ -81,6 +122,7 @@ def main():
         path = os.path.join(tmp, name + ".npy")
         np.save(path, tokens)
         inputs += ["--input", f"{name}={path}"]
+        INPUTS.extend(["--input", f"{name}={path}"])
         # One micro-batch of 2 rows, what the forward entry takes.
         path = os.path.join(tmp, name + "_micro.npy")
         np.save(path, tokens[:2])
@@ -139,6 +181,8 @@ def main():
             error = e2e_util.relative_error(got["logits"], want["logits"])
             print(f"{name}: forward logits rel err {error:.2e}")
             ok &= error < TOLERANCE
+            ok &= resumes(name, artifact, single, want_state,
+                          ranks_of(mesh))
         failed |= not ok
     if failed:
         sys.exit(f"some pipeline configurations differ from one rank by "
