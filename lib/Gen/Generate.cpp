@@ -647,6 +647,16 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
     return genError("--mesh tp=" + Twine(sizes.tp) +
                     ": this preset has no tensor-parallel layout (llama and "
                     "imported models do)");
+  // @world with the axes `names` (their sizes set below).
+  auto redeclareWorld = [&](ArrayRef<mlir::Attribute> names) {
+    builder.setInsertionPoint(world);
+    auto extended = mlir::meg::MeshOp::create(
+        builder, world.getLoc(), world.getSymNameAttr(),
+        builder.getArrayAttr(names),
+        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(names.size(), 1)));
+    world.erase();
+    world = extended;
+  };
   // Context parallelism adds its axis before tp (tp varies fastest, so that
   // a node holds a tensor-parallel group).
   if (world && sizes.cp > 1 && !world.getAxisSize("cp")) {
@@ -658,26 +668,14 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
     }
     if (names.size() == world.getAxisNames().size())
       names.push_back(builder.getStringAttr("cp"));
-    builder.setInsertionPoint(world);
-    auto extended = mlir::meg::MeshOp::create(
-        builder, world.getLoc(), world.getSymNameAttr(),
-        builder.getArrayAttr(names),
-        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(names.size(), 1)));
-    world.erase();
-    world = extended;
+    redeclareWorld(names);
   }
   // Pipeline parallelism adds its axis first (stages vary slowest, so that
   // the other groups stay within a node).
   if (world && sizes.pp > 1 && !world.getAxisSize("pp")) {
     SmallVector<mlir::Attribute> names = {builder.getStringAttr("pp")};
     llvm::append_range(names, world.getAxisNames());
-    builder.setInsertionPoint(world);
-    auto extended = mlir::meg::MeshOp::create(
-        builder, world.getLoc(), world.getSymNameAttr(),
-        builder.getArrayAttr(names),
-        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(names.size(), 1)));
-    world.erase();
-    world = extended;
+    redeclareWorld(names);
   }
   if (Error error = applyPipeline(module, o, sizes))
     return error;

@@ -21,17 +21,13 @@ import numpy as np
 import e2e_util
 import fsdp_equivalence
 import mpi_util
+# The runs, tolerances and flag sets the context-parallel test uses too.
+from cp_equivalence import (FIXTURES, IMPORTED_ADAM, MOE, SCHEDULE, STEPS,
+                            TOLERANCE)
 
 MODEL = ["--layers", "4", "--hidden", "32", "--heads", "4", "--kv-heads", "2",
          "--ffn", "48", "--seq", "16", "--vocab", "64", "--batch", "8",
          "--train", "--weight-decay", "0.1"]
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        "hf-fixtures")
-STEPS = 10
-TOLERANCE = 1e-5
-IMPORTED_ADAM = ["--adam-eps", "1e-5"]
-SCHEDULE = ["--lr-schedule", "cosine", "--warmup-steps", "2",
-            "--decay-steps", "10", "--min-lr", "1e-4"]
 M4 = ["--micro-batches", "4"]
 # (name, --mesh, extra gen flags)
 CONFIGS = [
@@ -57,7 +53,6 @@ CONFIGS = [
      ["--micro-batches", "2", "--fsdp", "optim_grads_params",
       "--clip-grad", "0.5"]),
 ]
-MOE = ["--moe-bias-update-rate", "1e-2"]
 # (fixture, --mesh, extra import flags)
 IMPORTED = [
     ("qwen3", "pp=2", ["--micro-batches", "2"]),

@@ -814,9 +814,7 @@ struct MegContextParallelPass
                          << " is not a meg.mesh";
       return signalPassFailure();
     }
-    int64_t ranks = 1;
-    for (Attribute axis : config.getAxes())
-      ranks *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+    int64_t ranks = groupRanks(mesh, config.getAxes());
     // The parameters' gradients of the ranks' chunks are summed by meg-fsdp
     // over its group, which must hold the context axes.
     if (module->hasAttr(MegDialect::kOptimizerAttrName)) {
@@ -834,7 +832,7 @@ struct MegContextParallelPass
         return signalPassFailure();
       }
     }
-    registerGroup(module, mesh, config);
+    registerSubmesh(module, mesh, config.getMesh(), config.getAxes());
     ContextParallelLayout layout(config, ranks);
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(layout.layOut(func)))
@@ -853,22 +851,6 @@ struct MegContextParallelPass
     }
     numGathered += layout.numGathered;
     module->removeAttr(MegDialect::kContextParallelAttrName);
-  }
-
-  /// Registers the group's submesh unless the module has.
-  static void registerGroup(ModuleOp module, MeshOp mesh,
-                            ContextParallelAttr config) {
-    for (auto submesh : module.getOps<SubmeshOp>())
-      if (submesh.getMeshAttr() == config.getMesh() &&
-          submesh.getAxesAttr() == config.getAxes())
-        return;
-    OpBuilder builder(module.getContext());
-    Operation *after = mesh;
-    for (auto submesh : module.getOps<SubmeshOp>())
-      after = submesh;
-    builder.setInsertionPointAfter(after);
-    SubmeshOp::create(builder, mesh.getLoc(), config.getMesh(),
-                      config.getAxes());
   }
 };
 

@@ -1,8 +1,10 @@
 //===- GroupRewrites.h - helpers of the passes that lay out over groups -*-===//
 //
-// Shared by meg-tensor-parallel and meg-context-parallel: collectives along
-// any dimension (the runtime's move contiguous pieces along dim 0), and the
-// layer tag of the ops a rewrite inserts.
+// Shared by the passes that lay a model out over a group of mesh axes
+// (meg-tensor-parallel, meg-context-parallel, the pipeline passes): the
+// group's size and its registration, collectives along any dimension (the
+// runtime's move contiguous pieces along dim 0), and the layer tag of the
+// ops a rewrite inserts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,29 @@
 #include <utility>
 
 namespace mlir::meg {
+
+/// The ranks of the group of `axes` of `mesh` (an axis it lacks counts 1).
+inline int64_t groupRanks(MeshOp mesh, ArrayAttr axes) {
+  int64_t ranks = 1;
+  for (Attribute axis : axes)
+    ranks *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+  return ranks;
+}
+
+/// Registers the group of `axes` of `mesh` (a meg.submesh after the last
+/// one) unless the module has.
+inline void registerSubmesh(ModuleOp module, MeshOp mesh,
+                            FlatSymbolRefAttr meshRef, ArrayAttr axes) {
+  for (auto submesh : module.getOps<SubmeshOp>())
+    if (submesh.getMeshAttr() == meshRef && submesh.getAxesAttr() == axes)
+      return;
+  OpBuilder builder(module.getContext());
+  Operation *after = mesh;
+  for (auto submesh : module.getOps<SubmeshOp>())
+    after = submesh;
+  builder.setInsertionPointAfter(after);
+  SubmeshOp::create(builder, mesh.getLoc(), meshRef, axes);
+}
 
 /// The permutation that brings `dim` to the front, and its inverse.
 inline std::pair<SmallVector<int64_t>, SmallVector<int64_t>>

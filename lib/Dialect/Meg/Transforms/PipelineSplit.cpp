@@ -20,6 +20,8 @@
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 #include "megc/Pipeline/Schedule.h"
 
+#include "GroupRewrites.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -649,9 +651,7 @@ struct MegPipelineSplitPass
                          << config.getMesh().getValue() << " is not a meg.mesh";
       return signalPassFailure();
     }
-    int64_t ranks = 1;
-    for (Attribute axis : config.getAxes())
-      ranks *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+    int64_t ranks = groupRanks(mesh, config.getAxes());
     std::optional<pl::ScheduleKind> kind = pl::parseScheduleKind(
         config.getSchedule()            ? config.getSchedule().getValue()
         : config.getVirtualStages() > 1 ? "interleaved"
@@ -664,7 +664,8 @@ struct MegPipelineSplitPass
     if (auto attr = module->getAttrOfType<IntegerAttr>(
             MegDialect::kMicroBatchesAttrName))
       microBatches = attr.getInt();
-    registerGroup(module, mesh, config);
+    // The group's transfers and sums run over its registered submesh.
+    registerSubmesh(module, mesh, config.getMesh(), config.getAxes());
 
     SmallVector<func::FuncOp> entries;
     for (auto func : module.getOps<func::FuncOp>())
@@ -789,22 +790,6 @@ struct MegPipelineSplitPass
       }
     }
     return success();
-  }
-
-  /// The pipeline group's transfers and sums run over its registered
-  /// submesh.
-  static void registerGroup(ModuleOp module, MeshOp mesh, PipelineAttr config) {
-    for (auto submesh : module.getOps<SubmeshOp>())
-      if (submesh.getMeshAttr() == config.getMesh() &&
-          submesh.getAxesAttr() == config.getAxes())
-        return;
-    OpBuilder builder(module.getContext());
-    Operation *after = mesh;
-    for (auto submesh : module.getOps<SubmeshOp>())
-      after = submesh;
-    builder.setInsertionPointAfter(after);
-    SubmeshOp::create(builder, mesh.getLoc(), config.getMesh(),
-                      config.getAxes());
   }
 };
 

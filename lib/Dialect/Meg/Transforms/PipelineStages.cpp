@@ -18,6 +18,8 @@
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
+#include "GroupRewrites.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -132,9 +134,7 @@ struct MegPipelineStagesPass
     auto mesh = module.lookupSymbol<MeshOp>(config.getMesh().getAttr());
     if (!mesh)
       return fail("mesh " + config.getMesh().getValue() + " is not a meg.mesh");
-    int64_t ranks = 1;
-    for (Attribute axis : config.getAxes())
-      ranks *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+    int64_t ranks = groupRanks(mesh, config.getAxes());
     int64_t stages = ranks * config.getVirtualStages();
 
     // The layers, from the parameters that record one.
