@@ -85,6 +85,15 @@ public:
         s.stepParameter);
   }
 
+  flatbuffers::Offset<fb::PipelineSchedule>
+  writePipeline(const ProgramDesc &program) {
+    if (!program.pipeline)
+      return 0;
+    const ProgramDesc::Pipeline &p = *program.pipeline;
+    return fb::CreatePipelineScheduleDirect(builder, p.schedule.c_str(),
+                                            p.ranks, p.chunks, p.microBatches);
+  }
+
   std::string write(const ProgramDesc &program, const CpuModuleDesc *cpuModule,
                     const CudaModuleDesc *cudaModule) {
     std::vector<flatbuffers::Offset<fb::Parameter>> parameters;
@@ -152,7 +161,7 @@ public:
         builder.CreateVector(kernels), cpu, cuda, mesh,
         builder.CreateVector(submeshes), /*checksum=*/1,
         program.hfConfig.empty() ? 0 : builder.CreateString(program.hfConfig),
-        writeLrSchedule(program), program.memoryBudget);
+        writeLrSchedule(program), program.memoryBudget, writePipeline(program));
     // The placeholder makes FlatBuffers store the field; sealing fills it.
     fb::FinishProgramBuffer(builder, root);
     std::string bytes(

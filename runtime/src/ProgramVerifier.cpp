@@ -282,6 +282,13 @@ void verifyProgramSemantics(const fb::Program &program) {
     verifyCopySource(program, *program.parameters()->Get(i));
   if (const fb::LrSchedule *schedule = program.lr_schedule())
     verifyLrSchedule(program, *schedule);
+  if (const fb::PipelineSchedule *pipeline = program.pipeline())
+    if (pipeline->ranks() < 1 || pipeline->chunks() < 1 ||
+        pipeline->micro_batches() < 1 || !pipeline->kind())
+      fail("pipeline: needs a kind and positive ranks, chunks and "
+           "micro_batches (has ",
+           pipeline->ranks(), ", ", pipeline->chunks(), ", ",
+           pipeline->micro_batches(), ")");
 
   names.clear();
   for (uint32_t i = 0; i < sizeOf(program.kernels()); ++i) {

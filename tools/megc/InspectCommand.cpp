@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "InspectCommand.h"
+#include "ScheduleCommand.h"
 
 #include "megc/Compiler/CompileOptions.h"
 #include "megrt/ArtifactSeal.h"
@@ -15,6 +16,7 @@
 #include "megrt/FormatVersion.h"
 #include "megrt/megc_generated.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
@@ -45,6 +47,16 @@ cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("Say whether each entry's plan (arena plus parameters and "
              "state, per rank) fits in this much memory, e.g. 80GiB"),
+    cl::init(""), cl::sub(inspectSubCommand()), cl::cat(inspectCategory));
+cl::opt<bool> drawPipeline(
+    "schedule",
+    cl::desc("Draw the pipeline schedule each rank's entries were compiled "
+             "in (passes and transfers per rank, unit pass costs)"),
+    cl::init(false), cl::sub(inspectSubCommand()), cl::cat(inspectCategory));
+cl::opt<std::string> scheduleTrace(
+    "schedule-trace",
+    cl::desc("Write the pipeline schedule's planned order as a Chrome trace "
+             "(one row per rank)"),
     cl::init(""), cl::sub(inspectSubCommand()), cl::cat(inspectCategory));
 
 std::string typeText(fb::DType dtype,
@@ -258,6 +270,11 @@ void printCode(raw_ostream &os, const char *target,
   os << "\n";
 }
 
+int fail(const Twine &message) {
+  WithColor::error(errs(), "megc inspect") << message << "\n";
+  return 1;
+}
+
 } // namespace
 
 int runInspect() {
@@ -371,6 +388,34 @@ int runInspect() {
   if (program->memory_budget())
     os << "memory budget: " << megabytes(program->memory_budget())
        << " per rank (megc --memory-budget)\n";
+  if (const fb::PipelineSchedule *pipeline = program->pipeline()) {
+    std::string kindName = pipeline->kind() ? pipeline->kind()->str() : "";
+    os << "pipeline: " << kindName << " schedule, " << pipeline->ranks()
+       << " ranks, " << pipeline->chunks() << " stage"
+       << (pipeline->chunks() > 1 ? "s" : "") << " each, "
+       << pipeline->micro_batches() << " micro-batches a step\n";
+    if (drawPipeline || !scheduleTrace.empty()) {
+      std::optional<pipeline::ScheduleKind> kind =
+          pipeline::parseScheduleKind(kindName);
+      if (!kind)
+        return fail("the pipeline's schedule '" + kindName +
+                    "' is none this megc knows");
+      std::string drawing;
+      raw_string_ostream drawn(drawing);
+      if (int code = drawSchedule(*kind, pipeline->ranks(), pipeline->chunks(),
+                                  pipeline->micro_batches(), {}, scheduleTrace,
+                                  "megc inspect", drawn))
+        return code;
+      // The drawing's own header repeats the line above.
+      if (drawPipeline)
+        for (StringRef line :
+             split(StringRef(drawing).rtrim('\n').split('\n').second, '\n'))
+          os << "  " << line << "\n";
+    }
+  } else if (drawPipeline || !scheduleTrace.empty()) {
+    return fail("the artifact has no pipeline schedule (compile with pp in "
+                "the mesh)");
+  }
 
   auto *kernels = program->kernels();
   os << "kernels: " << (kernels ? kernels->size() : 0);

@@ -80,15 +80,25 @@ int runSchedule() {
       return fail("--costs '" + costsText + "': '" + parts[i] +
                   "' is not a non-negative number");
   pipeline::PassCosts costs{values[0], values[1], values[2], values[3]};
+  return drawSchedule(*kind, ranks, chunks, microBatches, costs, traceFile,
+                      "megc schedule", outs());
+}
+
+int drawSchedule(pipeline::ScheduleKind kind, int32_t ranks, int32_t chunks,
+                 int32_t microBatches, const pipeline::PassCosts &costs,
+                 StringRef traceFile, StringRef tool, raw_ostream &os) {
+  auto fail = [&](const Twine &message) {
+    WithColor::error(errs(), tool) << message << "\n";
+    return 1;
+  };
   Expected<pipeline::Schedule> schedule =
-      pipeline::buildSchedule(*kind, ranks, chunks, microBatches, costs);
+      pipeline::buildSchedule(kind, ranks, chunks, microBatches, costs);
   if (!schedule)
     return fail(toString(schedule.takeError()));
   Expected<pipeline::Timeline> timeline =
       pipeline::simulateSchedule(*schedule, costs);
   if (!timeline)
     return fail(toString(timeline.takeError()));
-  raw_ostream &os = outs();
   pipeline::printSchedule(*schedule, os);
   double work = static_cast<double>(microBatches) * chunks *
                 (costs.forward + costs.backwardInput + costs.backwardWeight);
