@@ -133,7 +133,23 @@ LogicalResult ProgramBuilder::placeTransfer(Operation *op) {
   command.kind =
       send ? CollectiveCommand::Kind::Send : CollectiveCommand::Kind::Recv;
   command.submesh = *group;
-  command.params = {send ? send.getPeer() : recv.getPeer()};
+  // The peer, and the batch with its size (-1 and 1 alone): the runtime
+  // starts a batch's transfers together.
+  std::optional<int64_t> batch = send ? send.getBatch() : recv.getBatch();
+  int64_t batchSize = 1;
+  if (batch) {
+    batchSize = 0;
+    op->getParentOfType<func::FuncOp>()->walk([&](Operation *other) {
+      auto otherSend = dyn_cast<SendStartOp>(other);
+      auto otherRecv = dyn_cast<RecvStartOp>(other);
+      if ((otherSend && otherSend.getBatch() == batch) ||
+          (otherRecv && otherRecv.getBatch() == batch))
+        ++batchSize;
+    });
+  }
+  command.params = {send ? send.getPeer() : recv.getPeer(),
+                    batch && batchSize > 1 ? *batch : -1,
+                    batch && batchSize > 1 ? batchSize : 1};
   if (send) {
     FailureOr<uint32_t> src = bufferFor(send.getInput());
     if (failed(src))

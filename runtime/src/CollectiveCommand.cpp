@@ -77,26 +77,62 @@ void CollectivesInFlight::run(const CollectiveCall &call, void *stream) {
           (rank - offset + size) % size, call.count, call.dtype, stream);
     } else if (call.kind == comm::CollectiveKind::Send ||
                call.kind == comm::CollectiveKind::Recv) {
-      // One side of a transfer with the rank at index params[0] of the
-      // group.
-      int peer = static_cast<int>(call.params.at(0));
-      bool send = call.kind == comm::CollectiveKind::Send;
-      handle =
-          call.group->startExchange(send ? call.src : nullptr, send ? peer : -1,
-                                    send ? nullptr : call.dst, send ? -1 : peer,
-                                    call.count, call.dtype, stream);
+      std::optional<uint64_t> started = startTransfer(call, stream);
+      // A batch's transfers are recorded when the batch starts.
+      if (!started)
+        return;
+      handle = *started;
     } else {
       handle = call.group->start(call.kind, call.src, call.dst, call.count,
                                  call.dtype, call.op, stream);
     }
     if (call.async)
-      pending_[call.index] = InFlight{call.group, handle};
+      pending_[call.index] = InFlight{call.group, handle, nullptr};
     else
       call.group->wait(handle);
   } catch (...) {
     abandoned_ = true;
     throw;
   }
+}
+
+std::optional<uint64_t>
+CollectivesInFlight::startTransfer(const CollectiveCall &call, void *stream) {
+  // One side of a transfer with the rank at index params[0] of the group;
+  // params[1] and [2] name its batch and how many transfers it has (-1
+  // and 1 alone).
+  int peer = static_cast<int>(call.params.at(0));
+  bool send = call.kind == comm::CollectiveKind::Send;
+  comm::Group::Transfer transfer{send ? call.src : nullptr,
+                                 send ? nullptr : call.dst, peer, call.count,
+                                 call.dtype};
+  int64_t size = call.params.at(2);
+  if (size <= 1)
+    return call.group->startTransfers({transfer}, stream).front();
+  Batch &batch = batches_[call.params.at(1)];
+  if (batch.group && batch.group != call.group)
+    fail(where_, ", command ", call.index,
+         ": a transfer batch spans two groups");
+  batch.group = call.group;
+  batch.stream = stream;
+  batch.transfers.push_back(transfer);
+  batch.commands.push_back(call.index);
+  if (static_cast<int64_t>(batch.transfers.size()) < size)
+    return std::nullopt;
+  Batch ready = std::move(batch);
+  batches_.erase(call.params.at(1));
+  std::vector<uint64_t> handles =
+      ready.group->startTransfers(ready.transfers, ready.stream);
+  // Transfers that share a handle complete together, by one wait (the
+  // verifier made every batched transfer async).
+  std::map<uint64_t, std::shared_ptr<bool>> shared;
+  for (size_t i = 0; i < ready.commands.size(); ++i) {
+    std::shared_ptr<bool> &waited = shared[handles[i]];
+    if (!waited)
+      waited = std::make_shared<bool>(false);
+    pending_[ready.commands[i]] = InFlight{ready.group, handles[i], waited};
+  }
+  return std::nullopt;
 }
 
 void CollectivesInFlight::wait(uint32_t collective) {
@@ -106,7 +142,11 @@ void CollectivesInFlight::wait(uint32_t collective) {
     return;
   InFlight started = *inFlight;
   inFlight.reset();
+  if (started.waited && *started.waited)
+    return;
   try {
+    if (started.waited)
+      *started.waited = true;
     started.group->wait(started.handle);
   } catch (...) {
     abandoned_ = true;
@@ -115,6 +155,8 @@ void CollectivesInFlight::wait(uint32_t collective) {
 }
 
 void CollectivesInFlight::abandon() noexcept {
+  // Held transfers never started: nothing of theirs is moving.
+  batches_.clear();
   for (std::optional<InFlight> &inFlight : pending_)
     if (inFlight) {
       abandoned_ = true;

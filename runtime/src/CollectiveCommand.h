@@ -8,6 +8,7 @@
 #include "megrt/megc_generated.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,10 +70,26 @@ private:
   struct InFlight {
     comm::Group *group;
     uint64_t handle;
+    /// Set once the handle, shared by a batch's transfers, was waited for.
+    std::shared_ptr<bool> waited;
   };
+  /// The transfers of a batch (params[1]) issued so far, started together
+  /// when the last (params[2] of them) comes.
+  struct Batch {
+    comm::Group *group = nullptr;
+    void *stream = nullptr;
+    std::vector<comm::Group::Transfer> transfers;
+    std::vector<uint32_t> commands;
+  };
+  /// Starts a send or a receive alone and returns its handle, or holds it
+  /// back for its batch and starts the batch with its last transfer
+  /// (recording every transfer of it as in flight; none returned).
+  std::optional<uint64_t> startTransfer(const CollectiveCall &call,
+                                        void *stream);
   std::string where_;
   /// Per command.
   std::vector<std::optional<InFlight>> pending_;
+  std::map<int64_t, Batch> batches_;
   bool abandoned_ = false;
 };
 

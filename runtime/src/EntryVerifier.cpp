@@ -384,6 +384,8 @@ private:
            sizeOf(collective.params()));
     DType dtype = toDType(collective.dtype());
     int64_t group = mesh_.groupSize(collective.submesh(), where);
+    if (info->id == CollectiveId::Send || info->id == CollectiveId::Recv)
+      verifyTransfer(collective, index, group, where);
     if (info->reduces && !isFloatingPoint(dtype))
       fail(where, ": ", name,
            " reduces, which needs a floating-point dtype, "
@@ -431,6 +433,41 @@ private:
       waitedBy_[index] = -1;
   }
 
+  /// A send's or receive's peer is a rank of its group; a batch's
+  /// transfers (params[1], params[2] of them) are async, on one group, and
+  /// all issued before any of them is waited for (verifyWait) and before
+  /// the entry ends (verifyWaited).
+  void verifyTransfer(const fb::Collective &collective, uint32_t index,
+                      int64_t group, const std::string &where) {
+    const auto &params = *collective.params();
+    if (params[0] < 0 || params[0] >= group)
+      fail(where, ": peer ", params[0], " is not a rank of its ", group,
+           "-rank group");
+    int64_t batch = params[1], size = params[2];
+    if (size == 1 && batch == -1)
+      return;
+    if (size < 2 || batch < 0)
+      fail(where, ": batch ", batch, " of ", size,
+           " transfers; a transfer alone is batch -1 of 1, a batch has "
+           "an index >= 0 and two transfers or more");
+    if (!collective.async())
+      fail(where, ": a batched transfer must be async (its batch starts "
+                  "with its last transfer)");
+    TransferBatch &seen = batches_[batch];
+    if (seen.issued == 0) {
+      seen.size = size;
+      seen.submesh = collective.submesh();
+    }
+    if (seen.size != size || seen.submesh != collective.submesh())
+      fail(where, ": batch ", batch, " was of ", seen.size,
+           " transfers on submesh ", seen.submesh, ", here of ", size,
+           " on submesh ", collective.submesh());
+    if (++seen.issued > seen.size)
+      fail(where, ": batch ", batch, " has more than its ", seen.size,
+           " transfers");
+    batchOf_[index] = batch;
+  }
+
   /// Each async collective is completed by exactly one later Wait.
   void verifyWait(const fb::Wait &wait, uint32_t index,
                   const std::string &where) {
@@ -443,6 +480,14 @@ private:
     if (!collective || !collective->async())
       fail(where, ": waits for command ", target,
            ", which is not an async collective");
+    if (auto batch = batchOf_.find(target); batch != batchOf_.end()) {
+      const TransferBatch &seen = batches_.at(batch->second);
+      if (seen.issued < seen.size)
+        fail(where, ": waits for command ", target, " of transfer batch ",
+             batch->second, " before its ", seen.size - seen.issued,
+             " remaining transfer(s) are issued (the batch starts with its "
+             "last)");
+    }
     int64_t &waitedBy = waitedBy_.at(target);
     if (waitedBy >= 0)
       fail(where, ": command ", target, " was already waited for by command ",
@@ -451,6 +496,10 @@ private:
   }
 
   void verifyWaited() {
+    for (const auto &[batch, seen] : batches_)
+      if (seen.issued < seen.size)
+        fail(where_, ": transfer batch ", batch, " has ", seen.issued,
+             " of its ", seen.size, " transfers");
     for (auto [collective, waitedBy] : waitedBy_)
       if (waitedBy < 0)
         fail(
@@ -546,6 +595,13 @@ private:
   /// Per async collective (by command index), the Wait that completes it,
   /// or -1 while none has.
   std::map<uint32_t, int64_t> waitedBy_;
+  struct TransferBatch {
+    int64_t size = 0, issued = 0;
+    uint32_t submesh = 0;
+  };
+  std::map<int64_t, TransferBatch> batches_;
+  /// Per batched transfer (command index), its batch.
+  std::map<uint32_t, int64_t> batchOf_;
 };
 
 } // namespace

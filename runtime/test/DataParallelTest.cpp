@@ -190,8 +190,14 @@ public:
     exchanges.push_back({send, sendTo, recv, recvFrom, count});
     return exchanges.size();
   }
+  std::vector<uint64_t> startTransfers(const std::vector<Transfer> &transfers,
+                                       void *stream) override {
+    batches.push_back(transfers);
+    return Group::startTransfers(transfers, stream);
+  }
   void wait(uint64_t handle) override { waited.push_back(handle); }
   std::vector<Exchange> exchanges;
+  std::vector<std::vector<Transfer>> batches;
   std::vector<uint64_t> waited;
 };
 
@@ -211,7 +217,7 @@ TEST(DataParallel, SendAndRecvAreOneSidedExchangesWithTheirPeer) {
                 out,
                 /*async=*/true,
                 0,
-                {2}},
+                {2, -1, 1}},
                nullptr);
   inFlight.run({&group,
                 comm::CollectiveKind::Recv,
@@ -222,7 +228,7 @@ TEST(DataParallel, SendAndRecvAreOneSidedExchangesWithTheirPeer) {
                 in,
                 /*async=*/true,
                 1,
-                {0}},
+                {0, -1, 1}},
                nullptr);
   ASSERT_EQ(group.exchanges.size(), 2u);
   EXPECT_EQ(group.exchanges[0].send, out);
@@ -238,6 +244,39 @@ TEST(DataParallel, SendAndRecvAreOneSidedExchangesWithTheirPeer) {
   inFlight.wait(1);
   inFlight.wait(0);
   EXPECT_EQ(group.waited, (std::vector<uint64_t>{2, 1}));
+}
+
+// The transfers of a batch (params: peer, batch, size) are held until the
+// last of them comes, then started together by one startTransfers; a
+// transfer alone starts at once.
+TEST(DataParallel, ABatchOfTransfersStartsTogetherWithItsLast) {
+  RecordingGroup group;
+  CollectivesInFlight inFlight("entry 'train_step'", 4);
+  float act[3] = {1, 2, 3}, grad[3] = {0, 0, 0}, alone[3] = {4, 5, 6};
+  auto call = [&](comm::CollectiveKind kind, float *buffer, uint32_t index,
+                  std::vector<int64_t> params) {
+    return CollectiveCall{
+        &group, kind,   comm::ReduceOp::Sum, DType::F32, 3,
+        buffer, buffer, /*async=*/true,      index,      std::move(params)};
+  };
+  inFlight.run(call(comm::CollectiveKind::Send, act, 0, {2, 7, 2}), nullptr);
+  EXPECT_TRUE(group.batches.empty());
+  inFlight.run(call(comm::CollectiveKind::Send, alone, 1, {0, -1, 1}), nullptr);
+  ASSERT_EQ(group.batches.size(), 1u);
+  EXPECT_EQ(group.batches[0].size(), 1u);
+  inFlight.run(call(comm::CollectiveKind::Recv, grad, 2, {2, 7, 2}), nullptr);
+  ASSERT_EQ(group.batches.size(), 2u);
+  ASSERT_EQ(group.batches[1].size(), 2u);
+  EXPECT_EQ(group.batches[1][0].send, act);
+  EXPECT_EQ(group.batches[1][0].peer, 2);
+  EXPECT_EQ(group.batches[1][1].send, nullptr);
+  EXPECT_EQ(group.batches[1][1].recv, grad);
+  EXPECT_EQ(group.batches[1][1].peer, 2);
+  inFlight.wait(2);
+  inFlight.wait(0);
+  inFlight.wait(1);
+  // The default startTransfers starts each as its own exchange.
+  EXPECT_EQ(group.waited, (std::vector<uint64_t>{3, 2, 1}));
 }
 
 TEST(DataParallel, CApiGivesTheRank) {

@@ -328,6 +328,70 @@ TEST(MeshVerifier, EachAsyncCollectiveIsWaitedForOnce) {
             "never waited for; the entry must end with no collective pending");
 }
 
+// A send and a receive of one batch (params: peer, batch, size), each
+// waited for after both are issued.
+void addTransferBatch(ProgramDesc &d, std::vector<int64_t> sendParams,
+                      std::vector<int64_t> recvParams, bool waitEarly) {
+  EntryDesc &step = d.entries[0];
+  step.inputs.push_back({"act", fb::DType::f32, {8}});
+  step.outputs.push_back({"grad", fb::DType::f32, {8}});
+  step.buffers.push_back(inputBuffer(1, {8}, fb::DType::f32));
+  step.buffers.push_back(outputBuffer(6, {8}, fb::DType::f32));
+  step.commands.push_back(CollectiveDesc{"send", 0, fb::ReduceOp::sum,
+                                         fb::DType::f32, 8, 10, 10, true,
+                                         std::move(sendParams)});
+  if (waitEarly)
+    step.commands.push_back(WaitDesc{9});
+  step.commands.push_back(CollectiveDesc{"recv", 0, fb::ReduceOp::sum,
+                                         fb::DType::f32, 8, 11, 11, true,
+                                         std::move(recvParams)});
+  if (!waitEarly)
+    step.commands.push_back(WaitDesc{9});
+  step.commands.push_back(WaitDesc{waitEarly ? 11u : 10u});
+}
+
+TEST(MeshVerifier, TransferBatchesAreWholeBeforeTheirWaits) {
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addTransferBatch(d, {1, 0, 2}, {1, 0, 2}, false);
+            }),
+            "(loaded)");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addTransferBatch(d, {1, -1, 1}, {1, -1, 1}, true);
+            }),
+            "(loaded)");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) {
+        addTransferBatch(d, {1, 0, 2}, {1, 0, 2}, true);
+      }),
+      "entry 'step', command 10 (wait): waits for command 9 of transfer batch "
+      "0 before its 1 remaining transfer(s) are issued (the batch starts "
+      "with its last)");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) {
+        addTransferBatch(d, {1, 0, 2}, {1, -1, 1}, false);
+      }),
+      "entry 'step', command 11 (wait): waits for command 9 of transfer batch "
+      "0 before its 1 remaining transfer(s) are issued (the batch starts "
+      "with its last)");
+  EXPECT_EQ(
+      errorAfter([](ProgramDesc &d) {
+        addTransferBatch(d, {1, 0, 2}, {1, 0, 3}, false);
+      }),
+      "entry 'step', command 10 (collective): batch 0 was of 2 transfers on "
+      "submesh 0, here of 3 on submesh 0");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addTransferBatch(d, {9, -1, 1}, {1, -1, 1}, false);
+            }),
+            "entry 'step', command 9 (collective): peer 9 is not a rank of its "
+            "2-rank group");
+  EXPECT_EQ(errorAfter([](ProgramDesc &d) {
+              addTransferBatch(d, {1, 0, 1}, {1, -1, 1}, false);
+            }),
+            "entry 'step', command 9 (collective): batch 0 of 1 transfers; a "
+            "transfer alone is batch -1 of 1, a batch has an index >= 0 and "
+            "two transfers or more");
+}
+
 TEST(MeshVerifier, AsyncCollectivesAreWaitedForInTheirGraphRegion) {
   // Copies, slices and blocking collectives may be captured, and so may an
   // async collective with its wait.

@@ -84,6 +84,56 @@ module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], la
 
 // -----
 
+// Two ranks that each send before they receive, one transfer at a time:
+// where a send waits until its receive is posted (as NCCL's may), each
+// waits for the other.
+module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], layers = [1, 1]>} {
+  meg.mesh @world [pp = 2]
+  meg.submesh @world[pp]
+  func.func @step_pp0(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 0 : i64} {
+    // expected-error @+1 {{meg-pipeline-split: entry 'step': pipeline rank 0 and rank 1 wait on each other here: this send (in batch 0 of the rank's transfers) may wait until the receive matching it is posted (a NCCL send may), which the peer issues only after transfers of its own that wait for this rank; issue transfers that cross in one batch (meg.send_start's batch)}}
+    %s = meg.send_start %x over @world[pp] to 1 : tensor<4xf32> -> !meg.future<tensor<4xf32>>
+    %r = meg.recv_start over @world[pp] from 1 : !meg.future<tensor<4xf32>>
+    %a = meg.wait %r : !meg.future<tensor<4xf32>>
+    %b = meg.wait %s : !meg.future<tensor<4xf32>>
+    return
+  }
+  func.func @step_pp1(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 1 : i64} {
+    %s = meg.send_start %x over @world[pp] to 0 : tensor<4xf32> -> !meg.future<tensor<4xf32>>
+    %r = meg.recv_start over @world[pp] from 0 : !meg.future<tensor<4xf32>>
+    %a = meg.wait %r : !meg.future<tensor<4xf32>>
+    %b = meg.wait %s : !meg.future<tensor<4xf32>>
+    return
+  }
+}
+
+// -----
+
+// The same transfers in one batch on each rank complete together.
+module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], layers = [1, 1]>} {
+  meg.mesh @world [pp = 2]
+  meg.submesh @world[pp]
+  // CHECK-LABEL: func.func @step_pp0
+  // CHECK: meg.send_start %{{.*}} over @world[pp] to 1 in batch 0
+  // CHECK: meg.recv_start over @world[pp] from 1 in batch 0
+  func.func @step_pp0(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 0 : i64} {
+    %s = meg.send_start %x over @world[pp] to 1 in batch 0 : tensor<4xf32> -> !meg.future<tensor<4xf32>>
+    %r = meg.recv_start over @world[pp] from 1 in batch 0 : !meg.future<tensor<4xf32>>
+    %a = meg.wait %r : !meg.future<tensor<4xf32>>
+    %b = meg.wait %s : !meg.future<tensor<4xf32>>
+    return
+  }
+  func.func @step_pp1(%x: tensor<4xf32> {meg.name = "x"}) attributes {meg.entry_name = "step", meg.pipeline_rank = 1 : i64} {
+    %s = meg.send_start %x over @world[pp] to 0 in batch 0 : tensor<4xf32> -> !meg.future<tensor<4xf32>>
+    %r = meg.recv_start over @world[pp] from 0 in batch 0 : !meg.future<tensor<4xf32>>
+    %a = meg.wait %r : !meg.future<tensor<4xf32>>
+    %b = meg.wait %s : !meg.future<tensor<4xf32>>
+    return
+  }
+}
+
+// -----
+
 module attributes {meg.pipeline = #meg.pipeline<mesh = @world, axes = ["pp"], layers = [1, 1]>} {
   meg.mesh @world [pp = 2]
   meg.submesh @world[pp]

@@ -7,7 +7,9 @@ Cases: a llama training step (3 steps), the same with the layers as CUDA
 graphs (captured once, replayed), a 2-rank FSDP step through NCCL, and
 2-rank context parallelism through NCCL by each algorithm (the ring's key
 and value blocks passed by NCCL's point-to-point exchange, attention with
-query positions on megc's flash kernels).
+query positions on megc's flash kernels), and a 2-stage pipeline by 1F1B
+and by ZB-H1 (activations and their gradients sent by ncclSend/ncclRecv,
+each rank holding its own stage's parameters).
 Each compares every parameter and optimizer state tensor after the steps
 with the relative L2 bound of the GPU check (bench/gpu_compare.py, 1e-4
 for f32: the GEMMs and reductions add in other orders, and AdamW's
@@ -18,7 +20,8 @@ exactly its memory plan's bytes, every kernel launched on the emulator,
 captures replayed.
 
 Usage: standin_run.py --tmp DIR --standin LIBDIR
-                      --case train|graphs|nccl|cp-ring|cp-allgather
+                      --case train|graphs|nccl|cp-ring|cp-allgather|
+                             pp-1f1b|pp-zb-h1
 """
 import argparse
 import os
@@ -54,11 +57,11 @@ def main():
     parser.add_argument("--standin", required=True)
     parser.add_argument("--case", required=True,
                         choices=["train", "graphs", "nccl", "cp-ring",
-                                 "cp-allgather"])
+                                 "cp-allgather", "pp-1f1b", "pp-zb-h1"])
     options = parser.parse_args()
     os.makedirs(options.tmp, exist_ok=True)
     tmp = options.tmp
-    ranks = 2 if options.case in ("nccl", "cp-ring", "cp-allgather") else 1
+    ranks = 1 if options.case in ("train", "graphs") else 2
     gen = ["llama", "--train"]
     flags = ["--target=cpu,cuda"]
     if options.case == "nccl":
@@ -66,6 +69,9 @@ def main():
     if options.case.startswith("cp-"):
         gen += ["--mesh", "cp=2", "--cp-attention",
                 options.case[len("cp-"):]]
+    if options.case.startswith("pp-"):
+        gen += ["--mesh", "pp=2", "--micro-batches", "2", "--pp-schedule",
+                options.case[len("pp-"):]]
     if options.case == "graphs":
         flags += ["--cuda-graphs=layer"]
     model = os.path.join(tmp, "model.mlir")
@@ -75,8 +81,9 @@ def main():
     run(["megc", model, *flags, "-o", artifact])
     run(["megc", model, *flags, "--emit=cuda-emulation", "-o", library])
     program = run(["megc", model, *flags, "--emit=megrt", "-o", "-"])
-    arena = int(re.search(r"^entry train_step arena (\d+)", program,
-                          re.M).group(1))
+    # A pipeline has one train_step program per rank, each with its arena.
+    arenas = [int(size) for size in re.findall(
+        r"^entry train_step arena (\d+)", program, re.M)]
 
     rng = np.random.default_rng(5)
     # The preset's batch of 2 sequences (global: one per rank under FSDP;
@@ -131,10 +138,13 @@ def main():
         sys.exit("the stand-in reported:\n" + "\n".join(errors))
     allocations = [int(line.split()[1]) for line in log
                    if line.startswith("cuMemAlloc ")]
-    if allocations.count(arena) < ranks:
-        sys.exit(f"no allocation of the train_step arena's {arena} bytes "
-                 f"per rank (allocations: {sorted(set(allocations))})")
-    print(f"arena: {arena} bytes allocated as planned")
+    for arena in set(arenas):
+        wanted = ranks if len(arenas) == 1 else arenas.count(arena)
+        if allocations.count(arena) < wanted:
+            sys.exit(f"no allocation of the train_step arena's {arena} bytes "
+                     f"per rank (allocations: {sorted(set(allocations))})")
+    print(f"arena: {' and '.join(map(str, arenas))} bytes allocated as "
+          "planned")
     launches = [line.split()[1] for line in log if line.startswith("launch ")]
     generated = sum(1 for name in launches if name.startswith("megk"))
     runtime = len(launches) - generated

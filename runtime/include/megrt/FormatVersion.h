@@ -8,7 +8,7 @@ namespace megrt {
 
 /// Written by the compiler into Program.format_version; bumped on any change
 /// that an older runtime would misread.
-constexpr uint32_t kFormatVersion = 13;
+constexpr uint32_t kFormatVersion = 14;
 
 /// FlatBuffers file identifier of a megc artifact.
 constexpr const char *kFileIdentifier = "MEGC";

@@ -107,3 +107,19 @@ void failUnknownCollectiveHandle(uint64_t handle, const std::string &group) {
 }
 
 } // namespace megrt::comm
+
+namespace megrt::comm {
+
+std::vector<uint64_t>
+Group::startTransfers(const std::vector<Transfer> &transfers, void *stream) {
+  std::vector<uint64_t> handles;
+  handles.reserve(transfers.size());
+  for (const Transfer &t : transfers)
+    handles.push_back(t.send ? startExchange(t.send, t.peer, nullptr, -1,
+                                             t.count, t.dtype, stream)
+                             : startExchange(nullptr, -1, t.recv, t.peer,
+                                             t.count, t.dtype, stream));
+  return handles;
+}
+
+} // namespace megrt::comm

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace megrt::comm {
 
@@ -63,6 +64,30 @@ public:
   virtual uint64_t startExchange(const void *send, int sendTo, void *recv,
                                  int recvFrom, size_t count, DType dtype,
                                  void *stream) = 0;
+
+  /// One side of a point-to-point transfer in a batch (startTransfers):
+  /// `count` elements of `send` to the group's rank `peer`, or (send null)
+  /// `count` elements from it into `recv`.
+  struct Transfer {
+    const void *send;
+    void *recv;
+    int peer;
+    size_t count;
+    DType dtype;
+  };
+
+  /// Starts the transfers together, as one exchange: each pairs with the
+  /// opposite side on its peer, and none needs another's peer to have
+  /// reached its own transfer first. A pipeline rank issues the sends and
+  /// receives between two of its passes so (as Megatron's batched
+  /// point-to-point calls do): NCCL may hold a send until its receive is
+  /// posted, so a send and a receive issued one after the other could wait
+  /// on a neighbour that does the same. Returns one handle per transfer,
+  /// in order; transfers sharing a handle complete together and are waited
+  /// for once. The default starts each as its own exchange, which suits a
+  /// communicator whose sends never wait for their receives (MPI's Isend).
+  virtual std::vector<uint64_t>
+  startTransfers(const std::vector<Transfer> &transfers, void *stream);
 
   /// Completes a started collective. For a Cuda group the host blocks until
   /// the collective's work on the GPU is done (so not while the stream is

@@ -52,6 +52,14 @@ TEST(NcclGroupTest, GroupOfOneOnOneGpu) {
   group->run(CollectiveKind::AllToAll, f32, exchanged, count, DType::F32,
              ReduceOp::Sum, device.stream());
   EXPECT_EQ(device.download(exchanged, count), values);
+
+  // A pipeline's point-to-point exchange (ncclSend and ncclRecv in one
+  // group call), here with itself: what was sent arrives.
+  float *received = device.allocate<float>(count);
+  uint64_t exchange = group->startExchange(f32, 0, received, 0, count,
+                                           DType::F32, device.stream());
+  group->wait(exchange);
+  EXPECT_EQ(device.download(received, count), values);
 }
 
 } // namespace

@@ -71,6 +71,91 @@ struct Item {
   size_t send = 0;  // SendWait: the index of its Send in the rank's items
 };
 
+/// One side of a transfer in a rank's batch: the peer, and whether it
+/// sends.
+struct BatchSide {
+  int64_t peer;
+  bool send;
+};
+
+/// Where a side waits: its rank, its batch in the rank's sequence, its
+/// index in the batch.
+struct BlockedSide {
+  int64_t rank;
+  size_t batch, side;
+};
+
+/// Plays out the ranks' transfers where a send may wait until its receive
+/// is posted (as NCCL's may): each rank issues its batches (per rank, in
+/// order) one at a time, and a side completes once its peer's matching side
+/// (the same order among that pair's transfers) is in the batch the peer
+/// has reached. Returns a side left waiting, a send where one is, or none
+/// when every batch completes.
+std::optional<BlockedSide>
+findBlockedSide(ArrayRef<std::vector<SmallVector<BatchSide>>> batches) {
+  struct Where {
+    size_t batch, side;
+  };
+  int64_t ranks = batches.size();
+  // Per (rank, peer, send): where each of its sides is, in order.
+  std::map<std::tuple<int64_t, int64_t, bool>, std::vector<Where>> sidesOf;
+  std::vector<std::vector<std::vector<size_t>>> orderOf(ranks);
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    orderOf[rank].resize(batches[rank].size());
+    for (auto [b, batch] : llvm::enumerate(batches[rank]))
+      for (auto [i, side] : llvm::enumerate(batch)) {
+        std::vector<Where> &list = sidesOf[{rank, side.peer, side.send}];
+        orderOf[rank][b].push_back(list.size());
+        list.push_back({b, i});
+      }
+  }
+  std::vector<size_t> head(ranks, 0);
+  std::vector<std::vector<std::vector<bool>>> done(ranks);
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    for (const SmallVector<BatchSide> &batch : batches[rank])
+      done[rank].emplace_back(batch.size(), false);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t rank = 0; rank < ranks; ++rank)
+      while (head[rank] < batches[rank].size()) {
+        size_t b = head[rank];
+        bool complete = true;
+        for (auto [i, side] : llvm::enumerate(batches[rank][b])) {
+          if (done[rank][b][i])
+            continue;
+          const std::vector<Where> &peerSides =
+              sidesOf[{side.peer, rank, !side.send}];
+          size_t order = orderOf[rank][b][i];
+          if (order < peerSides.size() &&
+              peerSides[order].batch == head[side.peer]) {
+            done[rank][b][i] = true;
+            done[side.peer][peerSides[order].batch][peerSides[order].side] =
+                true;
+          } else {
+            complete = false;
+          }
+        }
+        if (!complete)
+          break;
+        ++head[rank];
+        progress = true;
+      }
+  }
+  std::optional<BlockedSide> blocked;
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    if (head[rank] == batches[rank].size())
+      continue;
+    size_t b = head[rank];
+    for (auto [i, side] : llvm::enumerate(batches[rank][b]))
+      if (!done[rank][b][i] && (!blocked || side.send)) {
+        blocked = BlockedSide{rank, b, i};
+        if (side.send)
+          return blocked;
+      }
+  }
+  return blocked;
+}
+
 struct Splitter {
   ModuleOp module;
   func::FuncOp func;
@@ -444,6 +529,9 @@ struct Splitter {
                            << " receive what rank " << pair.first
                            << " sends in another order than sent";
 
+    if (failed(postponeBlockedSends(items)))
+      return failure();
+
     // A send is waited for right after a receive from its peer that the
     // peer sent after it took the sent value; else after the passes.
     std::vector<std::vector<Item>> withWaits(ranks);
@@ -487,6 +575,68 @@ struct Splitter {
       if (failed(emit(rank, items[rank], withWaits[rank])))
         return failure();
     return success();
+  }
+
+  /// The transfers between two passes form a batch (started together).
+  /// Where two ranks would wait on each other with a send held until its
+  /// receive is posted (findBlockedSide), the blocked send moves to the
+  /// next gap between its rank's passes, with the later sends of its gap
+  /// to the same peer (their order stays), until every batch completes:
+  /// a send that waits for a receive the peer posts later goes out with
+  /// the transfers the rank issues at that time.
+  LogicalResult postponeBlockedSends(std::vector<std::vector<Item>> &items) {
+    size_t limit = 1;
+    for (const std::vector<Item> &list : items)
+      limit += list.size() * list.size();
+    for (size_t round = 0; round < limit; ++round) {
+      std::vector<std::vector<SmallVector<BatchSide>>> batches(ranks);
+      std::vector<std::vector<SmallVector<size_t>>> at(ranks);
+      for (int64_t rank = 0; rank < ranks; ++rank) {
+        bool open = false;
+        for (auto [i, item] : llvm::enumerate(items[rank])) {
+          if (item.kind == Item::Run) {
+            open = false;
+            continue;
+          }
+          if (!open) {
+            batches[rank].emplace_back();
+            at[rank].emplace_back();
+            open = true;
+          }
+          batches[rank].back().push_back({item.peer, item.kind == Item::Send});
+          at[rank].back().push_back(i);
+        }
+      }
+      std::optional<BlockedSide> blocked = findBlockedSide(batches);
+      if (!blocked)
+        return success();
+      std::vector<Item> &list = items[blocked->rank];
+      size_t index = at[blocked->rank][blocked->batch][blocked->side];
+      size_t next = index;
+      while (next < list.size() && list[next].kind != Item::Run)
+        ++next;
+      if (!batches[blocked->rank][blocked->batch][blocked->side].send ||
+          next == list.size())
+        return error(func)
+               << "the schedule's transfers wait on each other where a send "
+                  "may wait until its receive is posted (pipeline rank "
+               << blocked->rank << ", transfer " << index << ")";
+      // The blocked send and the later sends of its gap to the same peer
+      // go to the start of the next gap, in their order.
+      int64_t peer = list[index].peer;
+      std::vector<Item> moved, kept;
+      for (size_t i = index; i < next; ++i)
+        (list[i].kind == Item::Send && list[i].peer == peer ? moved : kept)
+            .push_back(list[i]);
+      std::vector<Item> rebuilt(list.begin(), list.begin() + index);
+      rebuilt.insert(rebuilt.end(), kept.begin(), kept.end());
+      rebuilt.push_back(list[next]);
+      rebuilt.insert(rebuilt.end(), moved.begin(), moved.end());
+      rebuilt.insert(rebuilt.end(), list.begin() + next + 1, list.end());
+      list = std::move(rebuilt);
+    }
+    return error(func) << "found no order of the schedule's transfers that "
+                          "completes where a send may wait for its receive";
   }
 
   /// The zero of a value's type, a rank's share of a sum it takes no part
@@ -544,20 +694,55 @@ struct Splitter {
       return success();
     };
 
+    // The transfers between two passes form a batch, started together
+    // (meg.send_start's `batch`); the waits among them follow its last.
+    std::vector<int64_t> batchOf(program.size(), -1);
+    {
+      int64_t next = 0;
+      SmallVector<size_t> run;
+      auto close = [&] {
+        if (run.size() > 1) {
+          for (size_t i : run)
+            batchOf[i] = next;
+          ++next;
+        }
+        run.clear();
+      };
+      for (auto [i, item] : llvm::enumerate(program)) {
+        if (item.kind == Item::Run)
+          close();
+        else if (item.kind != Item::SendWait)
+          run.push_back(i);
+      }
+      close();
+    }
+    auto batchAttr = [&](size_t i) {
+      return batchOf[i] < 0 ? IntegerAttr() : at.getI64IntegerAttr(batchOf[i]);
+    };
     std::vector<Value> futures(sendsOf.size());
-    for (const Item &item : program) {
+    SmallVector<std::pair<Value, Value>> recvWaits;
+    SmallVector<size_t> sendWaits;
+    auto flushWaits = [&] {
+      for (auto [value, future] : recvWaits)
+        mapping.map(value,
+                    WaitOp::create(at, value.getLoc(), future).getResult());
+      for (size_t send : sendWaits)
+        WaitOp::create(at, func.getLoc(), futures[send]);
+      recvWaits.clear();
+      sendWaits.clear();
+    };
+    for (auto [index, item] : llvm::enumerate(program)) {
       switch (item.kind) {
       case Item::Recv: {
         auto type = cast<RankedTensorType>(item.value.getType());
         Value future = RecvStartOp::create(
             at, item.value.getLoc(), FutureType::get(at.getContext(), type),
-            mesh, axes, at.getI64IntegerAttr(item.peer));
-        mapping.map(
-            item.value,
-            WaitOp::create(at, item.value.getLoc(), future).getResult());
+            mesh, axes, at.getI64IntegerAttr(item.peer), batchAttr(index));
+        recvWaits.push_back({item.value, future});
         break;
       }
       case Item::Run:
+        flushWaits();
         for (Operation *op : passOps[item.pass])
           if (failed(cloneAt(op)))
             return failure();
@@ -568,7 +753,7 @@ struct Splitter {
             FutureType::get(at.getContext(),
                             cast<RankedTensorType>(item.value.getType())),
             mapping.lookup(item.value), mesh, axes,
-            at.getI64IntegerAttr(item.peer));
+            at.getI64IntegerAttr(item.peer), batchAttr(index));
         // Find this send's index among the rank's items (its identity).
         for (auto [i, send] : llvm::enumerate(sendsOf))
           if (send.kind == Item::Send && send.value == item.value &&
@@ -577,10 +762,11 @@ struct Splitter {
         break;
       }
       case Item::SendWait:
-        WaitOp::create(at, func.getLoc(), futures[item.send]);
+        sendWaits.push_back(item.send);
         break;
       }
     }
+    flushWaits();
 
     // After the passes: the rest in the function's order, on every rank.
     DenseMap<Value, Value> localPartial;
@@ -788,8 +974,58 @@ struct MegPipelineSplitPass
                    << ", which sends " << sent[i].type;
         }
       }
+      if (failed(verifyRendezvous(name, byRank)))
+        return failure();
     }
     return success();
+  }
+
+  /// The ranks' transfers complete even where a send waits until its
+  /// receive is posted (findBlockedSide).
+  static LogicalResult
+  verifyRendezvous(StringRef name,
+                   const std::map<int64_t, func::FuncOp> &byRank) {
+    std::vector<std::vector<SmallVector<BatchSide>>> batches(byRank.size());
+    std::vector<std::vector<SmallVector<Operation *>>> ops(byRank.size());
+    for (auto [rank, program] : byRank) {
+      func::FuncOp func = program;
+      std::map<int64_t, size_t> batchIndex;
+      func.walk([&](Operation *op) {
+        auto send = dyn_cast<SendStartOp>(op);
+        auto recv = dyn_cast<RecvStartOp>(op);
+        if (!send && !recv)
+          return;
+        std::optional<int64_t> batch = send ? send.getBatch() : recv.getBatch();
+        size_t index = batches[rank].size();
+        if (batch && batchIndex.count(*batch))
+          index = batchIndex[*batch];
+        if (index == batches[rank].size()) {
+          batches[rank].emplace_back();
+          ops[rank].emplace_back();
+          if (batch)
+            batchIndex[*batch] = index;
+        }
+        batches[rank][index].push_back(
+            {send ? send.getPeer() : recv.getPeer(), bool(send)});
+        ops[rank][index].push_back(op);
+      });
+    }
+    std::optional<BlockedSide> blocked = findBlockedSide(batches);
+    if (!blocked)
+      return success();
+    const BatchSide &side =
+        batches[blocked->rank][blocked->batch][blocked->side];
+    return ops[blocked->rank][blocked->batch][blocked->side]->emitError()
+           << "meg-pipeline-split: entry '" << name << "': pipeline rank "
+           << blocked->rank << " and rank " << side.peer
+           << " wait on each other here: this "
+           << (side.send ? "send" : "receive") << " (in batch "
+           << blocked->batch << " of the rank's transfers) may wait until the "
+           << (side.send ? "receive" : "send")
+           << " matching it is posted (a NCCL send may), which the peer "
+              "issues only after transfers of its own that wait for this "
+              "rank; issue transfers that cross in one batch "
+              "(meg.send_start's batch)";
   }
 };
 

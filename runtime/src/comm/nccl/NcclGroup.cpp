@@ -228,6 +228,51 @@ uint64_t NcclGroup::startExchange(const void *send, int sendTo, void *recv,
   });
 }
 
+std::vector<uint64_t>
+NcclGroup::startTransfers(const std::vector<Transfer> &transfers,
+                          void *stream) {
+  std::string described;
+  for (const Transfer &t : transfers) {
+    int sendTo = t.send ? t.peer : -1, recvFrom = t.send ? -1 : t.peer;
+    checkExchange(t.dtype, t.count, sendTo, recvFrom, size_);
+    described +=
+        concat(described.empty() ? "" : ", ",
+               describeExchange(t.dtype, t.count, sendTo, recvFrom, size_));
+  }
+  std::string what = concat("rank ", worldRank_, ": ", transfers.size(),
+                            " transfers together (", described, ") (color ",
+                            color_, ", NCCL)");
+  checkUsable(what);
+  auto cuStream = static_cast<CUstream>(stream);
+  // One group call: NCCL matches each side with its peer's whichever comes
+  // first, so no send waits for a receive queued behind it.
+  uint64_t handle = startBetweenEvents(what, cuStream, [&] {
+    const NcclLibrary &library = nccl();
+    const char *call = "ncclGroupStart";
+    ncclResult_t result = library.ncclGroupStart();
+    for (const Transfer &t : transfers) {
+      if (result != ncclSuccess)
+        break;
+      if (t.send) {
+        call = "ncclSend";
+        result = library.ncclSend(t.send, t.count, ncclType(t.dtype), t.peer,
+                                  comm_, cuStream);
+      } else {
+        call = "ncclRecv";
+        result = library.ncclRecv(t.recv, t.count, ncclType(t.dtype), t.peer,
+                                  comm_, cuStream);
+      }
+    }
+    ncclResult_t ended = library.ncclGroupEnd();
+    if (result == ncclSuccess) {
+      call = "ncclGroupEnd";
+      result = ended;
+    }
+    completeIssue(result, call, what);
+  });
+  return std::vector<uint64_t>(transfers.size(), handle);
+}
+
 void NcclGroup::enqueueCaptured(CollectiveKind kind, const void *src, void *dst,
                                 size_t count, DType dtype, ReduceOp op,
                                 void *stream) {

@@ -35,6 +35,8 @@ public:
   /// `stream` between two events.
   uint64_t startExchange(const void *send, int sendTo, void *recv, int recvFrom,
                          size_t count, DType dtype, void *stream) override;
+  std::vector<uint64_t> startTransfers(const std::vector<Transfer> &transfers,
+                                       void *stream) override;
   /// Blocks the host until the collective's work on the GPU is done (its
   /// second event), polling NCCL for asynchronous errors; on an error or at
   /// the timeout, aborts the communicator and throws. Not for use while the

@@ -392,16 +392,25 @@ def Meg_SendStartOp : Meg_CollectiveOp<"send_start"> {
     the input, which stays unchanged until then); a per-rank program made
     by `meg-pipeline-split` holds it.
 
+    The sends and receives of one `batch` (those a pipeline rank issues
+    between two passes) start together, once the last of them is reached,
+    as one exchange: a send may be held until its receive is posted (as
+    NCCL's may), and issued one by one, two neighbours that each send
+    before receiving would wait on each other. Every wait for a batch's
+    transfer follows the batch's last transfer.
+
     ```mlir
-    %f = meg.send_start %h over @world[pp] to 1
+    %f = meg.send_start %h over @world[pp] to 1 in batch 3
         : tensor<2x128x512xf32> -> !meg.future<tensor<2x128x512xf32>>
     ```
   }];
   let arguments = (ins Meg_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64Attr:$peer);
+                       StrArrayAttr:$axes, I64Attr:$peer,
+                       OptionalAttr<I64Attr>:$batch);
   let results = (outs Meg_FutureType:$future);
   let assemblyFormat = [{
-    $input `over` $mesh `` custom<AxisList>($axes) `to` $peer attr-dict `:`
+    $input `over` $mesh `` custom<AxisList>($axes) `to` $peer
+    (`in` `batch` $batch^)? attr-dict `:`
     type($input) `->` qualified(type($future))
   }];
 }
@@ -410,19 +419,21 @@ def Meg_RecvStartOp : Meg_CollectiveOp<"recv_start"> {
   let summary = "Starts receiving a tensor from one rank of a group";
   let description = [{
     The other side of `meg.send_start`: `meg.wait` on the future yields
-    the tensor the rank at index `peer` of the group sent.
+    the tensor the rank at index `peer` of the group sent. A `batch` starts
+    together with the sends and receives of the same batch (see
+    `meg.send_start`).
 
     ```mlir
-    %f = meg.recv_start over @world[pp] from 0
+    %f = meg.recv_start over @world[pp] from 0 in batch 3
         : !meg.future<tensor<2x128x512xf32>>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
-                       I64Attr:$peer);
+                       I64Attr:$peer, OptionalAttr<I64Attr>:$batch);
   let results = (outs Meg_FutureType:$future);
   let assemblyFormat = [{
-    `over` $mesh `` custom<AxisList>($axes) `from` $peer attr-dict `:`
-    qualified(type($future))
+    `over` $mesh `` custom<AxisList>($axes) `from` $peer
+    (`in` `batch` $batch^)? attr-dict `:` qualified(type($future))
   }];
 }
 
