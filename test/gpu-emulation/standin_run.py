@@ -7,9 +7,10 @@ Cases: a llama training step (3 steps), the same with the layers as CUDA
 graphs (captured once, replayed), a 2-rank FSDP step through NCCL, and
 2-rank context parallelism through NCCL by each algorithm (the ring's key
 and value blocks passed by NCCL's point-to-point exchange, attention with
-query positions on megc's flash kernels), and a 2-stage pipeline by 1F1B
-and by ZB-H1 (activations and their gradients sent by ncclSend/ncclRecv,
-each rank holding its own stage's parameters).
+query positions on megc's flash kernels), and a 2-rank pipeline by 1F1B,
+ZB-H1 and the interleaved schedule (activations and their gradients sent
+by ncclSend/ncclRecv, the transfers between two passes in one NCCL group,
+each rank holding its own stages' parameters).
 Each compares every parameter and optimizer state tensor after the steps
 with the relative L2 bound of the GPU check (bench/gpu_compare.py, 1e-4
 for f32: the GEMMs and reductions add in other orders, and AdamW's
@@ -21,7 +22,7 @@ captures replayed.
 
 Usage: standin_run.py --tmp DIR --standin LIBDIR
                       --case train|graphs|nccl|cp-ring|cp-allgather|
-                             pp-1f1b|pp-zb-h1
+                             pp-1f1b|pp-zb-h1|pp-interleaved
 """
 import argparse
 import os
@@ -57,7 +58,8 @@ def main():
     parser.add_argument("--standin", required=True)
     parser.add_argument("--case", required=True,
                         choices=["train", "graphs", "nccl", "cp-ring",
-                                 "cp-allgather", "pp-1f1b", "pp-zb-h1"])
+                                 "cp-allgather", "pp-1f1b", "pp-zb-h1",
+                                 "pp-interleaved"])
     options = parser.parse_args()
     os.makedirs(options.tmp, exist_ok=True)
     tmp = options.tmp
@@ -72,6 +74,9 @@ def main():
     if options.case.startswith("pp-"):
         gen += ["--mesh", "pp=2", "--micro-batches", "2", "--pp-schedule",
                 options.case[len("pp-"):]]
+        # Two stages a rank: four layers.
+        if options.case == "pp-interleaved":
+            gen += ["--layers", "4", "--pp-virtual", "2"]
     if options.case == "graphs":
         flags += ["--cuda-graphs=layer"]
     model = os.path.join(tmp, "model.mlir")
