@@ -274,15 +274,13 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
   if (pipelined)
     for (auto [given, flag] :
          {std::pair{options.recompute != Recompute::None, "--recompute"},
-          std::pair{options.cudaGraphs != CudaGraphScope::None,
-                    "--cuda-graphs"},
           std::pair{options.lossChunks > 1, "--loss-chunks"}})
       if (given)
         return module.emitError()
                << flag
                << " does not apply to a pipeline (meg.pipeline) yet: "
-                  "recomputation, CUDA graphs and loss chunks work on the "
-                  "whole training step";
+                  "recomputation and loss chunks work on the whole training "
+                  "step";
   if (options.recompute != Recompute::None &&
       !module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName))
     return module.emitError()

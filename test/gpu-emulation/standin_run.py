@@ -10,7 +10,8 @@ and value blocks passed by NCCL's point-to-point exchange, attention with
 query positions on megc's flash kernels), and a 2-rank pipeline by 1F1B,
 ZB-H1 and the interleaved schedule (activations and their gradients sent
 by ncclSend/ncclRecv, the transfers between two passes in one NCCL group,
-each rank holding its own stages' parameters).
+each rank holding its own stages' parameters), and 1F1B with each layer's
+part of a pass as a CUDA graph.
 Each compares every parameter and optimizer state tensor after the steps
 with the relative L2 bound of the GPU check (bench/gpu_compare.py, 1e-4
 for f32: the GEMMs and reductions add in other orders, and AdamW's
@@ -22,7 +23,7 @@ captures replayed.
 
 Usage: standin_run.py --tmp DIR --standin LIBDIR
                       --case train|graphs|nccl|cp-ring|cp-allgather|
-                             pp-1f1b|pp-zb-h1|pp-interleaved
+                             pp-1f1b|pp-zb-h1|pp-interleaved|pp-graphs
 """
 import argparse
 import os
@@ -59,7 +60,7 @@ def main():
     parser.add_argument("--case", required=True,
                         choices=["train", "graphs", "nccl", "cp-ring",
                                  "cp-allgather", "pp-1f1b", "pp-zb-h1",
-                                 "pp-interleaved"])
+                                 "pp-interleaved", "pp-graphs"])
     options = parser.parse_args()
     os.makedirs(options.tmp, exist_ok=True)
     tmp = options.tmp
@@ -72,12 +73,13 @@ def main():
         gen += ["--mesh", "cp=2", "--cp-attention",
                 options.case[len("cp-"):]]
     if options.case.startswith("pp-"):
+        schedule = options.case[len("pp-"):]
         gen += ["--mesh", "pp=2", "--micro-batches", "2", "--pp-schedule",
-                options.case[len("pp-"):]]
+                "1f1b" if schedule == "graphs" else schedule]
         # Two stages a rank: four layers.
         if options.case == "pp-interleaved":
             gen += ["--layers", "4", "--pp-virtual", "2"]
-    if options.case == "graphs":
+    if options.case in ("graphs", "pp-graphs"):
         flags += ["--cuda-graphs=layer"]
     model = os.path.join(tmp, "model.mlir")
     artifact = os.path.join(tmp, "model.megc")

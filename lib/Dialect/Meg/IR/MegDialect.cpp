@@ -243,6 +243,12 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a unit attribute";
     return success();
   }
+  if (name == kPipelinePassAttrName) {
+    auto pass = dyn_cast<StringAttr>(attr.getValue());
+    if (!pass || pass.getValue().empty())
+      return op->emitError() << "'" << name << "' expects a non-empty string";
+    return success();
+  }
   if (name == kEntryNameAttrName) {
     auto entry = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<func::FuncOp>(op) || !entry || entry.getValue().empty())

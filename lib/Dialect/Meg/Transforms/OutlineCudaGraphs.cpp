@@ -14,6 +14,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <map>
+
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGOUTLINECUDAGRAPHS
 #include "megc/Dialect/Meg/Transforms/Passes.h.inc"
@@ -190,31 +192,60 @@ struct MegOutlineCudaGraphsPass
   }
 
   /// Runs of capturable ops on one layer; ops of no layer stay outside.
+  /// In a pipeline rank's program a run also keeps to one pass of the
+  /// schedule (meg.pipeline_pass, recorded by meg-pipeline-split), whose
+  /// name it takes: "layers.3.forward.mb1".
   SmallVector<Run> layerRuns(func::FuncOp func) {
     SmallVector<Run> runs;
     llvm::DenseMap<int64_t, unsigned> seen;
+    std::map<std::pair<int64_t, std::string>, unsigned> seenInPass;
     int64_t current = -1;
+    StringAttr currentPass;
+    bool pipelined = func->hasAttr(MegDialect::kPipelineRankAttrName);
     bool splitNext = true;
     for (Operation *op : capturableSequence(func)) {
       if (!op) {
         splitNext = true;
         continue;
       }
-      int64_t layer = layerOf(op);
+      // An op that reads no parameter goes with the op before it (in its
+      // layer, and in its pass unless it records its own); one the split
+      // did not make (a fusion) stays in its run's pass, and in a pipeline
+      // rank's program a reshape (a view of its operand, placed next to
+      // it) in both.
+      bool view = pipelined && isa<ReshapeOp>(op);
+      // A view starts no run: outside one, it stays outside.
+      if (view && (splitNext || current < 0 || runs.empty()))
+        continue;
+      int64_t layer = view ? kNoParameter : layerOf(op);
       if (layer == kNoParameter)
         layer = current;
-      if (layer < 0 || layer != current || splitNext) {
+      auto pass = view ? StringAttr()
+                       : op->getAttrOfType<StringAttr>(
+                             MegDialect::kPipelinePassAttrName);
+      if (!pass)
+        pass = currentPass;
+      if (layer < 0 || layer != current || pass != currentPass || splitNext) {
         current = layer;
+        currentPass = pass;
         splitNext = false;
         if (layer < 0)
           continue;
-        unsigned occurrence = seen[layer]++;
         Run run;
         run.layer = layer;
-        run.occurrence = occurrence;
-        run.part = occurrence < std::size(kLayerParts)
-                       ? kLayerParts[occurrence]
-                       : "part" + std::to_string(occurrence);
+        if (pass) {
+          unsigned again = seenInPass[{layer, pass.str()}]++;
+          run.occurrence =
+              pass.getValue().starts_with("forward") ? kForward : kBackward;
+          run.part = pass.str() +
+                     (again ? ".part" + std::to_string(again) : std::string());
+        } else {
+          unsigned occurrence = seen[layer]++;
+          run.occurrence = occurrence;
+          run.part = occurrence < std::size(kLayerParts)
+                         ? kLayerParts[occurrence]
+                         : "part" + std::to_string(occurrence);
+        }
         run.name = "layers." + std::to_string(layer) + "." + run.part;
         runs.push_back(std::move(run));
       }

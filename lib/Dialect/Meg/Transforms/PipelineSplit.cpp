@@ -686,11 +686,14 @@ struct Splitter {
       top.setInsertionPointAfter(copy);
       return copy->getResult(cast<OpResult>(value).getResultNumber());
     };
-    auto cloneAt = [&](Operation *op) -> LogicalResult {
+    // Clones `op` at the end, recording `pass` on the copy where given.
+    auto cloneAt = [&](Operation *op, StringAttr pass = {}) -> LogicalResult {
       for (Value operand : op->getOperands())
         if (failed(resolve(operand, op)))
           return failure();
-      at.clone(*op, mapping);
+      Operation *copy = at.clone(*op, mapping);
+      if (pass)
+        copy->setAttr(MegDialect::kPipelinePassAttrName, pass);
       return success();
     };
 
@@ -741,12 +744,20 @@ struct Splitter {
         recvWaits.push_back({item.value, future});
         break;
       }
-      case Item::Run:
+      case Item::Run: {
         flushWaits();
+        // Each op records its pass (meg-outline-cuda-graphs names a
+        // layer's graph regions by it).
+        auto [stage, microBatch, part] = item.pass;
+        auto pass = at.getStringAttr(Twine(part == 0   ? "forward"
+                                           : part == 1 ? "backward"
+                                                       : "weight") +
+                                     ".mb" + Twine(microBatch));
         for (Operation *op : passOps[item.pass])
-          if (failed(cloneAt(op)))
+          if (failed(cloneAt(op, pass)))
             return failure();
         break;
+      }
       case Item::Send: {
         Value future = SendStartOp::create(
             at, item.value.getLoc(),

@@ -70,6 +70,10 @@ def Meg_Dialect : Dialect {
     /// the micro-batch whose copy of the gradient it belongs to
     /// (meg-optimizer).
     static constexpr ::llvm::StringLiteral kMicroBatchAttrName = "meg.micro_batch";
+    /// On an op of a pipeline rank's program: the schedule's pass it runs
+    /// in ("forward.mb3", "backward.mb3", or under ZB-H1 "weight.mb3" for
+    /// the weight gradients), recorded by meg-pipeline-split.
+    static constexpr ::llvm::StringLiteral kPipelinePassAttrName = "meg.pipeline_pass";
     /// On a function meg-pipeline-split made: the entry it is one rank's
     /// program of (a string), and that rank's index in the pipeline group.
     static constexpr ::llvm::StringLiteral kEntryNameAttrName = "meg.entry_name";
