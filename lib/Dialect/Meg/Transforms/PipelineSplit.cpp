@@ -64,10 +64,10 @@ using PassKey = std::tuple<int64_t, int64_t, int>;
 
 /// One step of a rank's program.
 struct Item {
-  enum Kind { Recv, Run, Send, SendWait } kind;
+  enum Kind { Recv, RecvWait, Run, Send, SendWait } kind;
   PassKey pass{};   // Run
-  Value value;      // Recv, Send
-  int64_t peer = 0; // Recv, Send: the other rank
+  Value value;      // Recv, RecvWait, Send
+  int64_t peer = 0; // Recv, RecvWait, Send: the other rank
   size_t send = 0;  // SendWait: the index of its Send in the rank's items
 };
 
@@ -83,6 +83,8 @@ struct BatchSide {
 struct BlockedSide {
   int64_t rank;
   size_t batch, side;
+  /// The batch its peer has reached.
+  size_t peerBatch;
 };
 
 /// Plays out the ranks' transfers where a send may wait until its receive
@@ -148,7 +150,7 @@ findBlockedSide(ArrayRef<std::vector<SmallVector<BatchSide>>> batches) {
     size_t b = head[rank];
     for (auto [i, side] : llvm::enumerate(batches[rank][b]))
       if (!done[rank][b][i] && (!blocked || side.send)) {
-        blocked = BlockedSide{rank, b, i};
+        blocked = BlockedSide{rank, b, i, head[side.peer]};
         if (side.send)
           return blocked;
       }
@@ -502,9 +504,11 @@ struct Splitter {
                  std::make_pair(passIndex[producer(b)],
                                 position[b.getDefiningOp()]);
         });
-        for (Value value : incoming)
-          items[rank].push_back(
-              {Item::Recv, {}, value, rankOf(placementOf(value).stage)});
+        for (Value value : incoming) {
+          int64_t from = rankOf(placementOf(value).stage);
+          items[rank].push_back({Item::Recv, {}, value, from});
+          items[rank].push_back({Item::RecvWait, {}, value, from});
+        }
         items[rank].push_back({Item::Run, key});
         for (Operation *op : passOps[key])
           for (Value result : op->getResults())
@@ -529,7 +533,7 @@ struct Splitter {
                            << " receive what rank " << pair.first
                            << " sends in another order than sent";
 
-    if (failed(postponeBlockedSends(items)))
+    if (failed(postReceivesEarly(items)))
       return failure();
 
     // A send is waited for right after a receive from its peer that the
@@ -549,11 +553,11 @@ struct Splitter {
       for (auto [i, item] : llvm::enumerate(items[rank])) {
         if (item.kind != Item::Send)
           continue;
-        size_t taken = indexIn(item.peer, Item::Recv, item.value, rank);
+        size_t taken = indexIn(item.peer, Item::RecvWait, item.value, rank);
         std::optional<size_t> after;
         for (size_t j = i + 1; j < items[rank].size() && !after; ++j) {
           const Item &later = items[rank][j];
-          if (later.kind == Item::Recv && later.peer == item.peer &&
+          if (later.kind == Item::RecvWait && later.peer == item.peer &&
               indexIn(item.peer, Item::Send, later.value, rank) > taken)
             after = j;
         }
@@ -579,15 +583,15 @@ struct Splitter {
 
   /// The transfers between two passes form a batch (started together).
   /// Where two ranks would wait on each other with a send held until its
-  /// receive is posted (findBlockedSide), the blocked send moves to the
-  /// next gap between its rank's passes, with the later sends of its gap
-  /// to the same peer (their order stays), until every batch completes:
-  /// a send that waits for a receive the peer posts later goes out with
-  /// the transfers the rank issues at that time.
-  LogicalResult postponeBlockedSends(std::vector<std::vector<Item>> &items) {
+  /// receive is posted (findBlockedSide), the receiving rank posts that
+  /// receive (and its earlier ones from the same sender) with the batch it
+  /// has reached; its wait stays before the pass that reads the value.
+  /// A receive posted early delays nothing, and the pair then completes
+  /// together, until every batch does.
+  LogicalResult postReceivesEarly(std::vector<std::vector<Item>> &items) {
     size_t limit = 1;
     for (const std::vector<Item> &list : items)
-      limit += list.size() * list.size();
+      limit += list.size();
     for (size_t round = 0; round < limit; ++round) {
       std::vector<std::vector<SmallVector<BatchSide>>> batches(ranks);
       std::vector<std::vector<SmallVector<size_t>>> at(ranks);
@@ -598,6 +602,8 @@ struct Splitter {
             open = false;
             continue;
           }
+          if (item.kind != Item::Send && item.kind != Item::Recv)
+            continue;
           if (!open) {
             batches[rank].emplace_back();
             at[rank].emplace_back();
@@ -610,29 +616,34 @@ struct Splitter {
       std::optional<BlockedSide> blocked = findBlockedSide(batches);
       if (!blocked)
         return success();
-      std::vector<Item> &list = items[blocked->rank];
-      size_t index = at[blocked->rank][blocked->batch][blocked->side];
-      size_t next = index;
-      while (next < list.size() && list[next].kind != Item::Run)
-        ++next;
-      if (!batches[blocked->rank][blocked->batch][blocked->side].send ||
-          next == list.size())
+      int64_t from = blocked->rank;
+      const BatchSide &side = batches[from][blocked->batch][blocked->side];
+      size_t index = at[from][blocked->batch][blocked->side];
+      if (!side.send || blocked->peerBatch >= at[side.peer].size())
         return error(func)
                << "the schedule's transfers wait on each other where a send "
                   "may wait until its receive is posted (pipeline rank "
-               << blocked->rank << ", transfer " << index << ")";
-      // The blocked send and the later sends of its gap to the same peer
-      // go to the start of the next gap, in their order.
-      int64_t peer = list[index].peer;
-      std::vector<Item> moved, kept;
-      for (size_t i = index; i < next; ++i)
-        (list[i].kind == Item::Send && list[i].peer == peer ? moved : kept)
-            .push_back(list[i]);
-      std::vector<Item> rebuilt(list.begin(), list.begin() + index);
-      rebuilt.insert(rebuilt.end(), kept.begin(), kept.end());
-      rebuilt.push_back(list[next]);
-      rebuilt.insert(rebuilt.end(), moved.begin(), moved.end());
-      rebuilt.insert(rebuilt.end(), list.begin() + next + 1, list.end());
+               << from << ", transfer " << index << ")";
+      // The send's order among this rank's sends to the peer, and the
+      // peer's receives from this rank up to its match.
+      size_t order = 0;
+      for (size_t i = 0; i < index; ++i)
+        order += items[from][i].kind == Item::Send &&
+                 items[from][i].peer == side.peer;
+      std::vector<Item> &list = items[side.peer];
+      size_t insertAt = at[side.peer][blocked->peerBatch].back() + 1;
+      std::vector<Item> early, rest;
+      size_t seen = 0;
+      for (auto [i, item] : llvm::enumerate(list)) {
+        bool fromSender = item.kind == Item::Recv && item.peer == from;
+        if (fromSender && seen++ <= order && i >= insertAt)
+          early.push_back(item);
+        else if (i >= insertAt)
+          rest.push_back(item);
+      }
+      std::vector<Item> rebuilt(list.begin(), list.begin() + insertAt);
+      rebuilt.insert(rebuilt.end(), early.begin(), early.end());
+      rebuilt.insert(rebuilt.end(), rest.begin(), rest.end());
       list = std::move(rebuilt);
     }
     return error(func) << "found no order of the schedule's transfers that "
@@ -714,7 +725,7 @@ struct Splitter {
       for (auto [i, item] : llvm::enumerate(program)) {
         if (item.kind == Item::Run)
           close();
-        else if (item.kind != Item::SendWait)
+        else if (item.kind == Item::Send || item.kind == Item::Recv)
           run.push_back(i);
       }
       close();
@@ -724,6 +735,7 @@ struct Splitter {
     };
     std::vector<Value> futures(sendsOf.size());
     SmallVector<std::pair<Value, Value>> recvWaits;
+    DenseMap<Value, Value> receiving;
     SmallVector<size_t> sendWaits;
     auto flushWaits = [&] {
       for (auto [value, future] : recvWaits)
@@ -738,12 +750,14 @@ struct Splitter {
       switch (item.kind) {
       case Item::Recv: {
         auto type = cast<RankedTensorType>(item.value.getType());
-        Value future = RecvStartOp::create(
+        receiving[item.value] = RecvStartOp::create(
             at, item.value.getLoc(), FutureType::get(at.getContext(), type),
             mesh, axes, at.getI64IntegerAttr(item.peer), batchAttr(index));
-        recvWaits.push_back({item.value, future});
         break;
       }
+      case Item::RecvWait:
+        recvWaits.push_back({item.value, receiving.lookup(item.value)});
+        break;
       case Item::Run: {
         flushWaits();
         // Each op records its pass (meg-outline-cuda-graphs names a
