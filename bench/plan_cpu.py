@@ -16,7 +16,7 @@ This machine has 2 cores: 4 ranks share them, two to a core, so their
 prediction (one device per rank) is scaled by ranks / cores, as stated in
 the table.
 
-Usage: python3 bench/plan_cpu.py --build build [--steps 6]
+Usage: python3 bench/plan_cpu.py --build build [--steps 6] [--only NAME-PART]
 """
 import argparse
 import json
@@ -61,6 +61,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--only", default="",
+                        help="run only the layouts whose name contains this")
     options = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="plan-bench-")
     megc = os.path.join(os.path.abspath(options.build), "bin", "megc")
@@ -88,6 +90,8 @@ def main():
           f"{'predicted ms':>12s} {'pred/meas':>9s} {'sent MB':>8s} "
           f"{'plan sent MB':>12s}")
     for name, preset, flags, ranks in LAYOUTS:
+        if options.only not in name:
+            continue
         seq = int(flags[flags.index("--seq") + 1])
         vocab = int(flags[flags.index("--vocab") + 1])
         bench = Bench(options.build, tmp, ranks=ranks, vocab=vocab, batch=4,

@@ -152,6 +152,15 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
   entry->recomputed.resize(entry->commands.size(), false);
   if (op->hasAttr(MegDialect::kRecomputedAttrName))
     std::fill(entry->recomputed.begin() + first, entry->recomputed.end(), true);
+  // The pipeline pass of its commands, which `megc plan` times.
+  using PassKind = EntryDesc::PassKind;
+  entry->passKind.resize(entry->commands.size(), PassKind::None);
+  if (auto pass =
+          op->getAttrOfType<StringAttr>(MegDialect::kPipelinePassAttrName))
+    std::fill(entry->passKind.begin() + first, entry->passKind.end(),
+              pass.getValue().starts_with("forward")    ? PassKind::Forward
+              : pass.getValue().starts_with("backward") ? PassKind::Backward
+                                                        : PassKind::Weight);
   return placed;
 }
 

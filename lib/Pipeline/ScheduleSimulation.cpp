@@ -45,8 +45,12 @@ double Timeline::bubbleFraction() const {
 }
 
 llvm::Expected<Timeline> simulateSchedule(const Schedule &schedule,
-                                          const PassCosts &costs) {
+                                          const PassCosts &costs,
+                                          llvm::ArrayRef<PassCosts> rankCosts) {
   int32_t ranks = schedule.ranks, stages = schedule.numStages();
+  if (!rankCosts.empty() && static_cast<int32_t>(rankCosts.size()) != ranks)
+    return error("pipeline schedule: " + llvm::Twine(rankCosts.size()) +
+                 " ranks' pass costs for " + llvm::Twine(ranks) + " ranks");
   if (static_cast<int32_t>(schedule.actions.size()) != ranks)
     return error("pipeline schedule: " + llvm::Twine(schedule.actions.size()) +
                  " action lists for " + llvm::Twine(ranks) + " ranks");
@@ -233,7 +237,7 @@ llvm::Expected<Timeline> simulateSchedule(const Schedule &schedule,
                    waiting + ")");
     }
     const Action &action = schedule.actions[best][next[best]++];
-    double cost = costs.of(action.pass);
+    double cost = (rankCosts.empty() ? costs : rankCosts[best]).of(action.pass);
     double end = bestStart + cost;
     timeline.spans[best].push_back({bestStart, end});
     timeline.busy[best] += cost;

@@ -61,7 +61,11 @@ void CollectivesInFlight::beginRun() const {
 }
 
 void CollectivesInFlight::run(const CollectiveCall &call, void *stream) {
-  if (!call.group)
+  // A transfer of nothing still counts toward its batch.
+  bool batched = (call.kind == comm::CollectiveKind::Send ||
+                  call.kind == comm::CollectiveKind::Recv) &&
+                 call.params.size() > 2 && call.params[2] > 1;
+  if (!call.group && !batched)
     return;
   // A collective that failed may still be moving bytes.
   try {
@@ -110,17 +114,21 @@ CollectivesInFlight::startTransfer(const CollectiveCall &call, void *stream) {
   if (size <= 1)
     return call.group->startTransfers({transfer}, stream).front();
   Batch &batch = batches_[call.params.at(1)];
-  if (batch.group && batch.group != call.group)
-    fail(where_, ", command ", call.index,
-         ": a transfer batch spans two groups");
-  batch.group = call.group;
-  batch.stream = stream;
-  batch.transfers.push_back(transfer);
-  batch.commands.push_back(call.index);
-  if (static_cast<int64_t>(batch.transfers.size()) < size)
+  if (call.group) {
+    if (batch.group && batch.group != call.group)
+      fail(where_, ", command ", call.index,
+           ": a transfer batch spans two groups");
+    batch.group = call.group;
+    batch.stream = stream;
+    batch.transfers.push_back(transfer);
+    batch.commands.push_back(call.index);
+  }
+  if (++batch.arrived < size)
     return std::nullopt;
   Batch ready = std::move(batch);
   batches_.erase(call.params.at(1));
+  if (ready.transfers.empty())
+    return std::nullopt;
   std::vector<uint64_t> handles =
       ready.group->startTransfers(ready.transfers, ready.stream);
   // Transfers that share a handle complete together, by one wait (the

@@ -80,6 +80,8 @@ private:
     void *stream = nullptr;
     std::vector<comm::Group::Transfer> transfers;
     std::vector<uint32_t> commands;
+    /// Its transfers reached so far, those of nothing (no group) included.
+    int64_t arrived = 0;
   };
   /// Starts a send or a receive alone and returns its handle, or holds it
   /// back for its batch and starts the batch with its last transfer

@@ -277,6 +277,19 @@ TEST(DataParallel, ABatchOfTransfersStartsTogetherWithItsLast) {
   inFlight.wait(1);
   // The default startTransfers starts each as its own exchange.
   EXPECT_EQ(group.waited, (std::vector<uint64_t>{3, 2, 1}));
+
+  // A transfer of nothing (no group) still counts toward its batch.
+  CollectiveCall empty = call(comm::CollectiveKind::Send, act, 3, {2, 8, 2});
+  empty.group = nullptr;
+  empty.count = 0;
+  inFlight.run(empty, nullptr);
+  EXPECT_EQ(group.batches.size(), 2u);
+  CollectiveCall last = call(comm::CollectiveKind::Recv, grad, 1, {2, 8, 2});
+  inFlight.run(last, nullptr);
+  ASSERT_EQ(group.batches.size(), 3u);
+  EXPECT_EQ(group.batches[2].size(), 1u);
+  inFlight.wait(3);
+  inFlight.wait(1);
 }
 
 TEST(DataParallel, CApiGivesTheRank) {

@@ -607,8 +607,9 @@ int runPlan() {
                     sim.recomputeSeconds * 1e3, sim.commSeconds * 1e3,
                     sim.exposedCommSeconds * 1e3);
   if (sim.bubbleFraction > 0)
-    outs() << formatv("  pipeline bubble {0:f3} of the step ({1} schedule, "
-                      "the slowest rank's program stretched by it)\n",
+    outs() << formatv("  pipeline bubble {0:f3} of the step ({1} schedule: "
+                      "the slowest rank's wait for its neighbours, each "
+                      "rank's passes as long as its program's)\n",
                       sim.bubbleFraction, program->pipeline->schedule);
   outs() << "  by class:";
   for (const auto &[cls, seconds] : sim.secondsByClass)

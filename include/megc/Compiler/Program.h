@@ -161,6 +161,10 @@ struct EntryDesc {
 
   /// Per command: whether it recomputes an activation (meg.recomputed).
   std::vector<bool> recomputed;
+  /// Per command of a pipeline rank's program: the kind of schedule pass
+  /// it runs in (meg.pipeline_pass), which `megc plan` times the passes by.
+  enum class PassKind : int8_t { None = -1, Forward, Backward, Weight };
+  std::vector<PassKind> passKind;
 
   /// The floating-point operations of its GEMMs and attention (the
   /// artifact's Entry.flops), or of those that recompute activations.

@@ -16,6 +16,7 @@
 #ifndef MEGC_PIPELINE_SCHEDULE_H
 #define MEGC_PIPELINE_SCHEDULE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -110,8 +111,10 @@ struct Timeline {
 /// transfer between ranks sent once and received once by the right ranks;
 /// no pass before what it needs in its rank's order; and no rank waiting
 /// forever (a cycle of receives). Errors name the first problem.
-llvm::Expected<Timeline> simulateSchedule(const Schedule &schedule,
-                                          const PassCosts &costs = {});
+/// With `rankCosts` (one per rank), a rank's passes take its own costs.
+llvm::Expected<Timeline>
+simulateSchedule(const Schedule &schedule, const PassCosts &costs = {},
+                 llvm::ArrayRef<PassCosts> rankCosts = {});
 
 /// Each rank's actions, one line per rank ("rank 0: F0.0 F1.0 ...": pass,
 /// micro-batch, stage).

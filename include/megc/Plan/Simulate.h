@@ -81,9 +81,10 @@ Simulation simulateEntry(const ProgramDesc &program, const EntryDesc &entry,
 
 /// The step of entry `name`: simulateEntry's, or for a pipeline (one
 /// program per rank) each rank's program simulated alone and the schedule
-/// played out over them (lib/Pipeline, a backward pass costing twice its
-/// forward): the slowest rank's time stretched by the bubble, its FLOPs
-/// the mean of the ranks' (per device), its events the slowest rank's.
+/// played out over them (lib/Pipeline, each rank's passes as long as its
+/// commands of that kind of pass take): the slowest rank's time plus its
+/// wait, its FLOPs the mean of the ranks' (per device), its events the
+/// slowest rank's.
 llvm::Expected<Simulation> simulateStep(const ProgramDesc &program,
                                         llvm::StringRef name,
                                         const Cluster &cluster);

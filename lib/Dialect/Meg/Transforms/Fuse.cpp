@@ -108,8 +108,11 @@ void outline(ArrayRef<Operation *> ops) {
   OpBuilder builder(root);
   auto fusion =
       FusionOp::create(builder, root->getLoc(), root->getResultTypes(), inputs);
-  if (Attribute layer = root->getAttr(MegDialect::kLayerAttrName))
-    fusion->setAttr(MegDialect::kLayerAttrName, layer);
+  // The layer and the pipeline pass the fused ops run in.
+  for (StringRef name :
+       {MegDialect::kLayerAttrName, MegDialect::kPipelinePassAttrName})
+    if (Attribute attr = root->getAttr(name))
+      fusion->setAttr(name, attr);
   IRMapping mapping;
   beginRegionBody(fusion.getBody(), inputs, constants, builder, mapping);
   for (Operation *op : ops)
@@ -193,10 +196,13 @@ Operation *merge(Operation *earlier, Operation *later) {
   llvm::append_range(types, later->getResultTypes());
   OpBuilder builder(later);
   auto fusion = FusionOp::create(builder, later->getLoc(), types, inputs);
-  // The layer both belong to, if they do.
-  Attribute layer = later->getAttr(MegDialect::kLayerAttrName);
-  if (layer && layer == earlier->getAttr(MegDialect::kLayerAttrName))
-    fusion->setAttr(MegDialect::kLayerAttrName, layer);
+  // The layer and the pipeline pass both belong to, if they do.
+  for (StringRef name :
+       {MegDialect::kLayerAttrName, MegDialect::kPipelinePassAttrName}) {
+    Attribute attr = later->getAttr(name);
+    if (attr && attr == earlier->getAttr(name))
+      fusion->setAttr(name, attr);
+  }
   IRMapping mapping;
   beginRegionBody(fusion.getBody(), inputs, constants, builder, mapping);
   SmallVector<Value> yielded = cloneInto(builder, earlier, mapping);
