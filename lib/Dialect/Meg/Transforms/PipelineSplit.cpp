@@ -87,6 +87,27 @@ struct BlockedSide {
   size_t peerBatch;
 };
 
+/// The transfers a rank issues between two passes, one list per gap (the
+/// indices of its Send and Recv items, in order; gaps without any are left
+/// out). Each gap is one batch, started together.
+std::vector<SmallVector<size_t>> transferGaps(ArrayRef<Item> items) {
+  std::vector<SmallVector<size_t>> gaps;
+  bool open = false;
+  for (auto [i, item] : llvm::enumerate(items)) {
+    if (item.kind == Item::Run) {
+      open = false;
+      continue;
+    }
+    if (item.kind != Item::Send && item.kind != Item::Recv)
+      continue;
+    if (!open)
+      gaps.emplace_back();
+    open = true;
+    gaps.back().push_back(i);
+  }
+  return gaps;
+}
+
 /// Plays out the ranks' transfers where a send may wait until its receive
 /// is posted (as NCCL's may): each rank issues its batches (per rank, in
 /// order) one at a time, and a side completes once its peer's matching side
@@ -596,21 +617,12 @@ struct Splitter {
       std::vector<std::vector<SmallVector<BatchSide>>> batches(ranks);
       std::vector<std::vector<SmallVector<size_t>>> at(ranks);
       for (int64_t rank = 0; rank < ranks; ++rank) {
-        bool open = false;
-        for (auto [i, item] : llvm::enumerate(items[rank])) {
-          if (item.kind == Item::Run) {
-            open = false;
-            continue;
-          }
-          if (item.kind != Item::Send && item.kind != Item::Recv)
-            continue;
-          if (!open) {
-            batches[rank].emplace_back();
-            at[rank].emplace_back();
-            open = true;
-          }
-          batches[rank].back().push_back({item.peer, item.kind == Item::Send});
-          at[rank].back().push_back(i);
+        at[rank] = transferGaps(items[rank]);
+        for (const SmallVector<size_t> &gap : at[rank]) {
+          batches[rank].emplace_back();
+          for (size_t i : gap)
+            batches[rank].back().push_back(
+                {items[rank][i].peer, items[rank][i].kind == Item::Send});
         }
       }
       std::optional<BlockedSide> blocked = findBlockedSide(batches);
@@ -710,26 +722,15 @@ struct Splitter {
 
     // The transfers between two passes form a batch, started together
     // (meg.send_start's `batch`); the waits among them follow its last.
+    // A gap of one transfer needs no batch.
     std::vector<int64_t> batchOf(program.size(), -1);
-    {
-      int64_t next = 0;
-      SmallVector<size_t> run;
-      auto close = [&] {
-        if (run.size() > 1) {
-          for (size_t i : run)
-            batchOf[i] = next;
-          ++next;
-        }
-        run.clear();
-      };
-      for (auto [i, item] : llvm::enumerate(program)) {
-        if (item.kind == Item::Run)
-          close();
-        else if (item.kind == Item::Send || item.kind == Item::Recv)
-          run.push_back(i);
+    int64_t batches = 0;
+    for (const SmallVector<size_t> &gap : transferGaps(program))
+      if (gap.size() > 1) {
+        for (size_t i : gap)
+          batchOf[i] = batches;
+        ++batches;
       }
-      close();
-    }
     auto batchAttr = [&](size_t i) {
       return batchOf[i] < 0 ? IntegerAttr() : at.getI64IntegerAttr(batchOf[i]);
     };

@@ -200,32 +200,17 @@ uint64_t NcclGroup::startExchange(const void *send, int sendTo, void *recv,
                                   int recvFrom, size_t count, DType dtype,
                                   void *stream) {
   checkExchange(dtype, count, sendTo, recvFrom, size_);
-  std::string what =
+  std::vector<Transfer> transfers;
+  if (sendTo >= 0)
+    transfers.push_back({send, nullptr, sendTo, count, dtype});
+  if (recvFrom >= 0)
+    transfers.push_back({nullptr, recv, recvFrom, count, dtype});
+  return startGroupCall(
+      transfers,
       concat("rank ", worldRank_, ": ",
              describeExchange(dtype, count, sendTo, recvFrom, size_),
-             " (color ", color_, ", NCCL)");
-  checkUsable(what);
-  auto cuStream = static_cast<CUstream>(stream);
-  return startBetweenEvents(what, cuStream, [&] {
-    const NcclLibrary &library = nccl();
-    ncclDataType_t type = ncclType(dtype);
-    const char *call = "ncclGroupStart";
-    ncclResult_t result = library.ncclGroupStart();
-    if (result == ncclSuccess && sendTo >= 0) {
-      call = "ncclSend";
-      result = library.ncclSend(send, count, type, sendTo, comm_, cuStream);
-    }
-    if (result == ncclSuccess && recvFrom >= 0) {
-      call = "ncclRecv";
-      result = library.ncclRecv(recv, count, type, recvFrom, comm_, cuStream);
-    }
-    ncclResult_t ended = library.ncclGroupEnd();
-    if (result == ncclSuccess) {
-      call = "ncclGroupEnd";
-      result = ended;
-    }
-    completeIssue(result, call, what);
-  });
+             " (color ", color_, ", NCCL)"),
+      stream);
 }
 
 std::vector<uint64_t>
@@ -239,14 +224,22 @@ NcclGroup::startTransfers(const std::vector<Transfer> &transfers,
         concat(described.empty() ? "" : ", ",
                describeExchange(t.dtype, t.count, sendTo, recvFrom, size_));
   }
-  std::string what = concat("rank ", worldRank_, ": ", transfers.size(),
-                            " transfers together (", described, ") (color ",
-                            color_, ", NCCL)");
+  uint64_t handle = startGroupCall(
+      transfers,
+      concat("rank ", worldRank_, ": ", transfers.size(),
+             " transfers together (", described, ") (color ", color_,
+             ", NCCL)"),
+      stream);
+  return std::vector<uint64_t>(transfers.size(), handle);
+}
+
+uint64_t NcclGroup::startGroupCall(const std::vector<Transfer> &transfers,
+                                   const std::string &what, void *stream) {
   checkUsable(what);
   auto cuStream = static_cast<CUstream>(stream);
   // One group call: NCCL matches each side with its peer's whichever comes
   // first, so no send waits for a receive queued behind it.
-  uint64_t handle = startBetweenEvents(what, cuStream, [&] {
+  return startBetweenEvents(what, cuStream, [&] {
     const NcclLibrary &library = nccl();
     const char *call = "ncclGroupStart";
     ncclResult_t result = library.ncclGroupStart();
@@ -270,7 +263,6 @@ NcclGroup::startTransfers(const std::vector<Transfer> &transfers,
     }
     completeIssue(result, call, what);
   });
-  return std::vector<uint64_t>(transfers.size(), handle);
 }
 
 void NcclGroup::enqueueCaptured(CollectiveKind kind, const void *src, void *dst,

@@ -35,6 +35,8 @@ public:
   /// `stream` between two events.
   uint64_t startExchange(const void *send, int sendTo, void *recv, int recvFrom,
                          size_t count, DType dtype, void *stream) override;
+  /// Enqueues the transfers in one ncclGroupStart/End on `stream`
+  /// between two events; they share one handle.
   std::vector<uint64_t> startTransfers(const std::vector<Transfer> &transfers,
                                        void *stream) override;
   /// Blocks the host until the collective's work on the GPU is done (its
@@ -49,6 +51,11 @@ public:
                        void *stream) override;
 
 private:
+  /// Enqueues `transfers` (checked) as one NCCL group between two events;
+  /// `what` names them in errors and timeouts.
+  uint64_t startGroupCall(const std::vector<Transfer> &transfers,
+                          const std::string &what, void *stream);
+
   /// An event with timing, so that cuEventElapsedTime on the pair tells
   /// whether the second one completed (CUDA_ERROR_NOT_READY until then).
   class Event {
