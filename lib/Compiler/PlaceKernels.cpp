@@ -116,10 +116,11 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
   }
   func::ReturnOp::create(builder, op->getLoc(), results);
   // Where an op stands in the model is not part of what it computes:
-  // identical work in every layer, in every pass of a pipeline's
-  // schedule, and its recomputation, shares a kernel.
+  // identical work in every layer, in every micro-batch and every pass of
+  // a pipeline's schedule, and its recomputation, shares a kernel.
   kernel.walk([](Operation *inner) {
     inner->removeAttr(MegDialect::kLayerAttrName);
+    inner->removeAttr(MegDialect::kMicroBatchAttrName);
     inner->removeAttr(MegDialect::kRecomputedAttrName);
     inner->removeAttr(MegDialect::kPipelinePassAttrName);
   });

@@ -128,3 +128,35 @@ func.func @loss_kept_apart(%logits: tensor<4x32xf32>, %other: tensor<4x32xf32>, 
   %gb = meg.cross_entropy_grad %d, %other, %labels sum ignore -100 : tensor<4x32xf32>, tensor<4xi32>
   return %a, %ga, %b, %gb : tensor<f32>, tensor<4x32xf32>, tensor<f32>, tensor<4x32xf32>
 }
+
+// -----
+
+// A gradient summed over micro-batches: each sum stays with its
+// micro-batch (a region runs where its last op stands, so fusing the chain
+// would keep every micro-batch's gradient alive until the last); the mean
+// joins the last sum. Horizontal fusion keeps micro-batches apart too.
+// CHECK-LABEL: func.func @accumulate
+// CHECK: %[[S1:.*]] = meg.fusion({{.*}}) {meg.micro_batch = 1 : i64}
+// CHECK: meg.mul
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: meg.yield
+// CHECK: %[[S2:.*]] = meg.fusion({{.*}}%[[S1]]) {meg.micro_batch = 2 : i64}
+// CHECK: meg.mul
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: meg.yield
+// CHECK: meg.fusion({{.*}}%[[S2]]) :
+// CHECK: meg.mul
+// CHECK-NEXT: meg.add
+// CHECK-NEXT: meg.mul
+// CHECK-NEXT: meg.yield
+func.func @accumulate(%g0: tensor<4x4xf32>, %x: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %q = arith.constant dense<2.500000e-01> : tensor<f32>
+  %g1 = meg.mul %x, %x {meg.micro_batch = 1 : i64} : tensor<4x4xf32>, tensor<4x4xf32>
+  %s1 = meg.add %g0, %g1 {meg.micro_batch = 1 : i64} : tensor<4x4xf32>, tensor<4x4xf32>
+  %g2 = meg.mul %y, %y {meg.micro_batch = 2 : i64} : tensor<4x4xf32>, tensor<4x4xf32>
+  %s2 = meg.add %s1, %g2 {meg.micro_batch = 2 : i64} : tensor<4x4xf32>, tensor<4x4xf32>
+  %g3 = meg.mul %x, %y {meg.micro_batch = 3 : i64} : tensor<4x4xf32>, tensor<4x4xf32>
+  %s3 = meg.add %s2, %g3 {meg.micro_batch = 3 : i64} : tensor<4x4xf32>, tensor<4x4xf32>
+  %m = meg.mul %s3, %q : tensor<4x4xf32>, tensor<f32>
+  return %m : tensor<4x4xf32>
+}

@@ -55,6 +55,27 @@ bool isFusible(Operation *op) {
   return (isElementwise(op) || isRowReduction(op)) && !isAccumulation(op);
 }
 
+/// The records of where an op runs that fusion keeps: its layer, its
+/// micro-batch, its pipeline pass.
+constexpr StringLiteral kKeptAttrs[] = {MegDialect::kLayerAttrName,
+                                        MegDialect::kMicroBatchAttrName,
+                                        MegDialect::kPipelinePassAttrName};
+
+/// Whether `a` and `b` may share a region: they run in no two different
+/// micro-batches or pipeline passes. A region runs where its last op
+/// stands, so joining an earlier micro-batch's work to a later one's would
+/// keep what the earlier one made alive until then (a gradient summed over
+/// the micro-batches would hold every micro-batch's gradient).
+bool samePass(Operation *a, Operation *b) {
+  for (StringRef name :
+       {MegDialect::kMicroBatchAttrName, MegDialect::kPipelinePassAttrName}) {
+    Attribute x = a->getAttr(name), y = b->getAttr(name);
+    if (x && y && x != y)
+      return false;
+  }
+  return true;
+}
+
 /// The ops of one group, grown from `root` upwards.
 SmallVector<Operation *> growGroup(Operation *root,
                                    const llvm::DenseSet<Operation *> &taken) {
@@ -70,8 +91,9 @@ SmallVector<Operation *> growGroup(Operation *root,
           (hasRowReduction && isRowReduction(producer)))
         continue;
       bool allUsesInside =
-          llvm::all_of(producer->getUsers(),
-                       [&](Operation *u) { return group.contains(u); });
+          llvm::all_of(producer->getUsers(), [&](Operation *u) {
+            return group.contains(u) && samePass(producer, u);
+          });
       if (!allUsesInside)
         continue;
       group.insert(producer);
@@ -108,9 +130,8 @@ void outline(ArrayRef<Operation *> ops) {
   OpBuilder builder(root);
   auto fusion =
       FusionOp::create(builder, root->getLoc(), root->getResultTypes(), inputs);
-  // The layer and the pipeline pass the fused ops run in.
-  for (StringRef name :
-       {MegDialect::kLayerAttrName, MegDialect::kPipelinePassAttrName})
+  // The layer, micro-batch and pipeline pass the fused ops run in.
+  for (StringRef name : kKeptAttrs)
     if (Attribute attr = root->getAttr(name))
       fusion->setAttr(name, attr);
   IRMapping mapping;
@@ -196,9 +217,8 @@ Operation *merge(Operation *earlier, Operation *later) {
   llvm::append_range(types, later->getResultTypes());
   OpBuilder builder(later);
   auto fusion = FusionOp::create(builder, later->getLoc(), types, inputs);
-  // The layer and the pipeline pass both belong to, if they do.
-  for (StringRef name :
-       {MegDialect::kLayerAttrName, MegDialect::kPipelinePassAttrName}) {
+  // The layer, micro-batch and pipeline pass both belong to, if they do.
+  for (StringRef name : kKeptAttrs) {
     Attribute attr = later->getAttr(name);
     if (attr && attr == earlier->getAttr(name))
       fusion->setAttr(name, attr);
@@ -224,7 +244,9 @@ void mergeHorizontally(Block &block) {
     if (!isHorizontalCandidate(&op))
       continue;
     candidate =
-        candidate && canMerge(candidate, &op) ? merge(candidate, &op) : &op;
+        candidate && samePass(candidate, &op) && canMerge(candidate, &op)
+            ? merge(candidate, &op)
+            : &op;
   }
 }
 

@@ -158,10 +158,16 @@ struct MegOptimizerPass
       auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
         Value mapped = mapping.lookupOrDefault(value);
-        if (k == 0)
+        if (k == 0) {
           sums.push_back(mapped);
-        else
-          sums[index] = AddOp::create(inner, loc, sums[index], mapped);
+          continue;
+        }
+        // Each sum runs with its micro-batch, so that what that
+        // micro-batch made dies there (fusion keeps micro-batches apart).
+        auto add = AddOp::create(inner, loc, sums[index], mapped);
+        add->setAttr(MegDialect::kMicroBatchAttrName,
+                     inner.getI64IntegerAttr(k));
+        sums[index] = add;
       }
     }
     SmallVector<Value> means;
