@@ -220,7 +220,7 @@ Expected<Cluster> loadCluster(StringRef pathOrName) {
     if (!sys::fs::exists(shipped))
       return createStringError(
           formatv("no cluster file '{0}' and no shipped cluster of that "
-                  "name (in {1}: h100-sxm, h200, a100-80gb, cpu)",
+                  "name (in {1}: h100-sxm, h200, h800, a100-80gb, cpu)",
                   pathOrName, MEGC_CLUSTERS_DIR)
               .str());
     path = shipped.str().str();

@@ -1,6 +1,7 @@
-//===- PlanTest.cpp - cluster files and the step simulation --------------===//
+//===- PlanTest.cpp - cluster files, the step simulation, the estimator ---===//
 
 #include "megc/Plan/Cluster.h"
+#include "megc/Plan/Estimate.h"
 #include "megc/Plan/Simulate.h"
 
 #include "megc/Dialect/Meg/IR/MegDialect.h"
@@ -169,3 +170,39 @@ TEST(PlanSimulate, KernelsCostWhatTheirBodiesRead) {
 }
 
 } // namespace
+
+// Slices of a step whose time is 2 + 0.5 n + m (1 + 3 n), state 10 + 4 n
+// and arena 5 + 7 n (plus 2 + n with a second micro-batch), for n layers
+// and m micro-batches: the estimate extends them exactly, with a pipeline's
+// M + P - 1 slots and its micro-batches in flight.
+TEST(PlanEstimate, ExtendsSlicesAlongLayersAndMicroBatches) {
+  SliceGrid grid;
+  grid.layers = 2;
+  for (int extra : {0, 1})
+    for (int micro : {1, 2}) {
+      double n = 2 + extra, m = micro;
+      SliceMeasure &at = grid.at[extra][micro - 1];
+      at.stepSeconds = 2 + 0.5 * n + m * (1 + 3 * n);
+      at.stateBytes = 10 + 4 * n;
+      at.arenaBytes = 5 + 7 * n + (micro > 1 ? 2 + n : 0);
+    }
+  LayoutShape shape;
+  shape.layersPerStage = 10, shape.microBatches = 8;
+  LayoutEstimate flat = estimateLayout(grid, shape);
+  EXPECT_DOUBLE_EQ(flat.stepSeconds, 7 + 8 * 31);
+  EXPECT_DOUBLE_EQ(flat.stateBytes, 50);
+  EXPECT_DOUBLE_EQ(flat.arenaBytes, 5 + 70 + 12);
+  EXPECT_DOUBLE_EQ(flat.peakBytes(), 50 + 87);
+
+  shape.stages = 4, shape.inFlight = 4;
+  LayoutEstimate piped = estimateLayout(grid, shape);
+  EXPECT_DOUBLE_EQ(piped.stepSeconds, 7 + 11 * 31);
+  EXPECT_DOUBLE_EQ(piped.arenaBytes, 5 + 7 * 40 + 12);
+
+  // One micro-batch: nothing accumulates.
+  shape = LayoutShape();
+  shape.layersPerStage = 2;
+  EXPECT_DOUBLE_EQ(estimateLayout(grid, shape).arenaBytes, 19);
+  EXPECT_DOUBLE_EQ(estimateLayout(grid, shape).stepSeconds,
+                   grid.at[0][0].stepSeconds);
+}

@@ -1,0 +1,65 @@
+//===- Estimate.h - a layout's step and memory from slices ------*- C++ -*-===//
+//
+// The planner's fast estimator: a layout's step time and per-rank memory
+// extrapolated from what the compiler plans for small slices of the same
+// layout (the mesh without its pipeline axis, the same FSDP strategy,
+// recomputation and micro-batch size, with n and n + 1 transformer layers
+// and one and two micro-batches). Time and memory are linear in the layers
+// and in the micro-batches of a step; a pipeline stage holds its share of
+// the layers and, under 1F1B, keeps up to P micro-batches' activations in
+// flight and runs M + P - 1 micro-batch slots. The search compiles the
+// layouts this ranks first and reports the estimate's error against them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEGC_PLAN_ESTIMATE_H
+#define MEGC_PLAN_ESTIMATE_H
+
+#include <cstdint>
+
+namespace megc::plan {
+
+/// What the compiler planned for one slice: its simulated step and one
+/// rank's memory.
+struct SliceMeasure {
+  double stepSeconds = 0;
+  /// The entry's arena and the parameters and state a rank holds.
+  double arenaBytes = 0, stateBytes = 0;
+};
+
+/// Slices at `layers` and `layers + 1` transformer layers (the first index)
+/// and one and two micro-batches a step (the second).
+struct SliceGrid {
+  int64_t layers = 1;
+  SliceMeasure at[2][2];
+};
+
+/// The layout the slices stand for.
+struct LayoutShape {
+  /// Of the heaviest stage (all the layers without a pipeline).
+  int64_t layersPerStage = 1;
+  /// Micro-batches a step runs (per data-parallel rank).
+  int64_t microBatches = 1;
+  /// Pipeline stages (1: none).
+  int64_t stages = 1;
+  /// Micro-batches whose activations a stage keeps at once (1F1B: up to
+  /// the stages; 1 without a pipeline).
+  int64_t inFlight = 1;
+};
+
+struct LayoutEstimate {
+  double stepSeconds = 0;
+  double arenaBytes = 0, stateBytes = 0;
+  double peakBytes() const { return arenaBytes + stateBytes; }
+};
+
+/// The step is the per-step part (optimizer, gradient synchronisation) plus
+/// M + P - 1 micro-batch slots of the stage's layers; the memory is the
+/// stage's parameters and state, and its arena with `inFlight` micro-batches'
+/// layer activations. Each is the compiler's slices' value extended along
+/// its per-layer and per-micro-batch slopes (negative slopes read as zero).
+LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape);
+
+} // namespace megc::plan
+
+#endif // MEGC_PLAN_ESTIMATE_H

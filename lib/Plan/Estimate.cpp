@@ -1,0 +1,70 @@
+//===- Estimate.cpp - a layout's step and memory from slices --------------===//
+//
+// Extends the slices' planned time and memory along the layers and the
+// micro-batches (see Estimate.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "megc/Plan/Estimate.h"
+
+#include <algorithm>
+
+namespace megc::plan {
+
+namespace {
+
+/// f(n, m) = fixed(n) + m * perMicroBatch(n), each linear in the layers n,
+/// fitted exactly through the grid's four slices.
+struct Bilinear {
+  double fixedBase, fixedPerLayer, batchBase, batchPerLayer;
+
+  Bilinear(const SliceGrid &grid, double SliceMeasure::*field) {
+    double n = static_cast<double>(grid.layers);
+    double f11 = grid.at[0][0].*field, f12 = grid.at[0][1].*field;
+    double f21 = grid.at[1][0].*field, f22 = grid.at[1][1].*field;
+    // Per micro-batch at n and n + 1 layers, and per step without them.
+    double batchAtN = std::max(0.0, f12 - f11);
+    double batchAtN1 = std::max(0.0, f22 - f21);
+    batchPerLayer = std::max(0.0, batchAtN1 - batchAtN);
+    batchBase = batchAtN - batchPerLayer * n;
+    double fixedAtN = f11 - batchAtN, fixedAtN1 = f21 - batchAtN1;
+    fixedPerLayer = std::max(0.0, fixedAtN1 - fixedAtN);
+    fixedBase = fixedAtN - fixedPerLayer * n;
+  }
+  double fixed(double layers) const {
+    return std::max(0.0, fixedBase + fixedPerLayer * layers);
+  }
+  double perMicroBatch(double layers) const {
+    return std::max(0.0, batchBase + batchPerLayer * layers);
+  }
+};
+
+} // namespace
+
+LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape) {
+  double layers = static_cast<double>(shape.layersPerStage);
+  double micro = static_cast<double>(shape.microBatches);
+  double slots = micro + static_cast<double>(shape.stages - 1);
+  LayoutEstimate estimate;
+  Bilinear time(grid, &SliceMeasure::stepSeconds);
+  estimate.stepSeconds =
+      time.fixed(layers) + slots * time.perMicroBatch(layers);
+  Bilinear state(grid, &SliceMeasure::stateBytes);
+  estimate.stateBytes = state.fixed(layers) + state.perMicroBatch(layers);
+  // The arena: what one micro-batch of one layer keeps grows with the
+  // micro-batches in flight; what a second micro-batch adds (accumulated
+  // gradients) comes once.
+  const SliceMeasure &one = grid.at[0][0], &next = grid.at[1][0];
+  double perLayer = std::max(0.0, next.arenaBytes - one.arenaBytes);
+  double base = std::max(0.0, one.arenaBytes -
+                                  perLayer * static_cast<double>(grid.layers));
+  Bilinear arena(grid, &SliceMeasure::arenaBytes);
+  double accumulation =
+      shape.microBatches > 1 ? arena.perMicroBatch(layers) : 0.0;
+  estimate.arenaBytes =
+      base + perLayer * layers * static_cast<double>(shape.inFlight) +
+      accumulation;
+  return estimate;
+}
+
+} // namespace megc::plan

@@ -1,0 +1,585 @@
+//===- PlanSearch.cpp - `megc plan --gpus N` ------------------------------===//
+//
+// Enumerates the layouts of N devices (pp x dp_shard x ep x cp x tp, tp
+// inside a node, ep for a mixture-of-experts model, FSDP or not), and for
+// each the recomputation and micro-batch size: every one is estimated from
+// compiled slices of itself (the mesh without pp, 1 or 2 layers past the
+// model's leading distinct ones, 1 and 2 micro-batches; see
+// megc/Plan/Estimate.h), cached by what they share. The fitting ones are
+// compiled whole in the order of their estimated step, each simulated,
+// until `top` fit or the next could beat the best only if the estimate
+// erred by more than it has on the ones compiled. Progress goes to stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanSearch.h"
+#include "PlanSupport.h"
+
+#include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Plan/Estimate.h"
+#include "megc/Plan/Simulate.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+
+using namespace llvm;
+
+namespace megc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// What the search needs of the model: its layers (the first index from
+/// which every layer holds as many parameters as the last, so that slices
+/// past it grow by equal layers), its global batch and sequence, whether
+/// it routes experts.
+struct ModelFacts {
+  int64_t layers = 0, repeatFrom = 0, batch = 0, seq = 0;
+  bool moe = false;
+};
+
+Expected<ModelFacts> readFacts(mlir::ModuleOp module) {
+  ModelFacts facts;
+  std::map<int64_t, int64_t> paramsOfLayer;
+  for (auto param : module.getOps<mlir::meg::ParamOp>())
+    if (auto layer = param->getAttrOfType<mlir::IntegerAttr>(
+            mlir::meg::MegDialect::kLayerAttrName))
+      paramsOfLayer[layer.getInt()] +=
+          cast<mlir::ShapedType>(param.getType()).getNumElements();
+  module->walk([&](mlir::meg::MoeRouteOp) { facts.moe = true; });
+  if (paramsOfLayer.empty())
+    return createStringError("--gpus needs a model whose layers are recorded "
+                             "(meg.layer on its parameters)");
+  facts.layers = paramsOfLayer.rbegin()->first + 1;
+  int64_t last = paramsOfLayer.rbegin()->second;
+  facts.repeatFrom = facts.layers - 1;
+  while (facts.repeatFrom > 0 && paramsOfLayer.count(facts.repeatFrom - 1) &&
+         paramsOfLayer[facts.repeatFrom - 1] == last)
+    --facts.repeatFrom;
+  // The tokens: the first entry's first integer input, batch by sequence.
+  for (auto func : module.getOps<mlir::func::FuncOp>()) {
+    for (mlir::Type type : func.getArgumentTypes()) {
+      auto tensor = dyn_cast<mlir::RankedTensorType>(type);
+      if (tensor && tensor.getRank() == 2 &&
+          tensor.getElementType().isInteger()) {
+        facts.batch = tensor.getDimSize(0), facts.seq = tensor.getDimSize(1);
+        break;
+      }
+    }
+    if (facts.batch)
+      break;
+  }
+  if (!facts.batch)
+    return createStringError("--gpus plans a language model: the model has "
+                             "no batch of token ids");
+  return facts;
+}
+
+/// A mesh and FSDP strategy.
+struct Layout {
+  int64_t pp = 1, dp = 1, ep = 1, cp = 1, tp = 1;
+  std::string fsdp; // empty: no_shard
+
+  /// `--mesh`'s text, with or without the pipeline axis.
+  std::string mesh(bool pipeline = true) const {
+    std::string text;
+    for (auto [axis, size] : {std::pair<const char *, int64_t>{"pp", pp},
+                              {"dp_shard", dp},
+                              {"ep", ep},
+                              {"cp", cp},
+                              {"tp", tp}})
+      if (size > 1 && (pipeline || std::string_view(axis) != "pp"))
+        text += (text.empty() ? "" : ",") + std::string(axis) + "=" +
+                std::to_string(size);
+    return text;
+  }
+};
+
+/// A layout with its recomputation and micro-batches, and its estimate.
+struct Candidate {
+  Layout layout;
+  Recompute recompute = Recompute::None;
+  /// Micro-batches a step runs on each data-parallel rank.
+  int64_t microBatches = 1;
+  plan::LayoutEstimate estimate;
+
+  std::string describe() const {
+    std::string text = layout.mesh().empty() ? "one rank" : layout.mesh();
+    if (layout.pp > 1)
+      text += " 1f1b";
+    if (microBatches > 1)
+      text += " M=" + std::to_string(microBatches);
+    if (!layout.fsdp.empty())
+      text += " fsdp " + layout.fsdp;
+    if (layout.tp > 1)
+      text += " sp";
+    if (recompute == Recompute::Selective)
+      text += " recompute selective";
+    if (recompute == Recompute::Full)
+      text += " recompute full";
+    return text;
+  }
+};
+
+/// The gen options of `layout` (with or without its pipeline axis).
+gen::GenOptions optionsFor(const gen::GenOptions &base, const Layout &layout,
+                           bool pipeline) {
+  gen::GenOptions options = base;
+  std::string mesh = layout.mesh(pipeline);
+  if (!mesh.empty())
+    options.mesh = mesh;
+  if (!layout.fsdp.empty())
+    options.fsdp = layout.fsdp;
+  options.sequenceParallel = layout.tp > 1;
+  return options;
+}
+
+/// A compiled and simulated train step.
+struct Measured {
+  plan::Simulation sim;
+  uint64_t peakBytes = 0;
+  double stateBytes = 0, tokens = 0;
+};
+
+/// Generates `options`, compiles it with `recompute` and simulates its
+/// train step; the error says why it cannot run.
+Expected<Measured> measure(mlir::MLIRContext &context,
+                           const gen::GenOptions &options, Recompute recompute,
+                           const plan::Cluster &cluster) {
+  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+      gen::generateModel(context, options);
+  if (!module)
+    return module.takeError();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler capture(
+      &context, [&](mlir::Diagnostic &diagnostic) {
+        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error &&
+            diagnostics.empty())
+          diagnostics = diagnostic.str();
+        return mlir::success();
+      });
+  CompileOptions compile;
+  compile.recompute = recompute;
+  mlir::FailureOr<ProgramDesc> program = compileProgram(**module, compile);
+  if (failed(program))
+    return createStringError("does not compile: " + diagnostics);
+  const EntryDesc *entry = trainStep(*program);
+  if (!entry)
+    return createStringError("--gpus plans a training model: give the gen "
+                             "flags --train");
+  Expected<plan::Simulation> sim =
+      plan::simulateStep(*program, entry->name, cluster);
+  if (!sim)
+    return sim.takeError();
+  Measured result{std::move(*sim)};
+  result.peakBytes = plan::peakBytesPerRank(*program, entry->name);
+  result.stateBytes = static_cast<double>(program->stateBytes());
+  result.tokens = globalTokens(*program, *entry);
+  return result;
+}
+
+/// The slices of layouts, compiled once for every layout that shares them.
+class SliceCache {
+public:
+  SliceCache(mlir::MLIRContext &context, const gen::GenOptions &base,
+             const ModelFacts &facts, const plan::Cluster &cluster)
+      : context(context), base(base), facts(facts), cluster(cluster) {}
+
+  /// The slices of `layout` without its pipeline axis, with `recompute`
+  /// and `microBatchSize` sequences a micro-batch per data-parallel rank.
+  Expected<plan::SliceGrid> grid(const Layout &layout, Recompute recompute,
+                                 int64_t microBatchSize) {
+    std::string key =
+        formatv("{0}|{1}|{2}|{3}", layout.mesh(false), layout.fsdp,
+                static_cast<int>(recompute), microBatchSize);
+    auto found = cache.find(key);
+    if (found == cache.end()) {
+      found = cache.emplace(key, compileGrid(layout, recompute, microBatchSize))
+                  .first;
+      ++compiled;
+    }
+    if (!found->second.error.empty())
+      return createStringError(found->second.error);
+    return found->second.grid;
+  }
+
+  size_t compiled = 0;
+
+private:
+  struct Entry {
+    plan::SliceGrid grid;
+    std::string error;
+  };
+
+  Entry compileGrid(const Layout &layout, Recompute recompute,
+                    int64_t microBatchSize) {
+    Entry entry;
+    entry.grid.layers = facts.repeatFrom + 1;
+    for (int64_t extra : {0, 1})
+      for (int64_t micro : {1, 2}) {
+        gen::GenOptions options = optionsFor(base, layout, false);
+        options.layers = entry.grid.layers + extra;
+        options.batch = microBatchSize * layout.dp * layout.ep * micro;
+        options.microBatches = micro;
+        Expected<Measured> slice =
+            measure(context, options, recompute, cluster);
+        if (!slice) {
+          entry.error = toString(slice.takeError());
+          return entry;
+        }
+        plan::SliceMeasure &at = entry.grid.at[extra][micro - 1];
+        at.stepSeconds = slice->sim.stepSeconds;
+        at.stateBytes = slice->stateBytes;
+        at.arenaBytes =
+            static_cast<double>(slice->peakBytes) - slice->stateBytes;
+      }
+    return entry;
+  }
+
+  mlir::MLIRContext &context;
+  const gen::GenOptions &base;
+  const ModelFacts &facts;
+  const plan::Cluster &cluster;
+  std::map<std::string, Entry> cache;
+};
+
+/// The layouts of `devices`: pp up to the layers, tp inside a node, cp
+/// keeping at least 2048 tokens of a sequence on each rank, ep dividing
+/// what is left (a mixture-of-experts model only), each without and, where
+/// data is parallel, with FSDP's full sharding.
+std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
+                                     const plan::Cluster &cluster) {
+  auto divisors = [](int64_t n) {
+    std::vector<int64_t> list;
+    for (int64_t d = 1; d <= n; ++d)
+      if (n % d == 0)
+        list.push_back(d);
+    return list;
+  };
+  std::vector<Layout> layouts;
+  for (int64_t pp : divisors(devices))
+    for (int64_t tp : divisors(devices / pp)) {
+      if ((pp > 1 && pp > facts.layers) || tp > cluster.node.devices)
+        continue;
+      for (int64_t cp : divisors(devices / pp / tp)) {
+        if (cp > 1 && facts.seq / cp < 2048)
+          continue;
+        for (int64_t ep : facts.moe ? divisors(devices / pp / tp / cp)
+                                    : std::vector<int64_t>{1}) {
+          Layout layout;
+          layout.pp = pp, layout.tp = tp, layout.cp = cp, layout.ep = ep;
+          layout.dp = devices / pp / tp / cp / ep;
+          layouts.push_back(layout);
+          if (layout.dp * cp * ep > 1) {
+            layout.fsdp = "optim_grads_params";
+            layouts.push_back(layout);
+          }
+        }
+      }
+    }
+  return layouts;
+}
+
+/// A compiled candidate.
+struct Compiled {
+  Candidate candidate;
+  Measured measured;
+  double perDevice = 0, mfu = 0, compileSeconds = 0;
+};
+
+} // namespace
+
+int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
+              mlir::MLIRContext &context) {
+  Clock::time_point started = Clock::now();
+  const gen::GenOptions &base = request.base;
+  ModelFacts facts;
+  {
+    Expected<mlir::OwningOpRef<mlir::ModuleOp>> model =
+        gen::generateModel(context, base);
+    if (!model)
+      return planFail(toString(model.takeError()));
+    Expected<ModelFacts> read = readFacts(**model);
+    if (!read)
+      return planFail(toString(read.takeError()));
+    facts = *read;
+  }
+  std::vector<Layout> layouts =
+      enumerateLayouts(request.devices, facts, cluster);
+  errs() << formatv("megc plan: {0} layouts of {1} devices; estimating each "
+                    "from compiled slices ({2} and {3} layers, 1 and 2 "
+                    "micro-batches)\n",
+                    layouts.size(), request.devices, facts.repeatFrom + 1,
+                    facts.repeatFrom + 2);
+
+  // Each layout's fastest fitting option by the estimate: the least
+  // recomputation any micro-batch size fits with (a pipeline recomputes
+  // nothing), and of those sizes the fastest.
+  SliceCache slices(context, base, facts, cluster);
+  std::vector<Candidate> estimated;
+  std::vector<std::pair<std::string, std::string>> rejected;
+  double smallestNeed = HUGE_VAL;
+  std::string smallestLayout;
+  size_t done = 0;
+  Clock::time_point lastReport = Clock::now();
+  for (const Layout &layout : layouts) {
+    if (++done % 16 == 0 || secondsSince(lastReport) > 10) {
+      errs() << formatv("megc plan: estimated {0} of {1} layouts ({2} slice "
+                        "sets compiled, {3:f0} s)\n",
+                        done, layouts.size(), slices.compiled,
+                        secondsSince(started));
+      lastReport = Clock::now();
+    }
+    Candidate tried;
+    tried.layout = layout;
+    int64_t ranksPerReplica = layout.dp * layout.ep;
+    if (facts.batch % ranksPerReplica != 0) {
+      rejected.push_back(
+          {tried.describe(), formatv("the batch of {0} does not split over {1} "
+                                     "data-parallel ranks",
+                                     facts.batch, ranksPerReplica)});
+      continue;
+    }
+    int64_t localBatch = facts.batch / ranksPerReplica;
+    std::optional<Candidate> best;
+    double need = HUGE_VAL;
+    std::string why;
+    std::vector<Recompute> levels{Recompute::None};
+    if (layout.pp == 1)
+      levels = {Recompute::None, Recompute::Selective, Recompute::Full};
+    for (Recompute recompute : levels) {
+      for (int64_t size : {4, 2, 1}) {
+        if (localBatch % size != 0 || localBatch / size < layout.pp)
+          continue;
+        Candidate option = tried;
+        option.recompute = recompute;
+        option.microBatches = localBatch / size;
+        Expected<plan::SliceGrid> grid = slices.grid(layout, recompute, size);
+        if (!grid) {
+          why = toString(grid.takeError());
+          continue;
+        }
+        plan::LayoutShape shape;
+        shape.stages = layout.pp;
+        shape.layersPerStage = (facts.layers + layout.pp - 1) / layout.pp;
+        shape.microBatches = option.microBatches;
+        shape.inFlight =
+            layout.pp > 1 ? std::min(layout.pp, option.microBatches) : 1;
+        option.estimate = plan::estimateLayout(*grid, shape);
+        need = std::min(need, option.estimate.peakBytes());
+        if (option.estimate.peakBytes() <= request.budget &&
+            (!best || option.estimate.stepSeconds < best->estimate.stepSeconds))
+          best = option;
+      }
+      if (best)
+        break;
+    }
+    if (best) {
+      estimated.push_back(*best);
+      continue;
+    }
+    if (need < HUGE_VAL) {
+      why = formatv("needs {0:f2} GB per device by the estimate, with the "
+                    "most recomputation and the smallest micro-batch",
+                    need / 1e9);
+      if (need < smallestNeed)
+        smallestNeed = need, smallestLayout = tried.describe();
+    }
+    rejected.push_back({tried.describe(), why});
+  }
+  errs() << formatv("megc plan: {0} of {1} layouts fit by the estimate "
+                    "({2} slice sets compiled, {3:f0} s)\n",
+                    estimated.size(), layouts.size(), slices.compiled,
+                    secondsSince(started));
+  llvm::stable_sort(estimated, [](const Candidate &a, const Candidate &b) {
+    return a.estimate.stepSeconds < b.estimate.stepSeconds;
+  });
+
+  // Compile the candidates in that order, until `top` fit or the next
+  // could be faster than the best only by an estimate error larger than
+  // any seen so far (at least 5%).
+  std::vector<Compiled> fitting;
+  double largestError = 0.05;
+  size_t next = 0;
+  for (; next < estimated.size(); ++next) {
+    const Candidate &candidate = estimated[next];
+    if (static_cast<int64_t>(fitting.size()) >=
+        std::max<int64_t>(request.top, 1))
+      break;
+    if (!fitting.empty() &&
+        candidate.estimate.stepSeconds * (1 - largestError) >
+            fitting.front().measured.sim.stepSeconds)
+      break;
+    errs() << formatv("megc plan: compiling {0} (estimated {1:f1} ms, "
+                      "{2:f2} GB)\n",
+                      candidate.describe(),
+                      candidate.estimate.stepSeconds * 1e3,
+                      candidate.estimate.peakBytes() / 1e9);
+    Clock::time_point start = Clock::now();
+    gen::GenOptions options = optionsFor(base, candidate.layout, true);
+    options.microBatches = candidate.microBatches;
+    Expected<Measured> measured =
+        measure(context, options, candidate.recompute, cluster);
+    if (!measured) {
+      rejected.push_back(
+          {candidate.describe(), toString(measured.takeError())});
+      continue;
+    }
+    Compiled result{candidate, std::move(*measured)};
+    result.compileSeconds = secondsSince(start);
+    const plan::Simulation &sim = result.measured.sim;
+    result.perDevice = result.measured.tokens / sim.stepSeconds /
+                       static_cast<double>(request.devices);
+    result.mfu =
+        sim.modelFlops / (sim.stepSeconds * cluster.peakFor(sim.flopsDtype));
+    largestError = std::max(
+        largestError,
+        std::abs(candidate.estimate.stepSeconds / sim.stepSeconds - 1));
+    errs() << formatv("megc plan:   {0:f1} ms, {1:f2} GB ({2:f0} s)\n",
+                      sim.stepSeconds * 1e3, result.measured.peakBytes / 1e9,
+                      result.compileSeconds);
+    double peak = static_cast<double>(result.measured.peakBytes);
+    if (peak > request.budget) {
+      rejected.push_back(
+          {candidate.describe(),
+           formatv("compiled, needs {0:f2} GB per device (estimated {1:f2})",
+                   peak / 1e9, candidate.estimate.peakBytes() / 1e9)});
+      if (peak < smallestNeed)
+        smallestNeed = peak, smallestLayout = candidate.describe();
+      continue;
+    }
+    fitting.push_back(std::move(result));
+    llvm::stable_sort(fitting, [](const Compiled &a, const Compiled &b) {
+      return a.measured.sim.stepSeconds < b.measured.sim.stepSeconds;
+    });
+  }
+  size_t notCompiled = estimated.size() - next;
+
+  if (fitting.empty()) {
+    std::string smallest =
+        smallestNeed == HUGE_VAL
+            ? std::string("none compiled")
+            : formatv("the smallest, {0}, needs {1:f2} GB per device",
+                      smallestLayout, smallestNeed / 1e9)
+                  .str();
+    return planFail(formatv("no layout of {0} devices fits {1:f2} GB per "
+                            "device ({2} evaluated; {3})",
+                            request.devices, request.budget / 1e9,
+                            layouts.size(), smallest)
+                        .str());
+  }
+  auto estimateError = [](const Compiled &c) {
+    return std::make_pair(c.candidate.estimate.stepSeconds /
+                              c.measured.sim.stepSeconds,
+                          c.candidate.estimate.peakBytes() /
+                              static_cast<double>(c.measured.peakBytes));
+  };
+  if (request.json) {
+    json::Array plans;
+    for (const Compiled &c : fitting) {
+      auto [timeRatio, memoryRatio] = estimateError(c);
+      plans.push_back(json::Object{
+          {"layout", c.candidate.describe()},
+          {"mesh", c.candidate.layout.mesh()},
+          {"micro_batches", c.candidate.microBatches},
+          {"step_s", c.measured.sim.stepSeconds},
+          {"tokens_per_s_per_device", c.perDevice},
+          {"mfu", c.mfu},
+          {"peak_bytes_per_rank", static_cast<int64_t>(c.measured.peakBytes)},
+          {"bubble_fraction", c.measured.sim.bubbleFraction},
+          {"exposed_comm_s", c.measured.sim.exposedCommSeconds},
+          {"estimated_step_s", c.candidate.estimate.stepSeconds},
+          {"estimated_peak_bytes", c.candidate.estimate.peakBytes()},
+          {"estimate_step_ratio", timeRatio},
+          {"estimate_peak_ratio", memoryRatio},
+          {"compile_s", c.compileSeconds}});
+    }
+    json::Array refused;
+    for (const auto &[layout, why] : rejected)
+      refused.push_back(json::Object{{"layout", layout}, {"why", why}});
+    json::Array uncompiled;
+    for (const Candidate &c : ArrayRef(estimated).drop_front(next))
+      uncompiled.push_back(
+          json::Object{{"layout", c.describe()},
+                       {"estimated_step_s", c.estimate.stepSeconds},
+                       {"estimated_peak_bytes", c.estimate.peakBytes()}});
+    outs() << formatv("{0:2}", json::Value(json::Object{
+                                   {"cluster", cluster.name},
+                                   {"devices", request.devices},
+                                   {"budget_bytes", request.budget},
+                                   {"evaluated", int64_t(layouts.size())},
+                                   {"plans", std::move(plans)},
+                                   {"not_compiled", std::move(uncompiled)},
+                                   {"rejected", std::move(refused)},
+                                   {"seconds", secondsSince(started)}}))
+           << "\n";
+    return 0;
+  }
+  outs() << formatv("{0} devices of {1}, {2:f2} GB each: {3} layouts "
+                    "evaluated, {4} fit by the estimate, {5} compiled fit "
+                    "({6:f0} s)\n",
+                    request.devices, cluster.name, request.budget / 1e9,
+                    layouts.size(), estimated.size(), fitting.size(),
+                    secondsSince(started));
+  outs() << formatv("  {0,-56} {1,10} {2,14} {3,6} {4,9} {5,10} {6,7} "
+                    "{7,9}\n",
+                    "layout", "step ms", "tokens/s/dev", "MFU %", "peak GB",
+                    "exposed ms", "bubble", "estimate");
+  for (const Compiled &c : fitting) {
+    auto [timeRatio, memoryRatio] = estimateError(c);
+    outs() << formatv("  {0,-56} {1,10:f2} {2,14:f1} {3,6:f1} {4,9:f2} "
+                      "{5,10:f2} {6,7:f3} {7,4:f2}/{8,4:f2}\n",
+                      c.candidate.describe(), c.measured.sim.stepSeconds * 1e3,
+                      c.perDevice, c.mfu * 100, c.measured.peakBytes / 1e9,
+                      c.measured.sim.exposedCommSeconds * 1e3,
+                      c.measured.sim.bubbleFraction, timeRatio, memoryRatio);
+  }
+  outs() << "  (estimate: the estimated step and peak over the compiled "
+            "ones)\n";
+  if (notCompiled > 0)
+    outs() << formatv("  {0} more fit by the estimate and were not compiled: "
+                      "estimated slower than the best by more than the "
+                      "estimate's largest error ({1:f0}%); the fastest, {2}, "
+                      "{3:f2} ms\n",
+                      notCompiled, largestError * 100,
+                      estimated[next].describe(),
+                      estimated[next].estimate.stepSeconds * 1e3);
+  // The rejections compiled candidates met first, then the estimate's.
+  size_t listed = 0;
+  for (const auto &[layout, why] : rejected)
+    if (listed++ < 12)
+      outs() << formatv("  {0,-56} rejected: {1}\n", layout, why);
+  if (rejected.size() > 12)
+    outs() << formatv("  ... and {0} more rejected (--json lists each)\n",
+                      rejected.size() - 12);
+  const Candidate &best = fitting.front().candidate;
+  outs() << formatv(
+      "best: {0} <your flags>{1}{6}{2}{3} -o model.mlir && megc "
+      "model.mlir{4} -o model.megc && mpirun -n {5} megc-run "
+      "model.megc ...\n",
+      request.genCommand,
+      best.layout.mesh().empty() ? "" : " --mesh " + best.layout.mesh(),
+      best.layout.fsdp.empty() ? "" : " --fsdp " + best.layout.fsdp,
+      best.layout.tp > 1 ? " --sequence-parallel" : "",
+      best.recompute == Recompute::Full        ? " --recompute=full"
+      : best.recompute == Recompute::Selective ? " --recompute=selective"
+                                               : "",
+      request.devices,
+      best.microBatches > 1
+          ? " --micro-batches " + std::to_string(best.microBatches)
+          : std::string());
+  return 0;
+}
+
+} // namespace megc
