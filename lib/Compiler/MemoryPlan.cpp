@@ -82,48 +82,79 @@ void planMemory(EntryDesc &entry) {
       if (entry.buffers[root(buffer)].kind == BufferKind::Arena)
         lifetimes[root(buffer)].touch(index);
 
-  std::vector<uint32_t> order;
+  // The arena buffers, largest first, with their lifetimes.
+  struct Live {
+    uint32_t buffer;
+    Interval interval;
+    uint64_t size;
+  };
+  std::vector<Live> order;
   for (auto &[buffer, interval] : lifetimes)
-    order.push_back(buffer);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return entry.buffers[a].sizeBytes() > entry.buffers[b].sizeBytes();
-  });
+    order.push_back(
+        {buffer, interval, alignUp(entry.buffers[buffer].sizeBytes())});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const Live &a, const Live &b) {
+                     return entry.buffers[a.buffer].sizeBytes() >
+                            entry.buffers[b.buffer].sizeBytes();
+                   });
 
+  // Placed buffers by the spans of commands their lifetimes touch, so that
+  // a buffer meets only those it may overlap in time (a program of many
+  // micro-batches has tens of thousands of short-lived buffers).
+  constexpr int64_t kSpan = 64;
+  std::vector<std::vector<uint32_t>> placedIn(entry.commands.size() / kSpan +
+                                              1);
+  std::vector<uint32_t> seen(order.size(), UINT32_MAX);
   MemoryPlan plan;
-  std::vector<uint32_t> placed;
-  for (uint32_t buffer : order) {
-    uint64_t size = alignUp(entry.buffers[buffer].sizeBytes());
-    plan.unplannedBytes += entry.buffers[buffer].sizeBytes();
+  std::vector<std::pair<uint64_t, uint64_t>> taken;
+  for (auto [index, live] : llvm::enumerate(order)) {
+    plan.unplannedBytes += entry.buffers[live.buffer].sizeBytes();
     // Conflicting placements sorted by offset; take the first gap.
-    std::vector<std::pair<uint64_t, uint64_t>> taken;
-    for (uint32_t other : placed)
-      if (lifetimes[other].overlaps(lifetimes[buffer]))
-        taken.push_back({entry.buffers[other].offset,
-                         entry.buffers[other].offset +
-                             alignUp(entry.buffers[other].sizeBytes())});
+    taken.clear();
+    for (int64_t span = live.interval.first / kSpan;
+         span <= live.interval.last / kSpan; ++span)
+      for (uint32_t other : placedIn[span]) {
+        if (seen[other] == index)
+          continue;
+        seen[other] = static_cast<uint32_t>(index);
+        const Live &placed = order[other];
+        if (placed.interval.overlaps(live.interval)) {
+          uint64_t begin = entry.buffers[placed.buffer].offset;
+          taken.push_back({begin, begin + placed.size});
+        }
+      }
     std::sort(taken.begin(), taken.end());
     uint64_t offset = 0;
     for (auto [begin, end] : taken) {
-      if (offset + size <= begin)
+      if (offset + live.size <= begin)
         break;
       offset = std::max(offset, end);
     }
-    entry.buffers[buffer].offset = offset;
-    plan.arenaBytes = std::max(plan.arenaBytes, offset + size);
-    placed.push_back(buffer);
+    entry.buffers[live.buffer].offset = offset;
+    plan.arenaBytes = std::max(plan.arenaBytes, offset + live.size);
+    for (int64_t span = live.interval.first / kSpan;
+         span <= live.interval.last / kSpan; ++span)
+      placedIn[span].push_back(static_cast<uint32_t>(index));
   }
   // Views share their storage's placement.
   for (BufferDesc &buffer : entry.buffers)
     if (buffer.aliasOf >= 0)
       buffer.offset = entry.buffers[buffer.aliasOf].offset;
 
-  for (size_t command = 0; command < entry.commands.size(); ++command) {
-    uint64_t live = 0;
-    for (auto &[buffer, interval] : lifetimes)
-      if (interval.first <= static_cast<int64_t>(command) &&
-          static_cast<int64_t>(command) <= interval.last)
-        live += entry.buffers[buffer].sizeBytes();
-    plan.peakBytes = std::max(plan.peakBytes, live);
+  // The most bytes live at once: each buffer counts from its first command
+  // to its last.
+  std::vector<std::pair<int64_t, int64_t>> changes;
+  for (const Live &live : order) {
+    auto bytes = static_cast<int64_t>(entry.buffers[live.buffer].sizeBytes());
+    changes.push_back({live.interval.first, bytes});
+    changes.push_back({live.interval.last + 1, -bytes});
+  }
+  // At one command, what ends before it leaves before what starts there.
+  std::sort(changes.begin(), changes.end());
+  int64_t live = 0;
+  for (auto [command, bytes] : changes) {
+    live += bytes;
+    plan.peakBytes = std::max(plan.peakBytes, static_cast<uint64_t>(live));
   }
   entry.plan = plan;
 }

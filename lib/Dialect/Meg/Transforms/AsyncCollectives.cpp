@@ -46,18 +46,28 @@ void hoistPure(Operation *op, int depth) {
   if (!isMemoryEffectFree(op) || op->getNumRegions() != 0)
     return;
   Block *block = op->getBlock();
-  Operation *latest = op->getPrevNode();
-  while (latest && isMemoryEffectFree(latest))
-    latest = latest->getPrevNode();
+  Operation *barrier = op->getPrevNode();
+  while (barrier && isMemoryEffectFree(barrier))
+    barrier = barrier->getPrevNode();
+  llvm::SmallPtrSet<Operation *, 4> defs;
   for (Value operand : op->getOperands()) {
     Operation *def = operand.getDefiningOp();
     if (!def || def->getBlock() != block)
       continue;
     if (depth > 0 && def->hasOneUse())
       hoistPure(def, depth - 1);
-    if (!latest || latest->isBeforeInBlock(def))
-      latest = def;
+    defs.insert(def);
   }
+  // The latest defining op after the barrier (hoisting one moves it up,
+  // never above the barrier), else the barrier. Found by walking back
+  // rather than by block order, which every move invalidates.
+  Operation *latest = barrier;
+  for (Operation *it = op->getPrevNode(); it && it != barrier;
+       it = it->getPrevNode())
+    if (defs.contains(it)) {
+      latest = it;
+      break;
+    }
   // With neither (only arguments), it stays where it is.
   if (latest && latest->getNextNode() != op)
     op->moveAfter(latest);
@@ -120,15 +130,18 @@ struct MegAsyncCollectivesPass
 
   void split(Operation *op) {
     Block *block = op->getBlock();
-    // The first op of the block that reads the result.
-    Operation *reader = nullptr;
-    for (Operation *user : op->getResult(0).getUsers()) {
-      Operation *top = block->findAncestorOpInBlock(*user);
-      if (top && (!reader || top->isBeforeInBlock(reader)))
-        reader = top;
-    }
-    if (!reader)
-      reader = block->getTerminator();
+    // The first op of the block that reads the result (found by walking
+    // forward: the moves below invalidate the block's order).
+    llvm::SmallPtrSet<Operation *, 4> readers;
+    for (Operation *user : op->getResult(0).getUsers())
+      if (Operation *top = block->findAncestorOpInBlock(*user))
+        readers.insert(top);
+    Operation *reader = block->getTerminator();
+    for (Operation *it = op->getNextNode(); it; it = it->getNextNode())
+      if (readers.contains(it)) {
+        reader = it;
+        break;
+      }
     // As early as the input exists, but after every op that writes (other
     // collectives, waits, parameter stores), so that the collectives keep
     // their order on every rank. The input itself, when only the
@@ -143,9 +156,9 @@ struct MegAsyncCollectivesPass
     // Nothing would run between the start and the wait: stay blocking.
     Operation *first = after ? after->getNextNode() : &block->front();
     bool overlaps = false;
-    for (Operation *it = first; it != reader; it = it->getNextNode())
-      if (it != op)
-        overlaps = true;
+    for (Operation *it = first; it != reader && !overlaps;
+         it = it->getNextNode())
+      overlaps = it != op;
     if (!overlaps)
       return;
     OpBuilder builder(op);
