@@ -46,9 +46,21 @@ LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape) {
   double micro = static_cast<double>(shape.microBatches);
   double slots = micro + static_cast<double>(shape.stages - 1);
   LayoutEstimate estimate;
-  Bilinear time(grid, &SliceMeasure::stepSeconds);
-  estimate.stepSeconds =
-      time.fixed(layers) + slots * time.perMicroBatch(layers);
+  // A micro-batch slot lasts the compute a micro-batch adds; the rest of
+  // a one-micro-batch step (its exposed communication, the optimizer) is
+  // per step.
+  Bilinear compute(grid, &SliceMeasure::computeSeconds);
+  double slot = compute.perMicroBatch(layers);
+  auto fixedAt = [&](int extra) {
+    const SliceMeasure &one = grid.at[extra][0], &two = grid.at[extra][1];
+    return one.stepSeconds -
+           std::max(0.0, two.computeSeconds - one.computeSeconds);
+  };
+  double fixedPerLayer = std::max(0.0, fixedAt(1) - fixedAt(0));
+  double fixed = std::max(
+      0.0,
+      fixedAt(0) + fixedPerLayer * (layers - static_cast<double>(grid.layers)));
+  estimate.stepSeconds = fixed + slots * slot;
   Bilinear state(grid, &SliceMeasure::stateBytes);
   estimate.stateBytes = state.fixed(layers) + state.perMicroBatch(layers);
   // The arena: what one micro-batch of one layer keeps grows with the

@@ -171,7 +171,8 @@ TEST(PlanSimulate, KernelsCostWhatTheirBodiesRead) {
 
 } // namespace
 
-// Slices of a step whose time is 2 + 0.5 n + m (1 + 3 n), state 10 + 4 n
+// Slices of a step whose time is 2 + 0.5 n + m (1 + 3 n) (its compute
+// 0.25 n + m (1 + 3 n): a micro-batch adds 1 + 3 n), state 10 + 4 n
 // and arena 5 + 7 n (plus 2 + n with a second micro-batch), for n layers
 // and m micro-batches: the estimate extends them exactly, with a pipeline's
 // M + P - 1 slots and its micro-batches in flight.
@@ -183,6 +184,7 @@ TEST(PlanEstimate, ExtendsSlicesAlongLayersAndMicroBatches) {
       double n = 2 + extra, m = micro;
       SliceMeasure &at = grid.at[extra][micro - 1];
       at.stepSeconds = 2 + 0.5 * n + m * (1 + 3 * n);
+      at.computeSeconds = 0.25 * n + m * (1 + 3 * n);
       at.stateBytes = 10 + 4 * n;
       at.arenaBytes = 5 + 7 * n + (micro > 1 ? 2 + n : 0);
     }

@@ -86,6 +86,11 @@ Expected<ModelFacts> readFacts(mlir::ModuleOp module) {
   return facts;
 }
 
+/// The most layer passes (layers times micro-batches) a step the search
+/// compiles may run: its compile time grows with them (about a minute at
+/// this size on one core).
+constexpr int64_t kMostLayerPasses = 4096;
+
 /// A mesh and FSDP strategy.
 struct Layout {
   int64_t pp = 1, dp = 1, ep = 1, cp = 1, tp = 1;
@@ -240,6 +245,7 @@ private:
         }
         plan::SliceMeasure &at = entry.grid.at[extra][micro - 1];
         at.stepSeconds = slice->sim.stepSeconds;
+        at.computeSeconds = slice->sim.computeSeconds;
         at.stateBytes = slice->stateBytes;
         at.arenaBytes =
             static_cast<double>(slice->peakBytes) - slice->stateBytes;
@@ -359,12 +365,22 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     if (layout.pp == 1)
       levels = {Recompute::None, Recompute::Selective, Recompute::Full};
     for (Recompute recompute : levels) {
-      for (int64_t size : {4, 2, 1}) {
+      // Smallest micro-batches first: a larger one needs more memory, so
+      // the first that does not fit ends the sizes.
+      for (int64_t size : {1, 2, 4}) {
         if (localBatch % size != 0 || localBatch / size < layout.pp)
           continue;
         Candidate option = tried;
         option.recompute = recompute;
         option.microBatches = localBatch / size;
+        // The step runs every micro-batch's copy of the layers: one too
+        // large to compile in the search's time is left out.
+        if (facts.layers * option.microBatches > kMostLayerPasses) {
+          why = formatv("{0} micro-batches of {1} layers are over the {2} "
+                        "layer passes a step the search compiles",
+                        option.microBatches, facts.layers, kMostLayerPasses);
+          continue;
+        }
         Expected<plan::SliceGrid> grid = slices.grid(layout, recompute, size);
         if (!grid) {
           why = toString(grid.takeError());
@@ -378,8 +394,9 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
             layout.pp > 1 ? std::min(layout.pp, option.microBatches) : 1;
         option.estimate = plan::estimateLayout(*grid, shape);
         need = std::min(need, option.estimate.peakBytes());
-        if (option.estimate.peakBytes() <= request.budget &&
-            (!best || option.estimate.stepSeconds < best->estimate.stepSeconds))
+        if (option.estimate.peakBytes() > request.budget)
+          break;
+        if (!best || option.estimate.stepSeconds < best->estimate.stepSeconds)
           best = option;
       }
       if (best)

@@ -23,6 +23,10 @@ namespace megc::plan {
 /// rank's memory.
 struct SliceMeasure {
   double stepSeconds = 0;
+  /// Of the step, the compute stream's busy time: what one more
+  /// micro-batch adds at least (its communication may overlap, and the
+  /// simulated overlap of one or two micro-batches does not extend).
+  double computeSeconds = 0;
   /// The entry's arena and the parameters and state a rank holds.
   double arenaBytes = 0, stateBytes = 0;
 };
@@ -54,7 +58,8 @@ struct LayoutEstimate {
 };
 
 /// The step is the per-step part (optimizer, gradient synchronisation) plus
-/// M + P - 1 micro-batch slots of the stage's layers; the memory is the
+/// M + P - 1 micro-batch slots of the stage's layers, a slot as long as
+/// the compute a micro-batch adds; the memory is the
 /// stage's parameters and state, and its arena with `inFlight` micro-batches'
 /// layer activations. Each is the compiler's slices' value extended along
 /// its per-layer and per-micro-batch slopes (negative slopes read as zero).
