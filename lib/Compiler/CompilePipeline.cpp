@@ -271,16 +271,10 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
   // The passes below work on the whole step, which a pipeline has replaced
   // by its ranks' programs.
   bool pipelined = module->hasAttr(mlir::meg::MegDialect::kPipelineAttrName);
-  if (pipelined)
-    for (auto [given, flag] :
-         {std::pair{options.recompute != Recompute::None, "--recompute"},
-          std::pair{options.lossChunks > 1, "--loss-chunks"}})
-      if (given)
-        return module.emitError()
-               << flag
-               << " does not apply to a pipeline (meg.pipeline) yet: "
-                  "recomputation and loss chunks work on the whole training "
-                  "step";
+  if (pipelined && options.lossChunks > 1)
+    return module.emitError()
+           << "--loss-chunks does not apply to a pipeline (meg.pipeline) "
+              "yet: loss chunks work on the whole training step";
   if (options.recompute != Recompute::None &&
       !module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName))
     return module.emitError()

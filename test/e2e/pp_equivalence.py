@@ -53,6 +53,14 @@ CONFIGS = [
      ["--micro-batches", "2", "--fsdp", "optim_grads_params",
       "--clip-grad", "0.5"]),
 ]
+# Recomputation per pipeline rank: each layer's forward of a micro-batch
+# recomputed in that micro-batch's backward pass (name, --mesh, gen flags,
+# megc flags).
+RECOMPUTED = [
+    ("pp=2 1f1b recompute full", "pp=2", M4, ["--recompute=full"]),
+    ("pp=4 zb-h1 recompute selective", "pp=4",
+     [*M4, "--pp-schedule", "zb-h1"], ["--recompute=selective"]),
+]
 # (fixture, --mesh, extra import flags)
 IMPORTED = [
     ("qwen3", "pp=2", ["--micro-batches", "2"]),
@@ -123,11 +131,11 @@ def main():
         np.save(path, tokens[:2])
         micro += ["--input", f"{name}={path}"]
 
-    def compile_model(tag, command):
+    def compile_model(tag, command, flags=()):
         model = os.path.join(tmp, tag + ".mlir")
         artifact = os.path.join(tmp, tag + ".megc")
         e2e_util.run([*command, "-o", model])
-        e2e_util.run(["megc", model, "-o", artifact])
+        e2e_util.run(["megc", model, *flags, "-o", artifact])
         return artifact
 
     references = {}
@@ -151,18 +159,26 @@ def main():
         cases.append((name, mesh,
                       ["megc", "gen", "llama",
                        *e2e_util.without_flags(model, LAYOUT_FLAGS)],
-                      ["megc", "gen", "llama", *model, "--mesh", mesh]))
+                      ["megc", "gen", "llama", *model, "--mesh", mesh], []))
+    for name, mesh, flags, compile_flags in RECOMPUTED:
+        model = e2e_util.with_flags(MODEL, flags)
+        cases.append((name, mesh,
+                      ["megc", "gen", "llama",
+                       *e2e_util.without_flags(model, LAYOUT_FLAGS)],
+                      ["megc", "gen", "llama", *model, "--mesh", mesh],
+                      compile_flags))
     for case, mesh, flags in IMPORTED:
         imported = ["megc", "import", os.path.join(FIXTURES, case), "--seq",
                     "16", "--batch", "8", "--train", *IMPORTED_ADAM, *flags]
         cases.append((f"imported {case} {mesh}", mesh, imported,
-                      [*imported, "--mesh", mesh]))
-    for index, (name, mesh, single_command, command) in enumerate(cases):
+                      [*imported, "--mesh", mesh], []))
+    for index, (name, mesh, single_command, command,
+                compile_flags) in enumerate(cases):
         if options.only and options.only not in name:
             continue
         single, want_losses, want_state = reference(single_command,
                                                     f"single{index}")
-        artifact = compile_model(f"pp{index}", command)
+        artifact = compile_model(f"pp{index}", command, compile_flags)
         ok = fsdp_equivalence.compare_with_one_rank(
             name, ranks_of(mesh), artifact, single, want_losses, want_state,
             inputs, tmp, STEPS, TOLERANCE, forward=False)

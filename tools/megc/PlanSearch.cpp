@@ -330,8 +330,8 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
                     facts.repeatFrom + 2);
 
   // Each layout's fastest fitting option by the estimate: the least
-  // recomputation any micro-batch size fits with (a pipeline recomputes
-  // nothing), and of those sizes the fastest.
+  // recomputation any micro-batch size fits with, and of those sizes the
+  // fastest.
   SliceCache slices(context, base, facts, cluster);
   std::vector<Candidate> estimated;
   std::vector<std::pair<std::string, std::string>> rejected;
@@ -361,10 +361,8 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     std::optional<Candidate> best;
     double need = HUGE_VAL;
     std::string why;
-    std::vector<Recompute> levels{Recompute::None};
-    if (layout.pp == 1)
-      levels = {Recompute::None, Recompute::Selective, Recompute::Full};
-    for (Recompute recompute : levels) {
+    for (Recompute recompute :
+         {Recompute::None, Recompute::Selective, Recompute::Full}) {
       // Smallest micro-batches first: a larger one needs more memory, so
       // the first that does not fit ends the sizes.
       for (int64_t size : {1, 2, 4}) {

@@ -127,8 +127,25 @@ struct Unit {
   bool lossChunk = false;
 };
 
+/// Whether `op` runs in a forward pass of a pipeline rank's schedule
+/// (meg.pipeline_pass "forward.mbI").
+bool inForwardPass(Operation &op) {
+  auto pass = op.getAttrOfType<StringAttr>(MegDialect::kPipelinePassAttrName);
+  return pass && pass.getValue().starts_with("forward.");
+}
+
 class Rematerializer {
 public:
+  /// A pipeline rank's program: its forward is the ops of its forward
+  /// passes, each layer's run in one micro-batch's pass a unit.
+  explicit Rematerializer(func::FuncOp func)
+      : block(func.getBody().front()), pipelined(true) {
+    for (Operation &op : block)
+      if (inForwardPass(op))
+        forward.insert(&op);
+    collectUnits(MegDialect::kLayerAttrName, /*lossChunk=*/false);
+  }
+
   Rematerializer(func::FuncOp func, Value loss) : block(func.getBody().front()) {
     // The forward: what the loss depends on.
     SmallVector<Operation *> worklist;
@@ -152,7 +169,8 @@ public:
   }
 
   /// The ops of the forward marked `attrName` = N, one unit per N and
-  /// connected run (a layer runs once per micro-batch).
+  /// connected run (a layer runs once per micro-batch; in a pipeline
+  /// rank's program a run stays within one pass).
   void collectUnits(StringRef attrName, bool lossChunk) {
     llvm::EquivalenceClasses<Operation *> runs;
     llvm::DenseMap<int64_t, SmallVector<Operation *>> byIndex;
@@ -169,7 +187,9 @@ public:
       for (Value operand : op.getOperands())
         if (Operation *def = operand.getDefiningOp())
           if (def->getBlock() == &block && runs.contains(def) &&
-              def->getAttr(attrName) == index)
+              def->getAttr(attrName) == index &&
+              (!pipelined || def->getAttr(MegDialect::kPipelinePassAttrName) ==
+                                 op.getAttr(MegDialect::kPipelinePassAttrName)))
             runs.unionSets(def, &op);
     }
     for (int64_t index : order) {
@@ -213,9 +233,18 @@ public:
   }
 
 private:
-  bool inForward(Operation *user) const {
-    Operation *top = block.findAncestorOpInBlock(*user);
-    return top && forward.contains(top);
+  /// Whether `top` reads an activation in the backward: after the loss,
+  /// or, in a pipeline rank's program, in a backward or weight-gradient
+  /// pass (a send of a layer's output is not one).
+  bool readsInBackward(Operation *top) const {
+    if (!top || forward.contains(top))
+      return false;
+    if (!pipelined)
+      return true;
+    auto pass =
+        top->getAttrOfType<StringAttr>(MegDialect::kPipelinePassAttrName);
+    return pass && (pass.getValue().starts_with("backward.") ||
+                    pass.getValue().starts_with("weight."));
   }
 
   FailureOr<unsigned> recompute(Unit &unit, Level level) {
@@ -233,7 +262,7 @@ private:
           Operation *top = block.findAncestorOpInBlock(*user);
           if (!top)
             continue;
-          if (!forward.contains(top))
+          if (readsInBackward(top))
             backward = true;
           else if (!inUnit(top))
             output = true;
@@ -262,15 +291,17 @@ private:
     }
     // Backward work that an earlier pass placed in the forward (a view of
     // an activation next to it) moves down to its first user, so that the
-    // copies can come before every read.
+    // copies can come before every read. The forward ends at the loss, or,
+    // in a pipeline rank's program, with the unit's own pass.
+    Operation *boundary = lossTop ? lossTop : unit.ops.back();
     SmallVector<Operation *> early;
     for (Value value : saved)
-      for (Operation *user : value.getUsers())
-        if (!inForward(user)) {
-          Operation *top = block.findAncestorOpInBlock(*user);
-          if (top->isBeforeInBlock(lossTop) && !llvm::is_contained(early, top))
-            early.push_back(top);
-        }
+      for (Operation *user : value.getUsers()) {
+        Operation *top = block.findAncestorOpInBlock(*user);
+        if (readsInBackward(top) && top->isBeforeInBlock(boundary) &&
+            !llvm::is_contained(early, top))
+          early.push_back(top);
+      }
     llvm::sort(early,
                [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
     for (Operation *op : early) {
@@ -283,18 +314,17 @@ private:
         if (top && (!firstUser || top->isBeforeInBlock(firstUser)))
           firstUser = top;
       }
-      if (firstUser && lossTop->isBeforeInBlock(firstUser))
+      if (firstUser && boundary->isBeforeInBlock(firstUser))
         op->moveBefore(firstUser);
     }
     // Where the backward first reads one of them.
     Operation *first = nullptr;
     for (Value value : saved)
-      for (Operation *user : value.getUsers())
-        if (!inForward(user)) {
-          Operation *top = block.findAncestorOpInBlock(*user);
-          if (!first || top->isBeforeInBlock(first))
-            first = top;
-        }
+      for (Operation *user : value.getUsers()) {
+        Operation *top = block.findAncestorOpInBlock(*user);
+        if (readsInBackward(top) && (!first || top->isBeforeInBlock(first)))
+          first = top;
+      }
     SmallVector<Operation *> ordered(needed.begin(), needed.end());
     llvm::sort(ordered,
                [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
@@ -303,7 +333,10 @@ private:
     for (Operation *op : ordered)
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp())
-          if (!needed.contains(def) && isa<WaitOp>(def))
+          if (auto wait = dyn_cast<WaitOp>(def);
+              wait && !needed.contains(def) &&
+              isa_and_nonnull<AllGatherStartOp>(
+                  wait.getFuture().getDefiningOp()))
             return op->emitError()
                    << "meg-remat: recomputing "
                    << (unit.lossChunk ? "loss chunk " : "layer ") << unit.layer
@@ -313,15 +346,22 @@ private:
                       "products, or no recomputation";
     OpBuilder builder(first);
     IRMapping mapping;
+    // In a pipeline rank's program the copies run in the pass that first
+    // reads them.
+    Attribute pass = first->getAttr(MegDialect::kPipelinePassAttrName);
     for (Operation *op : ordered) {
       Operation *copy = builder.clone(*op, mapping);
       copy->setAttr(MegDialect::kRecomputedAttrName, builder.getUnitAttr());
+      if (pass)
+        copy->setAttr(MegDialect::kPipelinePassAttrName, pass);
+      else
+        copy->removeAttr(MegDialect::kPipelinePassAttrName);
     }
     for (Value value : saved) {
       Value copy = mapping.lookup(value);
       value.replaceUsesWithIf(copy, [&](OpOperand &use) {
         Operation *top = block.findAncestorOpInBlock(*use.getOwner());
-        return top && !forward.contains(top) &&
+        return readsInBackward(top) &&
                !top->hasAttr(MegDialect::kRecomputedAttrName);
       });
     }
@@ -329,7 +369,10 @@ private:
   }
 
   Block &block;
-  /// The op that computes the loss: the forward ends with it.
+  /// A pipeline rank's program (the forward is its forward passes).
+  bool pipelined = false;
+  /// The op that computes the loss: the forward ends with it (none in a
+  /// pipeline rank's program).
   Operation *lossTop = nullptr;
   llvm::DenseSet<Operation *> forward;
   SmallVector<Unit> units;
@@ -369,8 +412,26 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
     for (ParamOp param : module.getOps<ParamOp>())
       stateBytes += bytesOf(param.getTensorType());
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      // A pipeline rank's program: each layer of each micro-batch's
+      // forward pass recomputed in its backward pass, at the mode's level
+      // (a memory budget is checked per rank after planning).
+      if (func->hasAttr(MegDialect::kPipelineRankAttrName)) {
+        if (base == Level::None)
+          continue;
+        Rematerializer analysis(func);
+        if (!analysis.hasBackward())
+          continue;
+        SmallVector<Level> levels(analysis.numUnits(), base);
+        FailureOr<unsigned> inserted = analysis.apply(levels);
+        if (failed(inserted))
+          return signalPassFailure();
+        numRecomputed += *inserted;
+        continue;
+      }
       Value loss = lossOf(func);
-      if (!loss || func.isExternal())
+      if (!loss)
         continue;
       if (failed(runOn(func, loss, base, stateBytes)))
         return signalPassFailure();
