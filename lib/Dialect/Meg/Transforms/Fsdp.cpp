@@ -637,18 +637,25 @@ LogicalResult FsdpRewriter::shardOptimizer(func::FuncOp func) {
   int64_t bucketBytes = config.getBucketMb() * (int64_t(1) << 20);
   SmallVector<SmallVector<Update *>> buckets(1);
   int64_t filled = 0;
+  auto elementOf = [&](Update &update) {
+    return reduceType ? reduceType
+                      : cast<RankedTensorType>(update.adamw.getGrad().getType())
+                            .getElementType();
+  };
   for (Update &update : updates) {
-    auto gradType = cast<RankedTensorType>(update.adamw.getGrad().getType());
-    Type element = reduceType ? reduceType : gradType.getElementType();
+    Type element = elementOf(update);
     int64_t bytes =
         update.layout->padded * element.getIntOrFloatBitWidth() / 8;
     // A bucket reduces over one group: experts over their own; under a
-    // pipeline, each stage's weights over their own.
+    // pipeline, each stage's weights over their own; and holds one element
+    // type (without a grad_reduce policy, gradients kept in f32, such as a
+    // router's bias's, are reduced apart from bf16 ones).
     if (!buckets.back().empty() &&
         (filled + bytes > bucketBytes ||
          buckets.back().front()->layout->shardAxes !=
              update.layout->shardAxes ||
-         buckets.back().front()->stages != update.stages)) {
+         buckets.back().front()->stages != update.stages ||
+         elementOf(*buckets.back().front()) != element)) {
       buckets.emplace_back();
       filled = 0;
     }
