@@ -73,12 +73,16 @@ void registerCompileOptions() {
 
 bool hasCompileInput() { return !inputFile.empty(); }
 
-int runCompile() {
+Expected<CompileOptions> compileOptionsFromFlags() {
   CompileFlags flags;
 #define MEGC_COMPILE_FLAG(field, kind, flag, python, value, help)              \
   flags.field = field##Flag;
 #include "megc/Compiler/CompileFlags.def"
-  Expected<CompileOptions> options = parseCompileFlags(flags);
+  return parseCompileFlags(flags);
+}
+
+int runCompile() {
+  Expected<CompileOptions> options = compileOptionsFromFlags();
   if (!options)
     return fail(toString(options.takeError()));
 

@@ -7,7 +7,15 @@
 #ifndef MEGC_TOOLS_MEGC_COMPILECOMMAND_H
 #define MEGC_TOOLS_MEGC_COMPILECOMMAND_H
 
+#include "megc/Compiler/CompileOptions.h"
+
+#include "llvm/Support/Error.h"
+
 namespace megc {
+
+/// The compile options the command line gives (`megc plan` compiles with
+/// them too).
+llvm::Expected<CompileOptions> compileOptionsFromFlags();
 
 /// Registers the compile options (and MLIR's own) with the top level.
 void registerCompileOptions();

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanCommand.h"
+#include "CompileCommand.h"
 #include "GenCommand.h"
 #include "PlanSearch.h"
 #include "PlanSupport.h"
@@ -204,8 +205,12 @@ int runPlan() {
   }
   if (!module)
     return error.empty() ? 1 : planFail(error);
-  mlir::FailureOr<ProgramDesc> program =
-      compileProgram(*module, CompileOptions());
+  // The layout compiled as `megc` would with the compile flags given
+  // (--recompute, --memory-budget, ...).
+  Expected<CompileOptions> options = compileOptionsFromFlags();
+  if (!options)
+    return planFail(toString(options.takeError()));
+  mlir::FailureOr<ProgramDesc> program = compileProgram(*module, *options);
   if (failed(program))
     return 1;
   const EntryDesc *entry = nullptr;
