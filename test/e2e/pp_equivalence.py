@@ -58,7 +58,7 @@ CONFIGS = [
 # megc flags).
 RECOMPUTED = [
     ("pp=2 1f1b recompute full", "pp=2", M4, ["--recompute=full"]),
-    ("pp=4 zb-h1 recompute selective", "pp=4",
+    ("pp=2 zb-h1 recompute selective", "pp=2",
      [*M4, "--pp-schedule", "zb-h1"], ["--recompute=selective"]),
 ]
 # (fixture, --mesh, extra import flags)

@@ -8,8 +8,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
 #include <mutex>
+#include <string>
 #include <unistd.h>
 
 namespace megrt::comm {
@@ -33,9 +34,22 @@ Watch &watch() {
 bool exited(int64_t pid) {
   if (::kill(static_cast<pid_t>(pid), 0) != 0)
     return errno == ESRCH;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)),
-                   std::istreambuf_iterator<char>());
+  // Read with the system calls: the process may vanish between the two
+  // checks, and a read of its stat file then fails with ESRCH (which
+  // std::ifstream reports by throwing).
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT || errno == ESRCH;
+  std::string text;
+  char buffer[512];
+  ssize_t got;
+  while ((got = ::read(fd, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<size_t>(got));
+  int readError = got < 0 ? errno : 0;
+  ::close(fd);
+  if (readError)
+    return readError == ESRCH || readError == ENOENT;
   // "pid (comm) S ...": the state follows the last ')'.
   size_t close = text.rfind(')');
   if (close == std::string::npos || close + 2 >= text.size())
