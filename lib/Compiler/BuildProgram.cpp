@@ -10,6 +10,8 @@
 
 #include "ProgramBuilder.h"
 
+#include "megc/Dialect/Meg/IR/PipelinePass.h"
+
 namespace megc {
 
 uint64_t BufferDesc::sizeBytes() const {
@@ -155,12 +157,11 @@ LogicalResult ProgramBuilder::placeOp(Operation *op) {
   // The pipeline pass of its commands, which `megc plan` times.
   using PassKind = EntryDesc::PassKind;
   entry->passKind.resize(entry->commands.size(), PassKind::None);
-  if (auto pass =
-          op->getAttrOfType<StringAttr>(MegDialect::kPipelinePassAttrName))
+  if (std::optional<PipelinePass> pass = pipelinePassOf(op))
     std::fill(entry->passKind.begin() + first, entry->passKind.end(),
-              pass.getValue().starts_with("forward")    ? PassKind::Forward
-              : pass.getValue().starts_with("backward") ? PassKind::Backward
-                                                        : PassKind::Weight);
+              pass->kind == PipelinePass::Forward    ? PassKind::Forward
+              : pass->kind == PipelinePass::Backward ? PassKind::Backward
+                                                     : PassKind::Weight);
   return placed;
 }
 

@@ -2238,3 +2238,28 @@ func.func @f(%o: tensor<1x8x4x32xf32>, %q: tensor<1x8x4x32xf32>, %k: tensor<1x16
   %0:3 = meg.attention_grad %o, %q, %k, %k, %o causal positions(%pos : tensor<4xi32>) scale 0.125 : tensor<1x8x4x32xf32>, tensor<1x8x4x32xf32>, tensor<1x16x2x32xf32>, tensor<1x16x2x32xf32>
   return
 }
+
+// -----
+
+// The pass of a pipeline schedule an op runs in is one of forward,
+// backward and weight, of a micro-batch.
+func.func @bad_pipeline_pass(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'meg.pipeline_pass' expects a pass of a pipeline schedule: "forward.mbI", "backward.mbI" or "weight.mbI"}}
+  %y = meg.add %x, %x {meg.pipeline_pass = "forward.1"} : tensor<4xf32>, tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @bad_pipeline_pass_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'meg.pipeline_pass' expects a pass of a pipeline schedule}}
+  %y = meg.add %x, %x {meg.pipeline_pass = "recompute.mb0"} : tensor<4xf32>, tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @good_pipeline_pass(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = meg.add %x, %x {meg.pipeline_pass = "weight.mb12"} : tensor<4xf32>, tensor<4xf32>
+  return %y : tensor<4xf32>
+}

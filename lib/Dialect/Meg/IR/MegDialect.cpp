@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/IR/PipelinePass.h"
 
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Transforms/InliningUtils.h"
@@ -245,8 +246,11 @@ LogicalResult MegDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kPipelinePassAttrName) {
     auto pass = dyn_cast<StringAttr>(attr.getValue());
-    if (!pass || pass.getValue().empty())
-      return op->emitError() << "'" << name << "' expects a non-empty string";
+    if (!pass || !parsePipelinePass(pass.getValue()))
+      return op->emitError()
+             << "'" << name
+             << "' expects a pass of a pipeline schedule: \"forward.mbI\", "
+                "\"backward.mbI\" or \"weight.mbI\"";
     return success();
   }
   if (name == kEntryNameAttrName) {

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/IR/PipelinePass.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 #include "megc/Pipeline/Schedule.h"
 
@@ -764,10 +765,11 @@ struct Splitter {
         // Each op records its pass (meg-outline-cuda-graphs names a
         // layer's graph regions by it).
         auto [stage, microBatch, part] = item.pass;
-        auto pass = at.getStringAttr(Twine(part == 0   ? "forward"
-                                           : part == 1 ? "backward"
-                                                       : "weight") +
-                                     ".mb" + Twine(microBatch));
+        StringAttr pass =
+            pipelinePassAttr(at, {part == 0   ? PipelinePass::Forward
+                                  : part == 1 ? PipelinePass::Backward
+                                              : PipelinePass::Weight,
+                                  microBatch});
         for (Operation *op : passOps[item.pass])
           if (failed(cloneAt(op, pass)))
             return failure();

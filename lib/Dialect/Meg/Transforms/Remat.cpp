@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/IR/PipelinePass.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -130,8 +131,8 @@ struct Unit {
 /// Whether `op` runs in a forward pass of a pipeline rank's schedule
 /// (meg.pipeline_pass "forward.mbI").
 bool inForwardPass(Operation &op) {
-  auto pass = op.getAttrOfType<StringAttr>(MegDialect::kPipelinePassAttrName);
-  return pass && pass.getValue().starts_with("forward.");
+  std::optional<PipelinePass> pass = pipelinePassOf(&op);
+  return pass && pass->kind == PipelinePass::Forward;
 }
 
 class Rematerializer {
@@ -241,10 +242,8 @@ private:
       return false;
     if (!pipelined)
       return true;
-    auto pass =
-        top->getAttrOfType<StringAttr>(MegDialect::kPipelinePassAttrName);
-    return pass && (pass.getValue().starts_with("backward.") ||
-                    pass.getValue().starts_with("weight."));
+    std::optional<PipelinePass> pass = pipelinePassOf(top);
+    return pass && pass->kind != PipelinePass::Forward;
   }
 
   FailureOr<unsigned> recompute(Unit &unit, Level level) {
