@@ -183,6 +183,17 @@ func.func @cast_exact_widening_chain(%x: tensor<4xbf16>) -> tensor<4xf16> {
 
 // -----
 
+// The folded chain keeps the outer cast's records.
+// CHECK-LABEL: func.func @cast_chain_keeps_records
+// CHECK: meg.cast {{.*}}{meg.layer = 2 : i64}
+func.func @cast_chain_keeps_records(%x: tensor<4xbf16>) -> tensor<4xf16> {
+  %0 = meg.cast %x {meg.layer = 2 : i64} : tensor<4xbf16> to tensor<4xf32>
+  %1 = meg.cast %0 {meg.layer = 2 : i64} : tensor<4xf32> to tensor<4xf16>
+  return %1 : tensor<4xf16>
+}
+
+// -----
+
 // A round trip through an exact widening is the input.
 // CHECK-LABEL: func.func @cast_exact_widening_round_trip
 // CHECK-SAME: (%[[X:.*]]: tensor<4xbf16>, %[[Y:.*]]: tensor<2x2xf16>)
@@ -456,6 +467,18 @@ func.func @swiglu(%g: tensor<2x8xbf16>, %u: tensor<2x8xbf16>) -> (tensor<2x8xbf1
   %t = meg.silu %u : tensor<2x8xbf16>
   %b = meg.mul %g, %t : tensor<2x8xbf16>, tensor<2x8xbf16>
   return %a, %b : tensor<2x8xbf16>, tensor<2x8xbf16>
+}
+
+// -----
+
+// The swiglu keeps the product's records: recomputation finds a layer's
+// units by meg.layer, so a swiglu without it would cut the MLP out of them.
+// CHECK-LABEL: func.func @swiglu_keeps_records
+// CHECK: meg.swiglu {{.*}}{meg.layer = 3 : i64, meg.pipeline_pass = "forward.mb1"}
+func.func @swiglu_keeps_records(%g: tensor<2x8xbf16>, %u: tensor<2x8xbf16>) -> tensor<2x8xbf16> {
+  %s = meg.silu %g {meg.layer = 3 : i64} : tensor<2x8xbf16>
+  %a = meg.mul %s, %u {meg.layer = 3 : i64, meg.pipeline_pass = "forward.mb1"} : tensor<2x8xbf16>, tensor<2x8xbf16>
+  return %a : tensor<2x8xbf16>
 }
 
 // -----

@@ -270,12 +270,19 @@ struct SliceOfSumIsReduceScatter : public OpRewritePattern<ShardSliceOp> {
         sum.getAxesAttr() != slice.getAxesAttr())
       return failure();
     Value local = sum.getInput();
-    if (transpose)
-      local = TransposeOp::create(rewriter, transpose.getLoc(), local,
-                                  transpose.getPermutationAttr());
-    rewriter.replaceOpWithNewOp<ReduceScatterOp>(
-        slice, slice.getType(), local, slice.getMeshAttr(),
-        slice.getAxesAttr(), slice.getDimAttr(), sum.getReduceAttr());
+    // The replacements keep the records (layer, pipeline pass) of the ops
+    // they replace.
+    if (transpose) {
+      auto moved = TransposeOp::create(rewriter, transpose.getLoc(), local,
+                                       transpose.getPermutationAttr());
+      moved->setDiscardableAttrs(transpose->getDiscardableAttrDictionary());
+      local = moved;
+    }
+    DictionaryAttr records = sum->getDiscardableAttrDictionary();
+    auto scatter = rewriter.replaceOpWithNewOp<ReduceScatterOp>(
+        slice, slice.getType(), local, slice.getMeshAttr(), slice.getAxesAttr(),
+        slice.getDimAttr(), sum.getReduceAttr());
+    scatter->setDiscardableAttrs(records);
     // A collective is never dead code to the folder (every rank must issue
     // the same ones), so the one replaced goes explicitly.
     if (transpose)

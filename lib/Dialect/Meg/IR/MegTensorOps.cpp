@@ -120,7 +120,11 @@ struct SiluTimesUpIsSwiglu : public OpRewritePattern<MulOp> {
       if (!activation || !silu.hasOneUse() || silu.getType() != op.getType() ||
           up.getType() != op.getType())
         continue;
-      rewriter.replaceOpWithNewOp<SwigluOp>(op, activation.getInput(), up);
+      // The product's records (its layer, its pipeline pass) stay.
+      DictionaryAttr records = op->getDiscardableAttrDictionary();
+      auto swiglu =
+          rewriter.replaceOpWithNewOp<SwigluOp>(op, activation.getInput(), up);
+      swiglu->setDiscardableAttrs(records);
       rewriter.eraseOp(activation);
       return success();
     }
@@ -173,7 +177,10 @@ struct FoldExactCastChain : public OpRewritePattern<CastOp> {
       rewriter.replaceOp(op, inner.getInput());
       return success();
     }
-    rewriter.replaceOpWithNewOp<CastOp>(op, op.getType(), inner.getInput());
+    DictionaryAttr records = op->getDiscardableAttrDictionary();
+    auto cast =
+        rewriter.replaceOpWithNewOp<CastOp>(op, op.getType(), inner.getInput());
+    cast->setDiscardableAttrs(records);
     return success();
   }
 };
