@@ -131,13 +131,27 @@ llvm::Expected<Simulation> simulateStep(const ProgramDesc &program,
   return slowest;
 }
 
-uint64_t peakBytesPerRank(const ProgramDesc &program, StringRef name) {
+const EntryDesc *largestRank(const ProgramDesc &program, StringRef name) {
+  const EntryDesc *largest = nullptr;
   uint64_t most = 0;
-  for (const EntryDesc &entry : program.entries)
-    if (entry.name == name)
-      most = std::max(most, entry.plan.arenaBytes +
-                                program.stateBytes(entry.pipelineRank));
-  return most;
+  for (const EntryDesc &entry : program.entries) {
+    if (entry.name != name)
+      continue;
+    uint64_t bytes =
+        entry.plan.arenaBytes + program.stateBytes(entry.pipelineRank);
+    if (!largest || bytes > most) {
+      largest = &entry;
+      most = bytes;
+    }
+  }
+  return largest;
+}
+
+uint64_t peakBytesPerRank(const ProgramDesc &program, StringRef name) {
+  const EntryDesc *largest = largestRank(program, name);
+  return largest ? largest->plan.arenaBytes +
+                       program.stateBytes(largest->pipelineRank)
+                 : 0;
 }
 
 } // namespace megc::plan

@@ -317,15 +317,21 @@ int runPlan() {
   outs() << formatv("  {0:f0} tokens a step, {1:f1} tokens/s per device, "
                     "MFU {2:f1}% of the {3} peak\n",
                     tokens, perDevice, mfu * 100, sim.flopsDtype);
+  // Under a pipeline the ranks differ: the largest one's parts.
+  const EntryDesc *largest = plan::largestRank(*program, entry->name);
   outs() << formatv(
-      "  memory per rank {0:f2} MB (arena {1:f2} MB, "
+      "  memory per rank {0:f2} MB ({5}arena {1:f2} MB, "
       "parameters and state {2:f2} MB) of {3:f2} GB: {4}\n",
-      peakBytes / 1e6, entry->plan.arenaBytes / 1e6,
-      program->stateBytes(entry->pipelineRank) / 1e6,
+      peakBytes / 1e6, largest->plan.arenaBytes / 1e6,
+      program->stateBytes(largest->pipelineRank) / 1e6,
       cluster->device.memoryBytes / 1e9,
       headroom >= 0
           ? formatv("{0:f2} GB free", headroom / 1e9).str()
-          : formatv("does not fit, {0:f2} GB over", -headroom / 1e9).str());
+          : formatv("does not fit, {0:f2} GB over", -headroom / 1e9).str(),
+      program->pipeline
+          ? formatv("the largest, pipeline rank {0}: ", largest->pipelineRank)
+                .str()
+          : std::string());
   outs() << formatv("  sent per rank {0:f3} MB a step\n", sim.bytesSent / 1e6);
   return 0;
 }

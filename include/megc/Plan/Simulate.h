@@ -91,6 +91,9 @@ llvm::Expected<Simulation> simulateStep(const ProgramDesc &program,
 /// The most bytes one rank's program of entry `name` needs (arena plus
 /// the parameters and state it holds), over the ranks of a pipeline.
 uint64_t peakBytesPerRank(const ProgramDesc &program, llvm::StringRef name);
+/// The rank's program of entry `name` that needs those bytes (the first of
+/// the largest), or null when the program has no such entry.
+const EntryDesc *largestRank(const ProgramDesc &program, llvm::StringRef name);
 
 const char *costClassName(CostClass cls);
 

@@ -56,8 +56,15 @@ uint64_t bytesOf(Type type) {
 bool isMatrixProduct(Operation *op) { return isa<LinearOp, MatmulOp>(op); }
 
 /// An op that is never recomputed: it reads a parameter, is a constant, or
-/// talks to other ranks.
+/// talks to other ranks. A blocking all-gather of an activation (a layer's
+/// input gathered over the sequence-parallel or context-parallel ranks) is
+/// the exception: every rank of its group runs the same program, so each
+/// gathers again in the backward, as Megatron-LM's sequence parallelism
+/// does, instead of keeping the gathered copy, tp times its piece, from
+/// the forward.
 bool isPinned(Operation *op) {
+  if (isa<AllGatherOp>(op))
+    return false;
   return isa<ParamRefOp, WaitOp>(op) || op->hasTrait<OpTrait::ConstantLike>() ||
          !isMemoryEffectFree(op);
 }
@@ -327,27 +334,23 @@ private:
     SmallVector<Operation *> ordered(needed.begin(), needed.end());
     llvm::sort(ordered,
                [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-    // A gathered weight read again here would stay gathered from the
-    // forward to the backward.
-    for (Operation *op : ordered)
-      for (Value operand : op->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          if (auto wait = dyn_cast<WaitOp>(def);
-              wait && !needed.contains(def) &&
-              isa_and_nonnull<AllGatherStartOp>(
-                  wait.getFuture().getDefiningOp()))
-            return op->emitError()
-                   << "meg-remat: recomputing "
-                   << (unit.lossChunk ? "loss chunk " : "layer ") << unit.layer
-                   << " would read a weight gathered for the forward in the "
-                      "backward (optim_grads_params); use "
-                      "--recompute=selective, which keeps the matrix "
-                      "products, or no recomputation";
     OpBuilder builder(first);
     IRMapping mapping;
     // In a pipeline rank's program the copies run in the pass that first
     // reads them.
     Attribute pass = first->getAttr(MegDialect::kPipelinePassAttrName);
+    // The weights FSDP gathered for the forward: the copies read them in
+    // the backward.
+    for (Operation *op : ordered)
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || needed.contains(def) || mapping.contains(operand))
+          continue;
+        SmallVector<Operation *> views;
+        if (WaitOp wait = gatheredWeight(operand, views))
+          mapping.map(operand, weightInBackward(operand, wait, views, first,
+                                                builder, pass));
+      }
     for (Operation *op : ordered) {
       Operation *copy = builder.clone(*op, mapping);
       copy->setAttr(MegDialect::kRecomputedAttrName, builder.getUnitAttr());
@@ -365,6 +368,111 @@ private:
       });
     }
     return static_cast<unsigned>(ordered.size());
+  }
+
+  /// The weight FSDP gathered (the wait of an all-gather of a parameter's
+  /// piece) that `value` is, through the views on it (`views`, in order).
+  static WaitOp gatheredWeight(Value value,
+                               SmallVectorImpl<Operation *> &views) {
+    Operation *def = value.getDefiningOp();
+    while (def && isa<ReshapeOp, SliceOp>(def)) {
+      views.push_back(def);
+      def = def->getOperand(0).getDefiningOp();
+    }
+    auto wait = dyn_cast_or_null<WaitOp>(def);
+    auto start = wait ? wait.getFuture().getDefiningOp<AllGatherStartOp>()
+                      : AllGatherStartOp();
+    if (!start || !start.getInput().getDefiningOp<ParamRefOp>())
+      return {};
+    std::reverse(views.begin(), views.end());
+    return wait;
+  }
+
+  /// Whether `value`, or a view of it, is read at `at` or after.
+  bool readFrom(Value value, Operation *at) const {
+    for (Operation *user : value.getUsers()) {
+      Operation *top = block.findAncestorOpInBlock(*user);
+      if (!top)
+        continue;
+      if (isa<ReshapeOp, SliceOp>(top) && readFrom(top->getResult(0), at))
+        return true;
+      if (top == at || at->isBeforeInBlock(top))
+        return true;
+    }
+    return false;
+  }
+
+  /// The gathered weight `value` (the forward's, `wait` through `views`)
+  /// for copies placed before `first`: the forward's where the backward
+  /// reads it anyway (a step that keeps its weights gathered over its
+  /// micro-batches); else the backward's own gather of the parameter,
+  /// waited for before the copies; else a gather of its own, as ZeRO-3
+  /// gathers again for a recomputed forward. A weight never stays gathered
+  /// from the forward to the backward for recomputation's sake.
+  Value weightInBackward(Value value, WaitOp wait, ArrayRef<Operation *> views,
+                         Operation *first, OpBuilder &builder,
+                         Attribute pass) {
+    if (readFrom(wait.getResult(), first))
+      return value;
+    auto start = wait.getFuture().getDefiningOp<AllGatherStartOp>();
+    auto piece = start.getInput().getDefiningOp<ParamRefOp>();
+    // Another gather of the parameter that the backward reads (the
+    // backward's group, waited for before or after `first`).
+    WaitOp later;
+    for (Operation *op = wait->getNextNode(); op; op = op->getNextNode()) {
+      auto candidate = dyn_cast<WaitOp>(op);
+      if (!candidate || candidate.getType() != wait.getType() ||
+          !(first->isBeforeInBlock(candidate) ||
+            readFrom(candidate.getResult(), first)))
+        continue;
+      auto otherStart =
+          candidate.getFuture().getDefiningOp<AllGatherStartOp>();
+      auto otherPiece = otherStart
+                            ? otherStart.getInput().getDefiningOp<ParamRefOp>()
+                            : ParamRefOp();
+      if (otherPiece && otherPiece.getName() == piece.getName() &&
+          otherStart.getMeshAttr() == start.getMeshAttr() &&
+          otherStart.getAxesAttr() == start.getAxesAttr()) {
+        later = candidate;
+        break;
+      }
+    }
+    Value gathered;
+    if (later) {
+      // Waited for before the copies (its start, and the read of the
+      // piece, before the wait).
+      auto otherStart = later.getFuture().getDefiningOp<AllGatherStartOp>();
+      Operation *otherPiece = otherStart.getInput().getDefiningOp();
+      auto moveBefore = [&](Operation *op, Operation *before) {
+        op->moveBefore(before);
+        if (pass)
+          op->setAttr(MegDialect::kPipelinePassAttrName, pass);
+      };
+      if (first->isBeforeInBlock(later))
+        moveBefore(later, first);
+      if (later->isBeforeInBlock(otherStart))
+        moveBefore(otherStart, later);
+      if (otherStart->isBeforeInBlock(otherPiece))
+        moveBefore(otherPiece, otherStart);
+      gathered = later.getResult();
+    } else {
+      IRMapping chain;
+      for (Operation *op : {piece.getOperation(), start.getOperation(),
+                            wait.getOperation()}) {
+        Operation *copy = builder.clone(*op, chain);
+        if (pass)
+          copy->setAttr(MegDialect::kPipelinePassAttrName, pass);
+      }
+      gathered = chain.lookup(wait.getResult());
+    }
+    IRMapping chain;
+    chain.map(wait.getResult(), gathered);
+    for (Operation *view : views) {
+      Operation *copy = builder.clone(*view, chain);
+      if (pass)
+        copy->setAttr(MegDialect::kPipelinePassAttrName, pass);
+    }
+    return chain.lookup(value);
   }
 
   Block &block;

@@ -479,10 +479,20 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
     than the estimate), so that a budget met is met by every larger one. It
     records `meg.remat_steps = [taken, ladder]` on the function and says
     what it recomputes and why in a remark. A budget that every layer
-    recomputed cannot meet is an error naming the smallest peak. Full recomputation under
-    `optim_grads_params` (which would keep the forward's gathered weights
-    for the backward) is an error. Runs after `meg-fuse`, so that the copies
-    are the same kernels.
+    recomputed cannot meet is an error naming the smallest peak.
+
+    A layer's all-gather of its input (sequence or context parallelism) is
+    recomputed with it: every rank of the group gathers again in the
+    backward instead of keeping the gathered copy, as Megatron-LM's
+    sequence parallelism does. A weight that `meg-fsdp` gathered for the
+    forward (`optim_grads_params`) is not kept for the copies: they read
+    the backward's gather of the same parameter (its wait moved before
+    them), the forward's only where the backward reads it anyway (a step
+    that keeps its weights gathered over its micro-batches), or else a
+    gather of their own. In a pipeline rank's program (`meg.pipeline_pass`)
+    the forward is its forward passes, a unit stays within one pass, and
+    the copies run in the backward pass that first reads them. Runs after
+    `meg-fuse`, so that the copies are the same kernels.
 
     ```mlir
     // mode=full: before
