@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace megc {
 
@@ -156,6 +157,41 @@ void planMemory(EntryDesc &entry) {
     live += bytes;
     plan.peakBytes = std::max(plan.peakBytes, static_cast<uint64_t>(live));
   }
+
+  // What is live when the loss is first computed (a copy or a reduction
+  // over the data-parallel ranks into the output, placed late, is
+  // followed back to its source): in a step of one micro-batch, what the
+  // forward keeps for the backward.
+  int64_t lossOutput = -1;
+  for (auto [index, output] : llvm::enumerate(entry.outputs))
+    if (output.name == "loss")
+      lossOutput = static_cast<int64_t>(index);
+  std::map<uint32_t, int64_t> firstTouch;
+  int64_t lossCommand = -1;
+  for (auto [index, command] : llvm::enumerate(entry.commands))
+    for (uint32_t buffer : buffersOf(command)) {
+      firstTouch.try_emplace(root(buffer), static_cast<int64_t>(index));
+      const BufferDesc &desc = entry.buffers[root(buffer)];
+      if (desc.kind == BufferKind::Output && lossOutput >= 0 &&
+          desc.index == static_cast<uint32_t>(lossOutput) && lossCommand < 0)
+        lossCommand = static_cast<int64_t>(index);
+    }
+  for (int hops = 0; lossCommand >= 0 && hops < 8; ++hops) {
+    const Command &command = entry.commands[lossCommand];
+    std::optional<uint32_t> source;
+    if (const auto *copy = std::get_if<CopyCommand>(&command))
+      source = copy->src;
+    else if (const auto *sum = std::get_if<CollectiveCommand>(&command))
+      source = sum->src;
+    if (!source || firstTouch[root(*source)] >= lossCommand)
+      break;
+    lossCommand = firstTouch[root(*source)];
+  }
+  if (lossCommand >= 0)
+    for (const Live &held : order)
+      if (held.interval.first <= lossCommand &&
+          lossCommand <= held.interval.last)
+        plan.liveAtLossBytes += entry.buffers[held.buffer].sizeBytes();
   entry.plan = plan;
 }
 

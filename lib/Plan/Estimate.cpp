@@ -63,19 +63,21 @@ LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape) {
   estimate.stepSeconds = fixed + slots * slot;
   Bilinear state(grid, &SliceMeasure::stateBytes);
   estimate.stateBytes = state.fixed(layers) + state.perMicroBatch(layers);
-  // The arena: what one micro-batch of one layer keeps grows with the
-  // micro-batches in flight; what a second micro-batch adds (accumulated
-  // gradients) comes once.
-  const SliceMeasure &one = grid.at[0][0], &next = grid.at[1][0];
-  double perLayer = std::max(0.0, next.arenaBytes - one.arenaBytes);
-  double base = std::max(0.0, one.arenaBytes -
-                                  perLayer * static_cast<double>(grid.layers));
+  // The arena: the step's of the stage's layers (what a second
+  // micro-batch adds, the accumulated gradients and the weights kept
+  // gathered over the step, comes once), and the activations each more
+  // micro-batch in flight keeps: per layer, what the forward of one
+  // micro-batch holds for its backward.
   Bilinear arena(grid, &SliceMeasure::arenaBytes);
-  double accumulation =
-      shape.microBatches > 1 ? arena.perMicroBatch(layers) : 0.0;
+  double held =
+      std::max(0.0, grid.at[1][0].heldBytes - grid.at[0][0].heldBytes);
+  double stepArena =
+      arena.fixed(layers) +
+      arena.perMicroBatch(layers) * (shape.microBatches > 1 ? 2.0 : 1.0);
   estimate.arenaBytes =
-      base + perLayer * layers * static_cast<double>(shape.inFlight) +
-      accumulation;
+      stepArena +
+      held * layers *
+          static_cast<double>(std::max<int64_t>(0, shape.inFlight - 1));
   return estimate;
 }
 

@@ -173,9 +173,11 @@ TEST(PlanSimulate, KernelsCostWhatTheirBodiesRead) {
 
 // Slices of a step whose time is 2 + 0.5 n + m (1 + 3 n) (its compute
 // 0.25 n + m (1 + 3 n): a micro-batch adds 1 + 3 n), state 10 + 4 n
-// and arena 5 + 7 n (plus 2 + n with a second micro-batch), for n layers
-// and m micro-batches: the estimate extends them exactly, with a pipeline's
-// M + P - 1 slots and its micro-batches in flight.
+// and arena 5 + 7 n (plus 2 + n with a second micro-batch), of which 1 + 3 n
+// live at the loss (3 per layer kept for the backward), for n layers and m
+// micro-batches: the estimate extends them exactly, with a pipeline's
+// M + P - 1 slots and its micro-batches in flight (each more one keeps
+// 3 per layer, not the whole arena slope of 7).
 TEST(PlanEstimate, ExtendsSlicesAlongLayersAndMicroBatches) {
   SliceGrid grid;
   grid.layers = 2;
@@ -187,6 +189,7 @@ TEST(PlanEstimate, ExtendsSlicesAlongLayersAndMicroBatches) {
       at.computeSeconds = 0.25 * n + m * (1 + 3 * n);
       at.stateBytes = 10 + 4 * n;
       at.arenaBytes = 5 + 7 * n + (micro > 1 ? 2 + n : 0);
+      at.heldBytes = 1 + 3 * n;
     }
   LayoutShape shape;
   shape.layersPerStage = 10, shape.microBatches = 8;
@@ -199,7 +202,7 @@ TEST(PlanEstimate, ExtendsSlicesAlongLayersAndMicroBatches) {
   shape.stages = 4, shape.inFlight = 4;
   LayoutEstimate piped = estimateLayout(grid, shape);
   EXPECT_DOUBLE_EQ(piped.stepSeconds, 7 + 11 * 31);
-  EXPECT_DOUBLE_EQ(piped.arenaBytes, 5 + 7 * 40 + 12);
+  EXPECT_DOUBLE_EQ(piped.arenaBytes, 5 + 7 * 10 + 12 + 3 * 10 * 3);
 
   // One micro-batch: nothing accumulates.
   shape = LayoutShape();

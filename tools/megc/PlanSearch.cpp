@@ -154,7 +154,7 @@ gen::GenOptions optionsFor(const gen::GenOptions &base, const Layout &layout,
 struct Measured {
   plan::Simulation sim;
   uint64_t peakBytes = 0;
-  double stateBytes = 0, tokens = 0;
+  double stateBytes = 0, heldBytes = 0, tokens = 0;
 };
 
 /// Generates `options`, compiles it with `recompute` and simulates its
@@ -189,6 +189,8 @@ Expected<Measured> measure(mlir::MLIRContext &context,
     return sim.takeError();
   Measured result{std::move(*sim)};
   result.peakBytes = plan::peakBytesPerRank(*program, entry->name);
+  result.heldBytes = static_cast<double>(
+      plan::largestRank(*program, entry->name)->plan.liveAtLossBytes);
   result.stateBytes = static_cast<double>(program->stateBytes());
   result.tokens = globalTokens(*program, *entry);
   return result;
@@ -249,6 +251,7 @@ private:
         at.stateBytes = slice->stateBytes;
         at.arenaBytes =
             static_cast<double>(slice->peakBytes) - slice->stateBytes;
+        at.heldBytes = slice->heldBytes;
       }
     return entry;
   }

@@ -138,6 +138,11 @@ struct MemoryPlan {
   uint64_t peakBytes = 0;
   /// Sum of all intermediates: what the arena would take without reuse.
   uint64_t unplannedBytes = 0;
+  /// Intermediates live when the output named `loss` is first written (0
+  /// without one): in a step of one micro-batch, what its forward keeps for the
+  /// backward, which the planner multiplies by a pipeline stage's
+  /// micro-batches in flight.
+  uint64_t liveAtLossBytes = 0;
 };
 
 /// Commands [first, first + count) captured as one CUDA graph.

@@ -29,6 +29,9 @@ struct SliceMeasure {
   double computeSeconds = 0;
   /// The entry's arena and the parameters and state a rank holds.
   double arenaBytes = 0, stateBytes = 0;
+  /// Of the arena, what is live when the loss is written (with one
+  /// micro-batch: the activations the forward keeps for the backward).
+  double heldBytes = 0;
 };
 
 /// Slices at `layers` and `layers + 1` transformer layers (the first index)
@@ -60,9 +63,12 @@ struct LayoutEstimate {
 /// The step is the per-step part (optimizer, gradient synchronisation) plus
 /// M + P - 1 micro-batch slots of the stage's layers, a slot as long as
 /// the compute a micro-batch adds; the memory is the
-/// stage's parameters and state, and its arena with `inFlight` micro-batches'
-/// layer activations. Each is the compiler's slices' value extended along
-/// its per-layer and per-micro-batch slopes (negative slopes read as zero).
+/// stage's parameters and state, and its arena: the slices' arena for the
+/// stage's layers and micro-batches, plus `inFlight` - 1 more micro-batches'
+/// layer activations (what a layer keeps from its forward to its backward,
+/// the slope of `heldBytes` over the layers). Each is the compiler's slices'
+/// value extended along its per-layer and per-micro-batch slopes (negative
+/// slopes read as zero).
 LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape);
 
 } // namespace megc::plan
