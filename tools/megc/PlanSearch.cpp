@@ -364,8 +364,14 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     std::optional<Candidate> best;
     double need = HUGE_VAL;
     std::string why;
+    // Parameters and state do not depend on recomputation or the
+    // micro-batch size: where they alone exceed the budget, no other
+    // option's slices are compiled.
+    bool stateTooLarge = false;
     for (Recompute recompute :
          {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      if (stateTooLarge)
+        break;
       // Smallest micro-batches first: a larger one needs more memory, so
       // the first that does not fit ends the sizes.
       for (int64_t size : {1, 2, 4}) {
@@ -395,6 +401,8 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
             layout.pp > 1 ? std::min(layout.pp, option.microBatches) : 1;
         option.estimate = plan::estimateLayout(*grid, shape);
         need = std::min(need, option.estimate.peakBytes());
+        if (option.estimate.stateBytes > request.budget)
+          stateTooLarge = true;
         if (option.estimate.peakBytes() > request.budget)
           break;
         if (!best || option.estimate.stepSeconds < best->estimate.stepSeconds)
@@ -408,9 +416,16 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
       continue;
     }
     if (need < HUGE_VAL) {
-      why = formatv("needs {0:f2} GB per device by the estimate, with the "
-                    "most recomputation and the smallest micro-batch",
-                    need / 1e9);
+      why = stateTooLarge
+                ? formatv("needs {0:f2} GB per device by the estimate, its "
+                          "parameters and state alone over the budget",
+                          need / 1e9)
+                      .str()
+                : formatv("needs {0:f2} GB per device by the estimate, "
+                          "with the most recomputation and the smallest "
+                          "micro-batch",
+                          need / 1e9)
+                      .str();
       if (need < smallestNeed)
         smallestNeed = need, smallestLayout = tried.describe();
     }
