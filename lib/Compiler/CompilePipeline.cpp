@@ -241,7 +241,12 @@ static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
       return module.emitError()
              << "the memory budget of " << megabytes(options.memoryBudget)
              << " per rank is not met: with every layer recomputed, entry '"
-             << entry->name << "' needs " << megabytes(needed) << " (arena "
+             << entry->name << "'"
+             << (entry->pipelineRank >= 0
+                     ? " of pipeline rank " +
+                           std::to_string(entry->pipelineRank)
+                     : std::string())
+             << " needs " << megabytes(needed) << " (arena "
              << megabytes(entry->plan.arenaBytes) << ", parameters and state "
              << megabytes(program->stateBytes(entry->pipelineRank)) << ")";
     probe.rematMinSteps = static_cast<unsigned>(taken) + 1;
@@ -281,10 +286,6 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
            << "--recompute applies to a training model (one with "
               "meg.optimizer, e.g. megc gen --train), which this is not";
   CompileOptions compiled = options;
-  // Under a pipeline the budget is checked against each rank's plan, with
-  // nothing recomputed to meet it (yet).
-  if (pipelined)
-    compiled.memoryBudget = 0;
   if (compiled.memoryBudget &&
       module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
       !module.lookupSymbol("train_step")) {

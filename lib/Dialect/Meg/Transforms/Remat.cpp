@@ -213,10 +213,17 @@ public:
   }
 
   size_t numUnits() const { return units.size(); }
+  int64_t layerOf(size_t unit) const { return units[unit].layer; }
 
   /// Whether work runs after the forward: ops the loss does not depend on
   /// (the backward, the updates), besides reads and constants.
   bool hasBackward() const {
+    // A pipeline rank's program has one when it runs a backward pass.
+    if (pipelined)
+      return llvm::any_of(block.without_terminator(), [](Operation &op) {
+        std::optional<PipelinePass> pass = pipelinePassOf(&op);
+        return pass && pass->kind != PipelinePass::Forward;
+      });
     return llvm::any_of(block.without_terminator(), [&](Operation &op) {
       return !forward.contains(&op) && !isa<ParamRefOp>(op) &&
              !op.hasTrait<OpTrait::ConstantLike>();
@@ -524,17 +531,19 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
       // A pipeline rank's program: each layer of each micro-batch's
       // forward pass recomputed in its backward pass, at the mode's level
       // (a memory budget is checked per rank after planning).
-      if (func->hasAttr(MegDialect::kPipelineRankAttrName)) {
-        if (base == Level::None)
-          continue;
-        Rematerializer analysis(func);
-        if (!analysis.hasBackward())
-          continue;
-        SmallVector<Level> levels(analysis.numUnits(), base);
-        FailureOr<unsigned> inserted = analysis.apply(levels);
-        if (failed(inserted))
+      if (auto rank = func->getAttrOfType<IntegerAttr>(
+              MegDialect::kPipelineRankAttrName)) {
+        // The parameters and state this rank holds: those its stage
+        // updates and those every rank holds.
+        uint64_t rankState = 0;
+        for (ParamOp param : module.getOps<ParamOp>()) {
+          auto owner = param->getAttrOfType<IntegerAttr>(
+              MegDialect::kPipelineOwnerAttrName);
+          if (!owner || owner.getInt() == rank.getInt())
+            rankState += bytesOf(param.getTensorType());
+        }
+        if (failed(runOn(func, Value(), base, rankState)))
           return signalPassFailure();
-        numRecomputed += *inserted;
         continue;
       }
       Value loss = lossOf(func);
@@ -548,22 +557,23 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
   /// A remark saying what is recomputed and why.
   void explain(func::FuncOp func, ArrayRef<Level> levels,
                ArrayRef<Level> before, size_t taken, size_t ladder,
-               uint64_t peak, uint64_t unrecomputed) {
+               uint64_t peak, uint64_t unrecomputed, StringRef rungs,
+               ArrayRef<int64_t> labels) {
     std::string selective, full;
     for (size_t unit = 0; unit < levels.size(); ++unit) {
       if (levels[unit] == before[unit])
         continue;
       std::string &list = levels[unit] == Level::Full ? full : selective;
-      list += (list.empty() ? "" : ", ") + std::to_string(unit);
+      list += (list.empty() ? "" : ", ") + std::to_string(labels[unit]);
     }
     InFlightDiagnostic remark = mlir::emitRemark(func.getLoc());
     remark << "meg-remat: @" << func.getName() << " recomputes ";
     if (selective.empty() && full.empty())
       remark << "nothing more";
     if (!selective.empty())
-      remark << "units " << selective << " selectively";
+      remark << rungs << " " << selective << " selectively";
     if (!full.empty())
-      remark << (selective.empty() ? "" : " and ") << "units " << full
+      remark << (selective.empty() ? "" : " and ") << rungs << " " << full
              << " in full";
     remark << " (" << taken << " of " << ladder
            << " steps): the estimated peak " << megabytes(peak)
@@ -571,19 +581,55 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
            << "; without recomputation it would be " << megabytes(unrecomputed);
   }
 
+  /// The analysis of `func`: of the step up to `loss`, or without one, of
+  /// a pipeline rank's program.
+  static std::unique_ptr<Rematerializer> analyse(func::FuncOp func,
+                                                 bool pipelined) {
+    return pipelined ? std::make_unique<Rematerializer>(func)
+                     : std::make_unique<Rematerializer>(func, lossOf(func));
+  }
+
+  /// Recomputes `func`'s units at `base`, or under a memory budget climbs
+  /// the ladder. `loss` is null for a pipeline rank's program, whose
+  /// ladder moves a layer's units (one per micro-batch) together.
   LogicalResult runOn(func::FuncOp func, Value loss, Level base,
                       uint64_t stateBytes) {
-    Rematerializer analysis(func, loss);
+    bool pipelined = !loss;
+    std::unique_ptr<Rematerializer> analysis = analyse(func, pipelined);
     // A function that is all forward (the loss) has nothing to serve.
-    if (!analysis.hasBackward())
+    if (!analysis->hasBackward())
       return success();
-    size_t units = analysis.numUnits();
-    SmallVector<Level> levels(units, base);
+    size_t units = analysis->numUnits();
+    // The ladder's rungs: each unit, or under a pipeline each layer.
+    SmallVector<size_t> groupOf(units);
+    size_t groups = 0;
+    llvm::DenseMap<int64_t, size_t> layerGroup;
     for (size_t unit = 0; unit < units; ++unit)
-      if (analysis.isLossChunk(unit))
-        levels[unit] = Level::Full;
+      groupOf[unit] = pipelined ? layerGroup
+                                      .try_emplace(analysis->layerOf(unit),
+                                                   layerGroup.size())
+                                      .first->second
+                                : unit;
+    groups = pipelined ? layerGroup.size() : units;
+    // What the remark calls each rung: its unit, or its layer.
+    SmallVector<int64_t> labels(groups);
+    for (size_t unit = 0; unit < units; ++unit)
+      labels[groupOf[unit]] =
+          pipelined ? analysis->layerOf(unit) : static_cast<int64_t>(unit);
+    SmallVector<Level> levels(groups, base);
+    for (size_t unit = 0; unit < units; ++unit)
+      if (analysis->isLossChunk(unit))
+        levels[groupOf[unit]] = Level::Full;
+    auto perUnit = [&](ArrayRef<Level> byGroup) {
+      SmallVector<Level> result(units);
+      for (size_t unit = 0; unit < units; ++unit)
+        result[unit] = byGroup[groupOf[unit]];
+      return result;
+    };
     if (memoryBudget == 0) {
-      FailureOr<unsigned> inserted = Rematerializer(func, loss).apply(levels);
+      if (base == Level::None && pipelined)
+        return success();
+      FailureOr<unsigned> inserted = analysis->apply(perUnit(levels));
       if (failed(inserted))
         return failure();
       numRecomputed += *inserted;
@@ -594,8 +640,8 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
     auto estimate = [&](ArrayRef<Level> trial) -> FailureOr<uint64_t> {
       OpBuilder builder(func);
       auto copy = cast<func::FuncOp>(builder.clone(*func));
-      Value copyLoss = lossOf(copy);
-      FailureOr<unsigned> inserted = Rematerializer(copy, copyLoss).apply(trial);
+      FailureOr<unsigned> inserted =
+          analyse(copy, pipelined)->apply(perUnit(trial));
       uint64_t peak = estimatePeak(copy.getBody().front());
       copy.erase();
       if (failed(inserted))
@@ -607,9 +653,9 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
     // depend on the budget, so the steps a budget needs never grow with it.
     SmallVector<std::pair<size_t, Level>> ladder;
     for (Level target : {Level::Selective, Level::Full})
-      for (size_t unit = 0; unit < units; ++unit)
-        if (levels[unit] < target)
-          ladder.push_back({unit, target});
+      for (size_t group = 0; group < groups; ++group)
+        if (levels[group] < target)
+          ladder.push_back({group, target});
     SmallVector<Level> none(levels);
     FailureOr<uint64_t> unrecomputed = estimate(levels);
     if (failed(unrecomputed))
@@ -624,22 +670,26 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
       if (failed(peak))
         return failure();
     }
-    if (*peak > memoryBudget || minSteps > ladder.size()) {
+    // A pipeline rank whose ladder is shorter than the steps asked of the
+    // ranks takes all of it.
+    if (*peak > memoryBudget || (minSteps > ladder.size() && !pipelined)) {
       return mlir::emitError(func.getLoc())
              << "meg-remat: the memory budget of " << megabytes(memoryBudget)
              << " per rank cannot be met: with every layer recomputed, @"
-             << func.getName() << " needs " << megabytes(*peak)
-             << " (parameters and state " << megabytes(stateBytes)
-             << ", activations " << megabytes(*peak - stateBytes)
-             << ") at the least"
+             << func.getName()
+             << (pipelined ? " (a pipeline rank's program)" : "") << " needs "
+             << megabytes(*peak) << " (parameters and state "
+             << megabytes(stateBytes) << ", activations "
+             << megabytes(*peak - stateBytes) << ") at the least"
              << (units ? "" : "; the function has no meg.layer to recompute");
     }
     Builder b(func.getContext());
     func->setAttr(MegDialect::kRematStepsAttrName,
                   b.getDenseI64ArrayAttr({static_cast<int64_t>(taken),
                                           static_cast<int64_t>(ladder.size())}));
-    explain(func, levels, none, taken, ladder.size(), *peak, *unrecomputed);
-    FailureOr<unsigned> inserted = Rematerializer(func, loss).apply(levels);
+    explain(func, levels, none, taken, ladder.size(), *peak, *unrecomputed,
+            pipelined ? "layers" : "units", labels);
+    FailureOr<unsigned> inserted = analysis->apply(perUnit(levels));
     if (failed(inserted))
       return failure();
     numRecomputed += *inserted;

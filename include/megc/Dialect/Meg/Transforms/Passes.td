@@ -491,7 +491,9 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
     that keeps its weights gathered over its micro-batches), or else a
     gather of their own. In a pipeline rank's program (`meg.pipeline_pass`)
     the forward is its forward passes, a unit stays within one pass, and
-    the copies run in the backward pass that first reads them. Runs after
+    the copies run in the backward pass that first reads them; with a
+    budget, the rank's parameters and state are those it holds, and the
+    ladder moves a layer's units of every micro-batch together. Runs after
     `meg-fuse`, so that the copies are the same kernels.
 
     ```mlir
