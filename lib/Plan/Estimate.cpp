@@ -68,12 +68,15 @@ LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape) {
   // gathered over the step, comes once), and the activations each more
   // micro-batch in flight keeps: per layer, what the forward of one
   // micro-batch holds for its backward.
+  const SliceMeasure &one = grid.at[0][0], &next = grid.at[1][0];
+  double perLayer = std::max(0.0, next.arenaBytes - one.arenaBytes);
+  double base = std::max(0.0, one.arenaBytes -
+                                  perLayer * static_cast<double>(grid.layers));
   Bilinear arena(grid, &SliceMeasure::arenaBytes);
-  double held =
-      std::max(0.0, grid.at[1][0].heldBytes - grid.at[0][0].heldBytes);
+  double held = std::max(0.0, next.heldBytes - one.heldBytes);
   double stepArena =
-      arena.fixed(layers) +
-      arena.perMicroBatch(layers) * (shape.microBatches > 1 ? 2.0 : 1.0);
+      base + perLayer * layers +
+      (shape.microBatches > 1 ? arena.perMicroBatch(layers) : 0.0);
   estimate.arenaBytes =
       stepArena +
       held * layers *
