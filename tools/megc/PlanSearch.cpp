@@ -395,7 +395,12 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
         }
         plan::LayoutShape shape;
         shape.stages = layout.pp;
-        shape.layersPerStage = (facts.layers + layout.pp - 1) / layout.pp;
+        // The heaviest stage, at most: the leading distinct layers (the
+        // slices hold them) and an even share of the repeating ones. The
+        // estimate extends the slices from there, never below them.
+        int64_t repeating = facts.layers - facts.repeatFrom;
+        shape.layersPerStage =
+            facts.repeatFrom + (repeating + layout.pp - 1) / layout.pp;
         shape.microBatches = option.microBatches;
         shape.inFlight =
             layout.pp > 1 ? std::min(layout.pp, option.microBatches) : 1;

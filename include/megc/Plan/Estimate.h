@@ -43,7 +43,8 @@ struct SliceGrid {
 
 /// The layout the slices stand for.
 struct LayoutShape {
-  /// Of the heaviest stage (all the layers without a pipeline).
+  /// Of the heaviest stage (all the layers without a pipeline); at least
+  /// the slices' layers, whose leading distinct ones the estimate counts.
   int64_t layersPerStage = 1;
   /// Micro-batches a step runs (per data-parallel rank).
   int64_t microBatches = 1;
