@@ -10,9 +10,8 @@ the budget.
 
 For each: the wall time, the layouts evaluated, the best plan's layout,
 simulated step, MFU and compiled peak, and the estimate's error on it; a
-search that finds nothing prints the error (the smallest need). With
---named, each model's best layout is also evaluated alone (`--mesh`),
-as a user naming it would.
+search that finds nothing prints the error (the smallest need), one that
+runs past --timeout says so.
 
 Usage: python3 bench/plan_scale.py --build build [--only NAME-PART]
        [--timeout SECONDS]
