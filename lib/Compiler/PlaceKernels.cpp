@@ -46,11 +46,13 @@ static std::string kernelLabel(Operation *op) {
 }
 
 uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
-  // Identical bodies and signatures share one kernel.
+  // Identical bodies and signatures share one kernel. The kernel is printed
+  // alone: numbered from the module, each print would verify and number
+  // every kernel before it (quadratic in the kernels of a program).
   kernel.setName("kernel");
   std::string key;
   llvm::raw_string_ostream os(key);
-  kernel.print(os);
+  kernel.print(os, OpPrintingFlags().useLocalScope().assumeVerified());
   auto [it, inserted] = kernelByBody.try_emplace(key, program.kernels.size());
   if (!inserted) {
     kernel.erase();
