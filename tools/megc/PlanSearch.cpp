@@ -5,7 +5,10 @@
 // each the recomputation and micro-batch size: every one is estimated from
 // compiled slices of itself (the mesh without pp, 1 or 2 layers past the
 // model's leading distinct ones, 1 and 2 micro-batches; see
-// megc/Plan/Estimate.h), cached by what they share. The fitting ones are
+// megc/Plan/Estimate.h), cached by what they share, the layouts shared
+// out over the machine's cores (a context each); a layout whose least
+// memory (full recomputation, the smallest micro-batch) does not fit
+// compiles no other option. The fitting ones are
 // compiled whole in the order of their estimated step, each simulated,
 // until `top` fit or the next could beat the best only if the estimate
 // erred by more than it has on the ones compiled. Progress goes to stderr.
@@ -22,11 +25,18 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 using namespace llvm;
 
@@ -197,31 +207,45 @@ Expected<Measured> measure(mlir::MLIRContext &context,
 }
 
 /// The slices of layouts, compiled once for every layout that shares them.
+/// Safe to call from several threads, each with its own context: a slice
+/// set another thread is compiling is waited for, not compiled again.
 class SliceCache {
 public:
-  SliceCache(mlir::MLIRContext &context, const gen::GenOptions &base,
-             const ModelFacts &facts, const plan::Cluster &cluster)
-      : context(context), base(base), facts(facts), cluster(cluster) {}
+  SliceCache(const gen::GenOptions &base, const ModelFacts &facts,
+             const plan::Cluster &cluster)
+      : base(base), facts(facts), cluster(cluster) {}
 
   /// The slices of `layout` without its pipeline axis, with `recompute`
-  /// and `microBatchSize` sequences a micro-batch per data-parallel rank.
-  Expected<plan::SliceGrid> grid(const Layout &layout, Recompute recompute,
+  /// and `microBatchSize` sequences a micro-batch per data-parallel rank,
+  /// compiled in `context` if no thread has.
+  Expected<plan::SliceGrid> grid(mlir::MLIRContext &context,
+                                 const Layout &layout, Recompute recompute,
                                  int64_t microBatchSize) {
     std::string key =
         formatv("{0}|{1}|{2}|{3}", layout.mesh(false), layout.fsdp,
                 static_cast<int>(recompute), microBatchSize);
-    auto found = cache.find(key);
-    if (found == cache.end()) {
-      found = cache.emplace(key, compileGrid(layout, recompute, microBatchSize))
-                  .first;
+    std::shared_future<Entry> entry;
+    std::optional<std::promise<Entry>> mine;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto found = cache.find(key);
+      if (found == cache.end()) {
+        mine.emplace();
+        found = cache.emplace(key, mine->get_future().share()).first;
+      }
+      entry = found->second;
+    }
+    if (mine) {
+      mine->set_value(compileGrid(context, layout, recompute, microBatchSize));
       ++compiled;
     }
-    if (!found->second.error.empty())
-      return createStringError(found->second.error);
-    return found->second.grid;
+    const Entry &result = entry.get();
+    if (!result.error.empty())
+      return createStringError(result.error);
+    return result.grid;
   }
 
-  size_t compiled = 0;
+  std::atomic<size_t> compiled = 0;
 
 private:
   struct Entry {
@@ -229,8 +253,8 @@ private:
     std::string error;
   };
 
-  Entry compileGrid(const Layout &layout, Recompute recompute,
-                    int64_t microBatchSize) {
+  Entry compileGrid(mlir::MLIRContext &context, const Layout &layout,
+                    Recompute recompute, int64_t microBatchSize) {
     Entry entry;
     entry.grid.layers = facts.repeatFrom + 1;
     for (int64_t extra : {0, 1})
@@ -256,19 +280,21 @@ private:
     return entry;
   }
 
-  mlir::MLIRContext &context;
   const gen::GenOptions &base;
   const ModelFacts &facts;
   const plan::Cluster &cluster;
-  std::map<std::string, Entry> cache;
+  std::mutex mutex;
+  std::map<std::string, std::shared_future<Entry>> cache;
 };
 
-/// The layouts of `devices`: pp up to the layers, tp inside a node, cp
+/// The layouts of `devices`: pp up to the layers, tp inside a node (where
+/// the model has a tensor-parallel layout), cp
 /// keeping at least 2048 tokens of a sequence on each rank, ep dividing
 /// what is left (a mixture-of-experts model only), each without and, where
 /// data is parallel, with FSDP's full sharding.
 std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
-                                     const plan::Cluster &cluster) {
+                                     const plan::Cluster &cluster,
+                                     bool tensorParallel) {
   auto divisors = [](int64_t n) {
     std::vector<int64_t> list;
     for (int64_t d = 1; d <= n; ++d)
@@ -279,7 +305,8 @@ std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
   std::vector<Layout> layouts;
   for (int64_t pp : divisors(devices))
     for (int64_t tp : divisors(devices / pp)) {
-      if ((pp > 1 && pp > facts.layers) || tp > cluster.node.devices)
+      if ((pp > 1 && pp > facts.layers) || tp > cluster.node.devices ||
+          (tp > 1 && !tensorParallel))
         continue;
       for (int64_t cp : divisors(devices / pp / tp)) {
         if (cp > 1 && facts.seq / cp < 2048)
@@ -298,6 +325,128 @@ std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
       }
     }
   return layouts;
+}
+
+/// What the estimate made of one layout: its fastest fitting option, or
+/// why none fits and the least memory an option needs.
+struct Outcome {
+  std::optional<Candidate> best;
+  std::string layout, why;
+  double need = HUGE_VAL;
+};
+
+/// The fastest option of `layout` that fits by the estimate: the least
+/// recomputation any micro-batch size fits with, and of those sizes the
+/// fastest.
+Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
+                        const SearchRequest &request, SliceCache &slices,
+                        mlir::MLIRContext &context) {
+  Outcome outcome;
+  Candidate tried;
+  tried.layout = layout;
+  outcome.layout = tried.describe();
+  int64_t ranksPerReplica = layout.dp * layout.ep;
+  if (facts.batch % ranksPerReplica != 0) {
+    outcome.why = formatv("the batch of {0} does not split over {1} "
+                          "data-parallel ranks",
+                          facts.batch, ranksPerReplica);
+    return outcome;
+  }
+  int64_t localBatch = facts.batch / ranksPerReplica;
+  double need = HUGE_VAL;
+  std::string why;
+  // Parameters and state do not depend on recomputation or the
+  // micro-batch size: where they alone exceed the budget, no other
+  // option's slices are compiled.
+  bool stateTooLarge = false;
+  // The option with `recompute` and micro-batches of `size` sequences,
+  // estimated; none where it cannot run (`why` says so).
+  auto option = [&](Recompute recompute,
+                    int64_t size) -> std::optional<Candidate> {
+    if (localBatch % size != 0 || localBatch / size < layout.pp)
+      return std::nullopt;
+    Candidate option = tried;
+    option.recompute = recompute;
+    option.microBatches = localBatch / size;
+    // The step runs every micro-batch's copy of the layers: one too
+    // large to compile in the search's time is left out.
+    if (facts.layers * option.microBatches > kMostLayerPasses) {
+      why = formatv("{0} micro-batches of {1} layers are over the {2} "
+                    "layer passes a step the search compiles",
+                    option.microBatches, facts.layers, kMostLayerPasses);
+      return std::nullopt;
+    }
+    Expected<plan::SliceGrid> grid =
+        slices.grid(context, layout, recompute, size);
+    if (!grid) {
+      why = toString(grid.takeError());
+      return std::nullopt;
+    }
+    plan::LayoutShape shape;
+    shape.stages = layout.pp;
+    // The heaviest stage, at most: the leading distinct layers (the
+    // slices hold them) and an even share of the repeating ones. The
+    // estimate extends the slices from there, never below them.
+    int64_t repeating = facts.layers - facts.repeatFrom;
+    shape.layersPerStage =
+        facts.repeatFrom + (repeating + layout.pp - 1) / layout.pp;
+    shape.microBatches = option.microBatches;
+    shape.inFlight =
+        layout.pp > 1 ? std::min(layout.pp, option.microBatches) : 1;
+    option.estimate = plan::estimateLayout(*grid, shape);
+    need = std::min(need, option.estimate.peakBytes());
+    if (option.estimate.stateBytes > request.budget)
+      stateTooLarge = true;
+    return option;
+  };
+  constexpr int64_t kSizes[] = {1, 2, 4};
+  // The least memory first, the most recomputation with the smallest
+  // micro-batch that runs: where that does not fit, nothing does, and the
+  // other options' slices are not compiled (most layouts of a large
+  // model).
+  bool leastFits = true;
+  for (int64_t size : kSizes) {
+    if (std::optional<Candidate> least = option(Recompute::Full, size)) {
+      leastFits = least->estimate.peakBytes() <= request.budget;
+      break;
+    }
+  }
+  if (leastFits) {
+    for (Recompute recompute :
+         {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      if (stateTooLarge)
+        break;
+      // Smallest micro-batches first: a larger one needs more memory, so
+      // the first that does not fit ends the sizes.
+      for (int64_t size : kSizes) {
+        std::optional<Candidate> candidate = option(recompute, size);
+        if (!candidate)
+          continue;
+        if (candidate->estimate.peakBytes() > request.budget)
+          break;
+        if (!outcome.best || candidate->estimate.stepSeconds <
+                                 outcome.best->estimate.stepSeconds)
+          outcome.best = candidate;
+      }
+      if (outcome.best)
+        return outcome;
+    }
+  }
+  if (need < HUGE_VAL) {
+    why = stateTooLarge
+              ? formatv("needs {0:f2} GB per device by the estimate, its "
+                        "parameters and state alone over the budget",
+                        need / 1e9)
+                    .str()
+              : formatv("needs {0:f2} GB per device by the estimate, "
+                        "with the most recomputation and the smallest "
+                        "micro-batch",
+                        need / 1e9)
+                    .str();
+    outcome.need = need;
+  }
+  outcome.why = why;
+  return outcome;
 }
 
 /// A compiled candidate.
@@ -324,117 +473,78 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
       return planFail(toString(read.takeError()));
     facts = *read;
   }
+  // A model its generator lays out over no tensor-parallel group (the
+  // error says why) is searched without one.
+  bool tensorParallel = true;
+  {
+    Layout probe;
+    probe.tp = 2;
+    gen::GenOptions options = optionsFor(base, probe, true);
+    options.sequenceParallel = false;
+    Expected<mlir::OwningOpRef<mlir::ModuleOp>> model =
+        gen::generateModel(context, options);
+    if (!model) {
+      errs() << "megc plan: searching without tensor parallelism: "
+             << toString(model.takeError()) << "\n";
+      tensorParallel = false;
+    }
+  }
   std::vector<Layout> layouts =
-      enumerateLayouts(request.devices, facts, cluster);
+      enumerateLayouts(request.devices, facts, cluster, tensorParallel);
   errs() << formatv("megc plan: {0} layouts of {1} devices; estimating each "
                     "from compiled slices ({2} and {3} layers, 1 and 2 "
                     "micro-batches)\n",
                     layouts.size(), request.devices, facts.repeatFrom + 1,
                     facts.repeatFrom + 2);
 
-  // Each layout's fastest fitting option by the estimate: the least
-  // recomputation any micro-batch size fits with, and of those sizes the
-  // fastest.
-  SliceCache slices(context, base, facts, cluster);
+  // Each layout's fastest fitting option by the estimate, the layouts
+  // shared out over the cores, each worker compiling in its own context.
+  SliceCache slices(base, facts, cluster);
+  std::vector<Outcome> outcomes(layouts.size());
+  unsigned workers =
+      std::clamp<unsigned>(llvm::hardware_concurrency().compute_thread_count(),
+                           1, static_cast<unsigned>(layouts.size()));
+  std::atomic<size_t> nextLayout = 0;
+  size_t done = 0;
+  std::mutex progress;
+  Clock::time_point lastReport = Clock::now();
+  auto work = [&] {
+    mlir::MLIRContext local(context.getDialectRegistry(),
+                            mlir::MLIRContext::Threading::DISABLED);
+    local.loadAllAvailableDialects();
+    for (size_t index; (index = nextLayout++) < layouts.size();) {
+      outcomes[index] =
+          estimateOptions(layouts[index], facts, request, slices, local);
+      std::lock_guard<std::mutex> lock(progress);
+      if (++done % 16 == 0 || secondsSince(lastReport) > 10) {
+        errs() << formatv("megc plan: estimated {0} of {1} layouts ({2} "
+                          "slice sets compiled, {3:f0} s)\n",
+                          done, layouts.size(), slices.compiled.load(),
+                          secondsSince(started));
+        lastReport = Clock::now();
+      }
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < workers; ++i)
+      threads.emplace_back(work);
+    work();
+    for (std::thread &thread : threads)
+      thread.join();
+  }
   std::vector<Candidate> estimated;
   std::vector<std::pair<std::string, std::string>> rejected;
   double smallestNeed = HUGE_VAL;
   std::string smallestLayout;
-  size_t done = 0;
-  Clock::time_point lastReport = Clock::now();
-  for (const Layout &layout : layouts) {
-    if (++done % 16 == 0 || secondsSince(lastReport) > 10) {
-      errs() << formatv("megc plan: estimated {0} of {1} layouts ({2} slice "
-                        "sets compiled, {3:f0} s)\n",
-                        done, layouts.size(), slices.compiled,
-                        secondsSince(started));
-      lastReport = Clock::now();
-    }
-    Candidate tried;
-    tried.layout = layout;
-    int64_t ranksPerReplica = layout.dp * layout.ep;
-    if (facts.batch % ranksPerReplica != 0) {
-      rejected.push_back(
-          {tried.describe(), formatv("the batch of {0} does not split over {1} "
-                                     "data-parallel ranks",
-                                     facts.batch, ranksPerReplica)});
+  for (Outcome &outcome : outcomes) {
+    if (outcome.best) {
+      estimated.push_back(*outcome.best);
       continue;
     }
-    int64_t localBatch = facts.batch / ranksPerReplica;
-    std::optional<Candidate> best;
-    double need = HUGE_VAL;
-    std::string why;
-    // Parameters and state do not depend on recomputation or the
-    // micro-batch size: where they alone exceed the budget, no other
-    // option's slices are compiled.
-    bool stateTooLarge = false;
-    for (Recompute recompute :
-         {Recompute::None, Recompute::Selective, Recompute::Full}) {
-      if (stateTooLarge)
-        break;
-      // Smallest micro-batches first: a larger one needs more memory, so
-      // the first that does not fit ends the sizes.
-      for (int64_t size : {1, 2, 4}) {
-        if (localBatch % size != 0 || localBatch / size < layout.pp)
-          continue;
-        Candidate option = tried;
-        option.recompute = recompute;
-        option.microBatches = localBatch / size;
-        // The step runs every micro-batch's copy of the layers: one too
-        // large to compile in the search's time is left out.
-        if (facts.layers * option.microBatches > kMostLayerPasses) {
-          why = formatv("{0} micro-batches of {1} layers are over the {2} "
-                        "layer passes a step the search compiles",
-                        option.microBatches, facts.layers, kMostLayerPasses);
-          continue;
-        }
-        Expected<plan::SliceGrid> grid = slices.grid(layout, recompute, size);
-        if (!grid) {
-          why = toString(grid.takeError());
-          continue;
-        }
-        plan::LayoutShape shape;
-        shape.stages = layout.pp;
-        // The heaviest stage, at most: the leading distinct layers (the
-        // slices hold them) and an even share of the repeating ones. The
-        // estimate extends the slices from there, never below them.
-        int64_t repeating = facts.layers - facts.repeatFrom;
-        shape.layersPerStage =
-            facts.repeatFrom + (repeating + layout.pp - 1) / layout.pp;
-        shape.microBatches = option.microBatches;
-        shape.inFlight =
-            layout.pp > 1 ? std::min(layout.pp, option.microBatches) : 1;
-        option.estimate = plan::estimateLayout(*grid, shape);
-        need = std::min(need, option.estimate.peakBytes());
-        if (option.estimate.stateBytes > request.budget)
-          stateTooLarge = true;
-        if (option.estimate.peakBytes() > request.budget)
-          break;
-        if (!best || option.estimate.stepSeconds < best->estimate.stepSeconds)
-          best = option;
-      }
-      if (best)
-        break;
-    }
-    if (best) {
-      estimated.push_back(*best);
-      continue;
-    }
-    if (need < HUGE_VAL) {
-      why = stateTooLarge
-                ? formatv("needs {0:f2} GB per device by the estimate, its "
-                          "parameters and state alone over the budget",
-                          need / 1e9)
-                      .str()
-                : formatv("needs {0:f2} GB per device by the estimate, "
-                          "with the most recomputation and the smallest "
-                          "micro-batch",
-                          need / 1e9)
-                      .str();
-      if (need < smallestNeed)
-        smallestNeed = need, smallestLayout = tried.describe();
-    }
-    rejected.push_back({tried.describe(), why});
+    if (outcome.need < smallestNeed)
+      smallestNeed = outcome.need, smallestLayout = outcome.layout;
+    rejected.push_back({outcome.layout, outcome.why});
   }
   errs() << formatv("megc plan: {0} of {1} layouts fit by the estimate "
                     "({2} slice sets compiled, {3:f0} s)\n",
