@@ -44,7 +44,7 @@ struct Bilinear {
 LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape) {
   double layers = static_cast<double>(shape.layersPerStage);
   double micro = static_cast<double>(shape.microBatches);
-  double slots = micro + static_cast<double>(shape.stages - 1);
+  double slots = shape.slots > 0 ? shape.slots : micro;
   LayoutEstimate estimate;
   // A micro-batch slot lasts the compute a micro-batch adds; the rest of
   // a one-micro-batch step (its exposed communication, the optimizer) is
@@ -78,9 +78,7 @@ LayoutEstimate estimateLayout(const SliceGrid &grid, const LayoutShape &shape) {
       base + perLayer * layers +
       (shape.microBatches > 1 ? arena.perMicroBatch(layers) : 0.0);
   estimate.arenaBytes =
-      stepArena +
-      held * layers *
-          static_cast<double>(std::max<int64_t>(0, shape.inFlight - 1));
+      stepArena + held * layers * std::max(0.0, shape.inFlight - 1);
   return estimate;
 }
 

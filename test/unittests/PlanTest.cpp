@@ -199,7 +199,7 @@ TEST(PlanEstimate, ExtendsSlicesAlongLayersAndMicroBatches) {
   EXPECT_DOUBLE_EQ(flat.arenaBytes, 5 + 70 + 12);
   EXPECT_DOUBLE_EQ(flat.peakBytes(), 50 + 87);
 
-  shape.stages = 4, shape.inFlight = 4;
+  shape.slots = 8 + 4 - 1, shape.inFlight = 4;
   LayoutEstimate piped = estimateLayout(grid, shape);
   EXPECT_DOUBLE_EQ(piped.stepSeconds, 7 + 11 * 31);
   EXPECT_DOUBLE_EQ(piped.arenaBytes, 5 + 7 * 10 + 12 + 3 * 10 * 3);

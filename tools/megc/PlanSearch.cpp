@@ -19,6 +19,7 @@
 #include "PlanSupport.h"
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Pipeline/Schedule.h"
 #include "megc/Plan/Estimate.h"
 #include "megc/Plan/Simulate.h"
 
@@ -127,12 +128,17 @@ struct Candidate {
   Recompute recompute = Recompute::None;
   /// Micro-batches a step runs on each data-parallel rank.
   int64_t microBatches = 1;
+  /// With a pipeline: its schedule and each rank's stages.
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
+  int64_t virtualStages = 1;
   plan::LayoutEstimate estimate;
 
   std::string describe() const {
     std::string text = layout.mesh().empty() ? "one rank" : layout.mesh();
     if (layout.pp > 1)
-      text += " 1f1b";
+      text += " " + pipeline::scheduleName(schedule).str();
+    if (virtualStages > 1)
+      text += " V=" + std::to_string(virtualStages);
     if (microBatches > 1)
       text += " M=" + std::to_string(microBatches);
     if (!layout.fsdp.empty())
@@ -146,6 +152,15 @@ struct Candidate {
     return text;
   }
 };
+
+/// The gen flags of `candidate`'s pipeline schedule.
+std::string pipelineFlags(const Candidate &candidate) {
+  std::string flags =
+      " --pp-schedule " + pipeline::scheduleName(candidate.schedule).str();
+  if (candidate.virtualStages > 1)
+    flags += " --pp-virtual " + std::to_string(candidate.virtualStages);
+  return flags;
+}
 
 /// The gen options of `layout` (with or without its pipeline axis).
 gen::GenOptions optionsFor(const gen::GenOptions &base, const Layout &layout,
@@ -327,17 +342,65 @@ std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
   return layouts;
 }
 
-/// What the estimate made of one layout: its fastest fitting option, or
-/// why none fits and the least memory an option needs.
+/// A pipeline schedule the search tries, and what it means for a stage:
+/// its makespan in micro-batch slots and the micro-batches' activations it
+/// keeps at once (in whole-stage units), from the schedule itself played
+/// out with a micro-batch's forward, input-gradient and weight-gradient
+/// passes equally long (a transformer layer's three matrix products).
+struct PipelineOption {
+  pipeline::ScheduleKind kind = pipeline::ScheduleKind::OneFOneB;
+  int64_t virtualStages = 1;
+  double slots = 0, inFlight = 1;
+};
+
+/// The schedules of `pp` ranks over `microBatches` (one option without a
+/// pipeline): 1F1B, ZB-H1, and interleaved with 2 stages a rank where the
+/// micro-batches split over the ranks and every stage gets a layer.
+std::vector<PipelineOption> pipelineOptions(int64_t pp, int64_t microBatches,
+                                            int64_t layers) {
+  if (pp <= 1)
+    return {PipelineOption{pipeline::ScheduleKind::OneFOneB, 1,
+                           static_cast<double>(microBatches), 1}};
+  std::vector<PipelineOption> list;
+  auto add = [&](pipeline::ScheduleKind kind, int64_t chunks) {
+    double third = 1.0 / 3 / static_cast<double>(chunks);
+    pipeline::PassCosts costs{third, third, third, 0};
+    Expected<pipeline::Schedule> schedule = pipeline::buildSchedule(
+        kind, static_cast<int32_t>(pp), static_cast<int32_t>(chunks),
+        static_cast<int32_t>(microBatches), costs);
+    if (!schedule) {
+      consumeError(schedule.takeError());
+      return;
+    }
+    Expected<pipeline::Timeline> timeline =
+        pipeline::simulateSchedule(*schedule, costs);
+    if (!timeline) {
+      consumeError(timeline.takeError());
+      return;
+    }
+    int32_t held = *llvm::max_element(timeline->peakInFlight);
+    list.push_back({kind, chunks, timeline->makespan,
+                    static_cast<double>(held) / static_cast<double>(chunks)});
+  };
+  add(pipeline::ScheduleKind::OneFOneB, 1);
+  add(pipeline::ScheduleKind::ZeroBubbleH1, 1);
+  if (microBatches % pp == 0 && layers >= 2 * pp)
+    add(pipeline::ScheduleKind::Interleaved, 2);
+  return list;
+}
+
+/// What the estimate made of one layout: its fastest fitting option of
+/// each pipeline schedule, or why none fits and the least memory an option
+/// needs.
 struct Outcome {
-  std::optional<Candidate> best;
+  std::vector<Candidate> best;
   std::string layout, why;
   double need = HUGE_VAL;
 };
 
-/// The fastest option of `layout` that fits by the estimate: the least
-/// recomputation any micro-batch size fits with, and of those sizes the
-/// fastest.
+/// The fastest options of `layout` that fit by the estimate, one per
+/// pipeline schedule: the least recomputation any micro-batch size and
+/// schedule fits with, and of those sizes the fastest.
 Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
                         const SearchRequest &request, SliceCache &slices,
                         mlir::MLIRContext &context) {
@@ -359,12 +422,13 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
   // micro-batch size: where they alone exceed the budget, no other
   // option's slices are compiled.
   bool stateTooLarge = false;
-  // The option with `recompute` and micro-batches of `size` sequences,
-  // estimated; none where it cannot run (`why` says so).
-  auto option = [&](Recompute recompute,
-                    int64_t size) -> std::optional<Candidate> {
+  // The options with `recompute` and micro-batches of `size` sequences
+  // (one per pipeline schedule), estimated; none where they cannot run
+  // (`why` says so).
+  auto options = [&](Recompute recompute,
+                     int64_t size) -> std::vector<Candidate> {
     if (localBatch % size != 0 || localBatch / size < layout.pp)
-      return std::nullopt;
+      return {};
     Candidate option = tried;
     option.recompute = recompute;
     option.microBatches = localBatch / size;
@@ -374,30 +438,39 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
       why = formatv("{0} micro-batches of {1} layers are over the {2} "
                     "layer passes a step the search compiles",
                     option.microBatches, facts.layers, kMostLayerPasses);
-      return std::nullopt;
+      return {};
     }
     Expected<plan::SliceGrid> grid =
         slices.grid(context, layout, recompute, size);
     if (!grid) {
       why = toString(grid.takeError());
-      return std::nullopt;
+      return {};
     }
-    plan::LayoutShape shape;
-    shape.stages = layout.pp;
-    // The heaviest stage, at most: the leading distinct layers (the
-    // slices hold them) and an even share of the repeating ones. The
-    // estimate extends the slices from there, never below them.
-    int64_t repeating = facts.layers - facts.repeatFrom;
-    shape.layersPerStage =
-        facts.repeatFrom + (repeating + layout.pp - 1) / layout.pp;
-    shape.microBatches = option.microBatches;
-    shape.inFlight =
-        layout.pp > 1 ? std::min(layout.pp, option.microBatches) : 1;
-    option.estimate = plan::estimateLayout(*grid, shape);
-    need = std::min(need, option.estimate.peakBytes());
-    if (option.estimate.stateBytes > request.budget)
-      stateTooLarge = true;
-    return option;
+    std::vector<Candidate> list;
+    for (const PipelineOption &schedule :
+         pipelineOptions(layout.pp, option.microBatches, facts.layers)) {
+      plan::LayoutShape shape;
+      // The heaviest stage, at most: the leading distinct layers (the
+      // slices hold them) and an even share of the repeating ones. The
+      // estimate extends the slices from there, never below them.
+      int64_t repeating = facts.layers - facts.repeatFrom;
+      int64_t chunks = layout.pp * schedule.virtualStages;
+      shape.layersPerStage = facts.repeatFrom + (repeating + chunks - 1) /
+                                                    chunks *
+                                                    schedule.virtualStages;
+      shape.microBatches = option.microBatches;
+      shape.slots = schedule.slots;
+      shape.inFlight = schedule.inFlight;
+      Candidate scheduled = option;
+      scheduled.schedule = schedule.kind;
+      scheduled.virtualStages = schedule.virtualStages;
+      scheduled.estimate = plan::estimateLayout(*grid, shape);
+      need = std::min(need, scheduled.estimate.peakBytes());
+      if (scheduled.estimate.stateBytes > request.budget)
+        stateTooLarge = true;
+      list.push_back(scheduled);
+    }
+    return list;
   };
   constexpr int64_t kSizes[] = {1, 2, 4};
   // The least memory first, the most recomputation with the smallest
@@ -406,10 +479,13 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
   // model).
   bool leastFits = true;
   for (int64_t size : kSizes) {
-    if (std::optional<Candidate> least = option(Recompute::Full, size)) {
-      leastFits = least->estimate.peakBytes() <= request.budget;
-      break;
-    }
+    std::vector<Candidate> least = options(Recompute::Full, size);
+    if (least.empty())
+      continue;
+    leastFits = llvm::any_of(least, [&](const Candidate &c) {
+      return c.estimate.peakBytes() <= request.budget;
+    });
+    break;
   }
   if (leastFits) {
     for (Recompute recompute :
@@ -417,18 +493,29 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
       if (stateTooLarge)
         break;
       // Smallest micro-batches first: a larger one needs more memory, so
-      // the first that does not fit ends the sizes.
+      // the first that none of the schedules fits ends the sizes.
       for (int64_t size : kSizes) {
-        std::optional<Candidate> candidate = option(recompute, size);
-        if (!candidate)
+        std::vector<Candidate> list = options(recompute, size);
+        if (list.empty())
           continue;
-        if (candidate->estimate.peakBytes() > request.budget)
+        bool fits = false;
+        for (const Candidate &candidate : list) {
+          if (candidate.estimate.peakBytes() > request.budget)
+            continue;
+          fits = true;
+          auto same = llvm::find_if(outcome.best, [&](const Candidate &c) {
+            return c.schedule == candidate.schedule &&
+                   c.virtualStages == candidate.virtualStages;
+          });
+          if (same == outcome.best.end())
+            outcome.best.push_back(candidate);
+          else if (candidate.estimate.stepSeconds < same->estimate.stepSeconds)
+            *same = candidate;
+        }
+        if (!fits)
           break;
-        if (!outcome.best || candidate->estimate.stepSeconds <
-                                 outcome.best->estimate.stepSeconds)
-          outcome.best = candidate;
       }
-      if (outcome.best)
+      if (!outcome.best.empty())
         return outcome;
     }
   }
@@ -537,19 +624,22 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   std::vector<std::pair<std::string, std::string>> rejected;
   double smallestNeed = HUGE_VAL;
   std::string smallestLayout;
+  size_t layoutsFitting = 0;
   for (Outcome &outcome : outcomes) {
-    if (outcome.best) {
-      estimated.push_back(*outcome.best);
+    if (!outcome.best.empty()) {
+      llvm::append_range(estimated, outcome.best);
+      ++layoutsFitting;
       continue;
     }
     if (outcome.need < smallestNeed)
       smallestNeed = outcome.need, smallestLayout = outcome.layout;
     rejected.push_back({outcome.layout, outcome.why});
   }
-  errs() << formatv("megc plan: {0} of {1} layouts fit by the estimate "
-                    "({2} slice sets compiled, {3:f0} s)\n",
-                    estimated.size(), layouts.size(), slices.compiled,
-                    secondsSince(started));
+  errs() << formatv("megc plan: {0} of {1} layouts fit by the estimate, "
+                    "{2} options with their pipeline schedules ({3} slice "
+                    "sets compiled, {4:f0} s)\n",
+                    layoutsFitting, layouts.size(), estimated.size(),
+                    slices.compiled.load(), secondsSince(started));
   llvm::stable_sort(estimated, [](const Candidate &a, const Candidate &b) {
     return a.estimate.stepSeconds < b.estimate.stepSeconds;
   });
@@ -577,6 +667,10 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     Clock::time_point start = Clock::now();
     gen::GenOptions options = optionsFor(base, candidate.layout, true);
     options.microBatches = candidate.microBatches;
+    if (candidate.layout.pp > 1)
+      options.ppSchedule = pipeline::scheduleName(candidate.schedule).str();
+    if (candidate.virtualStages > 1)
+      options.ppVirtual = candidate.virtualStages;
     Expected<Measured> measured =
         measure(context, options, candidate.recompute, cluster);
     if (!measured) {
@@ -674,11 +768,17 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
            << "\n";
     return 0;
   }
+  std::string options =
+      estimated.size() == layoutsFitting
+          ? std::string()
+          : formatv(" ({0} options with their pipeline schedules)",
+                    estimated.size())
+                .str();
   outs() << formatv("{0} devices of {1}, {2:f2} GB each: {3} layouts "
-                    "evaluated, {4} fit by the estimate, {5} compiled fit "
-                    "({6:f0} s)\n",
+                    "evaluated, {4} fit by the estimate{5}, {6} compiled fit "
+                    "({7:f0} s)\n",
                     request.devices, cluster.name, request.budget / 1e9,
-                    layouts.size(), estimated.size(), fitting.size(),
+                    layouts.size(), layoutsFitting, options, fitting.size(),
                     secondsSince(started));
   outs() << formatv("  {0,-56} {1,10} {2,14} {3,6} {4,9} {5,10} {6,7} "
                     "{7,9}\n",
@@ -713,7 +813,7 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
                       rejected.size() - 12);
   const Candidate &best = fitting.front().candidate;
   outs() << formatv(
-      "best: {0} <your flags>{1}{6}{2}{3} -o model.mlir && megc "
+      "best: {0} <your flags>{1}{6}{7}{2}{3} -o model.mlir && megc "
       "model.mlir{4} -o model.megc && mpirun -n {5} megc-run "
       "model.megc ...\n",
       request.genCommand,
@@ -726,7 +826,8 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
       request.devices,
       best.microBatches > 1
           ? " --micro-batches " + std::to_string(best.microBatches)
-          : std::string());
+          : std::string(),
+      best.layout.pp > 1 ? pipelineFlags(best) : std::string());
   return 0;
 }
 

@@ -6,8 +6,9 @@
 // recomputation and micro-batch size, with n and n + 1 transformer layers
 // and one and two micro-batches). Time and memory are linear in the layers
 // and in the micro-batches of a step; a pipeline stage holds its share of
-// the layers and, under 1F1B, keeps up to P micro-batches' activations in
-// flight and runs M + P - 1 micro-batch slots. The search compiles the
+// the layers, keeps its schedule's micro-batches' activations in flight and
+// runs its schedule's makespan of micro-batch slots (1F1B: up to P
+// micro-batches in flight, M + P - 1 slots). The search compiles the
 // layouts this ranks first and reports the estimate's error against them.
 //
 //===----------------------------------------------------------------------===//
@@ -48,11 +49,15 @@ struct LayoutShape {
   int64_t layersPerStage = 1;
   /// Micro-batches a step runs (per data-parallel rank).
   int64_t microBatches = 1;
-  /// Pipeline stages (1: none).
-  int64_t stages = 1;
-  /// Micro-batches whose activations a stage keeps at once (1F1B: up to
-  /// the stages; 1 without a pipeline).
-  int64_t inFlight = 1;
+  /// How long the step's micro-batch passes take, in units of one
+  /// micro-batch's forward and backward on the stage: the micro-batches
+  /// without a pipeline; a pipeline's makespan under its schedule (1F1B:
+  /// M + P - 1); 0 reads as the micro-batches.
+  double slots = 0;
+  /// Micro-batches whose activations the stage keeps at once, in units of
+  /// a whole stage's (1F1B: up to the stages; an interleaved rank's chunks
+  /// count by their share of its layers); 1 without a pipeline.
+  double inFlight = 1;
 };
 
 struct LayoutEstimate {
@@ -62,7 +67,7 @@ struct LayoutEstimate {
 };
 
 /// The step is the per-step part (optimizer, gradient synchronisation) plus
-/// M + P - 1 micro-batch slots of the stage's layers, a slot as long as
+/// `slots` micro-batch slots of the stage's layers, a slot as long as
 /// the compute a micro-batch adds; the memory is the
 /// stage's parameters and state, and its arena: the slices' arena for the
 /// stage's layers and micro-batches, plus `inFlight` - 1 more micro-batches'
