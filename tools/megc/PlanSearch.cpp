@@ -11,7 +11,7 @@
 // memory (full recomputation, the smallest micro-batch) does not fit
 // compiles no other option. The fitting ones are
 // compiled whole in the order of their estimated step, each simulated,
-// until the next could beat the best only if the estimate
+// until `top` fit or the next could beat the best only if the estimate
 // erred by more than it has on the ones compiled. Progress goes to stderr.
 //
 //===----------------------------------------------------------------------===//
@@ -666,15 +666,17 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     return a.estimate.stepSeconds < b.estimate.stepSeconds;
   });
 
-  // Compile the candidates in that order, until the next could be faster
-  // than the best only by an estimate error larger than any seen so far
-  // (at least 5%): however many fit before it, a candidate that could still
-  // win is compiled (the table lists the fastest `top`).
+  // Compile the candidates in that order, until `top` fit or the next
+  // could be faster than the best only by an estimate error larger than
+  // any seen so far (at least 5%).
   std::vector<Compiled> fitting;
   double largestError = 0.05;
   size_t next = 0;
   for (; next < estimated.size(); ++next) {
     const Candidate &candidate = estimated[next];
+    if (static_cast<int64_t>(fitting.size()) >=
+        std::max<int64_t>(request.top, 1))
+      break;
     if (!fitting.empty() &&
         candidate.estimate.stepSeconds * (1 - largestError) >
             fitting.front().measured.sim.stepSeconds)
@@ -741,9 +743,6 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
                             layouts.size(), smallest)
                         .str());
   }
-  // The fastest `top` of those compiled are listed.
-  ArrayRef<Compiled> shown = ArrayRef(fitting).take_front(
-      static_cast<size_t>(std::max<int64_t>(request.top, 1)));
   auto estimateError = [](const Compiled &c) {
     return std::make_pair(c.candidate.estimate.stepSeconds /
                               c.measured.sim.stepSeconds,
@@ -752,7 +751,7 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   };
   if (request.json) {
     json::Array plans;
-    for (const Compiled &c : shown) {
+    for (const Compiled &c : fitting) {
       auto [timeRatio, memoryRatio] = estimateError(c);
       plans.push_back(json::Object{
           {"layout", c.candidate.describe()},
@@ -807,7 +806,7 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
                     "{7,9}\n",
                     "layout", "step ms", "tokens/s/dev", "MFU %", "peak GB",
                     "exposed ms", "bubble", "estimate");
-  for (const Compiled &c : shown) {
+  for (const Compiled &c : fitting) {
     auto [timeRatio, memoryRatio] = estimateError(c);
     outs() << formatv("  {0,-56} {1,10:f2} {2,14:f1} {3,6:f1} {4,9:f2} "
                       "{5,10:f2} {6,7:f3} {7,4:f2}/{8,4:f2}\n",

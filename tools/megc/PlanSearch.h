@@ -25,7 +25,7 @@ struct SearchRequest {
   int64_t devices = 1;
   /// Bytes a rank may use.
   double budget = 0;
-  /// Compiled layouts to list, the fastest first.
+  /// Layouts to compile and list.
   int64_t top = 5;
   bool json = false;
 };
