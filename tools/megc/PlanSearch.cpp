@@ -1,7 +1,8 @@
 //===- PlanSearch.cpp - `megc plan --gpus N` ------------------------------===//
 //
-// Enumerates the layouts of N devices (pp x dp_shard x ep x cp x tp, tp
-// inside a node, ep for a mixture-of-experts model, FSDP or not), and for
+// Enumerates the layouts of N devices (pp x dp_outer x dp_shard x ep x cp x
+// tp, tp inside a node, ep for a mixture-of-experts model, each FSDP
+// strategy and HSDP), and for
 // each the recomputation and micro-batch size: every one is estimated from
 // compiled slices of itself (the mesh without pp, 1 or 2 layers past the
 // model's leading distinct ones, 1 and 2 micro-batches; see
@@ -104,13 +105,19 @@ constexpr int64_t kMostLayerPasses = 4096;
 
 /// A mesh and FSDP strategy.
 struct Layout {
-  int64_t pp = 1, dp = 1, ep = 1, cp = 1, tp = 1;
+  /// dp: the data-parallel ranks FSDP shards over (dp_shard), outer: the
+  /// replicas of that group (HSDP's dp_outer).
+  int64_t pp = 1, outer = 1, dp = 1, ep = 1, cp = 1, tp = 1;
   std::string fsdp; // empty: no_shard
+
+  /// The data-parallel ranks: a step's batch splits over them.
+  int64_t dataParallel() const { return outer * dp * ep; }
 
   /// `--mesh`'s text, with or without the pipeline axis.
   std::string mesh(bool pipeline = true) const {
     std::string text;
     for (auto [axis, size] : {std::pair<const char *, int64_t>{"pp", pp},
+                              {"dp_outer", outer},
                               {"dp_shard", dp},
                               {"ep", ep},
                               {"cp", cp},
@@ -276,7 +283,7 @@ private:
       for (int64_t micro : {1, 2}) {
         gen::GenOptions options = optionsFor(base, layout, false);
         options.layers = entry.grid.layers + extra;
-        options.batch = microBatchSize * layout.dp * layout.ep * micro;
+        options.batch = microBatchSize * layout.dataParallel() * micro;
         options.microBatches = micro;
         Expected<Measured> slice =
             measure(context, options, recompute, cluster);
@@ -305,8 +312,10 @@ private:
 /// The layouts of `devices`: pp up to the layers, tp inside a node (where
 /// the model has a tensor-parallel layout), cp
 /// keeping at least 2048 tokens of a sequence on each rank, ep dividing
-/// what is left (a mixture-of-experts model only), each without and, where
-/// data is parallel, with FSDP's full sharding.
+/// what is left (a mixture-of-experts model only), each without FSDP and,
+/// where data is parallel, with each FSDP strategy (ZeRO-1, -2 and -3:
+/// optim, optim_grads, optim_grads_params) and HSDP (the full sharding
+/// inside a node, replicated over dp_outer across nodes).
 std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
                                      const plan::Cluster &cluster,
                                      bool tensorParallel) {
@@ -332,8 +341,21 @@ std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
           layout.pp = pp, layout.tp = tp, layout.cp = cp, layout.ep = ep;
           layout.dp = devices / pp / tp / cp / ep;
           layouts.push_back(layout);
-          if (layout.dp * cp * ep > 1) {
-            layout.fsdp = "optim_grads_params";
+          if (layout.dp * cp * ep == 1)
+            continue;
+          for (const char *strategy :
+               {"optim", "optim_grads", "optim_grads_params"}) {
+            layout.fsdp = strategy;
+            layouts.push_back(layout);
+          }
+          // HSDP: the full sharding inside a node, replicated across
+          // nodes, where the data-parallel ranks span more than one.
+          int64_t inner = layout.dp;
+          while (inner > 1 && (layout.dp % inner != 0 ||
+                               inner * tp * cp * ep > cluster.node.devices))
+            --inner;
+          if (inner > 1 && inner < layout.dp) {
+            layout.outer = layout.dp / inner, layout.dp = inner;
             layouts.push_back(layout);
           }
         }
@@ -408,7 +430,7 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
   Candidate tried;
   tried.layout = layout;
   outcome.layout = tried.describe();
-  int64_t ranksPerReplica = layout.dp * layout.ep;
+  int64_t ranksPerReplica = layout.dataParallel();
   if (facts.batch % ranksPerReplica != 0) {
     outcome.why = formatv("the batch of {0} does not split over {1} "
                           "data-parallel ranks",
