@@ -181,6 +181,8 @@ Error readCluster(const json::Object &root, StringRef file, Cluster &out) {
   READ(e.intraNode, efficiency->number("intra_node", 1.0));
   READ(e.interNode, efficiency->number("inter_node", 1.0));
   READ(e.launchSeconds, efficiency->number("launch_seconds", 1.0, true));
+  READ(e.graphLaunchSeconds,
+       efficiency->number("graph_launch_seconds", 1.0, true));
   if (Error error = efficiency->finish())
     return error;
   return cluster.finish();
@@ -250,13 +252,15 @@ std::string printCluster(const Cluster &c) {
       {"network", json::Object{{"bandwidth", c.network.bandwidth},
                                {"latency", c.network.latency}}},
       {"efficiency",
-       json::Object{{"gemm", c.efficiency.gemm},
-                    {"gemm_half_flops", c.efficiency.gemmHalfFlops},
-                    {"attention", c.efficiency.attention},
-                    {"memory", c.efficiency.memory},
-                    {"intra_node", c.efficiency.intraNode},
-                    {"inter_node", c.efficiency.interNode},
-                    {"launch_seconds", c.efficiency.launchSeconds}}}};
+       json::Object{
+           {"gemm", c.efficiency.gemm},
+           {"gemm_half_flops", c.efficiency.gemmHalfFlops},
+           {"attention", c.efficiency.attention},
+           {"memory", c.efficiency.memory},
+           {"intra_node", c.efficiency.intraNode},
+           {"inter_node", c.efficiency.interNode},
+           {"launch_seconds", c.efficiency.launchSeconds},
+           {"graph_launch_seconds", c.efficiency.graphLaunchSeconds}}}};
   std::string text;
   raw_string_ostream os(text);
   os << formatv("{0:2}", root) << "\n";

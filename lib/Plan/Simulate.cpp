@@ -191,26 +191,25 @@ CommandCost commandCost(const ProgramDesc &program, const EntryDesc &entry,
   return cost;
 }
 
-double commandSeconds(const CommandCost &cost, const Cluster &cluster) {
+double commandSeconds(const CommandCost &cost, const Cluster &cluster,
+                      bool inGraph) {
   const Cluster::Efficiency &e = cluster.efficiency;
+  double launch = inGraph ? e.graphLaunchSeconds : e.launchSeconds;
   switch (cost.cls) {
   case CostClass::Gemm: {
     double efficiency = e.gemm * cost.work / (cost.work + e.gemmHalfFlops);
-    return e.launchSeconds +
-           cost.work / (cluster.peakFor(cost.dtype) * efficiency);
+    return launch + cost.work / (cluster.peakFor(cost.dtype) * efficiency);
   }
   case CostClass::Attention:
-    return e.launchSeconds +
-           cost.work / (cluster.peakFor(cost.dtype) * e.attention);
+    return launch + cost.work / (cluster.peakFor(cost.dtype) * e.attention);
   case CostClass::Memory:
-    return e.launchSeconds +
-           cost.work / (cluster.device.memoryBandwidth * e.memory);
+    return launch + cost.work / (cluster.device.memoryBandwidth * e.memory);
   case CostClass::Collective: {
     double bandwidth = cost.intraNode ? cluster.node.linkBandwidth * e.intraNode
                                       : cluster.network.bandwidth * e.interNode;
     double latency =
         cost.intraNode ? cluster.node.linkLatency : cluster.network.latency;
-    return e.launchSeconds + static_cast<double>(cost.steps) * latency +
+    return launch + static_cast<double>(cost.steps) * latency +
            cost.work / bandwidth;
   }
   case CostClass::Wait:
@@ -226,10 +225,24 @@ Simulation simulateEntry(const ProgramDesc &program, const EntryDesc &entry,
   // The end of each started collective, by command index.
   std::map<uint32_t, double> started;
   std::map<std::string, double> flopsByDtype;
+  // The commands replayed from captured CUDA graphs, and the first of each
+  // graph, which pays the graph's launch.
+  std::vector<bool> inGraph(entry.commands.size(), false),
+      graphStart(entry.commands.size(), false);
+  for (const GraphRegionDesc &region : entry.graphs) {
+    if (region.count == 0 || region.first >= entry.commands.size())
+      continue;
+    graphStart[region.first] = true;
+    for (uint32_t i = region.first;
+         i < region.first + region.count && i < entry.commands.size(); ++i)
+      inGraph[i] = true;
+  }
   for (size_t index = 0; index < entry.commands.size(); ++index) {
     const Command &command = entry.commands[index];
     CommandCost cost = commandCost(program, entry, index, cluster);
-    double seconds = commandSeconds(cost, cluster);
+    double seconds = commandSeconds(cost, cluster, inGraph[index]);
+    if (graphStart[index])
+      seconds += cluster.efficiency.launchSeconds;
     bool recomputed =
         index < entry.recomputed.size() && entry.recomputed[index];
     SimEvent event{static_cast<uint32_t>(index), "", cost.cls, false, 0, 0};

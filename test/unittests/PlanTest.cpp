@@ -28,7 +28,7 @@ const char *kCluster = R"({
   "network": {"bandwidth": 1e7, "latency": 2e-3},
   "efficiency": {"gemm": 0.5, "gemm_half_flops": 0, "attention": 0.25,
                  "memory": 0.5, "intra_node": 0.5, "inter_node": 0.25,
-                 "launch_seconds": 1e-6}
+                 "launch_seconds": 1e-6, "graph_launch_seconds": 2e-7}
 })";
 
 std::string errorOf(const std::string &text) {
@@ -65,6 +65,8 @@ TEST(PlanCluster, ErrorsNameTheField) {
   EXPECT_EQ(errorOf(replaced(kCluster, "\"launch_seconds\": 1e-6",
                              "\"launch_seconds\": 1e-6, \"extra\": 1")),
             "c.json: unknown field 'efficiency.extra'");
+  EXPECT_EQ(errorOf(replaced(kCluster, ", \"graph_launch_seconds\": 2e-7", "")),
+            "c.json: missing field 'efficiency.graph_launch_seconds'");
   EXPECT_EQ(errorOf(replaced(kCluster, "\"memory_bandwidth\": 1e9",
                              "\"memory_bandwidth\": -1")),
             "c.json: device.memory_bandwidth: -1 is not physical (expected "
@@ -97,6 +99,12 @@ TEST(PlanSimulate, CostsFromPeaksAndEfficiencies) {
   EXPECT_DOUBLE_EQ(commandSeconds(intra, cluster), 1e-6 + 3e-3 + 2.0);
   CommandCost inter{CostClass::Collective, 1e7, 3, false, "f32"};
   EXPECT_DOUBLE_EQ(commandSeconds(inter, cluster), 1e-6 + 6e-3 + 4.0);
+  // Replayed from a captured graph: the graph's cost per command.
+  EXPECT_DOUBLE_EQ(commandSeconds(memory, cluster, /*inGraph=*/true),
+                   2e-7 + 2.0);
+  EXPECT_TRUE(cluster.efficiency.graphsPay());
+  cluster.efficiency.graphLaunchSeconds = cluster.efficiency.launchSeconds;
+  EXPECT_FALSE(cluster.efficiency.graphsPay());
 }
 
 // A started collective runs beside the compute stream until its wait; the
@@ -136,6 +144,30 @@ TEST(PlanSimulate, StartedCollectivesOverlapUntilTheirWait) {
   EXPECT_DOUBLE_EQ(sim.stepSeconds,
                    std::max(reduceSeconds, kernelSeconds) + acrossSeconds);
   EXPECT_DOUBLE_EQ(sim.exposedCommSeconds, sim.stepSeconds - kernelSeconds);
+}
+
+// The commands of a captured CUDA graph pay the graph's cost per command,
+// and the graph one launch; the others their own launch.
+TEST(PlanSimulate, GraphRegionsReplayAtTheGraphCost) {
+  mlir::MLIRContext context;
+  auto type =
+      mlir::RankedTensorType::get({1000}, mlir::Float32Type::get(&context));
+  ProgramDesc program;
+  EntryDesc entry;
+  entry.name = "step";
+  for (int i = 0; i < 2; ++i)
+    entry.buffers.push_back(BufferDesc{BufferKind::Arena, 0, 0, type, -1});
+  for (int i = 0; i < 4; ++i)
+    entry.commands.push_back(LaunchCommand{0, {0, 1}});
+  Cluster cluster = *parseCluster(kCluster, "c.json");
+  double work = 8000.0 / (1e9 * 0.5);
+  Simulation alone = simulateEntry(program, entry, cluster);
+  EXPECT_DOUBLE_EQ(alone.stepSeconds, 4 * (1e-6 + work));
+  // Commands 1 to 3 in one graph.
+  entry.graphs.push_back(GraphRegionDesc{"layer", 1, 3, false, false});
+  Simulation graphed = simulateEntry(program, entry, cluster);
+  EXPECT_DOUBLE_EQ(graphed.stepSeconds,
+                   (1e-6 + work) + 1e-6 + 3 * (2e-7 + work));
 }
 
 // A kernel is costed by what it writes and, of each input, what its body

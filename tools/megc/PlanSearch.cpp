@@ -10,9 +10,11 @@
 // out over the machine's cores (a context each); a layout whose least
 // memory (full recomputation, the smallest micro-batch) does not fit
 // compiles no other option. The fitting ones are
-// compiled whole in the order of their estimated step, each simulated,
-// until `top` fit or the next could beat the best only if the estimate
-// erred by more than it has on the ones compiled. Progress goes to stderr.
+// compiled whole in the order of their estimated step, each simulated, one
+// variant of each mesh and schedule first (its FSDP strategies and HSDP
+// wait), until `top` fit or the next could beat the best only if the
+// estimate erred by more than it has on the ones compiled; then the best's
+// waiting variants that could still beat it. Progress goes to stderr.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +40,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 using namespace llvm;
@@ -138,6 +141,8 @@ struct Candidate {
   /// With a pipeline: its schedule and each rank's stages.
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
   int64_t virtualStages = 1;
+  /// Each layer's commands replayed from captured CUDA graphs.
+  bool graphs = false;
   plan::LayoutEstimate estimate;
 
   std::string describe() const {
@@ -156,9 +161,21 @@ struct Candidate {
       text += " recompute selective";
     if (recompute == Recompute::Full)
       text += " recompute full";
+    if (graphs)
+      text += " cuda-graphs";
     return text;
   }
 };
+
+/// A candidate's family: its devices' arrangement and pipeline schedule,
+/// whatever its FSDP strategy or HSDP split of the data-parallel ranks.
+std::string familyOf(const Candidate &candidate) {
+  Layout devices = candidate.layout;
+  devices.dp *= devices.outer;
+  devices.outer = 1;
+  return formatv("{0}|{1}|{2}", devices.mesh(),
+                 static_cast<int>(candidate.schedule), candidate.virtualStages);
+}
 
 /// The gen flags of `candidate`'s pipeline schedule.
 std::string pipelineFlags(const Candidate &candidate) {
@@ -182,6 +199,18 @@ gen::GenOptions optionsFor(const gen::GenOptions &base, const Layout &layout,
   return options;
 }
 
+/// The gen options of `candidate`.
+gen::GenOptions candidateOptions(const gen::GenOptions &base,
+                                 const Candidate &candidate) {
+  gen::GenOptions options = optionsFor(base, candidate.layout, true);
+  options.microBatches = candidate.microBatches;
+  if (candidate.layout.pp > 1)
+    options.ppSchedule = pipeline::scheduleName(candidate.schedule).str();
+  if (candidate.virtualStages > 1)
+    options.ppVirtual = candidate.virtualStages;
+  return options;
+}
+
 /// A compiled and simulated train step.
 struct Measured {
   plan::Simulation sim;
@@ -189,11 +218,13 @@ struct Measured {
   double stateBytes = 0, heldBytes = 0, tokens = 0;
 };
 
-/// Generates `options`, compiles it with `recompute` and simulates its
-/// train step; the error says why it cannot run.
+/// Generates `options`, compiles it with `recompute` (and each layer's
+/// commands captured in CUDA graphs where the cluster's device replays
+/// them more cheaply than it launches them) and simulates its train step;
+/// the error says why it cannot run.
 Expected<Measured> measure(mlir::MLIRContext &context,
                            const gen::GenOptions &options, Recompute recompute,
-                           const plan::Cluster &cluster) {
+                           const plan::Cluster &cluster, bool graphs = true) {
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
       gen::generateModel(context, options);
   if (!module)
@@ -208,6 +239,8 @@ Expected<Measured> measure(mlir::MLIRContext &context,
       });
   CompileOptions compile;
   compile.recompute = recompute;
+  if (graphs && cluster.efficiency.graphsPay())
+    compile.cudaGraphs = CudaGraphScope::Layer;
   mlir::FailureOr<ProgramDesc> program = compileProgram(**module, compile);
   if (failed(program))
     return createStringError("does not compile: " + diagnostics);
@@ -268,6 +301,9 @@ public:
   }
 
   std::atomic<size_t> compiled = 0;
+
+  /// Whether the slices capture CUDA graphs.
+  bool graphs() const { return cluster.efficiency.graphsPay(); }
 
 private:
   struct Entry {
@@ -429,6 +465,11 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
   Outcome outcome;
   Candidate tried;
   tried.layout = layout;
+  // Where the device replays captured CUDA graphs more cheaply than it
+  // launches commands, every option (and its slices) is compiled with each
+  // layer's commands in graphs; the search's best is compiled again
+  // without them.
+  tried.graphs = slices.graphs();
   outcome.layout = tried.describe();
   int64_t ranksPerReplica = layout.dataParallel();
   if (facts.batch % ranksPerReplica != 0) {
@@ -666,39 +707,40 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     return a.estimate.stepSeconds < b.estimate.stepSeconds;
   });
 
-  // Compile the candidates in that order, until `top` fit or the next
-  // could be faster than the best only by an estimate error larger than
-  // any seen so far (at least 5%).
+  // Compile the candidates in that order. A mesh's FSDP variants (each
+  // strategy, HSDP) and a pipeline's schedule are one family: once one
+  // variant of a family fits, its siblings wait, so that `top` fills with
+  // distinct layouts. The first pass stops when `top` families fit or the
+  // next candidate could be faster than the best only by an estimate
+  // error larger than any seen so far (at least 5%); the second compiles
+  // the best family's waiting siblings that could still beat it by that
+  // error.
   std::vector<Compiled> fitting;
+  std::vector<bool> compiled(estimated.size(), false);
+  std::set<std::string> familiesFit;
   double largestError = 0.05;
-  size_t next = 0;
-  for (; next < estimated.size(); ++next) {
-    const Candidate &candidate = estimated[next];
-    if (static_cast<int64_t>(fitting.size()) >=
-        std::max<int64_t>(request.top, 1))
-      break;
-    if (!fitting.empty() &&
-        candidate.estimate.stepSeconds * (1 - largestError) >
-            fitting.front().measured.sim.stepSeconds)
-      break;
+  auto couldBeatBest = [&](const Candidate &candidate) {
+    return fitting.empty() ||
+           candidate.estimate.stepSeconds * (1 - largestError) <=
+               fitting.front().measured.sim.stepSeconds;
+  };
+  // Compiles and simulates `estimated[index]`: true where it fits.
+  auto compileCandidate = [&](size_t index) {
+    const Candidate &candidate = estimated[index];
+    compiled[index] = true;
     errs() << formatv("megc plan: compiling {0} (estimated {1:f1} ms, "
                       "{2:f2} GB)\n",
                       candidate.describe(),
                       candidate.estimate.stepSeconds * 1e3,
                       candidate.estimate.peakBytes() / 1e9);
     Clock::time_point start = Clock::now();
-    gen::GenOptions options = optionsFor(base, candidate.layout, true);
-    options.microBatches = candidate.microBatches;
-    if (candidate.layout.pp > 1)
-      options.ppSchedule = pipeline::scheduleName(candidate.schedule).str();
-    if (candidate.virtualStages > 1)
-      options.ppVirtual = candidate.virtualStages;
     Expected<Measured> measured =
-        measure(context, options, candidate.recompute, cluster);
+        measure(context, candidateOptions(base, candidate), candidate.recompute,
+                cluster, candidate.graphs);
     if (!measured) {
       rejected.push_back(
           {candidate.describe(), toString(measured.takeError())});
-      continue;
+      return false;
     }
     Compiled result{candidate, std::move(*measured)};
     result.compileSeconds = secondsSince(start);
@@ -721,14 +763,75 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
                    peak / 1e9, candidate.estimate.peakBytes() / 1e9)});
       if (peak < smallestNeed)
         smallestNeed = peak, smallestLayout = candidate.describe();
-      continue;
+      return false;
     }
     fitting.push_back(std::move(result));
     llvm::stable_sort(fitting, [](const Compiled &a, const Compiled &b) {
       return a.measured.sim.stepSeconds < b.measured.sim.stepSeconds;
     });
+    return true;
+  };
+  for (size_t index = 0; index < estimated.size(); ++index) {
+    if (static_cast<int64_t>(familiesFit.size()) >=
+            std::max<int64_t>(request.top, 1) ||
+        !couldBeatBest(estimated[index]))
+      break;
+    std::string family = familyOf(estimated[index]);
+    if (familiesFit.count(family))
+      continue;
+    if (compileCandidate(index))
+      familiesFit.insert(family);
   }
-  size_t notCompiled = estimated.size() - next;
+  if (!fitting.empty()) {
+    std::string best = familyOf(fitting.front().candidate);
+    for (size_t index = 0; index < estimated.size(); ++index)
+      if (!compiled[index] && familyOf(estimated[index]) == best &&
+          couldBeatBest(estimated[index]))
+        compileCandidate(index);
+  }
+  // CUDA graphs against issuing each command alone: the best compiled
+  // again without graphs; the faster stays.
+  std::string graphsNote;
+  if (!fitting.empty() && fitting.front().candidate.graphs) {
+    Compiled &best = fitting.front();
+    Candidate plain = best.candidate;
+    plain.graphs = false;
+    errs() << formatv("megc plan: compiling {0} (the best, without CUDA "
+                      "graphs)\n",
+                      plain.describe());
+    Expected<Measured> measured =
+        measure(context, candidateOptions(base, plain), plain.recompute,
+                cluster, /*graphs=*/false);
+    if (!measured) {
+      graphsNote = "without CUDA graphs it does not compile: " +
+                   toString(measured.takeError());
+    } else {
+      double with = best.measured.sim.stepSeconds,
+             without = measured->sim.stepSeconds;
+      graphsNote = formatv("CUDA graphs: each layer's commands replayed from "
+                           "captured graphs, {0:f2} ms a step; issued one by "
+                           "one, {1:f2} ms",
+                           with * 1e3, without * 1e3);
+      if (without < with &&
+          static_cast<double>(measured->peakBytes) <= request.budget) {
+        best.candidate = plain;
+        best.measured = std::move(*measured);
+        best.perDevice = best.measured.tokens / without /
+                         static_cast<double>(request.devices);
+        best.mfu = best.measured.sim.modelFlops /
+                   (without * cluster.peakFor(best.measured.sim.flopsDtype));
+      }
+    }
+  }
+  // What was not compiled: variants of a family that fit, and the rest.
+  size_t notCompiled = 0, siblingsNotCompiled = 0, firstNotCompiled = 0;
+  for (size_t index = estimated.size(); index-- > 0;) {
+    if (compiled[index])
+      continue;
+    ++notCompiled, firstNotCompiled = index;
+    if (familiesFit.count(familyOf(estimated[index])))
+      ++siblingsNotCompiled;
+  }
 
   if (fitting.empty()) {
     std::string smallest =
@@ -757,6 +860,7 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
           {"layout", c.candidate.describe()},
           {"mesh", c.candidate.layout.mesh()},
           {"micro_batches", c.candidate.microBatches},
+          {"cuda_graphs", c.candidate.graphs},
           {"step_s", c.measured.sim.stepSeconds},
           {"tokens_per_s_per_device", c.perDevice},
           {"mfu", c.mfu},
@@ -773,11 +877,14 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     for (const auto &[layout, why] : rejected)
       refused.push_back(json::Object{{"layout", layout}, {"why", why}});
     json::Array uncompiled;
-    for (const Candidate &c : ArrayRef(estimated).drop_front(next))
+    for (auto [index, c] : llvm::enumerate(estimated)) {
+      if (compiled[index])
+        continue;
       uncompiled.push_back(
           json::Object{{"layout", c.describe()},
                        {"estimated_step_s", c.estimate.stepSeconds},
                        {"estimated_peak_bytes", c.estimate.peakBytes()}});
+    }
     outs() << formatv("{0:2}", json::Value(json::Object{
                                    {"cluster", cluster.name},
                                    {"devices", request.devices},
@@ -817,14 +924,18 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   }
   outs() << "  (estimate: the estimated step and peak over the compiled "
             "ones)\n";
+  if (!graphsNote.empty())
+    outs() << "  " << graphsNote << "\n";
   if (notCompiled > 0)
-    outs() << formatv("  {0} more fit by the estimate and were not compiled: "
-                      "estimated slower than the best by more than the "
-                      "estimate's largest error ({1:f0}%); the fastest, {2}, "
-                      "{3:f2} ms\n",
-                      notCompiled, largestError * 100,
-                      estimated[next].describe(),
-                      estimated[next].estimate.stepSeconds * 1e3);
+    outs() << formatv("  {0} more fit by the estimate and were not compiled "
+                      "({1} of them another FSDP variant of a layout and "
+                      "schedule compiled above): estimated slower than the "
+                      "best by more than the estimate's largest error "
+                      "({2:f0}%), or past --top; the fastest, {3}, {4:f2} "
+                      "ms\n",
+                      notCompiled, siblingsNotCompiled, largestError * 100,
+                      estimated[firstNotCompiled].describe(),
+                      estimated[firstNotCompiled].estimate.stepSeconds * 1e3);
   // The rejections compiled candidates met first, then the estimate's.
   size_t listed = 0;
   for (const auto &[layout, why] : rejected)
@@ -836,7 +947,7 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   const Candidate &best = fitting.front().candidate;
   outs() << formatv(
       "best: {0} <your flags>{1}{6}{7}{2}{3} -o model.mlir && megc "
-      "model.mlir{4} -o model.megc && mpirun -n {5} megc-run "
+      "model.mlir{4}{8} -o model.megc && mpirun -n {5} megc-run "
       "model.megc ...\n",
       request.genCommand,
       best.layout.mesh().empty() ? "" : " --mesh " + best.layout.mesh(),
@@ -849,7 +960,8 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
       best.microBatches > 1
           ? " --micro-batches " + std::to_string(best.microBatches)
           : std::string(),
-      best.layout.pp > 1 ? pipelineFlags(best) : std::string());
+      best.layout.pp > 1 ? pipelineFlags(best) : std::string(),
+      best.graphs ? " --cuda-graphs=layer" : "");
   return 0;
 }
 

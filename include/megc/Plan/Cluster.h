@@ -54,6 +54,13 @@ struct Cluster {
     /// Of the link or network bandwidth, for a collective's bus bandwidth.
     double intraNode = 0, interNode = 0;
     double launchSeconds = 0;
+    /// The fixed cost of a command replayed in a captured CUDA graph (the
+    /// graph's own launch costs launchSeconds); launchSeconds where the
+    /// device runs no graphs.
+    double graphLaunchSeconds = 0;
+
+    /// Whether captured graphs issue commands more cheaply than launches.
+    bool graphsPay() const { return graphLaunchSeconds < launchSeconds; }
   } efficiency;
 
   /// The peak for element type `dtype`, or the f32 one when the device has

@@ -43,8 +43,10 @@ struct CommandCost {
 CommandCost commandCost(const ProgramDesc &program, const EntryDesc &entry,
                         size_t index, const Cluster &cluster);
 
-/// Its duration on `cluster`, in seconds.
-double commandSeconds(const CommandCost &cost, const Cluster &cluster);
+/// Its duration on `cluster`, in seconds: issued alone, or replayed in a
+/// captured CUDA graph (`inGraph`).
+double commandSeconds(const CommandCost &cost, const Cluster &cluster,
+                      bool inGraph = false);
 
 struct SimEvent {
   uint32_t command;
