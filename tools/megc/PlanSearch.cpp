@@ -792,6 +792,7 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   // CUDA graphs against issuing each command alone: the best compiled
   // again without graphs; the faster stays.
   std::string graphsNote;
+  std::optional<double> withGraphs, withoutGraphs;
   if (!fitting.empty() && fitting.front().candidate.graphs) {
     Compiled &best = fitting.front();
     Candidate plain = best.candidate;
@@ -808,6 +809,9 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     } else {
       double with = best.measured.sim.stepSeconds,
              without = measured->sim.stepSeconds;
+      withGraphs = with, withoutGraphs = without;
+      errs() << formatv("megc plan:   {0:f1} ms, {1:f2} GB\n", without * 1e3,
+                        measured->peakBytes / 1e9);
       graphsNote = formatv("CUDA graphs: each layer's commands replayed from "
                            "captured graphs, {0:f2} ms a step; issued one by "
                            "one, {1:f2} ms",
@@ -893,6 +897,12 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
                                    {"plans", std::move(plans)},
                                    {"not_compiled", std::move(uncompiled)},
                                    {"rejected", std::move(refused)},
+                                   {"best_with_cuda_graphs_step_s",
+                                    withGraphs ? json::Value(*withGraphs)
+                                               : json::Value(nullptr)},
+                                   {"best_without_cuda_graphs_step_s",
+                                    withoutGraphs ? json::Value(*withoutGraphs)
+                                                  : json::Value(nullptr)},
                                    {"seconds", secondsSince(started)}}))
            << "\n";
     return 0;
