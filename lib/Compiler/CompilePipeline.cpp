@@ -110,7 +110,8 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
                  : options.recompute == Recompute::Selective ? "selective"
                                                              : "none";
     remat.memoryBudget = options.memoryBudget;
-    remat.minSteps = options.rematMinSteps;
+    remat.minSteps.assign(options.rematMinSteps.begin(),
+                          options.rematMinSteps.end());
     pm.addPass(mlir::meg::createMegRemat(remat));
   }
   // Every attention gradient exists now (recomputed forwards included):
@@ -199,14 +200,16 @@ static std::string megabytes(uint64_t bytes) {
   return text;
 }
 
-/// The steps of meg-remat's ladder to take under --memory-budget. The pass
+/// The steps of meg-remat's ladder to take under --memory-budget, per
+/// pipeline rank (the first for a program without a pipeline). The pass
 /// fits its estimate of the plan's peak into the budget; the compiled plan
 /// can be larger (a fragmented arena). Compiles copies of the module, and
-/// while the plan does not fit asks the pass for one step more than it took:
-/// the ladder does not depend on the budget, so the steps a budget needs
-/// never grow with it, and a budget met is met by every larger one.
-static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
-                                            const CompileOptions &options) {
+/// while a rank's plan does not fit asks that rank's programs for one step
+/// more than they took (a rank that fits keeps its steps): the ladder does
+/// not depend on the budget, so the steps a budget needs never grow with
+/// it, and a budget met is met by every larger one.
+static mlir::FailureOr<std::vector<unsigned>>
+rematSteps(mlir::ModuleOp module, const CompileOptions &options) {
   CompileOptions probe = options;
   // The probes' remarks say nothing the final compile's do not.
   mlir::ScopedDiagnosticHandler quiet(
@@ -214,6 +217,10 @@ static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
         return mlir::success(diagnostic.getSeverity() ==
                              mlir::DiagnosticSeverity::Remark);
       });
+  // A function's (or entry's) index in the steps: its pipeline rank, or 0.
+  auto indexOf = [](int64_t pipelineRank) {
+    return static_cast<size_t>(std::max<int64_t>(pipelineRank, 0));
+  };
   while (true) {
     mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
     mlir::OpPassManager frontEnd(mlir::ModuleOp::getOperationName());
@@ -225,31 +232,53 @@ static mlir::FailureOr<unsigned> rematSteps(mlir::ModuleOp module,
       return mlir::failure();
     for (EntryDesc &entry : program->entries)
       planMemory(entry);
-    auto [entry, needed] = largestPlan(*program);
-    int64_t taken = 0, ladder = 0;
+    // The steps each rank's programs took, of how many.
+    std::vector<unsigned> taken, ladder;
     copy->walk([&](mlir::func::FuncOp func) {
-      if (auto steps =
-              func->getAttrOfType<mlir::DenseI64ArrayAttr>(
-                  mlir::meg::MegDialect::kRematStepsAttrName)) {
-        taken = std::max(taken, steps[0]);
-        ladder = std::max(ladder, steps[1]);
+      auto steps = func->getAttrOfType<mlir::DenseI64ArrayAttr>(
+          mlir::meg::MegDialect::kRematStepsAttrName);
+      if (!steps)
+        return;
+      int64_t rank = -1;
+      if (auto attr = func->getAttrOfType<mlir::IntegerAttr>(
+              mlir::meg::MegDialect::kPipelineRankAttrName))
+        rank = attr.getInt();
+      size_t index = indexOf(rank);
+      if (index >= taken.size()) {
+        taken.resize(index + 1, 0);
+        ladder.resize(index + 1, 0);
       }
+      taken[index] = std::max(taken[index], static_cast<unsigned>(steps[0]));
+      ladder[index] =
+          std::max(ladder[index], static_cast<unsigned>(steps[1]));
     });
-    if (needed <= options.memoryBudget)
-      return static_cast<unsigned>(taken);
-    if (taken >= ladder)
-      return module.emitError()
-             << "the memory budget of " << megabytes(options.memoryBudget)
-             << " per rank is not met: with every layer recomputed, entry '"
-             << entry->name << "'"
-             << (entry->pipelineRank >= 0
-                     ? " of pipeline rank " +
-                           std::to_string(entry->pipelineRank)
-                     : std::string())
-             << " needs " << megabytes(needed) << " (arena "
-             << megabytes(entry->plan.arenaBytes) << ", parameters and state "
-             << megabytes(program->stateBytes(entry->pipelineRank)) << ")";
-    probe.rematMinSteps = static_cast<unsigned>(taken) + 1;
+    bool fits = true;
+    for (const EntryDesc &entry : program->entries) {
+      uint64_t needed =
+          entry.plan.arenaBytes + program->stateBytes(entry.pipelineRank);
+      if (needed <= options.memoryBudget)
+        continue;
+      size_t index = indexOf(entry.pipelineRank);
+      if (index >= taken.size() || taken[index] >= ladder[index])
+        return module.emitError()
+               << "the memory budget of " << megabytes(options.memoryBudget)
+               << " per rank is not met: with every layer recomputed, entry '"
+               << entry.name << "'"
+               << (entry.pipelineRank >= 0
+                       ? " of pipeline rank " +
+                             std::to_string(entry.pipelineRank)
+                       : std::string())
+               << " needs " << megabytes(needed) << " (arena "
+               << megabytes(entry.plan.arenaBytes) << ", parameters and state "
+               << megabytes(program->stateBytes(entry.pipelineRank)) << ")";
+      if (probe.rematMinSteps.size() < taken.size())
+        probe.rematMinSteps.resize(taken.size(), 0);
+      probe.rematMinSteps[index] =
+          std::max(probe.rematMinSteps[index], taken[index] + 1);
+      fits = false;
+    }
+    if (fits)
+      return taken;
   }
 }
 
@@ -289,7 +318,7 @@ mlir::LogicalResult runFrontEnd(mlir::ModuleOp module,
   if (compiled.memoryBudget &&
       module->hasAttr(mlir::meg::MegDialect::kOptimizerAttrName) &&
       !module.lookupSymbol("train_step")) {
-    mlir::FailureOr<unsigned> steps = rematSteps(module, options);
+    mlir::FailureOr<std::vector<unsigned>> steps = rematSteps(module, options);
     if (failed(steps))
       return mlir::failure();
     compiled.rematMinSteps = *steps;

@@ -1,32 +1,24 @@
 //===- PlanSearch.cpp - `megc plan --gpus N` ------------------------------===//
 //
-// Enumerates the layouts of N devices (pp x dp_outer x dp_shard x ep x cp x
-// tp, tp inside a node, ep for a mixture-of-experts model, each FSDP
-// strategy and HSDP), and for
-// each the recomputation and micro-batch size: every one is estimated from
-// compiled slices of itself (the mesh without pp, 1 or 2 layers past the
-// model's leading distinct ones, 1 and 2 micro-batches; see
-// megc/Plan/Estimate.h), cached by what they share, the layouts shared
-// out over the machine's cores (a context each); a layout whose least
-// memory (full recomputation, the smallest micro-batch) does not fit
-// compiles no other option. The fitting ones are
-// compiled whole in the order of their estimated step, each simulated, one
-// variant of each mesh and schedule first (its FSDP strategies and HSDP
-// wait), until `top` fit or the next could beat the best only if the
-// estimate erred by more than it has on the ones compiled; then the best's
-// waiting variants that could still beat it. Progress goes to stderr.
+// The search: the layouts (PlanEstimateLayouts.h) estimated on every core,
+// each worker compiling in a context of its own; the options that fit by
+// the estimate compiled whole in the order of their estimated step, each
+// simulated, one variant of each mesh and schedule first (its FSDP
+// strategies and HSDP wait), until `top` fit or the next could beat the
+// best only if the estimate erred by more than it has on the ones
+// compiled; then the best's waiting variants that could still beat it, and
+// whatever the estimate still puts below the best's step; on a cluster
+// whose device replays CUDA graphs cheaply, the best again without them.
+// Prints the table (or JSON) and the command lines of the best. Progress
+// goes to stderr.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PlanSearch.h"
+#include "PlanCandidates.h"
+#include "PlanEstimateLayouts.h"
 #include "PlanSupport.h"
 
-#include "megc/Dialect/Meg/IR/MegOps.h"
-#include "megc/Pipeline/Schedule.h"
-#include "megc/Plan/Estimate.h"
-#include "megc/Plan/Simulate.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Threading.h"
@@ -36,8 +28,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <future>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -47,556 +37,14 @@ using namespace llvm;
 
 namespace megc {
 
+using namespace search;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// What the search needs of the model: its layers (the first index from
-/// which every layer holds as many parameters as the last, so that slices
-/// past it grow by equal layers), its global batch and sequence, whether
-/// it routes experts.
-struct ModelFacts {
-  int64_t layers = 0, repeatFrom = 0, batch = 0, seq = 0;
-  bool moe = false;
-};
-
-Expected<ModelFacts> readFacts(mlir::ModuleOp module) {
-  ModelFacts facts;
-  std::map<int64_t, int64_t> paramsOfLayer;
-  for (auto param : module.getOps<mlir::meg::ParamOp>())
-    if (auto layer = param->getAttrOfType<mlir::IntegerAttr>(
-            mlir::meg::MegDialect::kLayerAttrName))
-      paramsOfLayer[layer.getInt()] +=
-          cast<mlir::ShapedType>(param.getType()).getNumElements();
-  module->walk([&](mlir::meg::MoeRouteOp) { facts.moe = true; });
-  if (paramsOfLayer.empty())
-    return createStringError("--gpus needs a model whose layers are recorded "
-                             "(meg.layer on its parameters)");
-  facts.layers = paramsOfLayer.rbegin()->first + 1;
-  int64_t last = paramsOfLayer.rbegin()->second;
-  facts.repeatFrom = facts.layers - 1;
-  while (facts.repeatFrom > 0 && paramsOfLayer.count(facts.repeatFrom - 1) &&
-         paramsOfLayer[facts.repeatFrom - 1] == last)
-    --facts.repeatFrom;
-  // The tokens: the first entry's first integer input, batch by sequence.
-  for (auto func : module.getOps<mlir::func::FuncOp>()) {
-    for (mlir::Type type : func.getArgumentTypes()) {
-      auto tensor = dyn_cast<mlir::RankedTensorType>(type);
-      if (tensor && tensor.getRank() == 2 &&
-          tensor.getElementType().isInteger()) {
-        facts.batch = tensor.getDimSize(0), facts.seq = tensor.getDimSize(1);
-        break;
-      }
-    }
-    if (facts.batch)
-      break;
-  }
-  if (!facts.batch)
-    return createStringError("--gpus plans a language model: the model has "
-                             "no batch of token ids");
-  return facts;
-}
-
-/// The most layer passes (layers times micro-batches) a step the search
-/// compiles may run: its compile time grows with them (about a minute at
-/// this size on one core).
-constexpr int64_t kMostLayerPasses = 4096;
-
-/// A mesh and FSDP strategy.
-struct Layout {
-  /// dp: the data-parallel ranks FSDP shards over (dp_shard), outer: the
-  /// replicas of that group (HSDP's dp_outer).
-  int64_t pp = 1, outer = 1, dp = 1, ep = 1, cp = 1, tp = 1;
-  std::string fsdp; // empty: no_shard
-
-  /// The data-parallel ranks: a step's batch splits over them.
-  int64_t dataParallel() const { return outer * dp * ep; }
-
-  /// `--mesh`'s text, with or without the pipeline axis.
-  std::string mesh(bool pipeline = true) const {
-    std::string text;
-    for (auto [axis, size] : {std::pair<const char *, int64_t>{"pp", pp},
-                              {"dp_outer", outer},
-                              {"dp_shard", dp},
-                              {"ep", ep},
-                              {"cp", cp},
-                              {"tp", tp}})
-      if (size > 1 && (pipeline || std::string_view(axis) != "pp"))
-        text += (text.empty() ? "" : ",") + std::string(axis) + "=" +
-                std::to_string(size);
-    return text;
-  }
-};
-
-/// A layout with its recomputation and micro-batches, and its estimate.
-struct Candidate {
-  Layout layout;
-  Recompute recompute = Recompute::None;
-  /// Micro-batches a step runs on each data-parallel rank.
-  int64_t microBatches = 1;
-  /// With a pipeline: its schedule and each rank's stages.
-  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
-  int64_t virtualStages = 1;
-  /// Each layer's commands replayed from captured CUDA graphs.
-  bool graphs = false;
-  plan::LayoutEstimate estimate;
-
-  std::string describe() const {
-    std::string text = layout.mesh().empty() ? "one rank" : layout.mesh();
-    if (layout.pp > 1)
-      text += " " + pipeline::scheduleName(schedule).str();
-    if (virtualStages > 1)
-      text += " V=" + std::to_string(virtualStages);
-    if (microBatches > 1)
-      text += " M=" + std::to_string(microBatches);
-    if (!layout.fsdp.empty())
-      text += " fsdp " + layout.fsdp;
-    if (layout.tp > 1)
-      text += " sp";
-    if (recompute == Recompute::Selective)
-      text += " recompute selective";
-    if (recompute == Recompute::Full)
-      text += " recompute full";
-    if (graphs)
-      text += " cuda-graphs";
-    return text;
-  }
-};
-
-/// A candidate's family: its devices' arrangement and pipeline schedule,
-/// whatever its FSDP strategy or HSDP split of the data-parallel ranks.
-std::string familyOf(const Candidate &candidate) {
-  Layout devices = candidate.layout;
-  devices.dp *= devices.outer;
-  devices.outer = 1;
-  return formatv("{0}|{1}|{2}", devices.mesh(),
-                 static_cast<int>(candidate.schedule), candidate.virtualStages);
-}
-
-/// The gen flags of `candidate`'s pipeline schedule.
-std::string pipelineFlags(const Candidate &candidate) {
-  std::string flags =
-      " --pp-schedule " + pipeline::scheduleName(candidate.schedule).str();
-  if (candidate.virtualStages > 1)
-    flags += " --pp-virtual " + std::to_string(candidate.virtualStages);
-  return flags;
-}
-
-/// The gen options of `layout` (with or without its pipeline axis).
-gen::GenOptions optionsFor(const gen::GenOptions &base, const Layout &layout,
-                           bool pipeline) {
-  gen::GenOptions options = base;
-  std::string mesh = layout.mesh(pipeline);
-  if (!mesh.empty())
-    options.mesh = mesh;
-  if (!layout.fsdp.empty())
-    options.fsdp = layout.fsdp;
-  options.sequenceParallel = layout.tp > 1;
-  return options;
-}
-
-/// The gen options of `candidate`.
-gen::GenOptions candidateOptions(const gen::GenOptions &base,
-                                 const Candidate &candidate) {
-  gen::GenOptions options = optionsFor(base, candidate.layout, true);
-  options.microBatches = candidate.microBatches;
-  if (candidate.layout.pp > 1)
-    options.ppSchedule = pipeline::scheduleName(candidate.schedule).str();
-  if (candidate.virtualStages > 1)
-    options.ppVirtual = candidate.virtualStages;
-  return options;
-}
-
-/// A compiled and simulated train step.
-struct Measured {
-  plan::Simulation sim;
-  uint64_t peakBytes = 0;
-  double stateBytes = 0, heldBytes = 0, tokens = 0;
-};
-
-/// Generates `options`, compiles it with `recompute` (and each layer's
-/// commands captured in CUDA graphs where the cluster's device replays
-/// them more cheaply than it launches them) and simulates its train step;
-/// the error says why it cannot run.
-Expected<Measured> measure(mlir::MLIRContext &context,
-                           const gen::GenOptions &options, Recompute recompute,
-                           const plan::Cluster &cluster, bool graphs = true) {
-  Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-      gen::generateModel(context, options);
-  if (!module)
-    return module.takeError();
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler capture(
-      &context, [&](mlir::Diagnostic &diagnostic) {
-        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error &&
-            diagnostics.empty())
-          diagnostics = diagnostic.str();
-        return mlir::success();
-      });
-  CompileOptions compile;
-  compile.recompute = recompute;
-  if (graphs && cluster.efficiency.graphsPay())
-    compile.cudaGraphs = CudaGraphScope::Layer;
-  mlir::FailureOr<ProgramDesc> program = compileProgram(**module, compile);
-  if (failed(program))
-    return createStringError("does not compile: " + diagnostics);
-  const EntryDesc *entry = trainStep(*program);
-  if (!entry)
-    return createStringError("--gpus plans a training model: give the gen "
-                             "flags --train");
-  Expected<plan::Simulation> sim =
-      plan::simulateStep(*program, entry->name, cluster);
-  if (!sim)
-    return sim.takeError();
-  Measured result{std::move(*sim)};
-  result.peakBytes = plan::peakBytesPerRank(*program, entry->name);
-  result.heldBytes = static_cast<double>(
-      plan::largestRank(*program, entry->name)->plan.liveAtLossBytes);
-  result.stateBytes = static_cast<double>(program->stateBytes());
-  result.tokens = globalTokens(*program, *entry);
-  return result;
-}
-
-/// The slices of layouts, compiled once for every layout that shares them.
-/// Safe to call from several threads, each with its own context: a slice
-/// set another thread is compiling is waited for, not compiled again.
-class SliceCache {
-public:
-  SliceCache(const gen::GenOptions &base, const ModelFacts &facts,
-             const plan::Cluster &cluster)
-      : base(base), facts(facts), cluster(cluster) {}
-
-  /// The slices of `layout` without its pipeline axis, with `recompute`
-  /// and `microBatchSize` sequences a micro-batch per data-parallel rank,
-  /// compiled in `context` if no thread has.
-  Expected<plan::SliceGrid> grid(mlir::MLIRContext &context,
-                                 const Layout &layout, Recompute recompute,
-                                 int64_t microBatchSize) {
-    std::string key =
-        formatv("{0}|{1}|{2}|{3}", layout.mesh(false), layout.fsdp,
-                static_cast<int>(recompute), microBatchSize);
-    std::shared_future<Entry> entry;
-    std::optional<std::promise<Entry>> mine;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      auto found = cache.find(key);
-      if (found == cache.end()) {
-        mine.emplace();
-        found = cache.emplace(key, mine->get_future().share()).first;
-      }
-      entry = found->second;
-    }
-    if (mine) {
-      mine->set_value(compileGrid(context, layout, recompute, microBatchSize));
-      ++compiled;
-    }
-    const Entry &result = entry.get();
-    if (!result.error.empty())
-      return createStringError(result.error);
-    return result.grid;
-  }
-
-  std::atomic<size_t> compiled = 0;
-
-  /// Whether the slices capture CUDA graphs.
-  bool graphs() const { return cluster.efficiency.graphsPay(); }
-
-private:
-  struct Entry {
-    plan::SliceGrid grid;
-    std::string error;
-  };
-
-  Entry compileGrid(mlir::MLIRContext &context, const Layout &layout,
-                    Recompute recompute, int64_t microBatchSize) {
-    Entry entry;
-    entry.grid.layers = facts.repeatFrom + 1;
-    for (int64_t extra : {0, 1})
-      for (int64_t micro : {1, 2}) {
-        gen::GenOptions options = optionsFor(base, layout, false);
-        options.layers = entry.grid.layers + extra;
-        options.batch = microBatchSize * layout.dataParallel() * micro;
-        options.microBatches = micro;
-        Expected<Measured> slice =
-            measure(context, options, recompute, cluster);
-        if (!slice) {
-          entry.error = toString(slice.takeError());
-          return entry;
-        }
-        plan::SliceMeasure &at = entry.grid.at[extra][micro - 1];
-        at.stepSeconds = slice->sim.stepSeconds;
-        at.computeSeconds = slice->sim.computeSeconds;
-        at.stateBytes = slice->stateBytes;
-        at.arenaBytes =
-            static_cast<double>(slice->peakBytes) - slice->stateBytes;
-        at.heldBytes = slice->heldBytes;
-      }
-    return entry;
-  }
-
-  const gen::GenOptions &base;
-  const ModelFacts &facts;
-  const plan::Cluster &cluster;
-  std::mutex mutex;
-  std::map<std::string, std::shared_future<Entry>> cache;
-};
-
-/// The layouts of `devices`: pp up to the layers, tp inside a node (where
-/// the model has a tensor-parallel layout), cp
-/// keeping at least 2048 tokens of a sequence on each rank, ep dividing
-/// what is left (a mixture-of-experts model only), each without FSDP and,
-/// where data is parallel, with each FSDP strategy (ZeRO-1, -2 and -3:
-/// optim, optim_grads, optim_grads_params) and HSDP (the full sharding
-/// inside a node, replicated over dp_outer across nodes).
-std::vector<Layout> enumerateLayouts(int64_t devices, const ModelFacts &facts,
-                                     const plan::Cluster &cluster,
-                                     bool tensorParallel) {
-  auto divisors = [](int64_t n) {
-    std::vector<int64_t> list;
-    for (int64_t d = 1; d <= n; ++d)
-      if (n % d == 0)
-        list.push_back(d);
-    return list;
-  };
-  std::vector<Layout> layouts;
-  for (int64_t pp : divisors(devices))
-    for (int64_t tp : divisors(devices / pp)) {
-      if ((pp > 1 && pp > facts.layers) || tp > cluster.node.devices ||
-          (tp > 1 && !tensorParallel))
-        continue;
-      for (int64_t cp : divisors(devices / pp / tp)) {
-        if (cp > 1 && facts.seq / cp < 2048)
-          continue;
-        for (int64_t ep : facts.moe ? divisors(devices / pp / tp / cp)
-                                    : std::vector<int64_t>{1}) {
-          Layout layout;
-          layout.pp = pp, layout.tp = tp, layout.cp = cp, layout.ep = ep;
-          layout.dp = devices / pp / tp / cp / ep;
-          layouts.push_back(layout);
-          if (layout.dp * cp * ep == 1)
-            continue;
-          for (const char *strategy :
-               {"optim", "optim_grads", "optim_grads_params"}) {
-            layout.fsdp = strategy;
-            layouts.push_back(layout);
-          }
-          // HSDP: the full sharding inside a node, replicated across
-          // nodes, where the data-parallel ranks span more than one.
-          int64_t inner = layout.dp;
-          while (inner > 1 && (layout.dp % inner != 0 ||
-                               inner * tp * cp * ep > cluster.node.devices))
-            --inner;
-          if (inner > 1 && inner < layout.dp) {
-            layout.outer = layout.dp / inner, layout.dp = inner;
-            layouts.push_back(layout);
-          }
-        }
-      }
-    }
-  return layouts;
-}
-
-/// A pipeline schedule the search tries, and what it means for a stage:
-/// its makespan in micro-batch slots and the micro-batches' activations it
-/// keeps at once (in whole-stage units), from the schedule itself played
-/// out with a micro-batch's forward, input-gradient and weight-gradient
-/// passes equally long (a transformer layer's three matrix products).
-struct PipelineOption {
-  pipeline::ScheduleKind kind = pipeline::ScheduleKind::OneFOneB;
-  int64_t virtualStages = 1;
-  double slots = 0, inFlight = 1;
-};
-
-/// The schedules of `pp` ranks over `microBatches` (one option without a
-/// pipeline): 1F1B, ZB-H1, and interleaved with 2 stages a rank where the
-/// micro-batches split over the ranks and every stage gets a layer.
-std::vector<PipelineOption> pipelineOptions(int64_t pp, int64_t microBatches,
-                                            int64_t layers) {
-  if (pp <= 1)
-    return {PipelineOption{pipeline::ScheduleKind::OneFOneB, 1,
-                           static_cast<double>(microBatches), 1}};
-  std::vector<PipelineOption> list;
-  auto add = [&](pipeline::ScheduleKind kind, int64_t chunks) {
-    double third = 1.0 / 3 / static_cast<double>(chunks);
-    pipeline::PassCosts costs{third, third, third, 0};
-    Expected<pipeline::Schedule> schedule = pipeline::buildSchedule(
-        kind, static_cast<int32_t>(pp), static_cast<int32_t>(chunks),
-        static_cast<int32_t>(microBatches), costs);
-    if (!schedule) {
-      consumeError(schedule.takeError());
-      return;
-    }
-    Expected<pipeline::Timeline> timeline =
-        pipeline::simulateSchedule(*schedule, costs);
-    if (!timeline) {
-      consumeError(timeline.takeError());
-      return;
-    }
-    int32_t held = *llvm::max_element(timeline->peakInFlight);
-    list.push_back({kind, chunks, timeline->makespan,
-                    static_cast<double>(held) / static_cast<double>(chunks)});
-  };
-  add(pipeline::ScheduleKind::OneFOneB, 1);
-  add(pipeline::ScheduleKind::ZeroBubbleH1, 1);
-  if (microBatches % pp == 0 && layers >= 2 * pp)
-    add(pipeline::ScheduleKind::Interleaved, 2);
-  return list;
-}
-
-/// What the estimate made of one layout: its fastest fitting option of
-/// each pipeline schedule, or why none fits and the least memory an option
-/// needs.
-struct Outcome {
-  std::vector<Candidate> best;
-  std::string layout, why;
-  double need = HUGE_VAL;
-};
-
-/// The fastest options of `layout` that fit by the estimate, one per
-/// pipeline schedule: the least recomputation any micro-batch size and
-/// schedule fits with, and of those sizes the fastest.
-Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
-                        const SearchRequest &request, SliceCache &slices,
-                        mlir::MLIRContext &context) {
-  Outcome outcome;
-  Candidate tried;
-  tried.layout = layout;
-  // Where the device replays captured CUDA graphs more cheaply than it
-  // launches commands, every option (and its slices) is compiled with each
-  // layer's commands in graphs; the search's best is compiled again
-  // without them.
-  tried.graphs = slices.graphs();
-  outcome.layout = tried.describe();
-  int64_t ranksPerReplica = layout.dataParallel();
-  if (facts.batch % ranksPerReplica != 0) {
-    outcome.why = formatv("the batch of {0} does not split over {1} "
-                          "data-parallel ranks",
-                          facts.batch, ranksPerReplica);
-    return outcome;
-  }
-  int64_t localBatch = facts.batch / ranksPerReplica;
-  double need = HUGE_VAL;
-  std::string why;
-  // Parameters and state do not depend on recomputation or the
-  // micro-batch size: where they alone exceed the budget, no other
-  // option's slices are compiled.
-  bool stateTooLarge = false;
-  // The options with `recompute` and micro-batches of `size` sequences
-  // (one per pipeline schedule), estimated; none where they cannot run
-  // (`why` says so).
-  auto options = [&](Recompute recompute,
-                     int64_t size) -> std::vector<Candidate> {
-    if (localBatch % size != 0 || localBatch / size < layout.pp)
-      return {};
-    Candidate option = tried;
-    option.recompute = recompute;
-    option.microBatches = localBatch / size;
-    // The step runs every micro-batch's copy of the layers: one too
-    // large to compile in the search's time is left out.
-    if (facts.layers * option.microBatches > kMostLayerPasses) {
-      why = formatv("{0} micro-batches of {1} layers are over the {2} "
-                    "layer passes a step the search compiles",
-                    option.microBatches, facts.layers, kMostLayerPasses);
-      return {};
-    }
-    Expected<plan::SliceGrid> grid =
-        slices.grid(context, layout, recompute, size);
-    if (!grid) {
-      why = toString(grid.takeError());
-      return {};
-    }
-    std::vector<Candidate> list;
-    for (const PipelineOption &schedule :
-         pipelineOptions(layout.pp, option.microBatches, facts.layers)) {
-      plan::LayoutShape shape;
-      // The heaviest stage, at most: the leading distinct layers (the
-      // slices hold them) and an even share of the repeating ones. The
-      // estimate extends the slices from there, never below them.
-      int64_t repeating = facts.layers - facts.repeatFrom;
-      int64_t chunks = layout.pp * schedule.virtualStages;
-      shape.layersPerStage = facts.repeatFrom + (repeating + chunks - 1) /
-                                                    chunks *
-                                                    schedule.virtualStages;
-      shape.microBatches = option.microBatches;
-      shape.slots = schedule.slots;
-      shape.inFlight = schedule.inFlight;
-      Candidate scheduled = option;
-      scheduled.schedule = schedule.kind;
-      scheduled.virtualStages = schedule.virtualStages;
-      scheduled.estimate = plan::estimateLayout(*grid, shape);
-      need = std::min(need, scheduled.estimate.peakBytes());
-      if (scheduled.estimate.stateBytes > request.budget)
-        stateTooLarge = true;
-      list.push_back(scheduled);
-    }
-    return list;
-  };
-  constexpr int64_t kSizes[] = {1, 2, 4};
-  // The least memory first, the most recomputation with the smallest
-  // micro-batch that runs: where that does not fit, nothing does, and the
-  // other options' slices are not compiled (most layouts of a large
-  // model).
-  bool leastFits = true;
-  for (int64_t size : kSizes) {
-    std::vector<Candidate> least = options(Recompute::Full, size);
-    if (least.empty())
-      continue;
-    leastFits = llvm::any_of(least, [&](const Candidate &c) {
-      return c.estimate.peakBytes() <= request.budget;
-    });
-    break;
-  }
-  if (leastFits) {
-    for (Recompute recompute :
-         {Recompute::None, Recompute::Selective, Recompute::Full}) {
-      if (stateTooLarge)
-        break;
-      // Smallest micro-batches first: a larger one needs more memory, so
-      // the first that none of the schedules fits ends the sizes.
-      for (int64_t size : kSizes) {
-        std::vector<Candidate> list = options(recompute, size);
-        if (list.empty())
-          continue;
-        bool fits = false;
-        for (const Candidate &candidate : list) {
-          if (candidate.estimate.peakBytes() > request.budget)
-            continue;
-          fits = true;
-          auto same = llvm::find_if(outcome.best, [&](const Candidate &c) {
-            return c.schedule == candidate.schedule &&
-                   c.virtualStages == candidate.virtualStages;
-          });
-          if (same == outcome.best.end())
-            outcome.best.push_back(candidate);
-          else if (candidate.estimate.stepSeconds < same->estimate.stepSeconds)
-            *same = candidate;
-        }
-        if (!fits)
-          break;
-      }
-      if (!outcome.best.empty())
-        return outcome;
-    }
-  }
-  if (need < HUGE_VAL) {
-    why = stateTooLarge
-              ? formatv("needs {0:f2} GB per device by the estimate, its "
-                        "parameters and state alone over the budget",
-                        need / 1e9)
-                    .str()
-              : formatv("needs {0:f2} GB per device by the estimate, "
-                        "with the most recomputation and the smallest "
-                        "micro-batch",
-                        need / 1e9)
-                    .str();
-    outcome.need = need;
-  }
-  outcome.why = why;
-  return outcome;
 }
 
 /// A compiled candidate.
@@ -714,7 +162,9 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   // next candidate could be faster than the best only by an estimate
   // error larger than any seen so far (at least 5%); the second compiles
   // the best family's waiting siblings that could still beat it by that
-  // error.
+  // error; the last whatever the estimate still puts below the best's
+  // simulated step, so that every option left out is estimated no faster
+  // than the best.
   std::vector<Compiled> fitting;
   std::vector<bool> compiled(estimated.size(), false);
   std::set<std::string> familiesFit;
@@ -788,6 +238,14 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
       if (!compiled[index] && familyOf(estimated[index]) == best &&
           couldBeatBest(estimated[index]))
         compileCandidate(index);
+  }
+  for (size_t index = 0; index < estimated.size() && !fitting.empty();
+       ++index) {
+    if (estimated[index].estimate.stepSeconds >=
+        fitting.front().measured.sim.stepSeconds)
+      break;
+    if (!compiled[index])
+      compileCandidate(index);
   }
   // CUDA graphs against issuing each command alone: the best compiled
   // again without graphs; the faster stays.
@@ -937,12 +395,11 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   if (!graphsNote.empty())
     outs() << "  " << graphsNote << "\n";
   if (notCompiled > 0)
-    outs() << formatv("  {0} more fit by the estimate and were not compiled "
-                      "({1} of them another FSDP variant of a layout and "
-                      "schedule compiled above): estimated slower than the "
-                      "best by more than the estimate's largest error "
-                      "({2:f0}%), or past --top; the fastest, {3}, {4:f2} "
-                      "ms\n",
+    outs() << formatv("  {0} more fit by the estimate and were not compiled, "
+                      "each estimated no faster than the best's step ({1} of "
+                      "them another FSDP variant of a layout and schedule "
+                      "compiled above; the estimate's largest error so far "
+                      "{2:f0}%); the fastest, {3}, {4:f2} ms\n",
                       notCompiled, siblingsNotCompiled, largestError * 100,
                       estimated[firstNotCompiled].describe(),
                       estimated[firstNotCompiled].estimate.stepSeconds * 1e3);

@@ -57,10 +57,11 @@ struct CompileOptions {
   /// `--memory-budget`: bytes per rank that the plan of every training
   /// entry (arena plus parameters and state) must fit in; 0: none.
   uint64_t memoryBudget = 0;
-  /// Under a memory budget, the steps of meg-remat's ladder taken at least:
-  /// set by the driver (runFrontEnd) when the compiled plan needs more than
+  /// Under a memory budget, the steps of meg-remat's ladder taken at least,
+  /// per pipeline rank (a program without a pipeline: the first): set by
+  /// the driver (runFrontEnd) when a rank's compiled plan needs more than
   /// the pass estimated, never by a flag.
-  unsigned rematMinSteps = 0;
+  std::vector<unsigned> rematMinSteps;
 
   /// CUDA code is generated: for the cuda target or for --emit=ptx, gpu
   /// and cuda-emulation.

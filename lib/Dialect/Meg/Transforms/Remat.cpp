@@ -657,13 +657,19 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
         if (levels[group] < target)
           ladder.push_back({group, target});
     SmallVector<Level> none(levels);
+    // The steps asked of this function's pipeline rank.
+    size_t rank = 0;
+    if (auto attr =
+            func->getAttrOfType<IntegerAttr>(MegDialect::kPipelineRankAttrName))
+      rank = static_cast<size_t>(attr.getInt());
+    size_t leastSteps = rank < minSteps.size() ? minSteps[rank] : 0;
     FailureOr<uint64_t> unrecomputed = estimate(levels);
     if (failed(unrecomputed))
       return failure();
     FailureOr<uint64_t> peak = unrecomputed;
     size_t taken = 0;
     for (; taken < ladder.size() &&
-           (*peak > memoryBudget || taken < minSteps);
+           (*peak > memoryBudget || taken < leastSteps);
          ++taken) {
       levels[ladder[taken].first] = ladder[taken].second;
       peak = estimate(levels);
@@ -672,7 +678,7 @@ struct MegRematPass : public mlir::meg::impl::MegRematBase<MegRematPass> {
     }
     // A pipeline rank whose ladder is shorter than the steps asked of the
     // ranks takes all of it.
-    if (*peak > memoryBudget || (minSteps > ladder.size() && !pipelined)) {
+    if (*peak > memoryBudget || (leastSteps > ladder.size() && !pipelined)) {
       return mlir::emitError(func.getLoc())
              << "meg-remat: the memory budget of " << megabytes(memoryBudget)
              << " per rank cannot be met: with every layer recomputed, @"

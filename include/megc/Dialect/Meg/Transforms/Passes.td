@@ -475,8 +475,9 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
     climbs a ladder that does not depend on the budget: each step moves one
     layer up from `mode`, in order, to selective, then each to full. It
     takes the first step whose estimate fits, and at least `min-steps`
-    steps (the driver asks for more when the compiled plan turns out larger
-    than the estimate), so that a budget met is met by every larger one. It
+    steps (per pipeline rank: the driver asks a rank for more when its
+    compiled plan turns out larger than the estimate), so that a budget met
+    is met by every larger one. It
     records `meg.remat_steps = [taken, ladder]` on the function and says
     what it recomputes and why in a remark. A budget that every layer
     recomputed cannot meet is an error naming the smallest peak.
@@ -516,8 +517,10 @@ def MegRemat : Pass<"meg-remat", "::mlir::ModuleOp"> {
            "What every layer recomputes: none, selective or full">,
     Option<"memoryBudget", "memory-budget", "uint64_t", /*default=*/"0",
            "Bytes per rank the plan's peak must fit in (0: no budget)">,
-    Option<"minSteps", "min-steps", "unsigned", /*default=*/"0",
-           "Steps of the ladder taken at least, under a memory budget">
+    ListOption<"minSteps", "min-steps", "unsigned",
+               "Steps of the ladder taken at least under a memory budget, "
+               "per pipeline rank (meg.pipeline_rank; a function of none "
+               "takes the first; missing ones are 0)">
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed", "Ops recomputed">
