@@ -266,8 +266,9 @@ void printSchedule(const Schedule &schedule, llvm::raw_ostream &os) {
   }
 }
 
-void writeScheduleTrace(const Schedule &schedule, const Timeline &timeline,
-                        llvm::raw_ostream &os) {
+llvm::json::Array scheduleTraceEvents(const Schedule &schedule,
+                                      const Timeline &timeline, int64_t pid,
+                                      double microsecondsPerUnit) {
   llvm::json::Array events;
   for (int32_t r = 0; r < schedule.ranks; ++r)
     for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
@@ -278,17 +279,26 @@ void writeScheduleTrace(const Schedule &schedule, const Timeline &timeline,
         args["micro_batch"] = action.microBatch;
         args["stage"] = action.stage;
       }
-      events.push_back(llvm::json::Object{{"name", describe(action)},
-                                          {"cat", passName(action.pass)},
-                                          {"ph", end > start ? "X" : "i"},
-                                          {"pid", 0},
-                                          {"tid", r},
-                                          {"ts", start * 1000},
-                                          {"dur", (end - start) * 1000},
-                                          {"args", std::move(args)}});
+      events.push_back(
+          llvm::json::Object{{"name", describe(action)},
+                             {"cat", passName(action.pass)},
+                             {"ph", end > start ? "X" : "i"},
+                             {"pid", pid},
+                             {"tid", r},
+                             {"ts", start * microsecondsPerUnit},
+                             {"dur", (end - start) * microsecondsPerUnit},
+                             {"args", std::move(args)}});
     }
+  return events;
+}
+
+void writeScheduleTrace(const Schedule &schedule, const Timeline &timeline,
+                        llvm::raw_ostream &os) {
   os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                   {"traceEvents", std::move(events)},
+                                   {"traceEvents",
+                                    scheduleTraceEvents(schedule, timeline, 0,
+                                                        /*microsecondsPerUnit=*/
+                                                        1000)},
                                    {"displayTimeUnit", "ms"}}))
      << "\n";
 }

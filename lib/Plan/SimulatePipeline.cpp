@@ -128,6 +128,12 @@ llvm::Expected<Simulation> simulateStep(const ProgramDesc &program,
       slowest.stepSeconds > 0 ? worstIdle / slowest.stepSeconds : 0;
   slowest.flops = flops / static_cast<double>(ranks.size());
   slowest.modelFlops = modelFlops / static_cast<double>(ranks.size());
+  if (timed) {
+    slowest.schedule =
+        std::make_shared<const pipeline::Schedule>(std::move(*schedule));
+    slowest.timeline =
+        std::make_shared<const pipeline::Timeline>(std::move(*timeline));
+  }
   return slowest;
 }
 

@@ -86,8 +86,10 @@ cl::opt<std::string> entryName("entry",
 cl::opt<bool> asJson("json", cl::desc("Print the plan as JSON"),
                      cl::sub(planSubCommand()), cl::cat(planCategory));
 cl::opt<std::string> traceOut("trace",
-                              cl::desc("Write the simulated step as a Chrome "
-                                       "trace (compute and communication)"),
+                              cl::desc("Write the simulated step (with "
+                                       "--gpus: the best plan's) as a Chrome "
+                                       "trace: compute and communication, "
+                                       "and a pipeline's ranks"),
                               cl::init(""), cl::sub(planSubCommand()),
                               cl::cat(planCategory));
 cl::opt<std::string>
@@ -119,29 +121,6 @@ std::string layoutText(const ProgramDesc &program) {
     if (size > 1)
       text += (text.empty() ? "" : ",") + axis + "=" + std::to_string(size);
   return text.empty() ? "one rank" : text;
-}
-
-Error writeTrace(const plan::Simulation &sim, StringRef path) {
-  json::Array events;
-  for (const plan::SimEvent &event : sim.events)
-    events.push_back(
-        json::Object{{"name", event.name},
-                     {"cat", plan::costClassName(event.cls)},
-                     {"ph", "X"},
-                     {"ts", event.start * 1e6},
-                     {"dur", (event.end - event.start) * 1e6},
-                     {"pid", 1},
-                     {"tid", event.comm ? 2 : 1},
-                     {"args", json::Object{{"command", event.command}}}});
-  std::string error;
-  auto output = mlir::openOutputFile(path, &error);
-  if (!output)
-    return createStringError(error);
-  output->os() << formatv("{0}", json::Value(json::Object{
-                                     {"traceEvents", std::move(events)}}))
-               << "\n";
-  output->keep();
-  return Error::success();
 }
 
 std::optional<std::string> given(const cl::opt<std::string> &flag) {
@@ -188,6 +167,7 @@ int runPlan() {
     }
     request.top = top;
     request.json = asJson;
+    request.traceFile = traceOut;
     return runSearch(request, *cluster, context);
   }
   SourceMgr sourceMgr;
@@ -268,7 +248,7 @@ int runPlan() {
       cluster->device.memoryBytes - static_cast<double>(peakBytes);
 
   if (!traceOut.empty())
-    if (Error error = writeTrace(sim, traceOut))
+    if (Error error = writePlanTrace(sim, traceOut))
       return planFail(toString(std::move(error)));
 
   if (asJson) {

@@ -6,8 +6,8 @@
 // simulated, one variant of each mesh and schedule first (its FSDP
 // strategies and HSDP wait), until `top` fit or the next could beat the
 // best only if the estimate erred by more than it has on the ones
-// compiled; then the best's waiting variants that could still beat it, and
-// whatever the estimate still puts below the best's step; on a cluster
+// compiled; then whatever the search still predicts faster than the best
+// (its estimate times the estimate's mean error); on a cluster
 // whose device replays CUDA graphs cheaply, the best again without them.
 // Prints the table (or JSON) and the command lines of the best. Progress
 // goes to stderr.
@@ -160,9 +160,8 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   // variant of a family fits, its siblings wait, so that `top` fills with
   // distinct layouts. The first pass stops when `top` families fit or the
   // next candidate could be faster than the best only by an estimate
-  // error larger than any seen so far (at least 5%); the second compiles
-  // the best family's waiting siblings that could still beat it by that
-  // error; the last whatever the search still predicts faster than the
+  // error larger than any seen so far (at least 5%); the second, whatever
+  // (a waiting variant or not) the search still predicts faster than the
   // best's simulated step (its estimate corrected by the estimate's mean
   // error on the compiled ones), so that every option left out is
   // predicted no faster than the best.
@@ -247,13 +246,6 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     if (compileCandidate(index))
       familiesFit.insert(family);
   }
-  if (!fitting.empty()) {
-    std::string best = familyOf(fitting.front().candidate);
-    for (size_t index = 0; index < estimated.size(); ++index)
-      if (!compiled[index] && familyOf(estimated[index]) == best &&
-          couldBeatBest(estimated[index]))
-        compileCandidate(index);
-  }
   for (size_t index = 0; index < estimated.size() && !fitting.empty();
        ++index) {
     if (predicted(estimated[index]) >= fitting.front().measured.sim.stepSeconds)
@@ -322,6 +314,10 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
                             layouts.size(), smallest)
                         .str());
   }
+  if (!request.traceFile.empty())
+    if (Error error =
+            writePlanTrace(fitting.front().measured.sim, request.traceFile))
+      return planFail(toString(std::move(error)));
   auto estimateError = [](const Compiled &c) {
     return std::make_pair(c.candidate.estimate.stepSeconds /
                               c.measured.sim.stepSeconds,

@@ -28,6 +28,9 @@ struct SearchRequest {
   /// Layouts to compile and list.
   int64_t top = 5;
   bool json = false;
+  /// Where to write the best plan's simulated step as a Chrome trace
+  /// (empty: nowhere).
+  std::string traceFile;
 };
 
 /// Returns the exit code.

@@ -2,6 +2,10 @@
 
 #include "PlanSupport.h"
 
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -46,6 +50,47 @@ double globalTokens(const ProgramDesc &program, const EntryDesc &entry) {
       if (llvm::is_contained(program.submeshes[tokens->split], axis))
         count *= static_cast<double>(size);
   return count;
+}
+
+llvm::Error writePlanTrace(const plan::Simulation &sim, llvm::StringRef path) {
+  using llvm::json::Object;
+  // Process 1: the rank's streams (a pipeline's slowest rank); process 0:
+  // a pipeline's ranks, one row each.
+  llvm::json::Array events;
+  auto name = [&](int64_t pid, std::string text) {
+    events.push_back(Object{{"name", "process_name"},
+                            {"ph", "M"},
+                            {"pid", pid},
+                            {"args", Object{{"name", std::move(text)}}}});
+  };
+  name(1, sim.schedule ? "slowest pipeline rank: compute (1) and "
+                         "communication (2)"
+                       : "compute (1) and communication (2)");
+  for (const plan::SimEvent &event : sim.events)
+    events.push_back(Object{{"name", event.name},
+                            {"cat", plan::costClassName(event.cls)},
+                            {"ph", "X"},
+                            {"ts", event.start * 1e6},
+                            {"dur", (event.end - event.start) * 1e6},
+                            {"pid", 1},
+                            {"tid", event.comm ? 2 : 1},
+                            {"args", Object{{"command", event.command}}}});
+  if (sim.schedule && sim.timeline) {
+    name(0, "pipeline ranks: the schedule's passes");
+    for (llvm::json::Value &event :
+         pipeline::scheduleTraceEvents(*sim.schedule, *sim.timeline, 0,
+                                       /*microsecondsPerUnit=*/1e6))
+      events.push_back(std::move(event));
+  }
+  std::string error;
+  auto output = mlir::openOutputFile(path, &error);
+  if (!output)
+    return llvm::createStringError(error);
+  output->os() << llvm::formatv("{0}", llvm::json::Value(Object{
+                                           {"traceEvents", std::move(events)}}))
+               << "\n";
+  output->keep();
+  return llvm::Error::success();
 }
 
 } // namespace megc

@@ -10,6 +10,7 @@
 
 #include "megc/Compiler/CompilePipeline.h"
 #include "megc/Compiler/Program.h"
+#include "megc/Plan/Simulate.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/Twine.h"
@@ -31,6 +32,11 @@ const EntryDesc *trainStep(const ProgramDesc &program);
 /// input named input_ids (else its first integer input), global along
 /// the batch when the input is split.
 double globalTokens(const ProgramDesc &program, const EntryDesc &entry);
+
+/// Writes `sim` to `path` as a Chrome trace: the (slowest) rank's compute
+/// and communication streams, and for a pipeline every rank's passes as
+/// the schedule played out.
+llvm::Error writePlanTrace(const plan::Simulation &sim, llvm::StringRef path);
 
 } // namespace megc
 

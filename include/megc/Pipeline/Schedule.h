@@ -19,6 +19,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -123,6 +124,13 @@ void printSchedule(const Schedule &schedule, llvm::raw_ostream &os);
 /// The simulated timeline as a Chrome trace (one row per rank).
 void writeScheduleTrace(const Schedule &schedule, const Timeline &timeline,
                         llvm::raw_ostream &os);
+
+/// Its events: one row (tid) per rank in process `pid`, the timeline's
+/// times multiplied by `microsecondsPerUnit` (1000 for costs in
+/// milliseconds, 1e6 for seconds).
+llvm::json::Array scheduleTraceEvents(const Schedule &schedule,
+                                      const Timeline &timeline, int64_t pid,
+                                      double microsecondsPerUnit);
 
 } // namespace megc::pipeline
 

@@ -15,9 +15,11 @@
 #define MEGC_PLAN_SIMULATE_H
 
 #include "megc/Compiler/Program.h"
+#include "megc/Pipeline/Schedule.h"
 #include "megc/Plan/Cluster.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,10 @@ struct Simulation {
   /// Of a pipeline: the largest share of the step a rank waits for its
   /// neighbours (the schedule's bubble).
   double bubbleFraction = 0;
+  /// Of a pipeline whose passes were timed from its ranks' programs: the
+  /// schedule played out and its timeline, in seconds.
+  std::shared_ptr<const pipeline::Schedule> schedule;
+  std::shared_ptr<const pipeline::Timeline> timeline;
 };
 
 Simulation simulateEntry(const ProgramDesc &program, const EntryDesc &entry,
