@@ -7,7 +7,9 @@
 // strategies and HSDP wait), until `top` fit or the next could beat the
 // best only if the estimate erred by more than it has on the ones
 // compiled; then whatever the search still predicts faster than the best
-// (its estimate times the estimate's mean error); on a cluster
+// (its estimate times the estimate's mean error on its schedule's compiled
+// options; one whose schedule's memory estimate fell short on a compiled
+// option is held to that shortfall); on a cluster
 // whose device replays CUDA graphs cheaply, the best again without them.
 // Prints the table (or JSON) and the command lines of the best. Progress
 // goes to stderr.
@@ -172,14 +174,55 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
   // The estimate's mean error on the candidates compiled (the geometric
   // mean of simulated over estimated step), and an option's step as the
   // search predicts it: its estimate corrected by that error.
-  double logErrors = 0;
-  int64_t errorsSeen = 0;
-  auto bias = [&] {
-    return errorsSeen ? std::exp(logErrors / static_cast<double>(errorsSeen))
-                      : 1.0;
+  // The estimate's errors by pipeline schedule (kind and stages a rank):
+  // its mean step error (log of simulated over estimated), and the most a
+  // compiled option that did not fit needed over its estimated memory.
+  struct Errors {
+    double logSteps = 0;
+    int64_t steps = 0;
+    double memory = 1;
+  };
+  std::map<std::pair<int, int64_t>, Errors> errors;
+  Errors allErrors;
+  auto errorsOf = [&](const Candidate &candidate) -> const Errors & {
+    auto found = errors.find(
+        {static_cast<int>(candidate.schedule), candidate.virtualStages});
+    return found == errors.end() || found->second.steps == 0 ? allErrors
+                                                             : found->second;
+  };
+  auto bias = [](const Errors &seen) {
+    return seen.steps
+               ? std::exp(seen.logSteps / static_cast<double>(seen.steps))
+               : 1.0;
   };
   auto predicted = [&](const Candidate &candidate) {
-    return candidate.estimate.stepSeconds * bias();
+    return candidate.estimate.stepSeconds * bias(errorsOf(candidate));
+  };
+  // The memory an option is expected to need: its estimate times what its
+  // schedule's estimate fell short by on a compiled option.
+  auto expectedPeak = [&](const Candidate &candidate) {
+    auto found = errors.find(
+        {static_cast<int>(candidate.schedule), candidate.virtualStages});
+    return candidate.estimate.peakBytes() *
+           (found == errors.end() ? 1.0 : found->second.memory);
+  };
+  // Options left out because their schedule's memory estimate proved low.
+  size_t memoryRejected = 0;
+  auto tooLarge = [&](size_t index) {
+    const Candidate &candidate = estimated[index];
+    double peak = expectedPeak(candidate);
+    if (peak <= request.budget)
+      return false;
+    compiled[index] = true;
+    ++memoryRejected;
+    rejected.push_back(
+        {candidate.describe(),
+         formatv("needs about {0:f2} GB per device: estimated {1:f2}, and "
+                 "its schedule's memory estimate was x{2:f2} low on a "
+                 "compiled option",
+                 peak / 1e9, candidate.estimate.peakBytes() / 1e9,
+                 peak / candidate.estimate.peakBytes())});
+    return true;
   };
   auto couldBeatBest = [&](const Candidate &candidate) {
     return fitting.empty() ||
@@ -214,13 +257,19 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     largestError = std::max(
         largestError,
         std::abs(candidate.estimate.stepSeconds / sim.stepSeconds - 1));
-    logErrors += std::log(sim.stepSeconds / candidate.estimate.stepSeconds);
-    ++errorsSeen;
+    Errors &seen =
+        errors[{static_cast<int>(candidate.schedule), candidate.virtualStages}];
+    double logError =
+        std::log(sim.stepSeconds / candidate.estimate.stepSeconds);
+    seen.logSteps += logError, ++seen.steps;
+    allErrors.logSteps += logError, ++allErrors.steps;
     errs() << formatv("megc plan:   {0:f1} ms, {1:f2} GB ({2:f0} s)\n",
                       sim.stepSeconds * 1e3, result.measured.peakBytes / 1e9,
                       result.compileSeconds);
     double peak = static_cast<double>(result.measured.peakBytes);
     if (peak > request.budget) {
+      seen.memory =
+          std::max(seen.memory, peak / candidate.estimate.peakBytes());
       rejected.push_back(
           {candidate.describe(),
            formatv("compiled, needs {0:f2} GB per device (estimated {1:f2})",
@@ -241,18 +290,17 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
         !couldBeatBest(estimated[index]))
       break;
     std::string family = familyOf(estimated[index]);
-    if (familiesFit.count(family))
+    if (familiesFit.count(family) || tooLarge(index))
       continue;
     if (compileCandidate(index))
       familiesFit.insert(family);
   }
-  for (size_t index = 0; index < estimated.size() && !fitting.empty();
-       ++index) {
-    if (predicted(estimated[index]) >= fitting.front().measured.sim.stepSeconds)
-      break;
-    if (!compiled[index])
+  for (size_t index = 0; index < estimated.size() && !fitting.empty(); ++index)
+    if (!compiled[index] &&
+        predicted(estimated[index]) <
+            fitting.front().measured.sim.stepSeconds &&
+        !tooLarge(index))
       compileCandidate(index);
-  }
   // CUDA graphs against issuing each command alone: the best compiled
   // again without graphs; the faster stays.
   std::string graphsNote;
@@ -408,12 +456,17 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     outs() << formatv(
         "  {0} more fit by the estimate and were not compiled, each "
         "predicted no faster than the best (its estimate times the "
-        "estimate's mean error on the compiled ones, x{1:f3}; {2} of them "
-        "another FSDP variant of a layout and schedule compiled above); the "
-        "fastest, {3}, estimated {4:f2} ms\n",
-        notCompiled, bias(), siblingsNotCompiled,
+        "estimate's mean error on the compiled ones of its schedule, x{1:f3} "
+        "over all; {2} of them another FSDP variant of a layout and schedule "
+        "compiled above); the fastest, {3}, estimated {4:f2} ms\n",
+        notCompiled, bias(allErrors), siblingsNotCompiled,
         estimated[firstNotCompiled].describe(),
         estimated[firstNotCompiled].estimate.stepSeconds * 1e3);
+  if (memoryRejected > 0)
+    outs() << formatv("  {0} more fit by the estimate but not once their "
+                      "schedule's memory estimate proved low on a compiled "
+                      "option (rejected below)\n",
+                      memoryRejected);
   // The rejections compiled candidates met first, then the estimate's.
   size_t listed = 0;
   for (const auto &[layout, why] : rejected)
