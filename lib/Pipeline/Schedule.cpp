@@ -133,7 +133,11 @@ std::vector<Action> interleaved(int32_t rank, int32_t ranks, int32_t chunks,
 
 /// ZB-H1: each rank's 1F1B order of F and B passes, list-scheduled on the
 /// costs in time order; a rank whose next pass cannot start yet runs its
-/// oldest deferred W instead, and the rest of its W passes at the end.
+/// oldest deferred W instead, and the rest of its W passes at the end. A
+/// micro-batch's activations live from its F to its W: a rank that holds
+/// as many as 1F1B's first stage does (p) runs a deferred W before its
+/// next F, so that ZB-H1's activation memory is 1F1B's, as Qi et al.'s
+/// ZB-H1 keeps it.
 std::vector<std::vector<Action>>
 zeroBubbleH1(int32_t ranks, int32_t microBatches, const PassCosts &costs) {
   std::vector<std::deque<Action>> base(ranks);
@@ -144,6 +148,8 @@ zeroBubbleH1(int32_t ranks, int32_t microBatches, const PassCosts &costs) {
   std::vector<std::vector<Action>> order(ranks);
   std::vector<std::deque<Action>> deferred(ranks);
   std::vector<double> now(ranks, 0);
+  // Per rank: the micro-batches whose F has run and whose W has not.
+  std::vector<int32_t> inFlight(ranks, 0);
   // End times of the committed F and B passes by (micro-batch, stage).
   std::map<std::pair<int32_t, int32_t>, double> forwardEnd, backwardEnd;
   auto ready = [&](const Action &action) -> std::optional<double> {
@@ -176,6 +182,9 @@ zeroBubbleH1(int32_t ranks, int32_t microBatches, const PassCosts &costs) {
         if (deferred[r].empty())
           continue;
         start = now[r], isW = true;
+      } else if (base[r].front().pass == Pass::Forward &&
+                 inFlight[r] >= ranks && !deferred[r].empty()) {
+        start = now[r], isW = true;
       } else {
         std::optional<double> at = ready(base[r].front());
         if (at && *at <= now[r])
@@ -199,8 +208,12 @@ zeroBubbleH1(int32_t ranks, int32_t microBatches, const PassCosts &costs) {
       base[best].pop_front();
     double end = bestStart + costs.of(action.pass);
     now[best] = end;
-    if (action.pass == Pass::Forward)
+    if (action.pass == Pass::Forward) {
       forwardEnd[{action.microBatch, action.stage}] = end;
+      ++inFlight[best];
+    }
+    if (action.pass == Pass::BackwardWeight)
+      --inFlight[best];
     if (action.pass == Pass::BackwardInput) {
       backwardEnd[{action.microBatch, action.stage}] = end;
       deferred[best].push_back(

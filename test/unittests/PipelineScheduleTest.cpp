@@ -76,6 +76,11 @@ TEST(PipelineSchedule, ZeroBubbleH1FillsTheBubbleWithWeightPasses) {
       Timeline timeline = simulate(schedule);
       EXPECT_NEAR(timeline.makespan, m * 3.0 + (p - 1) * 1.0, 1e-9)
           << "p " << p << " m " << m;
+      // Its activation memory is 1F1B's: no rank holds more micro-batches
+      // (from F to W) than 1F1B's first stage, p.
+      for (int r = 0; r < p; ++r)
+        EXPECT_LE(timeline.peakInFlight[r], p)
+            << "p " << p << " m " << m << " rank " << r;
     }
   // With a slow transfer the order still holds up: never worse than 1F1B.
   PassCosts slow{1, 1, 1, 0.5};
