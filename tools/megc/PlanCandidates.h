@@ -112,7 +112,7 @@ struct Measured {
 /// the error says why it cannot run.
 llvm::Expected<Measured>
 measure(mlir::MLIRContext &context, const gen::GenOptions &options,
-        Recompute recompute, const plan::Cluster &cluster, bool graphs = true);
+        Recompute recompute, const plan::Cluster &cluster, bool graphs = false);
 
 } // namespace megc::search
 

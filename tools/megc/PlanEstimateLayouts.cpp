@@ -185,11 +185,6 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
   Outcome outcome;
   Candidate tried;
   tried.layout = layout;
-  // Where the device replays captured CUDA graphs more cheaply than it
-  // launches commands, every option (and its slices) is compiled with each
-  // layer's commands in graphs; the search's best is compiled again
-  // without them.
-  tried.graphs = slices.graphs();
   outcome.layout = tried.describe();
   int64_t ranksPerReplica = layout.dataParallel();
   if (facts.batch % ranksPerReplica != 0) {

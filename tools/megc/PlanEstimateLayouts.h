@@ -41,9 +41,6 @@ public:
   /// Slice sets compiled so far.
   std::atomic<size_t> compiled = 0;
 
-  /// Whether the slices capture CUDA graphs.
-  bool graphs() const { return cluster.efficiency.graphsPay(); }
-
 private:
   struct Entry {
     plan::SliceGrid grid;
