@@ -68,6 +68,11 @@ cl::opt<int64_t> gpus("gpus",
 cl::opt<int64_t> top("top", cl::desc("Layouts to list (default 5)"),
                      cl::init(5), cl::sub(planSubCommand()),
                      cl::cat(planCategory));
+cl::opt<double> timeLimit(
+    "time-limit",
+    cl::desc("With --gpus: seconds after which the search compiles no "
+             "further candidate once one fits (default 540)"),
+    cl::init(540), cl::sub(planSubCommand()), cl::cat(planCategory));
 cl::opt<std::string>
     budgetText("budget",
                cl::desc("Memory per device a layout must fit, e.g. 70GiB "
@@ -168,6 +173,9 @@ int runPlan() {
     request.top = top;
     request.json = asJson;
     request.traceFile = traceOut;
+    if (timeLimit <= 0)
+      return planFail("--time-limit must be a positive number of seconds");
+    request.timeLimit = timeLimit;
     return runSearch(request, *cluster, context);
   }
   SourceMgr sourceMgr;

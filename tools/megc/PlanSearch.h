@@ -31,6 +31,8 @@ struct SearchRequest {
   /// Where to write the best plan's simulated step as a Chrome trace
   /// (empty: nowhere).
   std::string traceFile;
+  /// Seconds after which no further candidate is compiled once one fits.
+  double timeLimit = 540;
 };
 
 /// Returns the exit code.
