@@ -1,4 +1,9 @@
 // Semantic verification of one entry (EntryVerifier.h).
+//
+// Over 600 lines: one check per command kind (launch, GEMM, copy,
+// attention, collective, wait, library call) against the entry's buffers
+// and the lifetimes of its async collectives, which every check shares;
+// the checks shared with program verification live in VerifierChecks.
 #include "EntryVerifier.h"
 
 #include "AttentionCommand.h"

@@ -13,6 +13,10 @@
 // them around the group (`meg.ring_attention`); entry results with a split
 // sequence are gathered back into the original order.
 //
+// Over 600 lines: one layout walk whose per-op rules (elementwise,
+// reshapes, products, reductions, experts, attention) share the split
+// values' map and the chunk reorderings; a file per rule would expose both.
+//
 //===----------------------------------------------------------------------===//
 
 #include "megc/Dialect/Meg/IR/MegOps.h"

@@ -9,6 +9,10 @@
 // (selective). With a memory budget the pass estimates the static plan's
 // peak and recomputes as little as it must.
 //
+// Over 600 lines: the units, the policies that choose what each keeps,
+// and the budget's search over them share one Rematerializer and its peak
+// estimate of the function as it is rewritten.
+//
 //===----------------------------------------------------------------------===//
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
