@@ -68,6 +68,45 @@ static LogicalResult verifyCollective(Operation *op,
   return success();
 }
 
+/// The future a started collective returns: of the tensor `op` produces.
+static FutureType futureOf(Operation *op) {
+  return FutureType::get(op->getContext(),
+                         cast<RankedTensorType>(op->getResult(0).getType()));
+}
+
+bool AllGatherOp::hasStartedForm() { return true; }
+Value AllGatherOp::buildStart(OpBuilder &builder) {
+  return AllGatherStartOp::create(builder, getLoc(), futureOf(*this),
+                                  getInput(), getMeshAttr(), getAxesAttr(),
+                                  getDimAttr());
+}
+
+bool ReduceScatterOp::hasStartedForm() { return true; }
+Value ReduceScatterOp::buildStart(OpBuilder &builder) {
+  return ReduceScatterStartOp::create(builder, getLoc(), futureOf(*this),
+                                      getInput(), getMeshAttr(), getAxesAttr(),
+                                      getDimAttr(), getReduceAttr());
+}
+
+bool AllReduceOp::hasStartedForm() { return true; }
+Value AllReduceOp::buildStart(OpBuilder &builder) {
+  return AllReduceStartOp::create(builder, getLoc(), futureOf(*this),
+                                  getInput(), getMeshAttr(), getAxesAttr(),
+                                  getReduceAttr());
+}
+
+bool AllToAllOp::hasStartedForm() { return true; }
+Value AllToAllOp::buildStart(OpBuilder &builder) {
+  return AllToAllStartOp::create(builder, getLoc(), futureOf(*this), getInput(),
+                                 getMeshAttr(), getAxesAttr());
+}
+
+bool ShiftOp::hasStartedForm() { return true; }
+Value ShiftOp::buildStart(OpBuilder &builder) {
+  return ShiftStartOp::create(builder, getLoc(), futureOf(*this), getInput(),
+                              getMeshAttr(), getAxesAttr(), getOffsetAttr());
+}
+
 static RankedTensorType futureValue(Value future) {
   return cast<FutureType>(future.getType()).getValueType();
 }

@@ -9,7 +9,6 @@
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGASYNCCOLLECTIVES
@@ -74,61 +73,24 @@ void hoistPure(Operation *op, int depth) {
 }
 
 struct MegAsyncCollectivesPass
-    : public mlir::meg::impl::MegAsyncCollectivesBase<
-          MegAsyncCollectivesPass> {
+    : public mlir::meg::impl::MegAsyncCollectivesBase<MegAsyncCollectivesPass> {
   using MegAsyncCollectivesBase::MegAsyncCollectivesBase;
 
   void runOnOperation() override {
-    SmallVector<Operation *> collectives;
+    SmallVector<CollectiveOpInterface> collectives;
     getOperation().walk([&](Operation *op) {
       if (isa<AllGatherOp>(op) && reachesParamStore(op->getResult(0)))
         return;
-      if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, ShiftOp>(
-              op))
-        collectives.push_back(op);
+      if (auto collective = dyn_cast<CollectiveOpInterface>(op);
+          collective && collective.hasStartedForm())
+        collectives.push_back(collective);
     });
-    for (Operation *op : collectives)
-      split(op);
+    for (CollectiveOpInterface collective : collectives)
+      split(collective);
   }
 
-  /// The started form of a blocking collective, at the builder's point.
-  Value start(OpBuilder &builder, Operation *op) {
-    Location loc = op->getLoc();
-    auto future = FutureType::get(
-        op->getContext(), cast<RankedTensorType>(op->getResult(0).getType()));
-    return TypeSwitch<Operation *, Value>(op)
-        .Case([&](AllGatherOp gather) {
-          return AllGatherStartOp::create(builder, loc, future,
-                                          gather.getInput(),
-                                          gather.getMeshAttr(),
-                                          gather.getAxesAttr(),
-                                          gather.getDimAttr());
-        })
-        .Case([&](ReduceScatterOp scatter) {
-          return ReduceScatterStartOp::create(
-              builder, loc, future, scatter.getInput(), scatter.getMeshAttr(),
-              scatter.getAxesAttr(), scatter.getDimAttr(),
-              scatter.getReduceAttr());
-        })
-        .Case([&](AllReduceOp reduce) {
-          return AllReduceStartOp::create(
-              builder, loc, future, reduce.getInput(), reduce.getMeshAttr(),
-              reduce.getAxesAttr(), reduce.getReduceAttr());
-        })
-        .Case([&](AllToAllOp exchange) {
-          return AllToAllStartOp::create(builder, loc, future,
-                                         exchange.getInput(),
-                                         exchange.getMeshAttr(),
-                                         exchange.getAxesAttr());
-        })
-        .Case([&](ShiftOp shift) {
-          return ShiftStartOp::create(builder, loc, future, shift.getInput(),
-                                      shift.getMeshAttr(), shift.getAxesAttr(),
-                                      shift.getOffsetAttr());
-        });
-  }
-
-  void split(Operation *op) {
+  void split(CollectiveOpInterface collective) {
+    Operation *op = collective;
     Block *block = op->getBlock();
     // The first op of the block that reads the result (found by walking
     // forward: the moves below invalidate the block's order).
@@ -166,7 +128,7 @@ struct MegAsyncCollectivesPass
       builder.setInsertionPointAfter(after);
     else
       builder.setInsertionPointToStart(block);
-    Value future = start(builder, op);
+    Value future = collective.buildStart(builder);
     builder.setInsertionPoint(reader);
     Value result = WaitOp::create(builder, op->getLoc(), future);
     ++overlapped;

@@ -19,9 +19,12 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // them in the same order, so they read and write a shared resource.
 def Meg_CommResource : Resource<"::mlir::meg::CommResource">;
 
-class Meg_CollectiveOp<string mnemonic, list<Trait> traits = []>
+// `overridden`: the interface's methods with defaults that the op defines
+// (a blocking collective with a started form: hasStartedForm, buildStart).
+class Meg_CollectiveOp<string mnemonic, list<Trait> traits = [],
+                       list<string> overridden = []>
     : Meg_Op<mnemonic, !listconcat(traits, [
-        DeclareOpInterfaceMethods<Meg_CollectiveOpInterface>,
+        DeclareOpInterfaceMethods<Meg_CollectiveOpInterface, overridden>,
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         MemoryEffects<[MemRead<Meg_CommResource>,
                        MemWrite<Meg_CommResource>]>])> {
@@ -40,7 +43,8 @@ class Meg_GatherLikeDoc<string what, string example> {
   }];
 }
 
-def Meg_AllGatherOp : Meg_CollectiveOp<"all_gather", [Meg_VJP]> {
+def Meg_AllGatherOp : Meg_CollectiveOp<"all_gather", [Meg_VJP],
+    ["hasStartedForm", "buildStart"]> {
   let summary = "Gathers the shards of every rank of a group";
   let description = Meg_GatherLikeDoc<
       "Concatenates, along `dim` and in rank order, the input of every rank. "
@@ -58,7 +62,8 @@ def Meg_AllGatherOp : Meg_CollectiveOp<"all_gather", [Meg_VJP]> {
   }];
 }
 
-def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter", [Meg_VJP]> {
+def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter", [Meg_VJP],
+    ["hasStartedForm", "buildStart"]> {
   let summary = "Reduces across a group and keeps this rank's shard";
   let description = Meg_GatherLikeDoc<
       "Reduces the inputs of the group elementwise (`sum` or `avg`) and "
@@ -79,7 +84,8 @@ def Meg_ReduceScatterOp : Meg_CollectiveOp<"reduce_scatter", [Meg_VJP]> {
 }
 
 def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
-    [AllTypesMatch<["input", "result"]>, Meg_VJP]> {
+    [AllTypesMatch<["input", "result"]>, Meg_VJP],
+    ["hasStartedForm", "buildStart"]> {
   let summary = "Reduces across a group; every rank gets the result";
   let description = [{
     Elementwise `sum` or `avg` over the ranks of a registered group.
@@ -103,7 +109,8 @@ def Meg_AllReduceOp : Meg_CollectiveOp<"all_reduce",
 }
 
 def Meg_AllToAllOp : Meg_CollectiveOp<"all_to_all",
-    [AllTypesMatch<["input", "result"]>, Meg_VJP]> {
+    [AllTypesMatch<["input", "result"]>, Meg_VJP],
+    ["hasStartedForm", "buildStart"]> {
   let summary = "Exchanges pieces between every pair of ranks of a group";
   let description = [{
     Splits dim 0 of the input into one contiguous piece per rank of the
@@ -127,7 +134,8 @@ def Meg_AllToAllOp : Meg_CollectiveOp<"all_to_all",
 }
 
 def Meg_ShiftOp : Meg_CollectiveOp<"shift",
-    [AllTypesMatch<["input", "result"]>, Meg_VJP]> {
+    [AllTypesMatch<["input", "result"]>, Meg_VJP],
+    ["hasStartedForm", "buildStart"]> {
   let summary = "Passes each rank's input to the rank `offset` places on";
   let description = [{
     A cyclic shift along a registered group: the result on the rank at

@@ -76,7 +76,17 @@ def Meg_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
       "bool", "isStarted", (ins), [{}], [{
         return ::llvm::isa<::mlir::meg::FutureType>(
             $_op->getResult(0).getType());
-      }]>
+      }]>,
+    InterfaceMethod<
+      "Whether a blocking collective has a started form (`*_start`), which "
+      "meg-async-collectives may split it into.",
+      "bool", "hasStartedForm", (ins), [{}], [{ return false; }]>,
+    InterfaceMethod<
+      "Creates the started form of this blocking collective at the "
+      "builder's point, with its operands and attributes, and returns its "
+      "`!meg.future` (only where hasStartedForm holds).",
+      "::mlir::Value", "buildStart", (ins "::mlir::OpBuilder &":$builder),
+      [{}], [{ return {}; }]>
   ];
 }
 
