@@ -2,15 +2,13 @@
 //
 // Every op no library call carries out becomes a kernel function of its
 // own in the kernel module (a fusion's body, constants cloned in), named
-// after what it does; identical kernels, by their printed body, are
-// generated once.
+// after what it does; structurally equivalent kernels are generated once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ProgramBuilder.h"
 
 #include "mlir/IR/IRMapping.h"
-#include "llvm/Support/raw_ostream.h"
 
 namespace megc {
 
@@ -45,19 +43,39 @@ static std::string kernelLabel(Operation *op) {
   return label;
 }
 
+/// A hash of what `kernel` computes: each op's name, attributes and result
+/// types in order, not its values' identities or locations (kernelIndex
+/// compares the functions in a bucket structurally).
+static unsigned structuralHash(func::FuncOp kernel) {
+  llvm::hash_code hash = mlir::hash_value(Type(kernel.getFunctionType()));
+  kernel.getBody().walk([&](Operation *op) {
+    hash =
+        llvm::hash_combine(hash, OperationEquivalence::computeHash(
+                                     op, OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::IgnoreLocations));
+  });
+  return static_cast<unsigned>(hash);
+}
+
 uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
-  // Identical bodies and signatures share one kernel. The kernel is printed
-  // alone: numbered from the module, each print would verify and number
-  // every kernel before it (quadratic in the kernels of a program).
-  kernel.setName("kernel");
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  kernel.print(os, OpPrintingFlags().useLocalScope().assumeVerified());
-  auto [it, inserted] = kernelByBody.try_emplace(key, program.kernels.size());
-  if (!inserted) {
-    kernel.erase();
-    return it->second;
-  }
+  // Structurally equivalent functions (the same signature, attributes and
+  // body: ops, attributes, types and dataflow, locations aside) share one
+  // kernel.
+  auto &bucket = kernelsByHash[structuralHash(kernel)];
+  for (auto [known, index] : bucket)
+    if (kernel.getFunctionType() == known.getFunctionType() &&
+        kernel->getDiscardableAttrDictionary() ==
+            known->getDiscardableAttrDictionary() &&
+        kernel.getArgAttrsAttr() == known.getArgAttrsAttr() &&
+        kernel.getResAttrsAttr() == known.getResAttrsAttr() &&
+        OperationEquivalence::isRegionEquivalentTo(
+            &kernel.getBody(), &known.getBody(),
+            OperationEquivalence::IgnoreLocations)) {
+      kernel.erase();
+      return index;
+    }
+  uint32_t index = program.kernels.size();
   std::string name =
       "megk" + std::to_string(program.kernels.size()) + "_" + opName.str();
   std::replace(name.begin(), name.end(), '.', '_');
@@ -71,7 +89,8 @@ uint32_t ProgramBuilder::kernelIndex(func::FuncOp kernel, StringRef opName) {
   program.kernels.push_back(
       {name, static_cast<uint32_t>(kernel.getNumArguments() +
                                    kernel.getNumResults() - inPlace)});
-  return it->second;
+  bucket.push_back({kernel, index});
+  return index;
 }
 
 LogicalResult ProgramBuilder::placeKernel(Operation *op) {

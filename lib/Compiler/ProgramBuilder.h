@@ -86,7 +86,10 @@ private:
   OpBuilder builder;
   ProgramDesc program;
   llvm::StringMap<uint32_t> paramIndex;
-  std::map<std::string, uint32_t> kernelByBody;
+  /// The kernels generated so far, by the structural hash of their
+  /// functions (kernelIndex): each bucket's functions and their indices.
+  llvm::DenseMap<unsigned, SmallVector<std::pair<func::FuncOp, uint32_t>, 1>>
+      kernelsByHash;
   EntryDesc *entry = nullptr;
   llvm::DenseMap<Value, uint32_t> buffers;
   /// Ops already carried out by another command (an epilogue).
