@@ -28,7 +28,8 @@ fi
 mkdir -p "$root/docs/reference"
 cp "$build/docs/Meg/MegDialect.md" "$build/docs/Meg/MegPasses.md" \
   "$build/docs/Meg/MegConversionPasses.md" "$build/docs/Meg/MegKernelPasses.md" \
+  "$build/docs/Meg/MegrtDialect.md" "$build/docs/Meg/MegrtPasses.md" \
   "$root/docs/reference/"
 render_pipeline "$root/docs/pipeline.svg"
-echo "updated docs/reference/: MegDialect.md MegPasses.md MegConversionPasses.md MegKernelPasses.md"
+echo "updated docs/reference/: MegDialect.md MegPasses.md MegConversionPasses.md MegKernelPasses.md MegrtDialect.md MegrtPasses.md"
 echo "updated docs/pipeline.svg from docs/pipeline.dot"

@@ -15,6 +15,7 @@
 #include "megc/Dialect/Meg/IR/MegOps.h"
 #include "megc/Dialect/Meg/IR/TensorSizes.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
+#include "megc/Dialect/Megrt/Transforms/Passes.h"
 #include "megc/Kernels/Passes.h"
 #include "megc/Kernels/Pipelines.h"
 
@@ -34,13 +35,14 @@ namespace megc {
 void registerCompilerDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
-  registry.insert<mlir::meg::MegDialect>();
+  registry.insert<mlir::meg::MegDialect, rt::MegrtDialect>();
 }
 
 void registerCompilerPasses() {
   mlir::registerAllPasses();
   mlir::meg::registerMegConversionPasses();
   mlir::meg::registerMegPasses();
+  rt::registerMegrtPasses();
   registerKernelPasses();
   registerKernelPipelines();
   // Every pipeline applies them (timing, IR printing, reproducers), and
@@ -230,8 +232,8 @@ rematSteps(mlir::ModuleOp module, const CompileOptions &options) {
     mlir::FailureOr<ProgramDesc> program = buildProgram(*copy, probe);
     if (failed(program))
       return mlir::failure();
-    for (EntryDesc &entry : program->entries)
-      planMemory(entry);
+    if (failed(planMemory(*program)))
+      return mlir::failure();
     // The steps each rank's programs took, of how many.
     std::vector<unsigned> taken, ladder;
     copy->walk([&](mlir::func::FuncOp func) {
@@ -380,8 +382,8 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
   }
   if (options.emit == Emit::Llvm)
     return cpu->llvmIr;
-  for (EntryDesc &entry : program->entries)
-    planMemory(entry);
+  if (failed(planMemory(*program)))
+    return mlir::failure();
   // A plan no device can hold is almost always a size typed wrong: say so
   // now rather than when a run fails to allocate.
   if (auto [entry, needed] = largestPlan(*program);

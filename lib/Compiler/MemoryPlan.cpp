@@ -1,198 +1,271 @@
-//===- MemoryPlan.cpp - static arena offsets from liveness -------------===//
+//===- MemoryPlan.cpp - each entry's memory plan, by megrt-plan-memory ---===//
 //
-// Every intermediate lives from the command that writes it to the last
-// command that reads it (views extend their storage's lifetime). Buffers
-// are placed largest first at the lowest 64-byte aligned offset that does
-// not overlap a placed buffer with an intersecting lifetime.
+// Writes an entry as the megrt dialect (its buffers, then its commands with
+// their operands' memory effects), runs megrt-plan-memory on it, and reads
+// the arena offsets and the plan's figures back into the entry.
 //
 //===----------------------------------------------------------------------===//
 
 #include "megc/Compiler/Program.h"
+#include "megc/Dialect/Megrt/Transforms/Passes.h"
 
-#include <algorithm>
-#include <map>
-#include <optional>
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace megc {
 
 namespace {
-constexpr uint64_t kAlignment = 64;
 
-uint64_t alignUp(uint64_t value) {
-  return (value + kAlignment - 1) / kAlignment * kAlignment;
-}
+using mlir::NamedAttribute;
+using mlir::Value;
 
-struct Interval {
-  int64_t first = -1, last = -1;
-  void touch(int64_t command) {
-    if (first < 0)
-      first = command;
-    last = std::max(last, command);
+/// One entry as a megrt.entry, and each buffer's declaration.
+class EntryWriter {
+public:
+  EntryWriter(const ProgramDesc &program, const EntryDesc &entry,
+              mlir::ModuleOp module)
+      : program(program), entry(entry),
+        builder(mlir::OpBuilder::atBlockEnd(module.getBody())),
+        loc(builder.getUnknownLoc()) {}
+
+  mlir::FailureOr<rt::EntryOp> write() {
+    auto op = rt::EntryOp::create(builder, loc, builder.getStringAttr("entry"),
+                                  nullptr, nullptr, nullptr, nullptr, nullptr);
+    for (auto [index, output] : llvm::enumerate(entry.outputs))
+      if (output.name == "loss")
+        op.setLossOutputAttr(builder.getI64IntegerAttr(index));
+    builder.setInsertionPointToStart(&op.getBody().emplaceBlock());
+    for (auto [index, buffer] : llvm::enumerate(entry.buffers))
+      if (failed(declare(index, buffer)))
+        return mlir::failure();
+    for (auto [index, command] : llvm::enumerate(entry.commands))
+      if (failed(std::visit([&](const auto &c) { return add(index, c); },
+                            command)))
+        return mlir::failure();
+    return op;
   }
-  bool overlaps(const Interval &other) const {
-    return first <= other.last && other.first <= last;
+
+  /// The declaration of each buffer, in the entry's order.
+  std::vector<mlir::Operation *> declarations;
+
+private:
+  mlir::LogicalResult declare(size_t index, const BufferDesc &buffer) {
+    auto type = rt::BufferType::get(builder.getContext(), buffer.type);
+    mlir::Operation *op = nullptr;
+    if (buffer.aliasOf >= 0) {
+      if (static_cast<size_t>(buffer.aliasOf) >= index)
+        return mlir::emitError(loc) << "buffer " << index << " views buffer "
+                                    << buffer.aliasOf << ", declared after it";
+      op = rt::ViewOp::create(builder, loc, type, values[buffer.aliasOf]);
+    } else {
+      auto position = static_cast<int64_t>(buffer.index);
+      switch (buffer.kind) {
+      case BufferKind::Arena:
+        op = rt::ArenaOp::create(builder, loc, type, nullptr);
+        break;
+      case BufferKind::Parameter:
+        op = rt::ParamOp::create(builder, loc, type, position);
+        break;
+      case BufferKind::Input:
+        op = rt::InputOp::create(builder, loc, type, position);
+        break;
+      case BufferKind::Output:
+        op = rt::OutputOp::create(builder, loc, type, position);
+        break;
+      }
+    }
+    declarations.push_back(op);
+    values.push_back(op->getResult(0));
+    return mlir::success();
   }
+
+  NamedAttribute attr(llvm::StringRef name, int64_t value) {
+    return builder.getNamedAttr(name, builder.getI64IntegerAttr(value));
+  }
+  void flag(llvm::SmallVectorImpl<NamedAttribute> &attrs, llvm::StringRef name,
+            bool set) {
+    if (set)
+      attrs.push_back(builder.getNamedAttr(name, builder.getUnitAttr()));
+  }
+  /// A generic op: the ops' definitions verify it.
+  mlir::Operation *create(llvm::StringRef name, mlir::ValueRange operands,
+                          llvm::ArrayRef<NamedAttribute> attrs,
+                          mlir::TypeRange results = {}) {
+    mlir::OperationState state(loc, name);
+    state.addOperands(operands);
+    state.addAttributes(attrs);
+    state.addTypes(results);
+    return builder.create(state);
+  }
+  mlir::LogicalResult done(mlir::Operation *op) {
+    return mlir::success(op != nullptr);
+  }
+
+  mlir::LogicalResult add(size_t, const LaunchCommand &launch) {
+    llvm::SmallVector<Value> args;
+    for (uint32_t arg : launch.args)
+      args.push_back(values[arg]);
+    return done(
+        create(rt::LaunchOp::getOperationName(), args,
+               {builder.getNamedAttr(
+                   "kernel", mlir::FlatSymbolRefAttr::get(
+                                 builder.getContext(),
+                                 program.kernels[launch.kernel].name))}));
+  }
+
+  mlir::LogicalResult add(size_t, const GemmCommand &gemm) {
+    llvm::SmallVector<Value> operands = {values[gemm.a], values[gemm.b],
+                                         values[gemm.c]};
+    if (gemm.bias >= 0)
+      operands.push_back(values[gemm.bias]);
+    llvm::SmallVector<NamedAttribute> attrs = {attr("m", gemm.m),
+                                               attr("n", gemm.n),
+                                               attr("k", gemm.k),
+                                               attr("batch", gemm.batch),
+                                               attr("stride_a", gemm.strideA),
+                                               attr("stride_b", gemm.strideB),
+                                               attr("stride_c", gemm.strideC)};
+    flag(attrs, "trans_a", gemm.transA);
+    flag(attrs, "trans_b", gemm.transB);
+    flag(attrs, "gelu", gemm.geluEpilogue);
+    flag(attrs, "accumulate", gemm.accumulate);
+    return done(create(rt::GemmOp::getOperationName(), operands, attrs));
+  }
+
+  mlir::LogicalResult add(size_t, const CopyCommand &copy) {
+    return done(create(rt::CopyOp::getOperationName(),
+                       {values[copy.src], values[copy.dst]},
+                       {attr("bytes", static_cast<int64_t>(copy.bytes))}));
+  }
+
+  mlir::LogicalResult add(size_t, const AttentionCommand &attention) {
+    llvm::SmallVector<Value> operands = {
+        values[attention.q], values[attention.k], values[attention.v]};
+    if (attention.backward)
+      operands.append({values[attention.out], values[attention.gradOut],
+                       values[attention.gradQ], values[attention.gradK],
+                       values[attention.gradV]});
+    else
+      operands.push_back(values[attention.out]);
+    int32_t stats = attention.stats >= 0, positions = attention.positions >= 0;
+    if (stats)
+      operands.push_back(values[attention.stats]);
+    if (positions)
+      operands.push_back(values[attention.positions]);
+    llvm::SmallVector<int32_t> segments(attention.backward ? 8 : 4, 1);
+    segments.append({stats, positions});
+    llvm::SmallVector<NamedAttribute> attrs = {
+        attr("batch", attention.batch),
+        attr("seq_q", attention.seqQ),
+        attr("seq_kv", attention.seqKv),
+        attr("heads", attention.heads),
+        attr("kv_heads", attention.kvHeads),
+        attr("head_dim", attention.headDim),
+        attr("value_dim", attention.valueDim),
+        builder.getNamedAttr("scale", builder.getF32FloatAttr(attention.scale)),
+        builder.getNamedAttr("operandSegmentSizes",
+                             builder.getDenseI32ArrayAttr(segments))};
+    flag(attrs, "causal", attention.causal);
+    return done(create(attention.backward
+                           ? rt::AttentionGradOp::getOperationName()
+                           : rt::AttentionOp::getOperationName(),
+                       operands, attrs));
+  }
+
+  mlir::LogicalResult add(size_t, const LibraryCallCommand &call) {
+    llvm::SmallVector<Value> operands;
+    llvm::SmallVector<int64_t> slots;
+    for (auto [slot, operand] : llvm::enumerate(call.operands))
+      if (operand >= 0) {
+        operands.push_back(values[operand]);
+        slots.push_back(static_cast<int64_t>(slot));
+      }
+    return done(create(
+        rt::LibraryCallOp::getOperationName(), operands,
+        {builder.getNamedAttr("kernel", builder.getStringAttr(call.kernel)),
+         builder.getNamedAttr("slots", builder.getDenseI64ArrayAttr(slots)),
+         builder.getNamedAttr("params",
+                              builder.getDenseI64ArrayAttr(call.params))}));
+  }
+
+  mlir::LogicalResult add(size_t index, const CollectiveCommand &collective) {
+    const char *reduce =
+        collective.reduce == CollectiveCommand::Reduce::Avg   ? "avg"
+        : collective.reduce == CollectiveCommand::Reduce::Max ? "max"
+                                                              : "sum";
+    llvm::SmallVector<mlir::Type, 1> results;
+    if (collective.async)
+      results.push_back(rt::TokenType::get(builder.getContext()));
+    mlir::Operation *op =
+        create(rt::CollectiveOp::getOperationName(),
+               {values[collective.src], values[collective.dst]},
+               {builder.getNamedAttr(
+                    "kind", builder.getStringAttr(
+                                megrt::collectiveInfo(collective.kind).name)),
+                attr("submesh", collective.submesh),
+                attr("count", static_cast<int64_t>(collective.count)),
+                builder.getNamedAttr("reduce", builder.getStringAttr(reduce)),
+                builder.getNamedAttr(
+                    "params", builder.getDenseI64ArrayAttr(collective.params))},
+               results);
+    if (collective.async)
+      tokens[index] = op->getResult(0);
+    return done(op);
+  }
+
+  mlir::LogicalResult add(size_t, const WaitCommand &wait) {
+    Value token = tokens.lookup(wait.collective);
+    if (!token)
+      return mlir::emitError(loc) << "a wait for command " << wait.collective
+                                  << ", which is no started collective";
+    return done(create(rt::WaitOp::getOperationName(),
+                       {token, values[wait.src], values[wait.dst]}, {}));
+  }
+
+  const ProgramDesc &program;
+  const EntryDesc &entry;
+  mlir::OpBuilder builder;
+  mlir::Location loc;
+  std::vector<Value> values;
+  llvm::DenseMap<size_t, Value> tokens;
 };
 
-/// The buffers a command reads or writes.
-std::vector<uint32_t> buffersOf(const Command &command) {
-  if (auto *launch = std::get_if<LaunchCommand>(&command))
-    return launch->args;
-  if (auto *gemm = std::get_if<GemmCommand>(&command)) {
-    std::vector<uint32_t> used = {gemm->a, gemm->b, gemm->c};
-    if (gemm->bias >= 0)
-      used.push_back(gemm->bias);
-    return used;
-  }
-  if (auto *attention = std::get_if<AttentionCommand>(&command)) {
-    std::vector<uint32_t> used = {attention->q, attention->k, attention->v,
-                                  attention->out};
-    if (attention->backward)
-      used.insert(used.end(), {attention->gradOut, attention->gradQ,
-                               attention->gradK, attention->gradV});
-    if (attention->stats >= 0)
-      used.push_back(static_cast<uint32_t>(attention->stats));
-    if (attention->positions >= 0)
-      used.push_back(static_cast<uint32_t>(attention->positions));
-    return used;
-  }
-  if (auto *call = std::get_if<LibraryCallCommand>(&command)) {
-    std::vector<uint32_t> used;
-    for (int32_t operand : call->operands)
-      if (operand >= 0)
-        used.push_back(static_cast<uint32_t>(operand));
-    return used;
-  }
-  if (auto *collective = std::get_if<CollectiveCommand>(&command))
-    return {collective->src, collective->dst};
-  if (auto *wait = std::get_if<WaitCommand>(&command))
-    return {wait->src, wait->dst};
-  const auto &copy = std::get<CopyCommand>(command);
-  return {copy.src, copy.dst};
-}
 } // namespace
 
-void planMemory(EntryDesc &entry) {
-  auto root = [&](uint32_t buffer) {
-    int32_t alias = entry.buffers[buffer].aliasOf;
-    return alias >= 0 ? static_cast<uint32_t>(alias) : buffer;
-  };
-  std::map<uint32_t, Interval> lifetimes;
-  for (auto [index, command] : llvm::enumerate(entry.commands))
-    for (uint32_t buffer : buffersOf(command))
-      if (entry.buffers[root(buffer)].kind == BufferKind::Arena)
-        lifetimes[root(buffer)].touch(index);
-
-  // The arena buffers, largest first, with their lifetimes.
-  struct Live {
-    uint32_t buffer;
-    Interval interval;
-    uint64_t size;
-  };
-  std::vector<Live> order;
-  for (auto &[buffer, interval] : lifetimes)
-    order.push_back(
-        {buffer, interval, alignUp(entry.buffers[buffer].sizeBytes())});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](const Live &a, const Live &b) {
-                     return entry.buffers[a.buffer].sizeBytes() >
-                            entry.buffers[b.buffer].sizeBytes();
-                   });
-
-  // Placed buffers by the spans of commands their lifetimes touch, so that
-  // a buffer meets only those it may overlap in time (a program of many
-  // micro-batches has tens of thousands of short-lived buffers).
-  constexpr int64_t kSpan = 64;
-  std::vector<std::vector<uint32_t>> placedIn(entry.commands.size() / kSpan +
-                                              1);
-  std::vector<uint32_t> seen(order.size(), UINT32_MAX);
-  MemoryPlan plan;
-  std::vector<std::pair<uint64_t, uint64_t>> taken;
-  for (auto [index, live] : llvm::enumerate(order)) {
-    plan.unplannedBytes += entry.buffers[live.buffer].sizeBytes();
-    // Conflicting placements sorted by offset; take the first gap.
-    taken.clear();
-    for (int64_t span = live.interval.first / kSpan;
-         span <= live.interval.last / kSpan; ++span)
-      for (uint32_t other : placedIn[span]) {
-        if (seen[other] == index)
-          continue;
-        seen[other] = static_cast<uint32_t>(index);
-        const Live &placed = order[other];
-        if (placed.interval.overlaps(live.interval)) {
-          uint64_t begin = entry.buffers[placed.buffer].offset;
-          taken.push_back({begin, begin + placed.size});
-        }
-      }
-    std::sort(taken.begin(), taken.end());
-    uint64_t offset = 0;
-    for (auto [begin, end] : taken) {
-      if (offset + live.size <= begin)
-        break;
-      offset = std::max(offset, end);
+mlir::LogicalResult planMemory(ProgramDesc &program) {
+  for (EntryDesc &entry : program.entries) {
+    if (entry.buffers.empty()) {
+      entry.plan = {};
+      continue;
     }
-    entry.buffers[live.buffer].offset = offset;
-    plan.arenaBytes = std::max(plan.arenaBytes, offset + live.size);
-    for (int64_t span = live.interval.first / kSpan;
-         span <= live.interval.last / kSpan; ++span)
-      placedIn[span].push_back(static_cast<uint32_t>(index));
+    mlir::MLIRContext *context = entry.buffers.front().type.getContext();
+    context->getOrLoadDialect<rt::MegrtDialect>();
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::ModuleOp::create(mlir::UnknownLoc::get(context));
+    EntryWriter writer(program, entry, *module);
+    mlir::FailureOr<rt::EntryOp> written = writer.write();
+    if (failed(written))
+      return mlir::failure();
+    mlir::PassManager pm(context, mlir::ModuleOp::getOperationName());
+    pm.addNestedPass<rt::EntryOp>(rt::createMegrtPlanMemory());
+    if (failed(pm.run(*module)))
+      return mlir::failure();
+    for (auto [buffer, op] : llvm::zip(entry.buffers, writer.declarations))
+      if (auto arena = llvm::dyn_cast<rt::ArenaOp>(op))
+        if (std::optional<uint64_t> offset = arena.getOffset())
+          buffer.offset = *offset;
+    // Views share their storage's placement.
+    for (BufferDesc &buffer : entry.buffers)
+      if (buffer.aliasOf >= 0)
+        buffer.offset = entry.buffers[buffer.aliasOf].offset;
+    MemoryPlan &plan = entry.plan;
+    plan = {};
+    plan.arenaBytes = written->getArenaBytes().value_or(0);
+    plan.peakBytes = written->getPeakBytes().value_or(0);
+    plan.unplannedBytes = written->getUnplannedBytes().value_or(0);
+    plan.liveAtLossBytes = written->getLiveAtLossBytes().value_or(0);
   }
-  // Views share their storage's placement.
-  for (BufferDesc &buffer : entry.buffers)
-    if (buffer.aliasOf >= 0)
-      buffer.offset = entry.buffers[buffer.aliasOf].offset;
-
-  // The most bytes live at once: each buffer counts from its first command
-  // to its last.
-  std::vector<std::pair<int64_t, int64_t>> changes;
-  for (const Live &live : order) {
-    auto bytes = static_cast<int64_t>(entry.buffers[live.buffer].sizeBytes());
-    changes.push_back({live.interval.first, bytes});
-    changes.push_back({live.interval.last + 1, -bytes});
-  }
-  // At one command, what ends before it leaves before what starts there.
-  std::sort(changes.begin(), changes.end());
-  int64_t live = 0;
-  for (auto [command, bytes] : changes) {
-    live += bytes;
-    plan.peakBytes = std::max(plan.peakBytes, static_cast<uint64_t>(live));
-  }
-
-  // What is live when the loss is first computed (a copy or a reduction
-  // over the data-parallel ranks into the output, placed late, is
-  // followed back to its source): in a step of one micro-batch, what the
-  // forward keeps for the backward.
-  int64_t lossOutput = -1;
-  for (auto [index, output] : llvm::enumerate(entry.outputs))
-    if (output.name == "loss")
-      lossOutput = static_cast<int64_t>(index);
-  std::map<uint32_t, int64_t> firstTouch;
-  int64_t lossCommand = -1;
-  for (auto [index, command] : llvm::enumerate(entry.commands))
-    for (uint32_t buffer : buffersOf(command)) {
-      firstTouch.try_emplace(root(buffer), static_cast<int64_t>(index));
-      const BufferDesc &desc = entry.buffers[root(buffer)];
-      if (desc.kind == BufferKind::Output && lossOutput >= 0 &&
-          desc.index == static_cast<uint32_t>(lossOutput) && lossCommand < 0)
-        lossCommand = static_cast<int64_t>(index);
-    }
-  for (int hops = 0; lossCommand >= 0 && hops < 8; ++hops) {
-    const Command &command = entry.commands[lossCommand];
-    std::optional<uint32_t> source;
-    if (const auto *copy = std::get_if<CopyCommand>(&command))
-      source = copy->src;
-    else if (const auto *sum = std::get_if<CollectiveCommand>(&command))
-      source = sum->src;
-    if (!source || firstTouch[root(*source)] >= lossCommand)
-      break;
-    lossCommand = firstTouch[root(*source)];
-  }
-  if (lossCommand >= 0)
-    for (const Live &held : order)
-      if (held.interval.first <= lossCommand &&
-          lossCommand <= held.interval.last)
-        plan.liveAtLossBytes += entry.buffers[held.buffer].sizeBytes();
-  entry.plan = plan;
+  return mlir::success();
 }
 
 } // namespace megc

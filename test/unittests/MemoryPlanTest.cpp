@@ -35,6 +35,15 @@ EntryDesc makeEntry(mlir::MLIRContext &context,
 
 LaunchCommand launch(std::vector<uint32_t> args) { return {0, std::move(args)}; }
 
+/// Plans `entry` as the only entry of a program with one kernel.
+MemoryPlan plan(EntryDesc entry) {
+  ProgramDesc program;
+  program.kernels.push_back({"kernel", 3});
+  program.entries.push_back(std::move(entry));
+  EXPECT_TRUE(succeeded(planMemory(program)));
+  return program.entries.front().plan;
+}
+
 } // namespace
 
 // A forward keeps an activation (buffer 1, 100 floats) for its backward;
@@ -58,9 +67,9 @@ TEST(MemoryPlan, LiveAtTheLossFollowsTheCopyBackToTheLoss) {
        launch({3, 4}),    // backward: scratch
        launch({4, 1, 2}), // backward reads the activation
        CopyCommand{3, 5, 4}});
-  planMemory(entry);
-  EXPECT_EQ(entry.plan.liveAtLossBytes, (100 + 10 + 1) * 4u);
-  EXPECT_GE(entry.plan.arenaBytes, (1000 + 100 + 10 + 1) * 4u);
+  MemoryPlan planned = plan(entry);
+  EXPECT_EQ(planned.liveAtLossBytes, (100 + 10 + 1) * 4u);
+  EXPECT_GE(planned.arenaBytes, (1000 + 100 + 10 + 1) * 4u);
 
   // Averaged over the data-parallel ranks into the output (an all-reduce
   // at the end): followed back the same way.
@@ -68,11 +77,9 @@ TEST(MemoryPlan, LiveAtTheLossFollowsTheCopyBackToTheLoss) {
   average.kind = CollectiveCommand::Kind::AllReduce;
   average.src = 3, average.dst = 5, average.count = 1;
   entry.commands.back() = average;
-  planMemory(entry);
-  EXPECT_EQ(entry.plan.liveAtLossBytes, (100 + 10 + 1) * 4u);
+  EXPECT_EQ(plan(entry).liveAtLossBytes, (100 + 10 + 1) * 4u);
 
   // No output named loss: nothing is measured.
   entry.outputs.front().name = "logits";
-  planMemory(entry);
-  EXPECT_EQ(entry.plan.liveAtLossBytes, 0u);
+  EXPECT_EQ(plan(entry).liveAtLossBytes, 0u);
 }

@@ -23,8 +23,8 @@ mlir::FailureOr<ProgramDesc> compileProgram(mlir::ModuleOp module,
   mlir::FailureOr<ProgramDesc> program = buildProgram(module, options);
   if (failed(program))
     return mlir::failure();
-  for (EntryDesc &entry : program->entries)
-    planMemory(entry);
+  if (failed(planMemory(*program)))
+    return mlir::failure();
   return program;
 }
 

@@ -295,9 +295,10 @@ struct ProgramDesc {
 mlir::FailureOr<ProgramDesc> buildProgram(mlir::ModuleOp module,
                                           const CompileOptions &options);
 
-/// Assigns arena offsets from liveness: buffers whose lifetimes do not
-/// overlap share memory; fills the entry's plan.
-void planMemory(EntryDesc &entry);
+/// Assigns every entry's arena offsets from liveness (megrt-plan-memory on
+/// the entry as the megrt dialect): buffers whose lifetimes do not overlap
+/// share memory; fills each entry's plan.
+mlir::LogicalResult planMemory(ProgramDesc &program);
 
 /// The CPU kernels as a linked shared object, the instruction-set
 /// extensions it uses beyond baseline x86-64, and each kernel's code (in

@@ -263,8 +263,8 @@ int main(int argc, char **argv) {
   mlir::FailureOr<std::string> library = compileCudaEmulation(*cuda->device);
   if (failed(library))
     return 1;
-  for (EntryDesc &entry : program->entries)
-    planMemory(entry);
+  if (failed(planMemory(*program)))
+    return 1;
   std::string artifact = serializeProgram(*program, &*cpu, nullptr);
 
   SmallString<128> libraryPath;
