@@ -4,7 +4,14 @@ A llama whose stages cost the same (2 layers per stage, a vocabulary of 64
 so that the embedding and the head add little to the first and last
 stage; one sequence per micro-batch), trained on P ranks of one thread
 each with pp = P under mpirun (P = 2: one rank per core; P = 4: waiting
-ranks yield their core).
+ranks yield their core). Its layers are matrix products above all
+(hidden 1024, ffn 4096, a sequence of 64), so that a layer's weight
+gradients (W) cost about what its input gradients (B) and its forward (F)
+do, as the zero-bubble schedules assume: ZB-H1's bubble over 1F1B's is
+(F + B - W) / (F + B + W), a third with equal passes. With hidden 256 and
+a sequence of 256 (this benchmark's shape until 2026-12-07) attention's
+and the elementwise backward made B three times W on this CPU (8 against
+2.6 ms a stage), which bounds that ratio near 0.72 whatever the order.
 
 1. The bubble: each rank's idle fraction of its train_step, measured from
    the runtime's trace (the time in the waits for receives and for the
@@ -21,8 +28,9 @@ ranks yield their core).
    gradient back (all but the first), micro-batch x seq x hidden x 4 bytes
    each; plus the few all-reduced scalars (loss, non-finite count, step).
 3. Stage 0's planned activation memory (`megc inspect`'s train_step arena
-   of rank 0, before anything runs) at M and 2M micro-batches of the same
-   size: 1F1B keeps P micro-batches in flight on stage 0, not M, so the
+   of rank 0, before anything runs; a smaller model, hidden 256 and a
+   sequence of 256, whose arena is its activations) at M and 2M
+   micro-batches of the same size: 1F1B keeps P micro-batches in flight on stage 0, not M, so the
    arena stays put as M doubles.
 
 Usage: python3 bench/pp_cpu.py --build build [--steps 6]
@@ -39,13 +47,20 @@ import tempfile
 
 from mpi_bench import Bench, run
 
-HIDDEN, HEADS, KV_HEADS, FFN, VOCAB, SEQ = 256, 4, 2, 512, 64, 256
+HIDDEN, HEADS, KV_HEADS, FFN, VOCAB, SEQ = 1024, 8, 8, 4096, 64, 64
+# Part 3's model: its arena is mostly activations (with the timed model's
+# weights, the optimizer step's gradients set the arena, not the passes).
+MEMORY_SHAPE = dict(hidden=256, heads=4, kv_heads=2, ffn=512, seq=256)
 
 
-def gen_flags(ranks, micro, schedule):
-    return ["--layers", str(2 * ranks), "--hidden", str(HIDDEN), "--heads",
-            str(HEADS), "--kv-heads", str(KV_HEADS), "--ffn", str(FFN),
-            "--vocab", str(VOCAB), "--seq", str(SEQ), "--batch", str(micro),
+def gen_flags(ranks, micro, schedule, shape=None):
+    shape = shape or dict(hidden=HIDDEN, heads=HEADS, kv_heads=KV_HEADS,
+                          ffn=FFN, seq=SEQ)
+    return ["--layers", str(2 * ranks), "--hidden", str(shape["hidden"]),
+            "--heads", str(shape["heads"]), "--kv-heads",
+            str(shape["kv_heads"]), "--ffn", str(shape["ffn"]),
+            "--vocab", str(VOCAB), "--seq", str(shape["seq"]), "--batch",
+            str(micro),
             "--train", "--micro-batches", str(micro), "--mesh",
             f"pp={ranks}", "--pp-schedule", schedule]
 
@@ -134,14 +149,16 @@ def main():
               f"of the ranks) = {ratio:.2f}")
 
     print("\n3. stage 0's planned activation memory (train_step arena, "
-          "rank 0) as M doubles, micro-batches of one sequence")
+          "rank 0) as M doubles, micro-batches of one sequence, hidden "
+          f"{MEMORY_SHAPE['hidden']}, seq {MEMORY_SHAPE['seq']}")
     for ranks, micro in ((2, 4), (4, 8)):
         arenas = []
         for m in (micro, 2 * micro):
             bench = Bench(options.build, tmp, ranks=ranks, vocab=VOCAB,
-                          batch=m, seq=SEQ)
+                          batch=m, seq=MEMORY_SHAPE["seq"])
             _, figures = bench.compile(f"mem{ranks}_{m}",
-                                       gen_flags(ranks, m, "1f1b"))
+                                       gen_flags(ranks, m, "1f1b",
+                                                 MEMORY_SHAPE))
             arenas.append(figures["arena"])
         print(f"P={ranks}: M={micro} {arenas[0]:.3f} MB, M={2 * micro} "
               f"{arenas[1]:.3f} MB (ratio {arenas[1] / arenas[0]:.3f}; "
