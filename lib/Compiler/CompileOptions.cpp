@@ -60,6 +60,7 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
       {"artifact", Emit::Artifact},
       {"mlir", Emit::Mlir},
       {"megrt", Emit::Megrt},
+      {"megrt-ir", Emit::MegrtIr},
       {"kernels", Emit::Kernels},
       {"llvm", Emit::Llvm},
       {"ptx", Emit::Ptx},
@@ -69,8 +70,8 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
       kEmits, [&](const auto &entry) { return flags.emit == entry.first; });
   if (emit == std::end(kEmits))
     return optionError("unknown --emit '" + flags.emit +
-                       "'; expected artifact, mlir, megrt, kernels, llvm, "
-                       "ptx, gpu or cuda-emulation");
+                       "'; expected artifact, mlir, megrt, megrt-ir, kernels, "
+                       "llvm, ptx, gpu or cuda-emulation");
   options.emit = emit->second;
   if (options.emit == Emit::Llvm && !options.cpu)
     return optionError("--emit=llvm prints the CPU code: it needs the cpu "

@@ -351,6 +351,20 @@ mlir::FailureOr<std::string> compileModule(mlir::ModuleOp module,
     os << "\n";
     return result;
   }
+  if (options.emit == Emit::MegrtIr) {
+    mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> megrt =
+        programToMegrt(*program, module.getContext());
+    if (failed(megrt))
+      return mlir::failure();
+    mlir::PassManager pm(module.getContext(),
+                         mlir::ModuleOp::getOperationName());
+    pm.addNestedPass<rt::EntryOp>(rt::createMegrtPlanMemory());
+    if (failed(pm.run(**megrt)))
+      return mlir::failure();
+    (*megrt)->print(os);
+    os << "\n";
+    return result;
+  }
   if (options.emit == Emit::Gpu || options.emit == Emit::CudaEmulation) {
     mlir::FailureOr<CudaKernelMapping> mapped =
         mapCudaKernels(*program, options, /*prepare=*/true);

@@ -84,7 +84,8 @@ def compile(
     *,
     target: str | Sequence[str] = ...,
     cuda_arch: str = ...,
-    emit: Literal["mlir", "megrt", "kernels", "llvm", "ptx", "gpu"],
+    emit: Literal["mlir", "megrt", "megrt-ir", "kernels", "llvm", "ptx",
+                  "gpu"],
     no_fuse: bool = ...,
     no_fuse_rope: bool = ...,
     cuda_graphs: Literal["none", "step", "layer"] = ...,
@@ -104,7 +105,8 @@ def compile(source: str | os.PathLike[str], **options: Any) -> bytes | str:
     them), each defaulting as the flag does: `target` ("cpu", "cuda",
     "cpu,cuda" or a list), `cuda_arch`, `emit` ("artifact" returns the
     artifact's bytes, "cuda-emulation" the GPU emulator's kernel library;
-    "mlir", "megrt", "kernels", "llvm", "ptx" and "gpu" return text),
+    "mlir", "megrt", "megrt-ir", "kernels", "llvm", "ptx" and "gpu" return
+    text),
     `no_fuse`, `no_fuse_rope`, `cuda_graphs` ("none", "step", "layer"),
     `share_io_buffers`, `capture_collectives` (collectives inside the graph
     regions), `cpu` ("x86-64", or "native" for this host's

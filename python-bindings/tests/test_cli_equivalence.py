@@ -84,7 +84,7 @@ def test_compile_options_are_the_drivers_flags(tools):
         assert names == keywords
 
 
-@pytest.mark.parametrize("emit", ["artifact", "mlir", "megrt"])
+@pytest.mark.parametrize("emit", ["artifact", "mlir", "megrt", "megrt-ir"])
 def test_compile_matches_cli(tools, tmp_path, llama_ir, emit):
     model = tmp_path / "model.mlir"
     model.write_text(llama_ir)

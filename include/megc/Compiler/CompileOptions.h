@@ -23,7 +23,17 @@ namespace megc {
 /// pipelines, for megc-opt), the CPU module's optimised LLVM IR, the PTX,
 /// the GPU kernels as the NVVM conversion receives them, or those kernels
 /// as a shared object for the GPU emulator (tests).
-enum class Emit { Artifact, Mlir, Megrt, Kernels, Llvm, Ptx, Gpu, CudaEmulation };
+enum class Emit {
+  Artifact,
+  Mlir,
+  Megrt,
+  MegrtIr,
+  Kernels,
+  Llvm,
+  Ptx,
+  Gpu,
+  CudaEmulation
+};
 
 /// `--cuda-graphs`: no graph regions, one per step, or one per layer.
 enum class CudaGraphScope { None, Step, Layer };

@@ -295,6 +295,26 @@ struct ProgramDesc {
 mlir::FailureOr<ProgramDesc> buildProgram(mlir::ModuleOp module,
                                           const CompileOptions &options);
 
+/// An entry written as the megrt dialect, and the op declaring each of its
+/// buffers (in the entry's order).
+struct MegrtEntry {
+  /// The megrt.entry (megc/Dialect/Megrt/IR/MegrtDialect.h).
+  mlir::Operation *op;
+  std::vector<mlir::Operation *> declarations;
+};
+
+/// Appends `entry` to `module` as a megrt.entry named `name` (its buffers,
+/// then one op per command).
+mlir::FailureOr<MegrtEntry> writeMegrtEntry(const ProgramDesc &program,
+                                            const EntryDesc &entry,
+                                            mlir::ModuleOp module,
+                                            llvm::StringRef name);
+
+/// Every entry of the program as a megrt.entry of one module (a pipeline
+/// rank's named `<entry>_rank<N>`), for `megc --emit=megrt-ir`.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+programToMegrt(const ProgramDesc &program, mlir::MLIRContext *context);
+
 /// Assigns every entry's arena offsets from liveness (megrt-plan-memory on
 /// the entry as the megrt dialect): buffers whose lifetimes do not overlap
 /// share memory; fills each entry's plan.
