@@ -10,7 +10,6 @@
 #include "megc/Compiler/Program.h"
 #include "megc/Dialect/Megrt/Transforms/Passes.h"
 
-#include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace megc {
