@@ -42,6 +42,13 @@ MASTER_LLAMA_GEN = [
     "--dtype", "bf16", "--precision",
     "main_params=f32,main_grads=f32,exp_avg=f32,exp_avg_sq=f32"]
 
+# The pipeline cases' model: small, so that their state stays small in
+# what is carried.
+PP1_LLAMA_GEN = [
+    "llama", "--train", "--layers", "2", "--hidden", "32", "--heads", "4",
+    "--kv-heads", "2", "--ffn", "48", "--vocab", "64", "--seq", "16",
+    "--batch", "4", "--mesh", "pp=1", "--micro-batches", "2"]
+
 CASES = [
     ("llama_f32_forward", ["llama"], "forward", 1),
     ("llama_bf16_forward", ["llama", "--dtype", "bf16"], "forward", 1),
@@ -75,6 +82,16 @@ CASES = [
     ("llama_tp1_graphs_train", ["llama", "--train", "--mesh", "tp=1",
                                 "--sequence-parallel"], "train_step", 3,
      ["--cuda-graphs=layer", "--capture-collectives"]),
+    # A pipeline over one rank (a schedule named over pp=1): the
+    # schedule's per-micro-batch passes, ZB-H1's split of the backward into
+    # input and weight gradients, and the pipeline group's loss all-reduce
+    # through NCCL. The point-to-point send and receive between stages need
+    # two GPUs; the nccl part runs them with the rank itself.
+    ("llama_pp1_interleaved_train",
+     [*PP1_LLAMA_GEN, "--pp-schedule", "interleaved", "--pp-virtual", "2"],
+     "train_step", 3),
+    ("llama_pp1_zbh1_train", [*PP1_LLAMA_GEN, "--pp-schedule", "zb-h1"],
+     "train_step", 3),
     # DeepSeek-V3: MLA, routing with a capacity that drops tokens, the
     # gathers, and (training) the router's and the balance loss's gradients
     # and the routing-bias update.
@@ -275,6 +292,9 @@ def main():
     for tests in ("megrt-tests", "megrt-comm-tests"):
         shutil.copy(os.path.join(tests_build, "test", tests),
                     os.path.join(out, "deps", "bin"))
+        # Without symbols (GoogleTest names a failure's file and line
+        # from the source): what is carried stays under the limit.
+        run(["strip", os.path.join(out, "deps", "bin", tests)])
     # megc-run on that same runtime (CUDA, cuDNN, no BLAS), so that the GPU
     # machine's device time is not spent building it; gpu_check.sh builds
     # it there instead when GPU_CHECK_BUILD is set.

@@ -95,6 +95,9 @@ struct MeshSizes {
   int64_t pp = 1, dpOuter = 1, dpShard = 1, ep = 1, cp = 1, tp = 1;
   /// Whether --mesh names tp (a tensor-parallel layout, over one rank too).
   bool tensorParallel = false;
+  /// Whether --mesh names pp: a pipeline when pp > 1, and over one rank
+  /// when a schedule or virtual stages are given too.
+  bool pipelineAxis = false;
   int64_t dataParallel() const { return dpOuter * dpShard * ep; }
 };
 
@@ -112,9 +115,10 @@ Expected<MeshSizes> parseMesh(StringRef text) {
                       item.trim() + "'");
     if (!seen.insert({name, true}).second)
       return genError("--mesh: axis '" + name + "' is given twice");
-    if (name == "pp")
+    if (name == "pp") {
       sizes.pp = size;
-    else if (name == "dp_outer")
+      sizes.pipelineAxis = true;
+    } else if (name == "dp_outer")
       sizes.dpOuter = size;
     else if (name == "dp_shard")
       sizes.dpShard = size;
@@ -555,19 +559,25 @@ Error applyOptimizer(mlir::ModuleOp module, const GenOptions &o) {
   return Error::success();
 }
 
+/// Whether the model runs as a pipeline: over a pp axis of size > 1, or of
+/// size 1 with a schedule or virtual stages named (one rank running the
+/// schedule, its stages' activations passed to itself).
+bool isPipelined(const GenOptions &o, const MeshSizes &sizes) {
+  return sizes.pp > 1 || (sizes.pipelineAxis && (o.ppSchedule || o.ppVirtual));
+}
+
 /// The #meg.pipeline of a pp axis: its schedule, virtual stages and given
 /// layers per stage.
 Error applyPipeline(mlir::ModuleOp module, const GenOptions &o,
                     const MeshSizes &sizes) {
   mlir::MLIRContext *context = module.getContext();
   mlir::Builder builder(context);
-  if (sizes.pp == 1) {
+  if (!isPipelined(o, sizes)) {
     for (const Setting &setting : {Setting{"pp-schedule", bool(o.ppSchedule)},
                                    Setting{"pp-virtual", bool(o.ppVirtual)},
                                    Setting{"pp-layers", bool(o.ppLayers)}})
       if (setting.given)
-        return genError("--" + setting.flag +
-                        " needs a pp axis of size > 1 in --mesh");
+        return genError("--" + setting.flag + " needs a pp axis in --mesh");
     return Error::success();
   }
   if (o.ppSchedule && !megc::pipeline::parseScheduleKind(*o.ppSchedule))
@@ -672,7 +682,7 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   }
   // Pipeline parallelism adds its axis first (stages vary slowest, so that
   // the other groups stay within a node).
-  if (world && sizes.pp > 1 && !world.getAxisSize("pp")) {
+  if (world && isPipelined(o, sizes) && !world.getAxisSize("pp")) {
     SmallVector<mlir::Attribute> names = {builder.getStringAttr("pp")};
     llvm::append_range(names, world.getAxisNames());
     redeclareWorld(names);
@@ -709,7 +719,7 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
   } else {
     SmallVector<StringRef> names, dataNames = {"dp_outer", "dp_shard"};
     SmallVector<int64_t> axisSizes;
-    if (sizes.pp > 1) {
+    if (isPipelined(o, sizes)) {
       names.push_back("pp");
       axisSizes.push_back(sizes.pp);
     }
@@ -726,7 +736,7 @@ Error applyMesh(mlir::ModuleOp module, const GenOptions &o,
                               builder.getStrArrayAttr(names),
                               builder.getDenseI64ArrayAttr(axisSizes));
     // A pipeline alone has no data-parallel gradients to average.
-    if (sizes.pp > 1 && sizes.dataParallel() * sizes.cp == 1)
+    if (isPipelined(o, sizes) && sizes.dataParallel() * sizes.cp == 1)
       return Error::success();
   }
   auto strategy = mlir::meg::symbolizeFsdpStrategy(o.fsdp.value_or("no_shard"));

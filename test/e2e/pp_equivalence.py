@@ -39,6 +39,13 @@ CONFIGS = [
     ("pp=2 zb-h1", "pp=2", [*M4, "--pp-schedule", "zb-h1"]),
     ("pp=4 zb-h1", "pp=4", [*M4, "--pp-schedule", "zb-h1"]),
     ("pp=2 layers 3,1", "pp=2", [*M4, "--pp-layers", "3,1"]),
+    # A pipeline of one rank (a schedule named over pp=1): the schedule's
+    # passes run in order, and under interleaving the activations and
+    # gradients between its two virtual stages go through send and recv to
+    # the rank itself (the GPU check runs this case on one GPU).
+    ("pp=1 interleaved V=2", "pp=1",
+     [*M4, "--pp-schedule", "interleaved", "--pp-virtual", "2"]),
+    ("pp=1 zb-h1", "pp=1", [*M4, "--pp-schedule", "zb-h1"]),
     ("pp=2 clip cosine 8 micro-batches", "pp=2",
      ["--micro-batches", "8", "--clip-grad", "0.5", *SCHEDULE]),
     ("pp=2 x dp_shard=2 optim_grads_params", "pp=2,dp_shard=2",

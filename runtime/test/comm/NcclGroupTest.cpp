@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace megrt::comm {
 namespace {
 
@@ -60,6 +62,28 @@ TEST(NcclGroupTest, GroupOfOneOnOneGpu) {
                                            DType::F32, device.stream());
   group->wait(exchange);
   EXPECT_EQ(device.download(received, count), values);
+
+  // A pipeline gap's batch (two sends and their receives in one NCCL group
+  // call, as the pipeline's send and recv commands issue them), here with
+  // itself: each receive gets its send's elements, in order.
+  float *firstIn = device.allocate<float>(count);
+  float *secondIn = device.allocate<float>(count / 2);
+  std::vector<uint64_t> handles = group->startTransfers(
+      {{f32, nullptr, 0, count, DType::F32},
+       {f32 + count / 2, nullptr, 0, count / 2, DType::F32},
+       {nullptr, firstIn, 0, count, DType::F32},
+       {nullptr, secondIn, 0, count / 2, DType::F32}},
+      device.stream());
+  ASSERT_EQ(handles.size(), 4u);
+  std::vector<uint64_t> waited;
+  for (uint64_t handle : handles)
+    if (std::find(waited.begin(), waited.end(), handle) == waited.end()) {
+      group->wait(handle);
+      waited.push_back(handle);
+    }
+  EXPECT_EQ(device.download(firstIn, count), values);
+  EXPECT_EQ(device.download(secondIn, count / 2),
+            std::vector<float>(values.begin() + count / 2, values.end()));
 }
 
 } // namespace
