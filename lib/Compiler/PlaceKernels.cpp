@@ -177,6 +177,11 @@ LogicalResult ProgramBuilder::placeKernel(Operation *op) {
     inputBuffers.push_back(*buffer);
     launch.args.push_back(*buffer);
   }
+  launch.numInputs = static_cast<uint32_t>(inputs.size());
+  for (int64_t input : inPlace)
+    if (input >= 0 && !llvm::is_contained(launch.updates, input))
+      launch.updates.push_back(input);
+  llvm::sort(launch.updates);
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
     auto type = cast<RankedTensorType>(result.getType());
     if (inPlace[index] >= 0) {

@@ -104,12 +104,20 @@ private:
     llvm::SmallVector<Value> args;
     for (uint32_t arg : launch.args)
       args.push_back(values[arg]);
-    return done(
-        create(rt::LaunchOp::getOperationName(), args,
-               {builder.getNamedAttr(
-                   "kernel", mlir::FlatSymbolRefAttr::get(
-                                 builder.getContext(),
-                                 program.kernels[launch.kernel].name))}));
+    auto inputs = static_cast<int32_t>(launch.numInputs);
+    llvm::SmallVector<NamedAttribute> attrs = {
+        builder.getNamedAttr(
+            "kernel",
+            mlir::FlatSymbolRefAttr::get(builder.getContext(),
+                                         program.kernels[launch.kernel].name)),
+        builder.getNamedAttr(
+            "operandSegmentSizes",
+            builder.getDenseI32ArrayAttr(
+                {inputs, static_cast<int32_t>(args.size()) - inputs}))};
+    if (!launch.updates.empty())
+      attrs.push_back(builder.getNamedAttr(
+          "updates", builder.getDenseI64ArrayAttr(launch.updates)));
+    return done(create(rt::LaunchOp::getOperationName(), args, attrs));
   }
 
   mlir::LogicalResult add(size_t, const GemmCommand &gemm) {

@@ -16,10 +16,10 @@ megrt.entry @lifetimes {
   %b = megrt.arena : !megrt.buffer<tensor<16xf32>>
   %c = megrt.arena : !megrt.buffer<tensor<64xf32>>
   %in = megrt.input 0 : !megrt.buffer<tensor<64xf32>>
-  megrt.launch @k0(%in, %a) : !megrt.buffer<tensor<64xf32>>, !megrt.buffer<tensor<64xf32>>
-  megrt.launch @k1(%a, %b) : !megrt.buffer<tensor<64xf32>>, !megrt.buffer<tensor<16xf32>>
-  megrt.launch @k2(%b, %in) : !megrt.buffer<tensor<16xf32>>, !megrt.buffer<tensor<64xf32>>
-  megrt.launch @k3(%in, %c) : !megrt.buffer<tensor<64xf32>>, !megrt.buffer<tensor<64xf32>>
+  megrt.launch @k0(%in : !megrt.buffer<tensor<64xf32>>) -> (%a : !megrt.buffer<tensor<64xf32>>)
+  megrt.launch @k1(%a : !megrt.buffer<tensor<64xf32>>) -> (%b : !megrt.buffer<tensor<16xf32>>)
+  megrt.launch @k2(%b : !megrt.buffer<tensor<16xf32>>) -> (%in : !megrt.buffer<tensor<64xf32>>)
+  megrt.launch @k3(%in : !megrt.buffer<tensor<64xf32>>) -> (%c : !megrt.buffer<tensor<64xf32>>)
 }
 
 // -----
@@ -40,11 +40,11 @@ megrt.entry @views_and_waits {
   %v = megrt.view %a : !megrt.buffer<tensor<4x4xf32>> to !megrt.buffer<tensor<16xf32>>
   %s = megrt.arena : !megrt.buffer<tensor<16xf32>>
   %t = megrt.arena : !megrt.buffer<tensor<16xf32>>
-  megrt.launch @k0(%a) : !megrt.buffer<tensor<4x4xf32>>
-  megrt.launch @k1(%b) : !megrt.buffer<tensor<16xf32>>
-  megrt.launch @k2(%v, %b, %s) : !megrt.buffer<tensor<16xf32>>, !megrt.buffer<tensor<16xf32>>, !megrt.buffer<tensor<16xf32>>
+  megrt.launch @k0() -> (%a : !megrt.buffer<tensor<4x4xf32>>)
+  megrt.launch @k1() -> (%b : !megrt.buffer<tensor<16xf32>>)
+  megrt.launch @k2(%v, %b : !megrt.buffer<tensor<16xf32>>, !megrt.buffer<tensor<16xf32>>) -> (%s : !megrt.buffer<tensor<16xf32>>)
   %token = megrt.collective "all_reduce" %s : !megrt.buffer<tensor<16xf32>> -> %s : !megrt.buffer<tensor<16xf32>> {submesh = 0, count = 16} -> !megrt.token
-  megrt.launch @k3(%t) : !megrt.buffer<tensor<16xf32>>
+  megrt.launch @k3() -> (%t : !megrt.buffer<tensor<16xf32>>)
   megrt.wait %token, %s : !megrt.buffer<tensor<16xf32>> -> %s : !megrt.buffer<tensor<16xf32>>
 }
 
@@ -64,10 +64,10 @@ megrt.entry @loss attributes {loss_output = 0} {
   %l = megrt.arena : !megrt.buffer<tensor<1xf32>>
   %scratch = megrt.arena : !megrt.buffer<tensor<1000xf32>>
   %out = megrt.output 0 : !megrt.buffer<tensor<1xf32>>
-  megrt.launch @forward(%in, %act) : !megrt.buffer<tensor<10xf32>>, !megrt.buffer<tensor<100xf32>>
-  megrt.launch @last(%act, %last) : !megrt.buffer<tensor<100xf32>>, !megrt.buffer<tensor<10xf32>>
-  megrt.launch @loss(%last, %l) : !megrt.buffer<tensor<10xf32>>, !megrt.buffer<tensor<1xf32>>
-  megrt.launch @backward(%l, %scratch) : !megrt.buffer<tensor<1xf32>>, !megrt.buffer<tensor<1000xf32>>
-  megrt.launch @backward2(%scratch, %act, %last) : !megrt.buffer<tensor<1000xf32>>, !megrt.buffer<tensor<100xf32>>, !megrt.buffer<tensor<10xf32>>
+  megrt.launch @forward(%in : !megrt.buffer<tensor<10xf32>>) -> (%act : !megrt.buffer<tensor<100xf32>>)
+  megrt.launch @last(%act : !megrt.buffer<tensor<100xf32>>) -> (%last : !megrt.buffer<tensor<10xf32>>)
+  megrt.launch @loss(%last : !megrt.buffer<tensor<10xf32>>) -> (%l : !megrt.buffer<tensor<1xf32>>)
+  megrt.launch @backward(%l : !megrt.buffer<tensor<1xf32>>) -> (%scratch : !megrt.buffer<tensor<1000xf32>>)
+  megrt.launch @backward2(%scratch, %act : !megrt.buffer<tensor<1000xf32>>, !megrt.buffer<tensor<100xf32>>) -> (%last : !megrt.buffer<tensor<10xf32>>)
   megrt.copy %l : !megrt.buffer<tensor<1xf32>> -> %out : !megrt.buffer<tensor<1xf32>> {bytes = 4}
 }

@@ -33,7 +33,10 @@ EntryDesc makeEntry(mlir::MLIRContext &context,
   return entry;
 }
 
-LaunchCommand launch(std::vector<uint32_t> args) { return {0, std::move(args)}; }
+LaunchCommand launch(std::vector<uint32_t> args) {
+  auto inputs = static_cast<uint32_t>(args.size() - 1);
+  return {0, std::move(args), inputs};
+}
 
 /// Plans `entry` as the only entry of a program with one kernel.
 MemoryPlan plan(EntryDesc entry) {

@@ -43,6 +43,11 @@ struct BufferDesc {
 struct LaunchCommand {
   uint32_t kernel;
   std::vector<uint32_t> args; // inputs then outputs
+  /// How many of args are the kernel's inputs (read); the rest are its
+  /// outputs (written).
+  uint32_t numInputs = 0;
+  /// The inputs (indices into args) the kernel overwrites in place.
+  std::vector<int64_t> updates;
 };
 
 struct GemmCommand {

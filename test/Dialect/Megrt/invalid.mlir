@@ -30,6 +30,23 @@ megrt.entry @f {
 
 megrt.entry @f {
   %a = megrt.arena : !megrt.buffer<tensor<4xf32>>
+  %b = megrt.arena : !megrt.buffer<tensor<4xf32>>
+  // expected-error @+1 {{'megrt.launch' op updates input 2; the 2 inputs are named once each, in order}}
+  megrt.launch @k(%a, %b : !megrt.buffer<tensor<4xf32>>, !megrt.buffer<tensor<4xf32>>) -> () updates [0, 2]
+}
+
+// -----
+
+megrt.entry @f {
+  %a = megrt.arena : !megrt.buffer<tensor<4xf32>>
+  // expected-error @+1 {{'megrt.launch' op updates input 0; the 1 inputs are named once each, in order}}
+  megrt.launch @k(%a : !megrt.buffer<tensor<4xf32>>) -> () updates [0, 0]
+}
+
+// -----
+
+megrt.entry @f {
+  %a = megrt.arena : !megrt.buffer<tensor<4xf32>>
   // expected-error @+1 {{'megrt.library_call' op calls 'scatter_rows', which is not a library kernel}}
   megrt.library_call "scatter_rows"(%a) slots [0] params [] : !megrt.buffer<tensor<4xf32>>
 }

@@ -28,8 +28,11 @@ megrt.entry @train_step attributes {loss_output = 0} {
   %gq = megrt.arena : !heads
   %grad = megrt.arena : !table
   %loss = megrt.output 0 : !f
-  // CHECK: megrt.launch @megk0_meg_embedding(%{{.*}}, %[[IDS]], %[[X]]) : !megrt.buffer<tensor<256x64xf32>>, !megrt.buffer<tensor<2x16xi32>>, !megrt.buffer<tensor<2x16x64xf32>>
-  megrt.launch @megk0_meg_embedding(%table, %ids, %x) : !table, !ids, !f
+  // CHECK: megrt.launch @megk0_meg_embedding(%{{.*}}, %[[IDS]] : !megrt.buffer<tensor<256x64xf32>>, !megrt.buffer<tensor<2x16xi32>>) -> (%[[X]] : !megrt.buffer<tensor<2x16x64xf32>>)
+  megrt.launch @megk0_meg_embedding(%table, %ids : !table, !ids) -> (%x : !f)
+  // An update in place: the kernel reads and overwrites its first input.
+  // CHECK: megrt.launch @megk1_adamw(%[[X]], %[[Y:.*]] : {{.*}}) -> () updates [0]
+  megrt.launch @megk1_adamw(%x, %y : !f, !f) -> () updates [0]
   // CHECK: megrt.gemm %[[X]] : {{.*}} x %[[W]] : {{.*}} -> %[[Y:.*]] : !megrt.buffer<tensor<2x16x64xf32>> {k = 64 : i64, m = 32 : i64, n = 64 : i64, trans_b}
   megrt.gemm %x : !f x %w : !w -> %y : !f {m = 32, n = 64, k = 64, trans_b}
   // CHECK: megrt.gemm {{.*}} bias %{{.*}} : {{.*}} {accumulate, batch = 2 : i64

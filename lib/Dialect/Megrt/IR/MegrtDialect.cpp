@@ -68,6 +68,34 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
+LogicalResult LaunchOp::verify() {
+  std::optional<ArrayRef<int64_t>> updates = getUpdates();
+  if (!updates)
+    return success();
+  int64_t previous = -1;
+  for (int64_t input : *updates) {
+    if (input <= previous || input >= static_cast<int64_t>(getInputs().size()))
+      return emitOpError() << "updates input " << input << "; the "
+                           << getInputs().size()
+                           << " inputs are named once each, in order";
+    previous = input;
+  }
+  return success();
+}
+
+void LaunchOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  ArrayRef<int64_t> updates = getUpdates().value_or(ArrayRef<int64_t>());
+  for (auto [index, input] : llvm::enumerate(getInputsMutable())) {
+    effects.emplace_back(MemoryEffects::Read::get(), &input);
+    if (llvm::is_contained(updates, static_cast<int64_t>(index)))
+      effects.emplace_back(MemoryEffects::Write::get(), &input);
+  }
+  for (OpOperand &output : getOutputsMutable())
+    effects.emplace_back(MemoryEffects::Write::get(), &output);
+}
+
 void GemmOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {

@@ -146,18 +146,25 @@ def Megrt_ViewOp : Megrt_Op<"view", [Pure, Megrt_BufferDeclaration]> {
 // Commands
 //===----------------------------------------------------------------------===//
 
-def Megrt_LaunchOp : Megrt_Op<"launch"> {
+def Megrt_LaunchOp : Megrt_Op<"launch",
+    [AttrSizedOperandSegments, DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Runs a generated kernel on its arguments";
   let description = [{
-    The kernel's arguments, its inputs then its outputs; each may be read
-    and written.
+    The kernel's arguments: its inputs, which it reads, then its outputs,
+    which it writes. `updates` lists the inputs it also overwrites (an
+    optimizer update storing its results into the state it reads, in
+    place: those results have no output of their own).
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel,
-                       Arg<Variadic<Megrt_AnyBuffer>, "inputs then outputs",
-                           [MemRead, MemWrite]>:$args);
+                       Variadic<Megrt_AnyBuffer>:$inputs,
+                       Variadic<Megrt_AnyBuffer>:$outputs,
+                       OptionalAttr<DenseI64ArrayAttr>:$updates);
   let assemblyFormat = [{
-    $kernel `(` $args `)` attr-dict `:` type($args)
+    $kernel `(` ($inputs^ `:` type($inputs))? `)`
+    `->` `(` ($outputs^ `:` type($outputs))? `)`
+    (`updates` $updates^)? attr-dict
   }];
+  let hasVerifier = 1;
 }
 
 def Megrt_GemmOp : Megrt_Op<"gemm",
