@@ -61,16 +61,17 @@ void CollectivesInFlight::beginRun() const {
 }
 
 void CollectivesInFlight::run(const CollectiveCall &call, void *stream) {
+  CollectiveForm form = collectiveInfo(call.kind).form;
+  bool transfer =
+      form == CollectiveForm::Send || form == CollectiveForm::Receive;
   // A transfer of nothing still counts toward its batch.
-  bool batched = (call.kind == comm::CollectiveKind::Send ||
-                  call.kind == comm::CollectiveKind::Recv) &&
-                 call.params.size() > 2 && call.params[2] > 1;
+  bool batched = transfer && call.params.size() > 2 && call.params[2] > 1;
   if (!call.group && !batched)
     return;
   // A collective that failed may still be moving bytes.
   try {
     uint64_t handle;
-    if (call.kind == comm::CollectiveKind::Shift) {
+    if (form == CollectiveForm::Shift) {
       // Each rank sends to the rank `offset` places on and receives from
       // the one `offset` places back, around the group.
       int size = call.group->size(), rank = call.group->rank();
@@ -79,8 +80,7 @@ void CollectivesInFlight::run(const CollectiveCall &call, void *stream) {
       handle = call.group->startExchange(
           call.src, (rank + offset) % size, call.dst,
           (rank - offset + size) % size, call.count, call.dtype, stream);
-    } else if (call.kind == comm::CollectiveKind::Send ||
-               call.kind == comm::CollectiveKind::Recv) {
+    } else if (transfer) {
       std::optional<uint64_t> started = startTransfer(call, stream);
       // A batch's transfers are recorded when the batch starts.
       if (!started)
@@ -106,7 +106,7 @@ CollectivesInFlight::startTransfer(const CollectiveCall &call, void *stream) {
   // params[1] and [2] name its batch and how many transfers it has (-1
   // and 1 alone).
   int peer = static_cast<int>(call.params.at(0));
-  bool send = call.kind == comm::CollectiveKind::Send;
+  bool send = collectiveInfo(call.kind).form == CollectiveForm::Send;
   comm::Group::Transfer transfer{send ? call.src : nullptr,
                                  send ? nullptr : call.dst, peer, call.count,
                                  call.dtype};

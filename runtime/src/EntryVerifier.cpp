@@ -389,7 +389,8 @@ private:
            sizeOf(collective.params()));
     DType dtype = toDType(collective.dtype());
     int64_t group = mesh_.groupSize(collective.submesh(), where);
-    if (info->id == CollectiveId::Send || info->id == CollectiveId::Recv)
+    if (info->form == CollectiveForm::Send ||
+        info->form == CollectiveForm::Receive)
       verifyTransfer(collective, index, group, where);
     if (info->reduces && !isFloatingPoint(dtype))
       fail(where, ": ", name,

@@ -12,11 +12,14 @@ namespace megrt {
 
 enum class CollectiveId : uint8_t {
 #define MEGRT_COLLECTIVE(Id, name, source, destination, reduces, inPlace,      \
-                         communicates, sent, params)                           \
+                         form, sent, params)                                   \
   Id,
 #include "megrt/Collectives.def"
 #undef MEGRT_COLLECTIVE
 };
+
+/// How the runtime runs a collective (Collectives.def's `form`).
+enum class CollectiveForm : uint8_t { Group, Local, Shift, Send, Receive };
 
 /// What a rank of a collective sends (Collectives.def's `sent`).
 enum class CollectiveTraffic : uint8_t { None, Share, TwiceShare, Source };
@@ -28,7 +31,10 @@ struct CollectiveInfo {
   /// Whether the source (destination) holds count times the group size
   /// elements rather than count.
   bool sourceWhole, destinationWhole;
-  bool reduces, inPlace, communicates;
+  bool reduces, inPlace;
+  CollectiveForm form;
+  /// Needs a communicator (every form but Local).
+  bool communicates;
   CollectiveTraffic sent;
   /// The integer parameters a command of it carries.
   int params;
@@ -69,14 +75,15 @@ constexpr bool kWhole1 = false, kWholeG = true;
 
 inline constexpr CollectiveInfo kCollectives[] = {
 #define MEGRT_COLLECTIVE(Id, name, source, destination, reduces, inPlace,      \
-                         communicates, sent, params)                           \
+                         form, sent, params)                                   \
   {CollectiveId::Id,                                                           \
    name,                                                                       \
    detail::kWhole##source,                                                     \
    detail::kWhole##destination,                                                \
    reduces,                                                                    \
    inPlace,                                                                    \
-   communicates,                                                               \
+   CollectiveForm::form,                                                       \
+   CollectiveForm::form != CollectiveForm::Local,                              \
    CollectiveTraffic::sent,                                                    \
    params},
 #include "megrt/Collectives.def"

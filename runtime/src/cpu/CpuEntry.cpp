@@ -108,7 +108,7 @@ CpuEntry::CpuEntry(const fb::Program &program, const fb::Entry &entry,
       commands_.emplace_back(LibraryCall{
           prepareCpuLibraryCall(*calls[i], operands, libraryScratch_.data())});
     } else if (const fb::Collective *c = command->op_as_Collective()) {
-      if (findCollective(toString(c->kind()))->id == CollectiveId::Slice) {
+      if (findCollective(toString(c->kind()))->form == CollectiveForm::Local) {
         SliceCopy slice = toSliceCopy(*c, groups);
         commands_.emplace_back(Copy{buffers[c->src()] + slice.srcOffset,
                                     buffers[c->dst()],

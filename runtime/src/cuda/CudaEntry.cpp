@@ -129,7 +129,7 @@ CudaEntry::CudaEntry(const fb::Entry &entry, const std::string &where,
     } else if (const fb::Collective *c = command->op_as_Collective()) {
       CUdeviceptr src = buffers[c->src()];
       CUdeviceptr dst = buffers[c->dst()];
-      if (findCollective(toString(c->kind()))->id == CollectiveId::Slice) {
+      if (findCollective(toString(c->kind()))->form == CollectiveForm::Local) {
         // Verification keeps a slice's source and destination apart.
         SliceCopy slice = toSliceCopy(*c, resources.groups);
         commands_.emplace_back(Copy{src + slice.srcOffset, dst,
