@@ -70,8 +70,9 @@ cl::opt<int64_t> top("top", cl::desc("Layouts to list (default 5)"),
                      cl::cat(planCategory));
 cl::opt<double> timeLimit(
     "time-limit",
-    cl::desc("With --gpus: seconds after which the search compiles no "
-             "further candidate once one fits (default 540)"),
+    cl::desc("With --gpus: seconds within which the search ends once a "
+             "candidate fits: it starts no compile that would end later, "
+             "were it as long as the longest so far (default 540)"),
     cl::init(540), cl::sub(planSubCommand()), cl::cat(planCategory));
 cl::opt<std::string>
     budgetText("budget",

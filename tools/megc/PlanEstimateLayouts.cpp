@@ -228,14 +228,14 @@ Outcome estimateOptions(const Layout &layout, const ModelFacts &facts,
     for (const PipelineOption &schedule :
          pipelineOptions(layout.pp, option.microBatches, facts.layers)) {
       plan::LayoutShape shape;
-      // The heaviest stage, at most: the leading distinct layers (the
-      // slices hold them) and an even share of the repeating ones. The
-      // estimate extends the slices from there, never below them.
-      int64_t repeating = facts.layers - facts.repeatFrom;
+      // The heaviest stage: an even share of all the layers (the cut
+      // balances their work, and the leading distinct ones, which the
+      // first stage holds, take their place in its share), at least the
+      // slices' layers, from which the estimate extends.
       int64_t chunks = layout.pp * schedule.virtualStages;
-      shape.layersPerStage = facts.repeatFrom + (repeating + chunks - 1) /
-                                                    chunks *
-                                                    schedule.virtualStages;
+      shape.layersPerStage =
+          std::max(facts.repeatFrom + 1, (facts.layers + chunks - 1) / chunks *
+                                             schedule.virtualStages);
       shape.microBatches = option.microBatches;
       shape.slots = schedule.slots;
       shape.inFlight = schedule.inFlight;

@@ -233,6 +233,8 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
            candidate.estimate.stepSeconds * (1 - largestError) <=
                fitting.front().measured.sim.stepSeconds;
   };
+  // The longest a candidate's compile and simulation took so far.
+  double longestCompile = 0;
   // Compiles and simulates `estimated[index]`: true where it fits.
   auto compileCandidate = [&](size_t index) {
     const Candidate &candidate = estimated[index];
@@ -246,6 +248,7 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     Expected<Measured> measured =
         measure(context, candidateOptions(base, candidate), candidate.recompute,
                 cluster, candidate.graphs);
+    longestCompile = std::max(longestCompile, secondsSince(start));
     if (!measured) {
       rejected.push_back(
           {candidate.describe(), toString(measured.takeError())});
@@ -291,11 +294,13 @@ int runSearch(const SearchRequest &request, const plan::Cluster &cluster,
     });
     return true;
   };
-  // Past the time limit, with a plan that fits, nothing more is compiled.
+  // With a plan that fits, no compile starts that would end past the time
+  // limit, were it to take as long as the longest so far.
   bool timeUp = false;
   auto outOfTime = [&] {
-    timeUp = timeUp ||
-             (!fitting.empty() && secondsSince(started) > request.timeLimit);
+    timeUp =
+        timeUp || (!fitting.empty() &&
+                   secondsSince(started) + longestCompile > request.timeLimit);
     return timeUp;
   };
   for (size_t index = 0; index < estimated.size(); ++index) {
