@@ -4,8 +4,9 @@ it, runs forward and three training steps; its numbers equal megc-run's.
 
 It builds the extension, so it runs only when MEGC_PIP_INSTALL_TEST is set
 (scripts/test.sh sets it). MEGC_WHEEL_BUILD_DIR names scikit-build-core's
-build directory; scripts/test.sh keeps it next to the main build so that
-ccache serves the compiler libraries the main build compiled."""
+build directory; scripts/test.sh keeps it next to the main build, and the
+wheel is built with the main build's compilers, so that ccache serves the
+compiler libraries the main build compiled."""
 
 import os
 import subprocess
@@ -43,6 +44,24 @@ print(megc.__file__)
 """
 
 
+def main_build_compilers():
+    """The C and C++ compilers of the main build (MEGC_BUILD_DIR), as
+    CMake definitions: ccache keys the objects by the compiler's path, so
+    the wheel's build takes the cached objects only with the same one."""
+    cache = os.path.join(os.environ.get("MEGC_BUILD_DIR", ""),
+                         "CMakeCache.txt")
+    compilers = {}
+    if not os.path.exists(cache):
+        return compilers
+    with open(cache) as f:
+        for line in f:
+            name, _, value = line.strip().partition("=")
+            name = name.split(":")[0]
+            if name in ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER") and value:
+                compilers[name] = value
+    return compilers
+
+
 def run(args, **kwargs):
     result = subprocess.run(list(map(str, args)), capture_output=True,
                             text=True, **kwargs)
@@ -61,6 +80,8 @@ def test_pip_install_in_a_fresh_venv(tmp_path, tools, batch):
     run([*pip, "numpy"], env=env)
     build_dir = os.environ.get("MEGC_WHEEL_BUILD_DIR")
     settings = [f"--config-settings=build-dir={build_dir}"] if build_dir else []
+    settings += [f"--config-settings=cmake.define.{name}={path}"
+                 for name, path in main_build_compilers().items()]
     run([*pip, *settings, ROOT / "python-bindings"], env=env)
 
     out = tmp_path / "out"
