@@ -57,7 +57,7 @@ uint64_t bytesOf(Type type) {
 
 /// Work the selective level keeps: its results are what the recomputation
 /// starts from.
-bool isMatrixProduct(Operation *op) { return isa<LinearOp, MatmulOp>(op); }
+bool isMatrixProduct(Operation *op) { return op->hasTrait<MatrixProduct>(); }
 
 /// An op that is never recomputed: it reads a parameter, is a constant, or
 /// talks to other ranks. A blocking all-gather of an activation (a layer's

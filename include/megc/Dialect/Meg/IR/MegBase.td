@@ -170,6 +170,11 @@ defvar Meg_ElementwiseTraits = [Meg_Pointwise, Meg_Elementwise];
 def Meg_RowReduction : NativeOpTrait<"RowReduction"> {
   let cppNamespace = "::mlir::meg";
 }
+// A product of matrices (a GEMM on a device): selective recomputation
+// keeps its results and recomputes the cheaper work between them.
+def Meg_MatrixProduct : NativeOpTrait<"MatrixProduct"> {
+  let cppNamespace = "::mlir::meg";
+}
 
 // Tensor constraints used across the dialect.
 def Meg_FloatElement : AnyTypeOf<[F32, BF16, F16]>;

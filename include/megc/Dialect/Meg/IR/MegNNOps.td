@@ -41,7 +41,8 @@ def Meg_EmbeddingOp : Meg_Op<"embedding", [Meg_VJP, Meg_TP, Pure, InferTypeOpAda
   }];
 }
 
-def Meg_MatmulOp : Meg_Op<"matmul", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
+def Meg_MatmulOp : Meg_Op<"matmul",
+    [Meg_VJP, Meg_MatrixProduct, Pure, InferTypeOpAdaptor]> {
   let summary = "Batched matrix product";
   let description = [{
     Multiplies the trailing two dimensions: `lhs [..., M, K] x rhs [..., K, N]
@@ -63,7 +64,8 @@ def Meg_MatmulOp : Meg_Op<"matmul", [Meg_VJP, Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Meg_LinearOp : Meg_Op<"linear", [Meg_VJP, Meg_TP, Pure, InferTypeOpAdaptor]> {
+def Meg_LinearOp : Meg_Op<"linear",
+    [Meg_VJP, Meg_TP, Meg_MatrixProduct, Pure, InferTypeOpAdaptor]> {
   let summary = "Affine layer with a [out, in] weight";
   let description = [{
     `result = input @ weight^T (+ bias)` with the weight laid out

@@ -29,6 +29,10 @@ class Elementwise : public OpTrait::TraitBase<ConcreteType, Elementwise> {};
 template <typename ConcreteType>
 class RowReduction : public OpTrait::TraitBase<ConcreteType, RowReduction> {};
 
+/// A product of matrices (a GEMM on a device).
+template <typename ConcreteType>
+class MatrixProduct : public OpTrait::TraitBase<ConcreteType, MatrixProduct> {};
+
 } // namespace mlir::meg
 
 #endif // MEGC_DIALECT_MEG_IR_MEGTRAITS_H
