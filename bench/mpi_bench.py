@@ -52,14 +52,15 @@ class Bench:
             np.save(path, rng.integers(0, vocab, (batch, seq)).astype(np.int32))
             self.inputs += ["--input", f"{name}={path}"]
 
-    def compile(self, tag, gen_flags, preset="llama"):
-        """Compiles `megc gen PRESET GEN_FLAGS`; returns the artifact and the
-        train_step figures of `megc inspect`: weights and training state MB
-        per rank, MB sent per rank per step, arena MB."""
+    def compile(self, tag, gen_flags, preset="llama", compile_flags=()):
+        """Compiles `megc gen PRESET GEN_FLAGS` (with `megc COMPILE_FLAGS`);
+        returns the artifact and the train_step figures of `megc inspect`:
+        weights and training state MB per rank, MB sent per rank per step,
+        arena MB."""
         model = os.path.join(self.tmp, tag + ".mlir")
         artifact = os.path.join(self.tmp, tag + ".megc")
         run([self.megc, "gen", preset, *gen_flags, "-o", model])
-        run([self.megc, model, "-o", artifact])
+        run([self.megc, model, *compile_flags, "-o", artifact])
         listing = run([self.megc, "inspect", artifact]).stdout
         per_rank = re.search(r"model weights ([\d.]+) MB, training state "
                              r"([\d.]+) MB\)", listing)

@@ -21,7 +21,13 @@ and the elementwise backward made B three times W on this CPU (8 against
    cool-down with equal stages, the backward taking any multiple of the
    forward), and the measured ZB-H1 bubble as a share of 1F1B's (the paper's
    ZB-H1 bubble is (P - 1)(F + B - W) against (P - 1)(F + B + W), a third
-   with equal F, B and W).
+   with equal F, B and W). 1F1B twice: as the textbook runs it, each
+   backward sending after its weight gradients (`megc --no-early-sends`,
+   "1f1b-late"), and as megc compiles it, each pass's sends started as
+   soon as the values sent exist, before the pass's weight gradients and
+   the last stage's updates ("1f1b"): that takes part of the zero-bubble
+   gain, a bubble of about (P - 1)(F + B), so ZB-H1's share of it is about
+   (F + B - W) / (F + B), a half with equal passes.
 2. Bytes sent per rank per step, summed from the trace's send commands
    (the runtime's own counts), against the textbook volume: a stage sends
    its output of every micro-batch on (all but the last) and its input
@@ -67,8 +73,8 @@ def gen_flags(ranks, micro, schedule, shape=None):
 
 def trace_figures(path, ranks):
     """Per rank: (median idle fraction of a train_step, median bytes sent
-    per step), from the trace files of one run (steps after the first two
-    dropped)."""
+    per step, median idle ms of a step), from the trace files of one run
+    (steps after the first two dropped)."""
     base, ext = os.path.splitext(path)
     figures = []
     for rank in range(ranks):
@@ -78,7 +84,7 @@ def trace_figures(path, ranks):
         events = data["traceEvents"] if isinstance(data, dict) else data
         steps = sorted((e for e in events if e.get("name") == "train_step"
                         and e.get("ph") == "X"), key=lambda e: e["ts"])[2:]
-        idle, sent = [], []
+        idle, sent, idle_ms = [], [], []
         for step in steps:
             begin, end = step["ts"], step["ts"] + step["dur"]
             inside = [e for e in events if e.get("cat") == "collective"
@@ -86,9 +92,11 @@ def trace_figures(path, ranks):
             waited = sum(e["dur"] for e in inside
                          if e["name"] in ("wait", "all_reduce"))
             idle.append(waited / step["dur"])
+            idle_ms.append(waited / 1000)
             sent.append(sum(e["args"].get("bytes", 0) for e in inside
                             if e["name"] == "send"))
-        figures.append((statistics.median(idle), statistics.median(sent)))
+        figures.append((statistics.median(idle), statistics.median(sent),
+                        statistics.median(idle_ms)))
     return figures
 
 
@@ -104,17 +112,25 @@ def main():
           f"stage, one sequence per micro-batch, one thread per rank")
     print("\n1. and 2. bubble (idle share of the step, worst rank) and "
           "bytes sent per step")
-    print(f"{'P':>2} {'M':>3} {'schedule':>9} {'idle mean':>9} {'worst':>6} "
-          f"{'1f1b formula':>12}"
+    print(f"{'P':>2} {'M':>3} {'schedule':>10} {'idle mean':>9} {'worst':>6} "
+          f"{'idle ms':>7} {'1f1b formula':>12}"
           f" {'sent B/step (max rank)':>23} {'textbook':>9}")
+    # 1f1b-late: 1F1B compiled with --no-early-sends, each pass sending
+    # after all its work (the textbook 1F1B, whose backward sends after its
+    # weight gradients); 1f1b: as megc compiles it, each pass's sends
+    # started as soon as the values sent exist (before the pass's weight
+    # gradients and, on the last stage, its updates).
+    variants = (("1f1b-late", "1f1b", ["--no-early-sends"]),
+                ("1f1b", "1f1b", []), ("zb-h1", "zb-h1", []))
     bubbles = {}
     for ranks, micro in ((2, 4), (2, 8), (4, 8)):
-        for schedule in ("1f1b", "zb-h1"):
+        for label, schedule, compile_flags in variants:
             bench = Bench(options.build, tmp, ranks=ranks, vocab=VOCAB,
                           batch=micro, seq=SEQ)
-            artifact, _ = bench.compile(f"pp{ranks}_{micro}_{schedule}",
-                                        gen_flags(ranks, micro, schedule))
-            trace = os.path.join(tmp, f"trace_{ranks}_{micro}_{schedule}.json")
+            artifact, _ = bench.compile(f"pp{ranks}_{micro}_{label}",
+                                        gen_flags(ranks, micro, schedule),
+                                        compile_flags=compile_flags)
+            trace = os.path.join(tmp, f"trace_{ranks}_{micro}_{label}.json")
             for old in glob.glob(trace[:-5] + "*"):
                 os.remove(old)
             run(bench.mpirun + [bench.megc_run, artifact, "--entry",
@@ -125,6 +141,7 @@ def main():
             figures = trace_figures(trace, ranks)
             idle = max(figure[0] for figure in figures)
             mean = sum(figure[0] for figure in figures) / ranks
+            mean_ms = sum(figure[2] for figure in figures) / ranks
             formula = (ranks - 1) / (micro + ranks - 1)
             activation = SEQ * HIDDEN * 4
             # The scalars all-reduced after the passes: a ring all-reduce
@@ -135,18 +152,20 @@ def main():
                                               (rank > 0))
                         for rank in range(ranks)]
             measured = [int(figure[1]) for figure in figures]
-            bubbles[(ranks, micro, schedule)] = mean
-            print(f"{ranks:>2} {micro:>3} {schedule:>9} {mean:>9.3f} "
-                  f"{idle:>6.3f} "
+            bubbles[(ranks, micro, label)] = mean
+            print(f"{ranks:>2} {micro:>3} {label:>10} {mean:>9.3f} "
+                  f"{idle:>6.3f} {mean_ms:>7.1f} "
                   f"{formula:>12.3f} {max(measured):>23} "
                   f"{max(textbook):>9}"
                   + ("" if measured == textbook else
                      f"  DIFFERS per rank {measured} vs {textbook}"))
     for ranks, micro in ((2, 4), (2, 8), (4, 8)):
-        ratio = bubbles[(ranks, micro, "zb-h1")] / max(
-            bubbles[(ranks, micro, "1f1b")], 1e-9)
+        zb = bubbles[(ranks, micro, "zb-h1")]
+        late = zb / max(bubbles[(ranks, micro, "1f1b-late")], 1e-9)
+        early = zb / max(bubbles[(ranks, micro, "1f1b")], 1e-9)
         print(f"P={ranks} M={micro}: zb-h1 bubble / 1f1b bubble (mean idle "
-              f"of the ranks) = {ratio:.2f}")
+              f"share of the ranks) = {late:.2f} against the textbook "
+              f"1F1B (1f1b-late), {early:.2f} against megc's 1f1b")
 
     print("\n3. stage 0's planned activation memory (train_step arena, "
           "rank 0) as M doubles, micro-batches of one sequence, hidden "

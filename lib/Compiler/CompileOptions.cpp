@@ -119,6 +119,7 @@ Expected<CompileOptions> parseCompileFlags(const CompileFlags &flags) {
   }
   options.fuse = !flags.noFuse;
   options.fuseRope = !flags.noFuseRope;
+  options.earlySends = !flags.noEarlySends;
   options.shareIoBuffers = flags.shareIoBuffers;
   if (flags.captureCollectives && options.cudaGraphs == CudaGraphScope::None)
     return optionError("--capture-collectives captures collectives into CUDA "

@@ -132,7 +132,10 @@ void buildFrontEndPipeline(mlir::OpPassManager &pm, mlir::ModuleOp module,
   // layer's weight gradient, an MoE layer's shared experts). After the
   // outlining, so that a collective captured in a graph region starts and
   // is waited for inside it.
-  pm.addNestedPass<mlir::func::FuncOp>(mlir::meg::createMegAsyncCollectives());
+  mlir::meg::MegAsyncCollectivesOptions async;
+  async.earlyTransfers = options.earlySends;
+  pm.addNestedPass<mlir::func::FuncOp>(
+      mlir::meg::createMegAsyncCollectives(async));
 }
 
 mlir::LogicalResult runPipeline(mlir::ModuleOp module,

@@ -109,3 +109,46 @@ module {
     return
   }
 }
+
+// -----
+
+// A pipeline rank's program: an update moves up to its gradient but not
+// above a send (the neighbour waits for it), and the weight-gradient pass
+// of a zero-bubble schedule keeps its ops (the schedule delays it to fill
+// the bubble) although their inputs exist earlier.
+// CHECK-LABEL: func.func @pipelined
+// CHECK: %[[DX:.*]] = meg.matmul %arg1, %arg2 {meg.pipeline_pass = "backward.mb0"}
+// CHECK-NEXT: %[[G:.*]] = meg.mul %[[DX]], %[[DX]] {meg.pipeline_pass = "backward.mb0"}
+// CHECK-NEXT: meg.send_start %[[DX]]
+// CHECK: meg.adamw %{{.*}}, %[[G]],
+// CHECK: meg.add %arg0, %arg0 {meg.pipeline_pass = "forward.mb1"}
+// CHECK-NEXT: %[[DW:.*]] = meg.matmul %[[DX]], %arg0 transpose_lhs {meg.pipeline_pass = "weight.mb0"}
+// CHECK: meg.adamw %{{.*}}, %[[DW]],
+// CHECK: meg.wait
+module {
+  meg.mesh @world [pp = 2]
+  meg.submesh @world[pp]
+  meg.param @a : tensor<8x8xf32> init #meg.init<zeros>
+  meg.param @b : tensor<4x8xf32> init #meg.init<zeros>
+  meg.param state @optimizer.exp_avg.a : tensor<8x8xf32> init #meg.init<zeros>
+  meg.param state @optimizer.exp_avg.b : tensor<4x8xf32> init #meg.init<zeros>
+  func.func @pipelined(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %wt: tensor<8x8xf32>, %t: tensor<i64>) -> tensor<4x8xf32> attributes {meg.pipeline_rank = 1 : i64} {
+    %dx = meg.matmul %dy, %wt {meg.pipeline_pass = "backward.mb0"} : tensor<4x8xf32>, tensor<8x8xf32>
+    %g = meg.mul %dx, %dx {meg.pipeline_pass = "backward.mb0"} : tensor<4x8xf32>, tensor<4x8xf32>
+    %sf = meg.send_start %dx over @world[pp] to 0 : tensor<4x8xf32> -> !meg.future<tensor<4x8xf32>>
+    %h = meg.add %x, %x {meg.pipeline_pass = "forward.mb1"} : tensor<4x8xf32>, tensor<4x8xf32>
+    %dw = meg.matmul %dx, %x transpose_lhs {meg.pipeline_pass = "weight.mb0"} : tensor<4x8xf32>, tensor<4x8xf32>
+    %b = meg.param_ref @b : tensor<4x8xf32>
+    %mb = meg.param_ref @optimizer.exp_avg.b : tensor<4x8xf32>
+    %b2:3 = meg.adamw %b, %g, %mb, %mb, %t config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) {meg.pipeline_pass = "backward.mb0"} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>
+    %a = meg.param_ref @a : tensor<8x8xf32>
+    %ma = meg.param_ref @optimizer.exp_avg.a : tensor<8x8xf32>
+    %a2:3 = meg.adamw %a, %dw, %ma, %ma, %t config(#meg.adamw<lr = 1.0e-3, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0>) {meg.pipeline_pass = "weight.mb0"} : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<i64>
+    %sent = meg.wait %sf : !meg.future<tensor<4x8xf32>>
+    meg.param_store @a, %a2#0 : tensor<8x8xf32>
+    meg.param_store @optimizer.exp_avg.a, %a2#1 : tensor<8x8xf32>
+    meg.param_store @b, %b2#0 : tensor<4x8xf32>
+    meg.param_store @optimizer.exp_avg.b, %b2#1 : tensor<4x8xf32>
+    return %h : tensor<4x8xf32>
+  }
+}

@@ -55,6 +55,9 @@ struct CompileOptions {
   Emit emit = Emit::Artifact;
   bool fuse = true;
   bool fuseRope = true;
+  /// Pipeline transfers start as soon as the values they send exist
+  /// (meg-async-collectives' early-transfers); `--no-early-sends` off.
+  bool earlySends = true;
   CudaGraphScope cudaGraphs = CudaGraphScope::None;
   bool shareIoBuffers = false;
   /// `--capture-collectives`: collectives run inside graph regions (NCCL

@@ -9,6 +9,7 @@
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::meg {
 #define GEN_PASS_DEF_MEGASYNCCOLLECTIVES
@@ -77,6 +78,9 @@ struct MegAsyncCollectivesPass
   using MegAsyncCollectivesBase::MegAsyncCollectivesBase;
 
   void runOnOperation() override {
+    if (earlyTransfers &&
+        getOperation()->hasAttr(MegDialect::kPipelineRankAttrName))
+      startTransfersEarly(getOperation().getBody().front());
     SmallVector<CollectiveOpInterface> collectives;
     getOperation().walk([&](Operation *op) {
       if (isa<AllGatherOp>(op) && reachesParamStore(op->getResult(0)))
@@ -89,8 +93,98 @@ struct MegAsyncCollectivesPass
       split(collective);
   }
 
+  /// In a pipeline rank's program, each batch of transfers that sends (a
+  /// run of meg.send_start and meg.recv_start between two passes) starts as
+  /// soon as the values it sends exist: the ops before it that the sent
+  /// values do not need (a backward pass's weight gradients, the last
+  /// stage's updates and their stores) move after it, in their order, so
+  /// that the neighbour waiting for the transfer waits for no more than it
+  /// needs. Only ops of the pass that computes the sent values move, and
+  /// only ops that compute, read or store parameters, back to the nearest
+  /// other (a wait, a transfer, a collective), so the transfers keep their
+  /// order on every rank.
+  void startTransfersEarly(Block &block) {
+    SmallVector<SmallVector<Operation *>> runs;
+    for (Operation &op : block) {
+      if (!isa<SendStartOp, RecvStartOp>(op))
+        continue;
+      Operation *prev = op.getPrevNode();
+      if (prev && isa<SendStartOp, RecvStartOp>(prev))
+        runs.back().push_back(&op);
+      else
+        runs.push_back({&op});
+    }
+    for (SmallVector<Operation *> &run : runs) {
+      if (llvm::none_of(run, [](Operation *op) { return isa<SendStartOp>(op); }))
+        continue;
+      // The pass that computes the sent values (one pass's sends make a
+      // batch), back to its first op or a wait, transfer or collective.
+      Attribute pass;
+      for (Operation *op : run)
+        if (auto send = dyn_cast<SendStartOp>(op))
+          if (Operation *def = send->getOperand(0).getDefiningOp())
+            pass = def->getAttr(MegDialect::kPipelinePassAttrName);
+      if (!pass)
+        continue;
+      SmallVector<Operation *> region;
+      for (Operation *it = run.front()->getPrevNode(); it;
+           it = it->getPrevNode()) {
+        Attribute other = it->getAttr(MegDialect::kPipelinePassAttrName);
+        if ((other && other != pass) ||
+            (!isMemoryEffectFree(it) && !isa<ParamStoreOp, ParamRefOp>(it)))
+          break;
+        region.push_back(it);
+      }
+      std::reverse(region.begin(), region.end());
+      llvm::DenseSet<Operation *> inRegion(region.begin(), region.end());
+      // What the sent values need.
+      llvm::DenseSet<Operation *> needed;
+      SmallVector<Operation *> worklist;
+      for (Operation *op : run)
+        for (Value operand : op->getOperands())
+          if (Operation *def = operand.getDefiningOp(); def && inRegion.contains(def))
+            worklist.push_back(def);
+      while (!worklist.empty()) {
+        Operation *op = worklist.pop_back_val();
+        if (!needed.insert(op).second)
+          continue;
+        // Its operands and those of the ops nested in it (a fusion's body).
+        op->walk([&](Operation *nested) {
+          for (Value operand : nested->getOperands())
+            if (Operation *def = operand.getDefiningOp();
+                def && inRegion.contains(def))
+              worklist.push_back(def);
+        });
+      }
+      SmallVector<Operation *> rest;
+      // A store that moves must not pass a read of its parameter that stays.
+      llvm::StringSet<> stored;
+      bool blocked = false;
+      for (Operation *op : region) {
+        if (!needed.contains(op)) {
+          rest.push_back(op);
+          if (auto store = dyn_cast<ParamStoreOp>(op))
+            stored.insert(store.getName());
+        } else if (auto ref = dyn_cast<ParamRefOp>(op)) {
+          blocked |= stored.contains(ref.getName());
+        }
+      }
+      if (rest.empty() || blocked)
+        continue;
+      Operation *at = run.back();
+      for (Operation *op : rest) {
+        op->moveAfter(at);
+        at = op;
+      }
+      ++transfersHoisted;
+    }
+  }
+
   void split(CollectiveOpInterface collective) {
     Operation *op = collective;
+    bool pipelined =
+        op->getParentOfType<func::FuncOp>()->hasAttr(
+            MegDialect::kPipelineRankAttrName);
     Block *block = op->getBlock();
     // The first op of the block that reads the result (found by walking
     // forward: the moves below invalidate the block's order).
@@ -106,14 +200,21 @@ struct MegAsyncCollectivesPass
       }
     // As early as the input exists, but after every op that writes (other
     // collectives, waits, parameter stores), so that the collectives keep
-    // their order on every rank. The input itself, when only the
+    // their order on every rank. In a pipeline rank's program, waits and
+    // parameter stores do not hold it back (they neither communicate nor
+    // write the input): the sums of the loss and the non-finite count,
+    // after the passes, then start at the rank's last transfer, so that a
+    // stage whose update waits for them does not wait for the other
+    // stages' weight-gradient passes and updates. The input itself, when only the
     // collective reads it, comes as early as its own inputs allow.
     if (Operation *input = op->getOperand(0).getDefiningOp();
         input && input->getBlock() == block && input->hasOneUse())
       hoistPure(input, /*depth=*/3);
     Operation *after = op->getPrevNode();
     Operation *def = op->getOperand(0).getDefiningOp();
-    while (after && after != def && isMemoryEffectFree(after))
+    while (after && after != def &&
+           (isMemoryEffectFree(after) ||
+            (pipelined && isa<WaitOp, ParamStoreOp>(after))))
       after = after->getPrevNode();
     // Nothing would run between the start and the wait: stay blocking.
     Operation *first = after ? after->getNextNode() : &block->front();

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "megc/Dialect/Meg/IR/MegOps.h"
+#include "megc/Dialect/Meg/IR/PipelinePass.h"
 #include "megc/Dialect/Meg/Transforms/Passes.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -55,10 +56,15 @@ class Scheduler {
 public:
   explicit Scheduler(Block &block) : block(block) {
     // The ops of the block that read each parameter, through views and the
-    // collectives that start from a read.
-    for (Operation &op : block)
+    // collectives that start from a read; and the first op of each pass of
+    // a pipeline schedule (which never moves: nothing of its pass is
+    // before it).
+    for (Operation &op : block) {
       if (auto ref = dyn_cast<ParamRefOp>(&op))
         collectReaders(ref.getName(), ref.getResult());
+      if (Attribute pass = op.getAttr(MegDialect::kPipelinePassAttrName))
+        firstOfPass.try_emplace(pass, &op);
+    }
   }
 
   /// Moves `update` and the ops only it needs as early as they can go;
@@ -74,7 +80,7 @@ public:
     bool moved = false;
     llvm::SmallPtrSet<Operation *, 8> floating;
     for (Operation *op : ordered)
-      moved |= moveEarly(op, floating);
+      moved |= moveEarly(op, update, floating);
     // What depends on nothing (parameter reads, constants, the step count)
     // goes right before its first user, the last of them first.
     for (Operation *op : llvm::reverse(ordered)) {
@@ -130,7 +136,8 @@ private:
   /// its operands and, for a result stored into a parameter, every other
   /// read of that parameter. An op that must follow none of them, or only
   /// floating ones, floats (the caller places it). Never moves an op later.
-  bool moveEarly(Operation *op, llvm::SmallPtrSetImpl<Operation *> &floating) {
+  bool moveEarly(Operation *op, Operation *update,
+                 llvm::SmallPtrSetImpl<Operation *> &floating) {
     Operation *after = nullptr;
     for (Value operand : op->getOperands())
       if (Operation *producer = operand.getDefiningOp())
@@ -149,6 +156,24 @@ private:
     }
     if (after == op || !after->isBeforeInBlock(op))
       return false;
+    // In a pipeline rank's program, an op of a weight-gradient pass stays
+    // in it: zero-bubble schedules delay those passes to fill the bubble,
+    // after the input-gradient pass has sent its result (the updates of a
+    // stage's last micro-batch are in its last weight pass).
+    if (std::optional<PipelinePass> pass = pipelinePassOf(op);
+        pass && pass->kind == PipelinePass::Weight)
+      after = later(after, firstOfPass.lookup(
+                               op->getAttr(MegDialect::kPipelinePassAttrName)));
+    // Nor does an update move above a send: another rank waits for it.
+    if (op == update)
+      for (Operation *it = op->getPrevNode(); it && it != after;
+           it = it->getPrevNode())
+        if (isa<SendStartOp>(it)) {
+          after = it;
+          break;
+        }
+    if (after == op)
+      return false;
     // After the ops moved behind `after` before it, so that updates keep
     // their order.
     Operation *next = after->getNextNode();
@@ -163,6 +188,7 @@ private:
 
   Block &block;
   llvm::StringMap<llvm::SetVector<Operation *>> readers;
+  llvm::DenseMap<Attribute, Operation *> firstOfPass;
   /// The ops this schedule has placed.
   llvm::DenseSet<Operation *> placed;
 };

@@ -354,11 +354,33 @@ def MegAsyncCollectives : Pass<"meg-async-collectives", "::mlir::func::FuncOp"> 
     %next = meg.add %sum, %r ...
     ```
 
-    The statistic `overlapped` counts the collectives it splits.
+    In a pipeline rank's program (`meg.pipeline_rank`), waits and parameter
+    stores do not hold a start back (they neither communicate nor write its
+    input): the sums of the loss and the non-finite count after the passes
+    start at the rank's last transfer, so that a stage whose updates wait
+    for them does not wait for the other stages' weight-gradient passes and
+    updates. And each batch of transfers that sends (the
+    `meg.send_start`s and `meg.recv_start`s between two passes) starts as
+    soon as the values it sends exist: the ops before it that those values
+    do not need (the weight gradients of a backward pass, the last stage's
+    updates and their stores) move after it, in their order; nothing moves
+    past a wait, another transfer or a collective (option `early-transfers`,
+    on by default; `megc --no-early-sends` turns it off for the textbook
+    order, in which a pass sends after all its work).
+
+    The statistic `overlapped` counts the collectives it splits,
+    `transfers` the batches of transfers it starts earlier.
   }];
+  let options = [
+    Option<"earlyTransfers", "early-transfers", "bool", /*default=*/"true",
+           "In a pipeline rank's program, start each batch of transfers "
+           "that sends as soon as the sent values exist">
+  ];
   let statistics = [
     Statistic<"overlapped", "overlapped",
-              "Collectives with work between their start and wait">
+              "Collectives with work between their start and wait">,
+    Statistic<"transfersHoisted", "transfers",
+              "Batches of pipeline transfers started earlier">
   ];
 }
 
@@ -384,6 +406,12 @@ def MegScheduleUpdates : Pass<"meg-schedule-updates", "::mlir::func::FuncOp"> {
     (there is no later read of the old value). With `clip_grad`, every update
     needs the norm of all gradients, so the updates stay after the last one.
     The statistic `moved` counts the updates that moved.
+
+    In a pipeline rank's program (`meg.pipeline_rank`), an op of a
+    weight-gradient pass (`meg.pipeline_pass = "weight.mbI"`, zero-bubble
+    schedules) moves only within that pass, which the schedule delays to
+    fill the bubble; and no update moves above a `meg.send_start`, which
+    another rank waits for.
 
     ```mlir
     // before
