@@ -7,16 +7,81 @@
 // each kind of pass (meg.pipeline_pass: forward, backward or input
 // gradients, weight gradients) take in its simulation, per pass, and a
 // rank's step is its program's time plus its wait; the step is the
-// slowest rank's.
+// slowest rank's. A backward pass that sends before the rest of its work
+// (its weight gradients and, on the last stage, the updates run after the
+// send) is played as its two halves, sending between them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "megc/Pipeline/Schedule.h"
 #include "megc/Plan/Simulate.h"
+#include "megrt/Collectives.h"
 
 using namespace llvm;
 
 namespace megc::plan {
+
+namespace {
+
+/// Per command of a pipeline rank's program: whether it is a backward
+/// pass's work that runs after the pass's sends (each batch of transfers
+/// that sends starts as soon as the values sent exist).
+std::vector<bool> afterBackwardSends(const EntryDesc &entry) {
+  using PassKind = EntryDesc::PassKind;
+  std::vector<bool> late(entry.commands.size(), false);
+  PassKind last = PassKind::None;
+  bool afterSend = false;
+  for (size_t i = 0; i < entry.commands.size(); ++i) {
+    const Command &command = entry.commands[i];
+    if (const auto *collective = std::get_if<CollectiveCommand>(&command)) {
+      if (megrt::collectiveInfo(collective->kind).form ==
+          megrt::CollectiveForm::Send)
+        afterSend = last == PassKind::Backward;
+      continue;
+    }
+    if (std::holds_alternative<WaitCommand>(command)) {
+      afterSend = false;
+      continue;
+    }
+    PassKind kind =
+        i < entry.passKind.size() ? entry.passKind[i] : PassKind::None;
+    if (kind == PassKind::None)
+      continue;
+    if (kind != PassKind::Backward)
+      afterSend = false;
+    late[i] = afterSend;
+    last = kind;
+  }
+  return late;
+}
+
+/// The schedule with each whole backward pass (BW) played as its input
+/// gradients (B), the sends that follow it, and then its weight
+/// gradients (W).
+pipeline::Schedule splitBackwards(pipeline::Schedule schedule) {
+  using pipeline::Pass;
+  for (std::vector<pipeline::Action> &actions : schedule.actions) {
+    std::vector<pipeline::Action> split;
+    for (size_t i = 0; i < actions.size(); ++i) {
+      if (actions[i].pass != Pass::Backward) {
+        split.push_back(actions[i]);
+        continue;
+      }
+      pipeline::Action weight = actions[i];
+      weight.pass = Pass::BackwardWeight;
+      split.push_back(actions[i]);
+      split.back().pass = Pass::BackwardInput;
+      while (i + 1 < actions.size() &&
+             actions[i + 1].pass == Pass::SendGradient)
+        split.push_back(actions[++i]);
+      split.push_back(weight);
+    }
+    actions = std::move(split);
+  }
+  return schedule;
+}
+
+} // namespace
 
 llvm::Expected<Simulation> simulateStep(const ProgramDesc &program,
                                         StringRef name,
@@ -61,15 +126,29 @@ llvm::Expected<Simulation> simulateStep(const ProgramDesc &program,
   std::vector<Simulation> sims;
   std::vector<pipeline::PassCosts> rankCosts(ranks.size());
   bool timed = true;
-  for (const EntryDesc *entry : ranks) {
+  // A whole backward pass's work after its sends, per rank: where any
+  // rank has some, every whole backward is played as B, sends, W.
+  std::vector<double> lateSeconds(ranks.size(), 0);
+  for (auto [index, entry] : llvm::enumerate(ranks)) {
     sims.push_back(simulateEntry(program, *entry, cluster));
+    std::vector<bool> late = afterBackwardSends(*entry);
+    for (const SimEvent &event : sims.back().events)
+      if (!event.comm && event.command < late.size() && late[event.command])
+        lateSeconds[index] += event.end - event.start;
+  }
+  if (llvm::any_of(lateSeconds, [](double s) { return s > 0; }))
+    *schedule = splitBackwards(std::move(*schedule));
+  for (auto [index, entry] : llvm::enumerate(ranks)) {
     int32_t rank = std::max(entry->pipelineRank, 0);
     double seconds[3] = {0, 0, 0};
-    for (const SimEvent &event : sims.back().events)
+    for (const SimEvent &event : sims[index].events)
       if (!event.comm && event.command < entry->passKind.size() &&
           entry->passKind[event.command] != PassKind::None)
         seconds[static_cast<int>(entry->passKind[event.command])] +=
             event.end - event.start;
+    // A whole backward's work after its sends is its W half.
+    seconds[1] -= lateSeconds[index];
+    seconds[2] += lateSeconds[index];
     double count[3] = {0, 0, 0};
     for (const pipeline::Action &action : schedule->actions[rank])
       switch (action.pass) {
