@@ -78,8 +78,8 @@ struct MegAsyncCollectivesPass
   using MegAsyncCollectivesBase::MegAsyncCollectivesBase;
 
   void runOnOperation() override {
-    if (earlyTransfers &&
-        getOperation()->hasAttr(MegDialect::kPipelineRankAttrName))
+    pipelined = getOperation()->hasAttr(MegDialect::kPipelineRankAttrName);
+    if (earlyTransfers && pipelined)
       startTransfersEarly(getOperation().getBody().front());
     SmallVector<CollectiveOpInterface> collectives;
     getOperation().walk([&](Operation *op) {
@@ -115,7 +115,8 @@ struct MegAsyncCollectivesPass
         runs.push_back({&op});
     }
     for (SmallVector<Operation *> &run : runs) {
-      if (llvm::none_of(run, [](Operation *op) { return isa<SendStartOp>(op); }))
+      if (llvm::none_of(run,
+                        [](Operation *op) { return isa<SendStartOp>(op); }))
         continue;
       // The pass that computes the sent values (one pass's sends make a
       // batch), back to its first op or a wait, transfer or collective.
@@ -137,24 +138,25 @@ struct MegAsyncCollectivesPass
       }
       std::reverse(region.begin(), region.end());
       llvm::DenseSet<Operation *> inRegion(region.begin(), region.end());
-      // What the sent values need.
+      // What the sent values need: the region's ops that define the
+      // operands of the transfers, and of the ops nested in those (a
+      // fusion's body), transitively.
       llvm::DenseSet<Operation *> needed;
       SmallVector<Operation *> worklist;
-      for (Operation *op : run)
-        for (Value operand : op->getOperands())
-          if (Operation *def = operand.getDefiningOp(); def && inRegion.contains(def))
-            worklist.push_back(def);
-      while (!worklist.empty()) {
-        Operation *op = worklist.pop_back_val();
-        if (!needed.insert(op).second)
-          continue;
-        // Its operands and those of the ops nested in it (a fusion's body).
+      auto pushInputs = [&](Operation *op) {
         op->walk([&](Operation *nested) {
           for (Value operand : nested->getOperands())
             if (Operation *def = operand.getDefiningOp();
                 def && inRegion.contains(def))
               worklist.push_back(def);
         });
+      };
+      for (Operation *op : run)
+        pushInputs(op);
+      while (!worklist.empty()) {
+        Operation *op = worklist.pop_back_val();
+        if (needed.insert(op).second)
+          pushInputs(op);
       }
       SmallVector<Operation *> rest;
       // A store that moves must not pass a read of its parameter that stays.
@@ -180,11 +182,11 @@ struct MegAsyncCollectivesPass
     }
   }
 
+  /// Whether the function is a pipeline rank's program.
+  bool pipelined = false;
+
   void split(CollectiveOpInterface collective) {
     Operation *op = collective;
-    bool pipelined =
-        op->getParentOfType<func::FuncOp>()->hasAttr(
-            MegDialect::kPipelineRankAttrName);
     Block *block = op->getBlock();
     // The first op of the block that reads the result (found by walking
     // forward: the moves below invalidate the block's order).
@@ -205,8 +207,8 @@ struct MegAsyncCollectivesPass
     // write the input): the sums of the loss and the non-finite count,
     // after the passes, then start at the rank's last transfer, so that a
     // stage whose update waits for them does not wait for the other
-    // stages' weight-gradient passes and updates. The input itself, when only the
-    // collective reads it, comes as early as its own inputs allow.
+    // stages' weight-gradient passes and updates. The input itself, when
+    // only the collective reads it, comes as early as its own inputs allow.
     if (Operation *input = op->getOperand(0).getDefiningOp();
         input && input->getBlock() == block && input->hasOneUse())
       hoistPure(input, /*depth=*/3);
